@@ -1,0 +1,109 @@
+"""Every error tidu raises on misuse, in one place.
+
+All of them derive from :class:`TiduError`; most also derive from the builtin
+exception a Python user would expect (``ValueError``, ``TypeError``,
+``KeyError``-free lookups), so ``except ValueError`` keeps working.
+
+>>> from tidu import TiduError
+>>> issubclass(ArityError, TiduError) and issubclass(ArityError, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class TiduError(Exception):
+    """Base of every error tidu raises on bad use."""
+
+
+# --- graph construction -------------------------------------------------------
+
+
+class GraphError(TiduError):
+    """A graph was built or used inconsistently."""
+
+
+class InvalidOperationError(GraphError, TypeError):
+    """An object used as an operation is not a usable :class:`GraphOperation`."""
+
+
+class ArityError(GraphError, ValueError):
+    """An operation got a different number of inputs than it declares."""
+
+
+class UnknownValueError(GraphError, ValueError):
+    """A local value id, or a value key, that the graph does not know."""
+
+
+class InvalidReferenceError(GraphError, TypeError):
+    """An operation input that is neither ``Local`` nor ``External``."""
+
+
+class InvalidKeyError(GraphError, TypeError):
+    """An input key that is not hashable, or a value key of the wrong type."""
+
+
+# --- evaluation ---------------------------------------------------------------
+
+
+class EvaluationError(TiduError):
+    """A graph could not be evaluated."""
+
+
+class MissingValueError(EvaluationError, ValueError):
+    """An input value needed for evaluation was not supplied."""
+
+
+class NotEvaluableError(EvaluationError, TypeError):
+    """An operation needed for evaluation has no ``eval``."""
+
+
+class EvalOutputError(EvaluationError, ValueError):
+    """An operation's ``eval`` returned the wrong number of outputs."""
+
+
+# --- AD rules -----------------------------------------------------------------
+
+
+class ADRuleKind(enum.Enum):
+    """Which AD rule of a primitive is meant."""
+
+    JVP = "jvp"
+    TRANSPOSE = "transpose"
+
+
+class ADRuleError(TiduError):
+    """A primitive has no rule of this kind.
+
+    >>> err = ADRuleError("SIN", ADRuleKind.TRANSPOSE)
+    >>> err.op, err.rule
+    ('SIN', <ADRuleKind.TRANSPOSE: 'transpose'>)
+    >>> str(err)
+    'SIN has no transpose rule'
+    """
+
+    def __init__(self, op: str, rule: ADRuleKind, detail: str | None = None) -> None:
+        self.op = op
+        self.rule = rule
+        self.detail = detail
+        message = f"{op} has no {rule.value} rule"
+        if detail:
+            message += f": {detail}"
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.op, self.rule, self.detail))
+
+
+class RuleContractError(TiduError):
+    """A JVP or transpose rule broke the rule contract (result count, ids)."""
+
+    def __init__(self, op: str, rule: ADRuleKind, detail: str) -> None:
+        self.op = op
+        self.rule = rule
+        super().__init__(f"{rule.value} rule of {op}: {detail}")
+
+    def __reduce__(self):
+        return (type(self), (self.op, self.rule, self.args[0].split(": ", 1)[1]))

@@ -1,0 +1,34 @@
+"""Operation-agnostic graph storage: structural value keys, builders, evaluation.
+
+>>> from tidu.graph import GraphBuilder, Input
+>>> b = GraphBuilder()
+>>> b.global_key(b.add_input("x")) is Input("x")
+True
+"""
+
+from tidu.graph.builder import Graph, GraphBuilder, OperationNode, ValueNode
+from tidu.graph.evaluate import evaluate
+from tidu.graph.export import to_networkx
+from tidu.graph.format import format_graph
+from tidu.graph.keys import (
+    PRIMARY,
+    Derived,
+    Input,
+    Linearized,
+    OperationKey,
+    OperationRole,
+    ValueKey,
+)
+from tidu.graph.operation import EvaluableGraphOperation, GraphOperation
+from tidu.graph.refs import External, Local
+from tidu.graph.resolve import ResolvedView, ValueDefinition, resolve
+
+__all__ = [
+    "GraphOperation", "EvaluableGraphOperation",
+    "ValueKey", "Input", "Derived", "OperationKey",
+    "OperationRole", "PRIMARY", "Linearized",
+    "Local", "External",
+    "GraphBuilder", "Graph", "ValueNode", "OperationNode",
+    "resolve", "ResolvedView", "ValueDefinition",
+    "evaluate", "to_networkx", "format_graph",
+]

@@ -1,0 +1,375 @@
+"""``GraphBuilder`` and the immutable ``Graph`` it builds.
+
+>>> import enum
+>>> from tidu.graph import EvaluableGraphOperation, Local, evaluate
+>>> class Op(EvaluableGraphOperation, enum.Enum):
+...     MUL = "mul"
+...     def input_count(self): return 2
+...     def output_count(self): return 1
+...     def eval(self, ctx, inputs): return [inputs[0] * inputs[1]]
+>>> b = GraphBuilder()
+>>> x = b.add_input("x")
+>>> [y] = b.add_operation(Op.MUL, [Local(x), Local(x)])
+>>> b.add_operation(Op.MUL, [Local(x), Local(x)]) == [y]   # equal ops are one node
+True
+>>> b.set_outputs([y])
+>>> g = b.build()
+>>> evaluate(g, [g.values[y].key], {Input("x"): 3.0})
+[9.0]
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Hashable, Iterator, Sequence
+from collections.abc import Sequence as SequenceABC
+
+from tidu.errors import (
+    ArityError,
+    GraphError,
+    InvalidKeyError,
+    InvalidOperationError,
+    InvalidReferenceError,
+    UnknownValueError,
+)
+from tidu.graph.keys import (
+    PRIMARY,
+    Derived,
+    Input,
+    Linearized,
+    OperationKey,
+    OperationRole,
+    ValueKey,
+    derived_key,
+    intern_input,
+    intern_operation,
+)
+from tidu.graph.operation import GraphOperation, op_name
+from tidu.graph.refs import External, Local
+
+ValueNode = namedtuple("ValueNode", "key producer")
+ValueNode.__doc__ = """A value of a graph: its global ``key`` and its ``producer``,
+``(operation index, output slot)`` or ``None`` for a graph input."""
+
+OperationNode = namedtuple("OperationNode", "operation inputs outputs role key")
+OperationNode.__doc__ = """An operation of a graph: the ``operation``, its ``inputs``
+(``Local``/``External``), the local ids of its ``outputs``, its ``role`` and its ``key``."""
+
+
+def operation_counts(op) -> tuple[int, int]:
+    """Check that ``op`` is a usable operation; return ``(input_count, output_count)``."""
+    if not isinstance(op, GraphOperation):
+        raise InvalidOperationError(f"{op!r} is not a GraphOperation")
+    try:
+        hash(op)
+    except TypeError:
+        raise InvalidOperationError(f"operation {op_name(op)} is not hashable") from None
+    n_in = op.input_count()
+    if type(n_in) is not int or n_in < 0:
+        raise InvalidOperationError(
+            f"{op_name(op)}.input_count() returned {n_in!r}; expected a non-negative int"
+        )
+    n_out = op.output_count()
+    if type(n_out) is not int or n_out < 1:
+        raise InvalidOperationError(
+            f"{op_name(op)}.output_count() returned {n_out!r}; expected a positive int"
+        )
+    return n_in, n_out
+
+
+class GraphBuilder:
+    """Builds a :class:`Graph` one input and one operation at a time.
+
+    Local ids are positions in the graph's ``values``. Adding an operation that
+    is structurally equal to one already added returns the existing ids, so
+    every value key appears once per graph. A failed call leaves the builder
+    as it was.
+    """
+
+    __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "_index",
+                 "_op_outputs", "_inputs", "_outputs", "_parents", "_counts")
+
+    def __init__(self) -> None:
+        self._keys: list[ValueKey] = []          # local id -> key
+        self._value_op: list[int] = []            # local id -> producing op index, -1 for inputs
+        self._op_keys: list[OperationKey] = []    # op index -> key
+        self._op_first: list[int] = []           # op index -> local id of its first output
+        self._index: dict[ValueKey, int] = {}     # key -> local id
+        self._op_outputs: dict[OperationKey, int] = {}  # key -> op index
+        self._inputs: list[int] = []
+        self._outputs: tuple[int, ...] = ()
+        self._parents: list[Graph] = []
+        self._counts: dict = {}                   # op -> (input_count, output_count)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add_input(self, key: Hashable) -> int:
+        """Add (or find) the graph input named ``key``; return its local id."""
+        value_key = intern_input(key)
+        found = self._index.get(value_key)
+        if found is not None:
+            return found
+        local_id = len(self._keys)
+        self._keys.append(value_key)
+        self._value_op.append(-1)
+        self._index[value_key] = local_id
+        self._inputs.append(local_id)
+        return local_id
+
+    def add_operation(self, op, inputs: Sequence, role: OperationRole = PRIMARY) -> list[int]:
+        """Add ``op`` applied to ``inputs`` (``Local``/``External``); return its output ids."""
+        try:
+            counts = self._counts.get(op)
+        except TypeError:
+            raise InvalidOperationError(f"operation {op_name(op)} is not hashable") from None
+        if counts is None:
+            counts = self._counts[op] = operation_counts(op)
+        n_in, n_out = counts
+        if len(inputs) != n_in:
+            raise ArityError(f"{op_name(op)} takes {n_in} inputs, got {len(inputs)}")
+        if role is not PRIMARY:
+            self._check_role(op, role, n_in)
+        op_key = intern_operation(op, self._input_keys(op, inputs), role, n_out)
+        op_index = self._op_outputs.get(op_key)
+        if op_index is not None:
+            first = self._op_first[op_index]
+            return list(range(first, first + n_out))
+
+        op_index = len(self._op_keys)
+        first = len(self._keys)
+        keys = self._keys
+        for slot in range(n_out):
+            key = derived_key(op_key, slot)
+            self._index[key] = len(keys)
+            keys.append(key)
+            self._value_op.append(op_index)
+        self._op_keys.append(op_key)
+        self._op_first.append(first)
+        self._op_outputs[op_key] = op_index
+        return list(range(first, first + n_out))
+
+    def _input_keys(self, op, inputs: Sequence) -> tuple:
+        keys = self._keys
+        n_values = len(keys)
+        found = []
+        for position, ref in enumerate(inputs):
+            kind = type(ref)
+            if kind is Local:
+                if not 0 <= ref < n_values:
+                    raise UnknownValueError(
+                        f"input {position} of {op_name(op)}: {ref!r} is not a value "
+                        f"of this builder (it has {n_values} values)"
+                    )
+                found.append(keys[ref])
+            elif kind is External:
+                key = ref[0]
+                if not isinstance(key, ValueKey):
+                    raise InvalidKeyError(
+                        f"input {position} of {op_name(op)}: External({key!r}) does not hold "
+                        "a ValueKey"
+                    )
+                found.append(key)
+            else:
+                raise InvalidReferenceError(
+                    f"input {position} of {op_name(op)} is {ref!r}; expected Local or External"
+                )
+        return tuple(found)
+
+    @staticmethod
+    def _check_role(op, role, n_in: int) -> None:
+        if not isinstance(role, Linearized):
+            raise InvalidKeyError(
+                f"role of {op_name(op)} is {role!r}; expected PRIMARY or Linearized"
+            )
+        if len(role.active_mask) != n_in:
+            raise ArityError(
+                f"{op_name(op)} takes {n_in} inputs but its role {role!r} masks "
+                f"{len(role.active_mask)}"
+            )
+
+    def set_outputs(self, ids: Sequence[int]) -> None:
+        """Declare which local values are the graph's outputs."""
+        ids = tuple(ids)
+        for local_id in ids:
+            self._check_id(local_id)
+        self._outputs = tuple(map(int, ids))
+
+    def add_parent(self, graph: "Graph") -> None:
+        """Register ``graph`` as one whose values this graph refers to with ``External``."""
+        if not isinstance(graph, Graph):
+            raise GraphError(f"add_parent needs a Graph, got {type(graph).__name__}")
+        if all(parent is not graph for parent in self._parents):
+            self._parents.append(graph)
+
+    def global_key(self, id: int) -> ValueKey:
+        """The global :class:`ValueKey` of local value ``id``."""
+        self._check_id(id)
+        return self._keys[id]
+
+    def local_id(self, key: ValueKey) -> int | None:
+        """The local id of ``key`` in this builder, or ``None``."""
+        return self._index.get(key)
+
+    def _check_id(self, local_id) -> None:
+        if not isinstance(local_id, int) or isinstance(local_id, bool) or not (
+            0 <= local_id < len(self._keys)
+        ):
+            raise UnknownValueError(
+                f"{local_id!r} is not a value id of this builder (it has {len(self._keys)} values)"
+            )
+
+    def build(self) -> "Graph":
+        """Freeze what was added into an immutable :class:`Graph`."""
+        return Graph._make(
+            tuple(self._keys), tuple(self._value_op), tuple(self._op_keys), tuple(self._op_first), tuple(self._inputs), self._outputs,
+            tuple(self._parents), dict(self._index),
+        )
+
+
+class _ValueView(SequenceABC):
+    """``graph.values``: a read-only sequence of :class:`ValueNode`, made on access."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: "Graph") -> None:
+        self._graph = graph
+
+    def __len__(self) -> int:
+        return len(self._graph._keys)
+
+    def __getitem__(self, index):
+        graph = self._graph
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        key = graph._keys[index]
+        op_index = graph._value_op[index]
+        return ValueNode(key, None if op_index < 0 else (op_index, key._slot))
+
+    def __iter__(self):
+        for key, op_index in zip(self._graph._keys, self._graph._value_op):
+            yield ValueNode(key, None if op_index < 0 else (op_index, key._slot))
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} values>"
+
+
+class _OperationView(SequenceABC):
+    """``graph.operations``: a read-only sequence of :class:`OperationNode`, made on access."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: "Graph") -> None:
+        self._graph = graph
+
+    def __len__(self) -> int:
+        return len(self._graph._op_keys)
+
+    def __getitem__(self, index):
+        graph = self._graph
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        key = graph._op_keys[index]
+        first = graph._op_first[index]
+        return OperationNode(key._operation, graph._input_refs(key, first),
+                             tuple(range(first, first + key._n_out)), key._role, key)
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} operations>"
+
+
+class Graph:
+    """An immutable graph: values, operations, inputs, outputs and parent graphs.
+
+    ``values`` and ``operations`` are read-only sequences of :class:`ValueNode`
+    and :class:`OperationNode`. ``str(graph)`` is a readable listing;
+    ``repr(graph)`` is one short line.
+    """
+
+    __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "inputs",
+                 "outputs", "parents", "_index")
+
+    @classmethod
+    def _make(cls, keys, value_op, op_keys, op_first, inputs, outputs, parents,
+              index) -> "Graph":
+        graph = object.__new__(cls)
+        setter = object.__setattr__
+        for name, value in (("_keys", keys), ("_value_op", value_op), ("_op_keys", op_keys),
+                            ("_op_first", op_first),
+                            ("inputs", inputs), ("outputs", outputs), ("parents", parents),
+                            ("_index", index)):
+            setter(graph, name, value)
+        return graph
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise TypeError("Graph is made by GraphBuilder.build()")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Graph is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"Graph is immutable; cannot delete {name!r}")
+
+    @property
+    def values(self) -> _ValueView:
+        """Every value, by local id: nodes with ``.key`` and ``.producer``."""
+        return _ValueView(self)
+
+    @property
+    def operations(self) -> _OperationView:
+        """Every operation, in the order added (dependencies first)."""
+        return _OperationView(self)
+
+    @property
+    def value_keys(self) -> tuple:
+        """The key of every value, by local id."""
+        return self._keys
+
+    @property
+    def operation_keys(self) -> tuple:
+        """The :class:`OperationKey` of every operation, in order."""
+        return self._op_keys
+
+    @property
+    def input_keys(self) -> tuple:
+        """The keys of the graph's inputs, in order."""
+        return tuple(self._keys[i] for i in self.inputs)
+
+    @property
+    def output_keys(self) -> tuple:
+        """The keys of the graph's outputs, in order."""
+        return tuple(self._keys[i] for i in self.outputs)
+
+    def local_id(self, key: ValueKey) -> int | None:
+        """The local id of ``key`` in this graph, or ``None``."""
+        return self._index.get(key)
+
+    def _input_refs(self, op_key: OperationKey, first_output: int) -> tuple:
+        """An operation's inputs as ``Local`` (defined earlier here) or ``External`` refs."""
+        index = self._index
+        refs = []
+        for key in op_key._inputs:
+            local_id = index.get(key)
+            refs.append(Local(local_id) if local_id is not None and local_id < first_output
+                        else External(key))
+        return tuple(refs)
+
+    def __contains__(self, key) -> bool:
+        return key in self._index
+
+    def __repr__(self) -> str:
+        return (f"<Graph {len(self.inputs)} inputs, {len(self._op_keys)} operations, "
+                f"{len(self.outputs)} outputs, {len(self.parents)} parents>")
+
+    def __str__(self) -> str:
+        from tidu.graph.format import format_graph
+
+        return format_graph(self)
+
+    def __reduce__(self):
+        return (Graph._make, (self._keys, self._value_op, self._op_keys, self._op_first, self.inputs, self.outputs, self.parents,
+                              self._index))

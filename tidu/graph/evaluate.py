@@ -1,0 +1,120 @@
+"""Evaluate value keys over one or more graphs.
+
+Only what the requested outputs need is computed; an operation shared by
+several graphs (the same :class:`OperationKey`) runs once; every intermediate
+is released right after its last use.
+
+>>> import enum
+>>> from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local, Input
+>>> class Op(EvaluableGraphOperation, enum.Enum):
+...     ADD = "add"
+...     def input_count(self): return 2
+...     def output_count(self): return 1
+...     def eval(self, ctx, inputs): return [inputs[0] + inputs[1]]
+>>> b = GraphBuilder(); x = b.add_input("x")
+>>> [y] = b.add_operation(Op.ADD, [Local(x), Local(x)])
+>>> g = b.build()
+>>> evaluate(g, [g.values[y].key], {Input("x"): 2})
+[4]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from tidu.errors import EvalOutputError, MissingValueError, NotEvaluableError, UnknownValueError
+from tidu.graph.builder import Graph
+from tidu.graph.keys import Derived, OperationKey, ValueKey, existing_derived
+from tidu.graph.operation import EvaluableGraphOperation, op_name
+from tidu.graph.resolve import ResolvedView, resolve
+
+
+def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[OperationKey]:
+    """Operations needed to compute ``outputs`` from ``known`` keys, dependencies first.
+
+    Iterative depth-first post-order over the key structure; an ``Input`` that
+    is not known raises :class:`MissingValueError`.
+    """
+    order: list[OperationKey] = []
+    state: dict[OperationKey, bool] = {}   # False: expanded, waiting on inputs; True: emitted
+    for out in outputs:
+        if out in known:
+            continue
+        if type(out) is not Derived:
+            raise MissingValueError(f"no value given for {out!r}")
+        stack = [out._operation]
+        while stack:
+            op_key = stack[-1]
+            done = state.get(op_key)
+            if done is None:
+                state[op_key] = False
+                for key in op_key._inputs:
+                    if key in known:
+                        continue
+                    if type(key) is Derived:
+                        if key._operation not in state:
+                            stack.append(key._operation)
+                    else:
+                        raise MissingValueError(
+                            f"no value given for {key!r} (input of {op_key!r})"
+                        )
+            else:
+                stack.pop()
+                if done is False:
+                    state[op_key] = True
+                    order.append(op_key)
+    return order
+
+
+def evaluate(
+    graphs: "Graph | Iterable[Graph] | ResolvedView",
+    outputs: Sequence[ValueKey],
+    values: Mapping[ValueKey, Any],
+    ctx: Any = None,
+) -> list:
+    """Compute the values of ``outputs`` given concrete ``values`` (usually for ``Input`` keys).
+
+    Keys in ``values`` may also be intermediate (``Derived``) keys: their
+    producers are then not run. Operations must be :class:`EvaluableGraphOperation`.
+    """
+    view = resolve(graphs)
+    outputs = list(outputs)
+    for key in outputs:
+        if not isinstance(key, ValueKey):
+            raise UnknownValueError(f"evaluate output {key!r} is not a ValueKey")
+        if key not in values and key not in view:
+            raise UnknownValueError(f"{key!r} is not a value of the graphs given to evaluate")
+    order = schedule(outputs, values)
+
+    uses: dict[ValueKey, int] = {}
+    for key in outputs:
+        uses[key] = uses.get(key, 0) + 1
+    for op_key in order:
+        for key in op_key._inputs:
+            uses[key] = uses.get(key, 0) + 1
+    env = {key: values[key] for key in uses if key in values}
+
+    for op_key in order:
+        operation = op_key._operation
+        if not isinstance(operation, EvaluableGraphOperation):
+            raise NotEvaluableError(f"{op_name(operation)} ({op_key!r}) has no eval")
+        inputs = op_key._inputs
+        args = [env[key] for key in inputs]
+        for key in inputs:
+            remaining = uses[key] - 1
+            uses[key] = remaining
+            if not remaining:
+                del env[key]
+        results = operation.eval(ctx, args)
+        del args
+        if len(results) != op_key._n_out:
+            raise EvalOutputError(
+                f"{op_name(operation)}.eval returned {len(results)} values for "
+                f"{op_key._n_out} outputs"
+            )
+        for slot, result in enumerate(results):
+            key = existing_derived(op_key, slot)
+            if key is not None and key in uses:
+                env[key] = result
+        del results
+    return [env[key] for key in outputs]

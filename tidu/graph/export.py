@@ -1,0 +1,52 @@
+"""Export a graph to :mod:`networkx`.
+
+>>> from tidu.graph import GraphBuilder
+>>> b = GraphBuilder(); x = b.add_input("x"); b.set_outputs([x])
+>>> nx_graph = to_networkx(b.build())
+>>> nx_graph.nodes[("value", 0)]["is_input"], nx_graph.nodes[("value", 0)]["is_output"]
+(True, True)
+"""
+
+from __future__ import annotations
+
+from tidu.graph.format import key_label, value_name
+from tidu.graph.keys import PRIMARY
+from tidu.graph.operation import op_name
+from tidu.graph.refs import Local
+
+
+def to_networkx(graph):
+    """A ``networkx.MultiDiGraph`` of ``graph``.
+
+    Nodes are ``("value", local_id)``, ``("op", index)`` and, for values of other
+    graphs, ``("external", key)``. Every node has ``kind`` and ``label``; values
+    have ``key``, ``slot``, ``is_input``, ``is_output``; operations have ``op``,
+    ``role`` and ``linear``. Edges follow data flow: ``position`` on edges into an
+    operation, ``slot`` on edges out of one.
+    """
+    import networkx
+
+    out = networkx.MultiDiGraph()
+    outputs = set(graph.outputs)
+    inputs = set(graph.inputs)
+    for local_id, value in enumerate(graph.values):
+        out.add_node(
+            ("value", local_id), kind="value", key=value.key, label=value_name(local_id),
+            slot=None if value.producer is None else value.producer[1],
+            is_input=local_id in inputs, is_output=local_id in outputs,
+        )
+    for index, node in enumerate(graph.operations):
+        op_node = ("op", index)
+        out.add_node(op_node, kind="operation", op=node.operation, label=op_name(node.operation),
+                     role=node.role, linear=node.role is not PRIMARY)
+        for position, ref in enumerate(node.inputs):
+            if type(ref) is Local:
+                source = ("value", int(ref))
+            else:
+                source = ("external", ref[0])
+                if source not in out:
+                    out.add_node(source, kind="external", key=ref[0], label=key_label(ref[0]))
+            out.add_edge(source, op_node, position=position)
+        for slot, local_id in enumerate(node.outputs):
+            out.add_edge(op_node, ("value", local_id), slot=slot)
+    return out

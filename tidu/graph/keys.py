@@ -1,0 +1,343 @@
+"""Structural value identity: ``Input``, ``Derived``, ``OperationKey`` and roles.
+
+A value is named by how it was made. ``Input(key)`` names a graph input;
+``Derived(op_key, slot)`` names output ``slot`` of the operation ``op_key``,
+which in turn names its operation, its input value keys and its role. Keys
+built independently from equal structure are the *same object*: every key is
+hash-consed on creation, so equality and hashing are identity checks and cost
+O(1) however deep the graph behind a key is.
+
+>>> x = Input("x")
+>>> op = OperationKey("neg", (x,), PRIMARY)
+>>> Derived(op, 0) == Derived(OperationKey("neg", (Input("x"),), PRIMARY), 0)
+True
+
+The intern tables hold their entries weakly, so keys of graphs nobody refers to
+any more are freed rather than piling up in a long-running program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from operator import attrgetter
+from typing import Hashable
+
+from tidu.errors import InvalidKeyError, InvalidOperationError, UnknownValueError
+from tidu.graph.operation import GraphOperation, op_name, short_repr
+
+# --- roles ---------------------------------------------------------------------
+
+
+class OperationRole:
+    """Why an operation is in a graph: primal work or linear (tangent) work."""
+
+    __slots__ = ()
+
+
+class _Primary(OperationRole):
+    __slots__ = ()
+    _instance: "_Primary | None" = None
+
+    def __new__(cls) -> "_Primary":
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "PRIMARY"
+
+    def __reduce__(self):
+        return (_Primary, ())
+
+
+PRIMARY = _Primary()
+"""The role of ordinary (primal) operations."""
+
+
+class Linearized(OperationRole):
+    """Linear work emitted by a JVP rule; ``active_mask[i]`` marks input ``i`` as a tangent.
+
+    Roles are interned, so equal masks give the same object.
+
+    >>> Linearized((True, False)) is Linearized([True, False])
+    True
+    >>> Linearized((True, False)).active_mask
+    (True, False)
+    """
+
+    __slots__ = ("_active_mask",)
+    _interned: dict = {}
+    active_mask = property(attrgetter("_active_mask"))
+
+    def __new__(cls, active_mask) -> "Linearized":
+        mask = tuple(active_mask)
+        role = cls._interned.get(mask)
+        if role is None:
+            if not all(type(flag) is bool for flag in mask):
+                raise InvalidKeyError(f"Linearized active_mask must hold bools, got {mask!r}")
+            role = object.__new__(cls)
+            role._active_mask = mask
+            role = cls._interned.setdefault(mask, role)
+        return role
+
+    def __repr__(self) -> str:
+        return "Linearized(" + "".join("T" if flag else "." for flag in self._active_mask) + ")"
+
+    def __reduce__(self):
+        return (Linearized, (self._active_mask,))
+
+
+# --- interning -----------------------------------------------------------------
+#
+# Tables map a structure to a weak reference to the one live key with that
+# structure. An operation's structure is ``(hash(op), id(role), id(input)...)``:
+# only ints, so the garbage collector stops tracking it, and ids are safe because
+# a live key keeps its inputs alive. Two unequal ops with equal hashes are rare;
+# the second one is interned in ``_collisions`` under a structure holding the op.
+
+_lock = threading.Lock()
+_serials = itertools.count()
+_input_table: dict = {}     # user key -> weakref(Input)
+_op_table: dict = {}        # (hash(op), id(role), id(input)...) -> weakref(OperationKey)
+_collisions: dict = {}      # (op, id(role), id(input)...) -> weakref(OperationKey)
+_dead = [0]                 # weakref callbacks count deaths; tables are swept lazily
+_SWEEP_MIN = 4096
+
+
+def _on_dead(_ref) -> None:
+    _dead[0] += 1
+
+
+def _sweep_if_needed() -> None:
+    """Drop dead entries once deaths outnumber half the live table. Call under ``_lock``."""
+    global _input_table, _op_table, _collisions
+    if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
+        _dead[0] = 0
+        _op_table = {k: r for k, r in _op_table.items() if r() is not None}
+        _input_table = {k: r for k, r in _input_table.items() if r() is not None}
+        _collisions = {k: r for k, r in _collisions.items() if r() is not None}
+
+
+def interned_count() -> int:
+    """How many live keys the intern tables hold (for memory tests and diagnostics)."""
+    tables = (_op_table, _input_table, _collisions)
+    return sum(1 for table in tables for r in list(table.values()) if r() is not None)
+
+
+# --- keys ----------------------------------------------------------------------
+
+
+class ValueKey:
+    """Common base of :class:`Input` and :class:`Derived`."""
+
+    __slots__ = ()
+
+
+class Input(ValueKey):
+    """The value of a graph input named by a user-chosen hashable ``key``.
+
+    >>> Input("x") is Input("x")
+    True
+    >>> Input("x")
+    Input('x')
+    """
+
+    __slots__ = ("_key", "__weakref__")
+    key = property(attrgetter("_key"))
+
+    def __new__(cls, key: Hashable) -> "Input":
+        return intern_input(key)
+
+    def __repr__(self) -> str:
+        return f"Input({short_repr(self._key)})"
+
+    def __reduce__(self):
+        return (Input, (self._key,))
+
+
+def intern_input(key: Hashable) -> Input:
+    """The one ``Input`` for ``key`` (what ``Input(key)`` returns)."""
+    try:
+        ref = _input_table.get(key)
+    except TypeError:
+        raise InvalidKeyError(f"input key {key!r} is not hashable") from None
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            return found
+    with _lock:
+        ref = _input_table.get(key)
+        found = ref() if ref is not None else None
+        if found is None:
+            _sweep_if_needed()
+            found = object.__new__(Input)
+            found._key = key
+            _input_table[key] = weakref.ref(found, _on_dead)
+        return found
+
+
+class OperationKey:
+    """An operation applied to input value keys in a role: the identity of one op node.
+
+    >>> k = OperationKey("add", (Input("a"), Input("b")), PRIMARY)
+    >>> k.operation, k.inputs, k.role
+    ('add', (Input('a'), Input('b')), PRIMARY)
+    """
+
+    # _out: weakref to the Derived key of a one-output op, or a list of them
+    __slots__ = ("_operation", "_inputs", "_role", "_serial", "_n_out", "_out", "__weakref__")
+    operation = property(attrgetter("_operation"))
+    inputs = property(attrgetter("_inputs"))
+    role = property(attrgetter("_role"))
+    output_count = property(attrgetter("_n_out"))
+    serial = property(attrgetter("_serial"), doc="A short process-unique number, for display.")
+
+    def __new__(cls, operation, inputs, role: OperationRole = PRIMARY) -> "OperationKey":
+        inputs = tuple(inputs)
+        for position, key in enumerate(inputs):
+            if not isinstance(key, ValueKey):
+                raise InvalidKeyError(
+                    f"input {position} of {op_name(operation)} is {key!r}, not a ValueKey"
+                )
+        if not isinstance(role, OperationRole):
+            raise InvalidKeyError(f"role of {op_name(operation)} is {role!r}, not an OperationRole")
+        try:
+            hash(operation)
+        except TypeError:
+            raise InvalidOperationError(f"operation {op_name(operation)} is not hashable") from None
+        return intern_operation(operation, inputs, role)
+
+    def output_keys(self) -> tuple:
+        """The ``Derived`` key of every output slot, in order."""
+        return tuple(derived_key(self, slot) for slot in range(self._n_out))
+
+    def __repr__(self) -> str:
+        role = "" if self._role is PRIMARY else f"[{self._role!r}]"
+        return f"{op_name(self._operation)}{role}#{self._serial}"
+
+    def __reduce__(self):
+        return (OperationKey, (self._operation, self._inputs, self._role))
+
+
+def _output_count_of(operation) -> int:
+    if isinstance(operation, GraphOperation):
+        count = operation.output_count()
+        if type(count) is not int or count < 1:
+            raise InvalidOperationError(
+                f"{op_name(operation)}.output_count() returned {count!r}; expected a positive int"
+            )
+        return count
+    return 1  # plain hashables work as operation labels in keys
+
+
+def intern_operation(operation, inputs: tuple, role: OperationRole,
+                     output_count: int | None = None) -> OperationKey:
+    """The one ``OperationKey`` for this structure; ``inputs`` must be a tuple of value keys."""
+    n = len(inputs)
+    if n == 1:
+        struct = (hash(operation), id(role), id(inputs[0]))
+    elif n == 2:
+        struct = (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
+    else:
+        struct = (hash(operation), id(role), *map(id, inputs))
+    ref = _op_table.get(struct)
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            other = found._operation
+            if other is operation or other == operation:
+                return found
+    return _intern_operation_slow(struct, operation, inputs, role, output_count)
+
+
+def _live(ref):
+    return ref() if ref is not None else None
+
+
+def _intern_operation_slow(struct, operation, inputs, role, output_count) -> OperationKey:
+    if output_count is None:
+        output_count = _output_count_of(operation)
+    full = (operation,) + struct[1:]
+    with _lock:
+        _sweep_if_needed()
+        found = _live(_op_table.get(struct))
+        if found is not None:            # a live key of an unequal op with an equal hash
+            home, home_key = _collisions, full
+            found = _live(_collisions.get(full))
+        else:
+            home, home_key = _op_table, struct
+            if _collisions:
+                found = _live(_collisions.get(full))
+        if found is None:
+            found = object.__new__(OperationKey)
+            found._operation = operation
+            found._inputs = inputs
+            found._role = role
+            found._serial = next(_serials)
+            found._n_out = output_count
+            found._out = None if output_count == 1 else [None] * output_count
+            home[home_key] = weakref.ref(found, _on_dead)
+        return found
+
+
+class Derived(ValueKey):
+    """Output ``output_slot`` of the operation named by ``operation`` (an :class:`OperationKey`).
+
+    >>> k = OperationKey("neg", (Input("x"),), PRIMARY)
+    >>> Derived(k, 0) is Derived(k, 0)
+    True
+    """
+
+    __slots__ = ("_operation", "_slot", "__weakref__")
+    operation = property(attrgetter("_operation"))
+    output_slot = property(attrgetter("_slot"))
+
+    def __new__(cls, operation: OperationKey, output_slot: int) -> "Derived":
+        if not isinstance(operation, OperationKey):
+            raise InvalidKeyError(f"Derived needs an OperationKey, got {operation!r}")
+        if type(output_slot) is not int or not 0 <= output_slot < operation._n_out:
+            raise UnknownValueError(
+                f"{operation!r} has {operation._n_out} outputs; no slot {output_slot!r}"
+            )
+        return derived_key(operation, output_slot)
+
+    def __repr__(self) -> str:
+        return f"Derived({self._operation!r}:{self._slot})"
+
+    def __reduce__(self):
+        return (Derived, (self._operation, self._slot))
+
+
+def existing_derived(operation: OperationKey, slot: int) -> Derived | None:
+    """The live ``Derived`` key for ``(operation, slot)``, or ``None`` if nothing holds one."""
+    ref = operation._out if operation._n_out == 1 else operation._out[slot]
+    return ref() if ref is not None else None
+
+
+def derived_key(operation: OperationKey, slot: int) -> Derived:
+    """The one ``Derived`` key for ``(operation, slot)``; the slot must be in range."""
+    single = operation._n_out == 1
+    ref = operation._out if single else operation._out[slot]
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            return found
+    with _lock:
+        ref = operation._out if single else operation._out[slot]
+        found = ref() if ref is not None else None
+        if found is None:
+            found = object.__new__(Derived)
+            found._operation = operation
+            found._slot = slot
+            if single:
+                operation._out = weakref.ref(found)
+            else:
+                operation._out[slot] = weakref.ref(found)
+        return found
+
+
+def key_inputs(key: ValueKey) -> tuple:
+    """The value keys ``key`` is computed from (empty for an ``Input``)."""
+    return key._operation._inputs if type(key) is Derived else ()
