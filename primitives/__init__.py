@@ -1,0 +1,1 @@
+"""Primitive sets built on tidu: ``primitives.scalar`` (Python floats and complex numbers)."""

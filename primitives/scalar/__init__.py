@@ -1,0 +1,29 @@
+"""A scalar primitive set over Python ``float`` and ``complex``.
+
+>>> from tidu import linearize, linear_transpose
+>>> graph = trace_scalar(lambda x: x * x, ["x"])
+>>> ScalarOp.MUL in {node.operation for node in graph.operations}
+True
+"""
+
+from primitives.scalar.ops import Const, Pow, Scale, ScalarOp
+from primitives.scalar.trace import (
+    ScalarTracer,
+    conj,
+    cos,
+    exp,
+    imag,
+    log,
+    real,
+    sin,
+    sincos,
+    sqrt,
+    tanh,
+    trace_scalar,
+)
+
+__all__ = [
+    "ScalarOp", "Pow", "Scale", "Const",
+    "trace_scalar", "ScalarTracer",
+    "exp", "log", "sin", "cos", "sincos", "sqrt", "tanh", "conj", "real", "imag",
+]

@@ -1,0 +1,113 @@
+"""Trace a Python function of scalars into a ``ScalarOp`` graph.
+
+>>> graph = trace_scalar(lambda x, y: sin(x) * y + 1.0, ["x", "y"])
+>>> print(graph)
+graph(a = 'x', b = 'y'):
+  c = SIN a
+  d = MUL c b
+  e = Const(value=1.0)
+  f = ADD d e
+  return f
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Sequence
+
+from tidu.graph import Graph, GraphBuilder, Local
+from primitives.scalar.ops import Const, Pow, ScalarOp
+
+_Number = (int, float, complex)
+
+
+class ScalarTracer:
+    """A scalar under tracing: arithmetic on it adds operations to a builder."""
+
+    __slots__ = ("builder", "id")
+
+    def __init__(self, builder: GraphBuilder, id: int) -> None:
+        self.builder = builder
+        self.id = id
+
+    def _lift(self, other) -> "ScalarTracer":
+        if isinstance(other, ScalarTracer):
+            return other
+        if isinstance(other, _Number):
+            [const] = self.builder.add_operation(Const(other), [])
+            return ScalarTracer(self.builder, const)
+        return NotImplemented
+
+    def _apply(self, op, *args) -> "ScalarTracer":
+        outs = self.builder.add_operation(op, [Local(a.id) for a in args])
+        return ScalarTracer(self.builder, outs[0])
+
+    def _binary(self, op, other, reverse=False):
+        other = self._lift(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return self._apply(op, other, self) if reverse else self._apply(op, self, other)
+
+    def __add__(self, other): return self._binary(ScalarOp.ADD, other)
+    def __radd__(self, other): return self._binary(ScalarOp.ADD, other, True)
+    def __sub__(self, other): return self._binary(ScalarOp.SUB, other)
+    def __rsub__(self, other): return self._binary(ScalarOp.SUB, other, True)
+    def __mul__(self, other): return self._binary(ScalarOp.MUL, other)
+    def __rmul__(self, other): return self._binary(ScalarOp.MUL, other, True)
+    def __truediv__(self, other): return self._binary(ScalarOp.DIV, other)
+    def __rtruediv__(self, other): return self._binary(ScalarOp.DIV, other, True)
+    def __neg__(self): return self._apply(ScalarOp.NEG, self)
+    def __pos__(self): return self
+
+    def __pow__(self, exponent):
+        if not isinstance(exponent, _Number):
+            return NotImplemented
+        return self._apply(Pow(exponent), self)
+
+    def conjugate(self): return self._apply(ScalarOp.CONJ, self)
+
+
+def _unary(op: ScalarOp):
+    def fn(x):
+        if isinstance(x, ScalarTracer):
+            return x._apply(op, x)
+        return op.eval(None, [x])[0]
+    fn.__name__ = op.name.lower()
+    fn.__doc__ = f"``{op.name.lower()}(x)`` on numbers or traced scalars."
+    return fn
+
+
+exp = _unary(ScalarOp.EXP)
+log = _unary(ScalarOp.LOG)
+sin = _unary(ScalarOp.SIN)
+cos = _unary(ScalarOp.COS)
+sqrt = _unary(ScalarOp.SQRT)
+tanh = _unary(ScalarOp.TANH)
+conj = _unary(ScalarOp.CONJ)
+real = _unary(ScalarOp.REAL)
+imag = _unary(ScalarOp.IMAG)
+
+
+def sincos(x):
+    """``(sin(x), cos(x))`` with one operation."""
+    if isinstance(x, ScalarTracer):
+        s, c = x.builder.add_operation(ScalarOp.SINCOS, [Local(x.id)])
+        return ScalarTracer(x.builder, s), ScalarTracer(x.builder, c)
+    return tuple(ScalarOp.SINCOS.eval(None, [x]))
+
+
+def trace_scalar(f: Callable, input_keys: Sequence[Hashable]) -> Graph:
+    """The graph of ``f`` called with one traced scalar per input key.
+
+    ``f`` may return one scalar or a tuple of them; those are the outputs.
+    """
+    builder = GraphBuilder()
+    args = [ScalarTracer(builder, builder.add_input(key)) for key in input_keys]
+    result = f(*args)
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    ids = []
+    for value in results:
+        if not isinstance(value, ScalarTracer) or value.builder is not builder:
+            value = args[0]._lift(value) if args else value
+        ids.append(value.id)
+    builder.set_outputs(ids)
+    return builder.build()

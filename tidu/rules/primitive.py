@@ -1,0 +1,59 @@
+"""The rule contract a primitive set implements.
+
+>>> import enum
+>>> from tidu.rules import Primitive
+>>> class Op(Primitive, enum.Enum):
+...     ADD = "add"
+...     SIGN = "sign"
+...     @classmethod
+...     def add(cls): return cls.ADD
+...     def input_count(self): return 2 if self is Op.ADD else 1
+...     def output_count(self): return 1
+>>> Op.add() is Op.ADD
+True
+>>> Op.SIGN.jvp_rule(None, [], [], [None], None)
+Traceback (most recent call last):
+...
+tidu.errors.ADRuleError: SIGN has no jvp rule
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tidu.errors import ADRuleError, ADRuleKind
+from tidu.graph import GraphOperation, ValueKey
+from tidu.graph.operation import op_name
+
+
+class Primitive(GraphOperation):
+    """An operation with AD rules: a JVP rule and a transpose rule for its linear uses.
+
+    A JVP rule receives the op's primal input and output keys (refer to them
+    with ``External(key)``) and one tangent id or ``None`` (a symbolic zero) per
+    input; it emits tangent work through ``builder`` with role
+    ``Linearized(active_mask)`` and returns one tangent id or ``None`` per output.
+
+    A transpose rule receives one cotangent id or ``None`` per output, the op's
+    inputs as ``External`` references and the op's ``role`` (its
+    ``active_mask`` marks the linear inputs); it returns one cotangent id or
+    ``None`` per input. Rules that are not implemented raise :class:`ADRuleError`.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def add(cls) -> "Primitive":
+        """The op ``linear_transpose`` uses to sum cotangents (two inputs, one output)."""
+        raise ADRuleError(cls.__name__, ADRuleKind.TRANSPOSE, "the set defines no add()")
+
+    def jvp_rule(self, builder, primal_inputs: Sequence[ValueKey],
+                 primal_outputs: Sequence[ValueKey], tangent_inputs: Sequence[int | None],
+                 ctx: Any) -> Sequence[int | None]:
+        """Emit the JVP; return one tangent id (or ``None``) per output."""
+        raise ADRuleError(op_name(self), ADRuleKind.JVP)
+
+    def transpose_rule(self, builder, cotangent_outputs: Sequence[int | None],
+                       inputs: Sequence, role, ctx: Any) -> Sequence[int | None]:
+        """Emit the transpose; return one cotangent id (or ``None``) per input."""
+        raise ADRuleError(op_name(self), ADRuleKind.TRANSPOSE)

@@ -1,0 +1,128 @@
+"""``linear_transpose``: from a linear graph to the graph of its transpose.
+
+Walk the linear graph's operations last to first; every operation whose
+outputs received a cotangent gets its transpose rule; cotangents flowing into
+the same value (fan-out) are summed with the primitive set's ``add()``.
+
+>>> from tidu.graph import Input, evaluate
+>>> from tidu import linearize
+>>> from primitives.scalar import trace_scalar
+>>> graph = trace_scalar(lambda x: x * x, ["x"])
+>>> lin = linearize(graph, graph.output_keys, ["x"])
+>>> tr = linear_transpose(lin)
+>>> [(seed_key, _)] = tr.tangent_inputs
+>>> evaluate([graph, lin.graph, tr.graph], tr.tangent_output_keys,
+...          {Input("x"): 3.0, Input(seed_key): 1.0})
+[6.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tidu.errors import ADRuleKind, GraphError
+from tidu.graph import External, Local
+from tidu.graph.keys import existing_derived
+from tidu.linearized import LinearizedGraph
+from tidu.rules.builder import GraphPrimitiveBuilder, check_rule_results
+from tidu.rules.helpers import BOTH_LINEAR
+from tidu.rules.keys import CotangentSeed, fresh_pass_id
+
+
+def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[int | None],
+                  ctx: Any = None) -> list[int | None]:
+    """The transpose walk: emit into ``builder``; return one cotangent id per tangent input.
+
+    ``cotangent_seeds`` holds a builder id (or ``None``) per entry of
+    ``linear.tangent_outputs``.
+    """
+    graph = linear.graph
+    keys = graph.value_keys
+    if len(cotangent_seeds) != len(linear.tangent_outputs):
+        raise GraphError(f"{len(cotangent_seeds)} cotangent seeds given for "
+                         f"{len(linear.tangent_outputs)} tangent outputs")
+    cotangents: dict = {}                     # value key -> cotangent id; absent means zero
+    adders: dict = {}                          # op type -> its set's add()
+
+    def accumulate(key, cotangent, op_type):
+        existing = cotangents.get(key)
+        if existing is None:
+            cotangents[key] = cotangent
+            return
+        add = adders.get(op_type)
+        if add is None:
+            add = adders[op_type] = op_type.add()
+        [cotangents[key]] = builder.add_primitive(add, [Local(existing), Local(cotangent)],
+                                                  BOTH_LINEAR)
+
+    # Seeds of an output listed twice are summed with the add() of the graph's op set.
+    some_op_type = type(graph.operation_keys[0]._operation) if graph.operation_keys else None
+    for output_id, seed in zip(linear.tangent_outputs, cotangent_seeds):
+        if output_id is not None and seed is not None:
+            key = keys[output_id]
+            if key in cotangents and some_op_type is None:
+                raise GraphError(f"tangent output {key!r} is listed twice in a graph with no "
+                                 "operations; its seeds cannot be summed")
+            accumulate(key, seed, some_op_type)
+
+    for op_key in reversed(graph.operation_keys):
+        n_out = op_key._n_out
+        if n_out == 1:
+            out_key = existing_derived(op_key, 0)
+            cotangent_out = [cotangents.pop(out_key, None)]
+            if cotangent_out[0] is None:
+                continue
+        else:
+            cotangent_out = [cotangents.pop(existing_derived(op_key, slot), None)
+                             for slot in range(n_out)]
+            if all(c is None for c in cotangent_out):
+                continue
+        operation = op_key._operation
+        inputs = op_key._inputs
+        cotangent_in = operation.transpose_rule(builder, cotangent_out,
+                                                [External(k) for k in inputs], op_key._role, ctx)
+        cotangent_in = check_rule_results(cotangent_in, len(inputs), builder, operation,
+                                          ADRuleKind.TRANSPOSE, "cotangents")
+        op_type = type(operation)
+        for key, cotangent in zip(inputs, cotangent_in):
+            if cotangent is not None:
+                accumulate(key, cotangent, op_type)
+
+    return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
+
+
+def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGraph:
+    """The transpose of ``linear`` as a graph, from cotangent seeds to input cotangents.
+
+    Its ``tangent_inputs`` are the seeds, one per active tangent output of
+    ``linear``, in order; its ``tangent_outputs`` line up with ``linear.tangent_inputs``.
+    The result refers to ``linear.graph`` (a parent) and its primal graphs by key.
+    """
+    builder = GraphPrimitiveBuilder()
+    builder.add_parent(linear.graph)
+    pass_id = fresh_pass_id()
+    seed_inputs = []
+    seeds: list[int | None] = []
+    for index, output_id in enumerate(linear.tangent_outputs):
+        if output_id is None:
+            seeds.append(None)
+            continue
+        seed_key = CotangentSeed(pass_id, index)
+        seed_id = builder.add_input(seed_key)
+        seed_inputs.append((seed_key, seed_id))
+        seeds.append(seed_id)
+    cotangents = backward_pass(linear, builder, seeds, ctx)
+    builder.set_outputs([c for c in cotangents if c is not None])
+    return LinearizedGraph(builder.build(), seed_inputs, cotangents, pass_id)
+
+
+def linear_transpose_with_builder(linear: LinearizedGraph, builder,
+                                  cotangent_seeds: Sequence[int | None],
+                                  ctx: Any = None) -> list[int | None]:
+    """Run the transpose of ``linear`` into a caller's ``builder`` (e.g. one that executes).
+
+    ``cotangent_seeds`` are ids in ``builder`` (or ``None``), one per entry of
+    ``linear.tangent_outputs``; returns one cotangent id (or ``None``) per
+    entry of ``linear.tangent_inputs``.
+    """
+    return backward_pass(linear, builder, list(cotangent_seeds), ctx)
