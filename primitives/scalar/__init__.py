@@ -6,6 +6,7 @@
 True
 """
 
+from primitives.scalar.executor import ImmediateScalarBuilder, ScalarExecutor
 from primitives.scalar.ops import Const, Pow, Scale, ScalarOp
 from primitives.scalar.trace import (
     ScalarTracer,
@@ -23,7 +24,7 @@ from primitives.scalar.trace import (
 )
 
 __all__ = [
-    "ScalarOp", "Pow", "Scale", "Const",
+    "ScalarOp", "Pow", "Scale", "Const", "ScalarExecutor", "ImmediateScalarBuilder",
     "trace_scalar", "ScalarTracer",
     "exp", "log", "sin", "cos", "sincos", "sqrt", "tanh", "conj", "real", "imag",
 ]

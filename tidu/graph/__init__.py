@@ -20,6 +20,7 @@ from tidu.graph.keys import (
     ValueKey,
 )
 from tidu.graph.operation import EvaluableGraphOperation, GraphOperation
+from tidu.graph.program import Program, compiled
 from tidu.graph.refs import External, Local
 from tidu.graph.resolve import ResolvedView, ValueDefinition, resolve
 
@@ -30,5 +31,5 @@ __all__ = [
     "Local", "External",
     "GraphBuilder", "Graph", "ValueNode", "OperationNode",
     "resolve", "ResolvedView", "ValueDefinition",
-    "evaluate", "to_networkx", "format_graph",
+    "evaluate", "to_networkx", "format_graph", "Program", "compiled",
 ]

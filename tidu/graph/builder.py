@@ -291,7 +291,7 @@ class Graph:
     """
 
     __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "inputs",
-                 "outputs", "parents", "_index")
+                 "outputs", "parents", "_index", "__weakref__")
 
     @classmethod
     def _make(cls, keys, value_op, op_keys, op_first, inputs, outputs, parents,

@@ -107,7 +107,14 @@ def evaluate(
                 del env[key]
         results = operation.eval(ctx, args)
         del args
-        if len(results) != op_key._n_out:
+        try:
+            n_results = len(results)
+        except TypeError:
+            raise EvalOutputError(
+                f"{op_name(operation)}.eval returned {type(results).__name__}, not a sequence "
+                f"of {op_key._n_out} outputs"
+            ) from None
+        if n_results != op_key._n_out:
             raise EvalOutputError(
                 f"{op_name(operation)}.eval returned {len(results)} values for "
                 f"{op_key._n_out} outputs"

@@ -73,10 +73,11 @@ class Linearized(OperationRole):
 
     def __new__(cls, active_mask) -> "Linearized":
         mask = tuple(active_mask)
+        # checked before the lookup: (1, 0) would find the role interned for (True, False)
+        if not all(type(flag) is bool for flag in mask):
+            raise InvalidKeyError(f"Linearized active_mask must hold bools, got {mask!r}")
         role = cls._interned.get(mask)
         if role is None:
-            if not all(type(flag) is bool for flag in mask):
-                raise InvalidKeyError(f"Linearized active_mask must hold bools, got {mask!r}")
             role = object.__new__(cls)
             role._active_mask = mask
             role = cls._interned.setdefault(mask, role)
@@ -263,7 +264,11 @@ def _intern_operation_slow(struct, operation, inputs, role, output_count) -> Ope
     with _lock:
         _sweep_if_needed()
         found = _live(_op_table.get(struct))
-        if found is not None:            # a live key of an unequal op with an equal hash
+        if found is not None:
+            other = found._operation
+            if other is operation or other == operation:
+                return found             # another thread interned it since the fast path
+            # a live key of an unequal op with an equal hash
             home, home_key = _collisions, full
             found = _live(_collisions.get(full))
         else:

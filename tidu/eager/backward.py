@@ -1,0 +1,245 @@
+"""Eager reverse mode: ``BackwardExecutor`` and ``try_backward``.
+
+``try_backward`` walks the trace from an output back to the leaves, last node
+first. At each node it takes a cached *backward plan* for the node's structure
+and the slots that carry cotangents: the node's linear graph and a small
+forward graph of the primal values that linear graph reads. The executor
+recomputes those values (``execute_forward``), runs the transposed linear map
+(``run_transposed_linear``) and sums cotangents (``add_operands``).
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from typing import Any, Mapping, Sequence
+
+from tidu.errors import MissingValueError, TiduError
+from tidu.graph import PRIMARY, Derived, External, Graph, GraphBuilder, Input, Local, ValueKey
+from tidu.graph.evaluate import schedule
+from tidu.graph.walk import postorder
+from tidu.linearize import linearize
+from tidu.linearized import LinearizedGraph
+from tidu.transpose import linear_transpose
+
+
+class BackwardExecutor(abc.ABC):
+    """What a runtime provides so tidu can run backward on its data.
+
+    ``execute_forward`` and ``add_operands`` are required.
+    ``run_transposed_linear`` has a default: it transposes ``linear`` once
+    (memoized on it) and runs the transposed graph with ``execute_forward``.
+    Override it to execute transposes eagerly, e.g. with
+    :func:`tidu.linear_transpose_with_builder` and an immediate builder.
+    """
+
+    @abc.abstractmethod
+    def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
+                        ) -> Mapping[ValueKey, Any]:
+        """Evaluate ``graph`` from ``initial_data``; return at least its outputs' values, by key."""
+
+    def run_transposed_linear(self, linear: LinearizedGraph, cotangent_out: Sequence[Any | None],
+                              external_data: Mapping[ValueKey, Any], ctx
+                              ) -> Sequence[Any | None]:
+        """Cotangents of ``linear``'s tangent inputs, given ones of its tangent outputs."""
+        transposed = transposed_of(linear, ctx)
+        data = dict(external_data)
+        seeds = iter(transposed.tangent_input_keys)
+        for output_id, cotangent in zip(linear.tangent_outputs, cotangent_out):
+            if output_id is None:
+                continue
+            seed_key = next(seeds)
+            if cotangent is None:
+                raise MissingValueError(
+                    f"no cotangent given for tangent output {linear.graph.value_keys[output_id]!r}")
+            data[seed_key] = cotangent
+        values = self.execute_forward(transposed.graph, data)
+        return [None if key is None else values[key] for key in transposed.tangent_output_keys]
+
+    @abc.abstractmethod
+    def add_operands(self, a, b):
+        """``a + b`` for two cotangents of the same value."""
+
+
+_memo_lock = threading.Lock()
+
+
+def transposed_of(linear: LinearizedGraph, ctx=None) -> LinearizedGraph:
+    """``linear_transpose(linear)``, computed once per linear graph and kept on it."""
+    memo = linear.__dict__.get("_transposed")
+    if memo is None:
+        with _memo_lock:
+            memo = linear.__dict__.get("_transposed")
+            if memo is None:
+                memo = linear_transpose(linear, ctx)
+                object.__setattr__(linear, "_transposed", memo)
+    return memo
+
+
+class _Canonical:
+    """Input keys of the shared one-op graphs that primitive nodes' plans are built on."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __eq__(self, other):
+        return type(other) is _Canonical and other.index == self.index
+
+    def __hash__(self):
+        return hash((_Canonical, self.index))
+
+    def __repr__(self) -> str:
+        return f"arg{self.index}"
+
+
+class BackwardPlan:
+    """What backward does at a node of one structure with given active inputs and outputs.
+
+    ``linear`` maps the active inputs' tangents (in ``active_inputs`` order) to the
+    active outputs' tangents (``active_outputs`` order); ``forward`` computes the
+    primal values ``needed`` by the linear graph from the node's data (``None``
+    when the data has them all); ``input_keys``/``output_keys`` name the node's
+    data in that graph.
+    """
+
+    __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys",
+                 "active_inputs", "active_outputs")
+
+    def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
+                 data_keys, ctx) -> None:
+        self.input_keys = tuple(input_keys)
+        self.output_keys = tuple(output_keys)
+        self.active_inputs = tuple(active_inputs)
+        self.active_outputs = tuple(active_outputs)
+        wrt = [self.input_keys[i].key for i in self.active_inputs]
+        outputs = [self.output_keys[i] for i in self.active_outputs]
+        self.linear = linearize(graph, outputs, wrt, ctx=ctx)
+        self.needed = _primal_values_read(self.linear)
+        known = set(data_keys) | set(self.input_keys) | set(self.output_keys)
+        self.forward = _forward_graph(self.needed, known)
+
+
+def _primal_values_read(linear: LinearizedGraph) -> tuple:
+    """Keys of the primal values the linear ops of ``linear`` read (not tangents)."""
+    graph = linear.graph
+    linear_values = {graph.value_keys[i] for _, i in linear.tangent_inputs}
+    needed: dict = {}
+    for op_key in graph.operation_keys:
+        if op_key.role is PRIMARY:
+            continue
+        for output in op_key.output_keys():
+            linear_values.add(output)
+        for key in op_key.inputs:
+            if key not in linear_values:
+                needed[key] = None
+    return tuple(needed)
+
+
+def _forward_graph(needed: Sequence[ValueKey], known: set) -> Graph | None:
+    """A graph computing the ``needed`` keys from ``known`` ones, or ``None`` if all are known."""
+    missing = [key for key in needed if key not in known]
+    if not missing:
+        return None
+    builder = GraphBuilder()
+    for op_key in schedule(missing, known):
+        builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs], op_key.role)
+    builder.set_outputs([builder.local_id(key) for key in missing])
+    return builder.build()
+
+
+_plans: dict = {}
+_PLAN_CACHE_SIZE = 4096
+
+
+def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
+    builder = GraphBuilder()
+    ids = [builder.add_input(_Canonical(i)) for i in range(op.input_count())]
+    builder.set_outputs(builder.add_operation(op, [Local(i) for i in ids]))
+    graph = builder.build()
+    return graph, graph.input_keys, graph.output_keys
+
+
+def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx) -> BackwardPlan:
+    """The plan for ``node``: shared per (op, active slots) for primitive nodes."""
+    recorded = node.recorded
+    op = recorded.primitive
+    if op is None:
+        return BackwardPlan(recorded.graph, [Input(k) for k in recorded.input_keys],
+                            recorded.output_keys, active_inputs, active_outputs,
+                            node.retained or (), ctx)
+    cache_key = (op, active_inputs, active_outputs)
+    plan = _plans.get(cache_key)
+    if plan is None:
+        graph, input_keys, output_keys = _canonical_graph(op)
+        plan = BackwardPlan(graph, input_keys, output_keys, active_inputs, active_outputs, (), ctx)
+        if len(_plans) >= _PLAN_CACHE_SIZE:
+            _plans.clear()
+        _plans[cache_key] = plan
+    return plan
+
+
+def _trace_order(output_trace) -> list:
+    """Every trace node reachable from ``output_trace``, inputs before consumers."""
+    def parents(node):
+        return [item.trace for item in node.inputs if item.trace is not None]
+    return postorder([output_trace], parents)
+
+
+def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
+                 ctx=None) -> dict[ValueKey, Any]:
+    """Propagate ``seed`` (the cotangent of ``output_key``) back through the trace.
+
+    Returns the accumulated cotangent of every eager value key that received
+    one (leaves and intermediates; inputs with ``requires_grad=False`` get
+    none). An output with no trace gets just the seed back. The trace is not
+    changed, so calling this twice gives the same result.
+    """
+    cotangents: dict[ValueKey, Any] = {output_key: seed}
+    if output_trace is None:
+        return cotangents
+    if output_key not in output_trace.output_keys:
+        raise TiduError(f"{output_key!r} is not an output of {output_trace!r}")
+
+    for node in reversed(_trace_order(output_trace)):
+        output_keys = node.output_keys
+        cotangent_out = [cotangents.get(key) for key in output_keys]
+        active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
+        if not active_outputs:
+            continue
+        active_inputs = tuple(i for i, item in enumerate(node.inputs) if item.requires_grad)
+        plan = backward_plan(node, active_inputs, active_outputs, ctx)
+        external = _primal_values(node, plan, executor)
+        cotangent_in = executor.run_transposed_linear(
+            plan.linear, [cotangent_out[i] for i in active_outputs], external, ctx)
+        inputs = node.inputs
+        for position, cotangent in zip(plan.active_inputs, cotangent_in):
+            if cotangent is None:
+                continue
+            key = inputs[position].key
+            existing = cotangents.get(key)
+            cotangents[key] = cotangent if existing is None else executor.add_operands(
+                existing, cotangent)
+    return cotangents
+
+
+def _primal_values(node, plan: BackwardPlan, executor: BackwardExecutor) -> dict:
+    """The primal values ``plan.linear`` reads, by key, recomputed where not saved."""
+    data = {key: item.data for key, item in zip(plan.input_keys, node.inputs)}
+    data.update(zip(plan.output_keys, node.output_data))
+    if node.retained and node.recorded.primitive is None:
+        data.update(node.retained)
+    if plan.forward is not None:
+        computed = executor.execute_forward(plan.forward, data)
+        for key in plan.forward.output_keys:
+            if key not in computed:
+                raise MissingValueError(
+                    f"the executor's execute_forward did not provide {key!r}, which the "
+                    f"backward of {node.recorded!r} needs")
+            data[key] = computed[key]
+    for key in plan.needed:
+        if key not in data:
+            raise MissingValueError(f"no value for {key!r}, which the backward of "
+                                    f"{node.recorded!r} needs")
+    return data

@@ -1,0 +1,201 @@
+"""Recording eager invocations: ``RecordedGraph``, ``Recorder`` and the eager value records.
+
+>>> import enum
+>>> from tidu.graph import EvaluableGraphOperation, Input
+>>> class Op(EvaluableGraphOperation, enum.Enum):
+...     NEG = "neg"
+...     def input_count(self): return 1
+...     def output_count(self): return 1
+>>> recorder = Recorder()
+>>> [leaf_key] = recorder.fresh_input_keys(1)
+>>> x = EagerInput(Input(leaf_key), None, True, 2.0)
+>>> recorded = RecordedGraph.from_primitive(Op.NEG, recorder.fresh_input_keys(1))
+>>> [y] = recorder.record_graph(recorded, [x], [-2.0])
+>>> y.requires_grad, y.trace is not None, y.output_slot
+(True, True, 0)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Hashable, Mapping, Protocol, Sequence
+
+from tidu.errors import ArityError, InvalidKeyError, TiduError
+from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
+from tidu.graph.builder import operation_counts
+from tidu.graph.keys import intern_input, intern_operation
+from tidu.graph.operation import op_name
+from tidu.eager.trace import Trace
+
+
+class EagerError(TiduError, ValueError):
+    """An eager recording that does not line up (counts, keys)."""
+
+
+class KeySource(Protocol):
+    """Gives fresh, never-repeating input keys for recorded graphs."""
+
+    def fresh_input_key(self) -> Hashable: ...
+
+
+class FreshKey:
+    """A key from :class:`CounterKeySource`: unique by identity, shown as ``%n``."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"%{self.n}"
+
+
+class CounterKeySource:
+    """The default :class:`KeySource`: ``FreshKey`` objects numbered by a process-wide counter."""
+
+    _counter = itertools.count()
+
+    def fresh_input_key(self) -> FreshKey:
+        return FreshKey(next(self._counter))
+
+
+_counts: dict = {}       # op -> (input_count, output_count), checked once per op
+
+
+class RecordedGraph:
+    """A graph recorded as one eager node: its input keys and output keys line up with it.
+
+    ``input_keys`` are the graph's input keys (plain hashables) in order;
+    ``output_keys`` the value keys of its outputs.
+    """
+
+    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count")
+
+    def __init__(self, graph: Graph, input_keys: Sequence, output_keys: Sequence[ValueKey]) -> None:
+        input_keys = tuple(input_keys)
+        output_keys = tuple(output_keys)
+        if not isinstance(graph, Graph):
+            raise EagerError(f"RecordedGraph needs a Graph, got {type(graph).__name__}")
+        if tuple(Input(k) for k in input_keys) != graph.input_keys:
+            raise EagerError(f"input keys {list(input_keys)!r} do not match the graph's inputs "
+                             f"{list(graph.input_keys)!r}")
+        if output_keys != graph.output_keys:
+            raise EagerError(f"output keys {list(output_keys)!r} do not match the graph's outputs "
+                             f"{list(graph.output_keys)!r}")
+        self._graph = graph
+        self.input_keys = input_keys
+        self._output_keys = output_keys
+        self.primitive = None
+        self.output_count = len(output_keys)
+
+    @classmethod
+    def from_primitive(cls, op, input_keys: Sequence) -> "RecordedGraph":
+        """A one-op graph of ``op`` on inputs keyed ``input_keys``; built only if asked for."""
+        try:
+            counts = _counts[op]
+        except KeyError:
+            counts = _counts[op] = operation_counts(op)
+        except TypeError:
+            counts = operation_counts(op)       # raises: the op is not hashable
+        input_keys = tuple(input_keys)
+        if len(input_keys) != counts[0]:
+            raise ArityError(f"{op_name(op)} takes {counts[0]} inputs, got {len(input_keys)} "
+                             "input keys")
+        recorded = object.__new__(cls)
+        recorded._graph = None
+        recorded.input_keys = input_keys
+        recorded._output_keys = None
+        recorded.primitive = op
+        recorded.output_count = counts[1]
+        return recorded
+
+    @property
+    def graph(self) -> Graph:
+        """The recorded graph."""
+        if self._graph is None:
+            builder = GraphBuilder()
+            ids = [builder.add_input(k) for k in self.input_keys]
+            builder.set_outputs(builder.add_operation(self.primitive, [Local(i) for i in ids]))
+            self._graph = builder.build()
+        return self._graph
+
+    @property
+    def output_keys(self) -> tuple:
+        """The value keys of the graph's outputs."""
+        if self._output_keys is None:
+            op = self.primitive
+            op_key = intern_operation(op, tuple(map(intern_input, self.input_keys)), PRIMARY)
+            self._output_keys = op_key.output_keys()
+        return self._output_keys
+
+    def __repr__(self) -> str:
+        what = op_name(self.primitive) if self.primitive is not None else repr(self._graph)
+        return f"<RecordedGraph {what}>"
+
+
+@dataclass
+class EagerInput:
+    """An input of an eager invocation: its key, the trace that made it, and its data."""
+
+    key: ValueKey
+    trace: Any       # Trace | None
+    requires_grad: bool
+    data: Any
+
+
+@dataclass
+class EagerOutput:
+    """An output of a recorded invocation."""
+
+    key: ValueKey
+    trace: Any       # Trace | None
+    requires_grad: bool
+    output_slot: int
+
+
+class Recorder:
+    """Records eager invocations into traces that :func:`try_backward` walks.
+
+    ``key_source`` defaults to a :class:`CounterKeySource`.
+    """
+
+    __slots__ = ("key_source",)
+
+    def __init__(self, key_source: KeySource | None = None) -> None:
+        self.key_source = key_source if key_source is not None else CounterKeySource()
+
+    def fresh_input_keys(self, count: int) -> list:
+        """``count`` fresh input keys."""
+        fresh = self.key_source.fresh_input_key
+        return [fresh() for _ in range(count)]
+
+    def record_graph(self, graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence,
+                     retained_values: Mapping[ValueKey, Any] | None = None) -> list[EagerOutput]:
+        """Record one invocation of ``graph`` on ``inputs`` that produced ``outputs`` (data).
+
+        Every output gets a fresh eager key, so two invocations never share a
+        key. A trace node is made only when some input requires grad; all
+        outputs share it. ``retained_values`` (by the recorded graph's value
+        keys) keeps primal intermediates for backward; intermediates not
+        retained are recomputed there.
+        """
+        if len(inputs) != len(graph.input_keys):
+            raise EagerError(f"{graph!r} has {len(graph.input_keys)} inputs; "
+                             f"record_graph got {len(inputs)}")
+        n_out = graph.output_count
+        if len(outputs) != n_out:
+            raise EagerError(f"{graph!r} has {n_out} outputs; record_graph got {len(outputs)}")
+        requires_grad = False
+        for position, item in enumerate(inputs):
+            if not isinstance(item.key, ValueKey):
+                raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
+                                      f"{item.key!r} is not a ValueKey")
+            if item.requires_grad:
+                requires_grad = True
+        fresh = self.key_source.fresh_input_key
+        keys = [intern_input(fresh()) for _ in range(n_out)]
+        if not requires_grad:
+            return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
+        trace = Trace(graph, tuple(inputs), tuple(keys), tuple(outputs), retained_values)
+        return [EagerOutput(key, trace, True, slot) for slot, key in enumerate(keys)]

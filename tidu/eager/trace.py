@@ -1,0 +1,37 @@
+"""``Trace``: one recorded invocation, linked to the traces of its inputs.
+
+Traces are immutable records; backward reads them and never changes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from tidu.graph import Input
+
+
+class Trace:
+    """A node of the eager trace (opaque to frontends; ``saved_values`` is public)."""
+
+    __slots__ = ("recorded", "inputs", "output_keys", "output_data", "retained", "__weakref__")
+
+    def __init__(self, recorded, inputs: tuple, output_keys: tuple, output_data: tuple,
+                 retained: Mapping | None) -> None:
+        self.recorded = recorded            # the RecordedGraph
+        self.inputs = inputs                # EagerInput per graph input
+        self.output_keys = output_keys      # eager keys of the outputs
+        self.output_data = output_data
+        self.retained = dict(retained) if retained else None
+
+    @property
+    def saved_values(self) -> Mapping[Any, Any]:
+        """Concrete primal values kept for backward, by the recorded graph's value keys."""
+        recorded = self.recorded
+        saved = {Input(k): item.data for k, item in zip(recorded.input_keys, self.inputs)}
+        saved.update(zip(recorded.output_keys, self.output_data))
+        if self.retained:
+            saved.update(self.retained)
+        return saved
+
+    def __repr__(self) -> str:
+        return f"<Trace of {self.recorded!r}>"
