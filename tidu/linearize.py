@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Mapping, Sequence
 
+from tidu._gc import gc_paused
 from tidu.errors import ADRuleKind, UnknownValueError
 from tidu.graph import Derived, Input, ValueKey, resolve
 from tidu.graph.keys import derived_key
@@ -42,7 +43,11 @@ def linearize(
     picks a fresh one. ``aliases`` maps an input key to a value key whose tangent
     that input shares. ``ctx`` is passed to every rule.
     """
-    view = resolve(graphs)
+    with gc_paused():
+        return _linearize(resolve(graphs), outputs, wrt, pass_id, ctx, aliases)
+
+
+def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
     if pass_id is None:
         pass_id = fresh_pass_id()
     aliases = dict(aliases or {})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from tidu._gc import gc_paused
 from tidu.errors import ADRuleKind, GraphError
 from tidu.graph import External, Local
 from tidu.graph.keys import existing_derived
@@ -98,6 +99,11 @@ def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGrap
     ``linear``, in order; its ``tangent_outputs`` line up with ``linear.tangent_inputs``.
     The result refers to ``linear.graph`` (a parent) and its primal graphs by key.
     """
+    with gc_paused():
+        return _linear_transpose(linear, ctx)
+
+
+def _linear_transpose(linear: LinearizedGraph, ctx: Any) -> LinearizedGraph:
     builder = GraphPrimitiveBuilder()
     builder.add_parent(linear.graph)
     pass_id = fresh_pass_id()

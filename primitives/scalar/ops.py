@@ -124,14 +124,41 @@ def _mul_jvp(b, xs, outs, t):
 
 
 def _mul_transpose(b, cts, inputs, role):
+    # t -> t*y transposes to ct -> ct*conj(y), one MUL_CONJ
     [ct] = cts
     x, y = inputs
     mask = _mask(ScalarOp.MUL, role)
     if mask == (True, False):
-        return [_emit(b, ScalarOp.MUL, [Local(ct), _conj_of(b, y.key)], LIN_TF), None]
+        return [_emit(b, ScalarOp.MUL_CONJ, [Local(ct), y], LIN_TF), None]
     if mask == (False, True):
-        return [None, _emit(b, ScalarOp.MUL, [_conj_of(b, x.key), Local(ct)], LIN_FT)]
+        return [None, _emit(b, ScalarOp.MUL_CONJ, [Local(ct), x], LIN_TF)]
     raise _not_linear(ScalarOp.MUL, role, "MUL is linear in one input at a time")
+
+
+def _mul_conj_jvp(b, xs, outs, t):
+    # d(x conj(y)) = dx conj(y) + x conj(dy)
+    x, y = xs
+    tx, ty = t
+    terms = []
+    if tx is not None:
+        terms.append(_emit(b, ScalarOp.MUL_CONJ, [Local(tx), External(y)], LIN_TF))
+    if ty is not None:
+        terms.append(_emit(b, ScalarOp.MUL_CONJ, [External(x), Local(ty)], LIN_FT))
+    if len(terms) == 1:
+        return terms
+    return [_emit(b, ScalarOp.ADD, [Local(terms[0]), Local(terms[1])], LIN_TT)]
+
+
+def _mul_conj_transpose(b, cts, inputs, role):
+    # t -> t conj(y) transposes to ct -> ct y;  t -> x conj(t) to ct -> x conj(ct)
+    [ct] = cts
+    x, y = inputs
+    mask = _mask(ScalarOp.MUL_CONJ, role)
+    if mask == (True, False):
+        return [_emit(b, ScalarOp.MUL, [Local(ct), y], LIN_TF), None]
+    if mask == (False, True):
+        return [None, _emit(b, ScalarOp.MUL_CONJ, [x, Local(ct)], LIN_FT)]
+    raise _not_linear(ScalarOp.MUL_CONJ, role, "MUL_CONJ is linear in one input at a time")
 
 
 def _div_jvp(b, xs, outs, t):
@@ -233,6 +260,7 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
     ADD = "add"
     SUB = "sub"
     MUL = "mul"
+    MUL_CONJ = "mul_conj"      # x * conj(y): what MUL's transpose emits
     DIV = "div"
     NEG = "neg"
     CONJ = "conj"
@@ -278,6 +306,8 @@ _RULES = {
     ScalarOp.ADD: _Rules(2, 1, lambda a, b: [a + b], _add_jvp, _add_transpose),
     ScalarOp.SUB: _Rules(2, 1, lambda a, b: [a - b], _sub_jvp, _sub_transpose),
     ScalarOp.MUL: _Rules(2, 1, lambda a, b: [a * b], _mul_jvp, _mul_transpose),
+    ScalarOp.MUL_CONJ: _Rules(2, 1, lambda a, b: [a * b.conjugate()], _mul_conj_jvp,
+                              _mul_conj_transpose),
     ScalarOp.DIV: _Rules(2, 1, lambda a, b: [a / b], _div_jvp, _div_transpose),
     ScalarOp.NEG: _Rules(1, 1, lambda a: [-a], _neg_jvp, _neg_transpose),
     ScalarOp.CONJ: _Rules(1, 1, lambda a: [a.conjugate()], _conj_jvp, _conj_transpose),

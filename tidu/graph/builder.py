@@ -128,7 +128,8 @@ class GraphBuilder:
         n_in, n_out = counts
         if len(inputs) != n_in:
             raise ArityError(f"{op_name(op)} takes {n_in} inputs, got {len(inputs)}")
-        if role is not PRIMARY:
+        if role is not PRIMARY and (type(role) is not Linearized
+                                    or len(role._active_mask) != n_in):
             self._check_role(op, role, n_in)
         op_key = intern_operation(op, self._input_keys(op, inputs), role, n_out)
         op_index = self._op_outputs.get(op_key)
@@ -139,9 +140,10 @@ class GraphBuilder:
         op_index = len(self._op_keys)
         first = len(self._keys)
         keys = self._keys
+        index = self._index
         for slot in range(n_out):
             key = derived_key(op_key, slot)
-            self._index[key] = len(keys)
+            index[key] = len(keys)
             keys.append(key)
             self._value_op.append(op_index)
         self._op_keys.append(op_key)

@@ -172,7 +172,8 @@ def intern_input(key: Hashable) -> Input:
         ref = _input_table.get(key)
         found = ref() if ref is not None else None
         if found is None:
-            _sweep_if_needed()
+            if _dead[0] > _SWEEP_MIN:
+                _sweep_if_needed()
             found = object.__new__(Input)
             found._key = key
             _input_table[key] = weakref.ref(found, _on_dead)
@@ -262,13 +263,10 @@ def _intern_operation_slow(struct, operation, inputs, role, output_count) -> Ope
         output_count = _output_count_of(operation)
     full = (operation,) + struct[1:]
     with _lock:
-        _sweep_if_needed()
+        if _dead[0] > _SWEEP_MIN:
+            _sweep_if_needed()
         found = _live(_op_table.get(struct))
-        if found is not None:
-            other = found._operation
-            if other is operation or other == operation:
-                return found             # another thread interned it since the fast path
-            # a live key of an unequal op with an equal hash
+        if found is not None:            # a live key of an unequal op with an equal hash
             home, home_key = _collisions, full
             found = _live(_collisions.get(full))
         else:
