@@ -155,7 +155,8 @@ def _abs_inner(a, b) -> float:
 def _fmt(value) -> str:
     """A number (or a small array) printed with enough digits to compare."""
     if isinstance(value, np.ndarray) and value.ndim > 0:
-        return np.array2string(value, precision=10, threshold=12, separator=", ")
+        return np.array2string(value, precision=10, threshold=12, separator=", ",
+                               max_line_width=200)
     value = value[()] if isinstance(value, np.ndarray) else value
     if isinstance(value, (complex, np.complexfloating)):
         return f"{complex(value):.10g}"

@@ -41,8 +41,10 @@ from tidu.graph.keys import (
     OperationRole,
     ValueKey,
     derived_key,
+    flatten,
     intern_input,
     intern_operation,
+    unflatten,
 )
 from tidu.graph.operation import GraphOperation, op_name
 from tidu.graph.refs import External, Local
@@ -64,12 +66,18 @@ def operation_counts(op) -> tuple[int, int]:
         hash(op)
     except TypeError:
         raise InvalidOperationError(f"operation {op_name(op)} is not hashable") from None
-    n_in = op.input_count()
+    try:
+        n_in = op.input_count()
+        n_out = op.output_count()
+    except NotImplementedError as missing:
+        raise InvalidOperationError(
+            f"{op_name(op)} does not implement {missing}: a GraphOperation must define "
+            "input_count() and output_count()"
+        ) from None
     if type(n_in) is not int or n_in < 0:
         raise InvalidOperationError(
             f"{op_name(op)}.input_count() returned {n_in!r}; expected a non-negative int"
         )
-    n_out = op.output_count()
     if type(n_out) is not int or n_out < 1:
         raise InvalidOperationError(
             f"{op_name(op)}.output_count() returned {n_out!r}; expected a positive int"
@@ -373,5 +381,14 @@ class Graph:
         return format_graph(self)
 
     def __reduce__(self):
-        return (Graph._make, (self._keys, self._value_op, self._op_keys, self._op_first, self.inputs, self.outputs, self.parents,
-                              self._index))
+        table, refs = flatten(self._keys)
+        return (_rebuild_graph, (table, refs, self._value_op, self._op_first, self.inputs,
+                                 self.outputs, self.parents))
+
+
+def _rebuild_graph(table, refs, value_op, op_first, inputs, outputs, parents) -> Graph:
+    keys = tuple(unflatten(table, refs))
+    op_keys = tuple(keys[first]._operation for first in op_first)
+    index = {key: local_id for local_id, key in enumerate(keys)}
+    return Graph._make(keys, tuple(value_op), op_keys, tuple(op_first), tuple(inputs),
+                       tuple(outputs), tuple(parents), index)

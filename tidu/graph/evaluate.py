@@ -121,7 +121,7 @@ def evaluate(
             )
         for slot, result in enumerate(results):
             key = existing_derived(op_key, slot)
-            if key is not None and key in uses:
-                env[key] = result
+            if key is not None and key in uses and key not in values:
+                env[key] = result       # a value the caller supplied wins
         del results
     return [env[key] for key in outputs]

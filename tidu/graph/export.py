@@ -26,27 +26,35 @@ def to_networkx(graph):
     """
     import networkx
 
-    out = networkx.MultiDiGraph()
     outputs = set(graph.outputs)
     inputs = set(graph.inputs)
-    for local_id, value in enumerate(graph.values):
-        out.add_node(
-            ("value", local_id), kind="value", key=value.key, label=value_name(local_id),
-            slot=None if value.producer is None else value.producer[1],
-            is_input=local_id in inputs, is_output=local_id in outputs,
-        )
+    nodes = [
+        (("value", local_id), {
+            "kind": "value", "key": value.key, "label": value_name(local_id),
+            "slot": None if value.producer is None else value.producer[1],
+            "is_input": local_id in inputs, "is_output": local_id in outputs,
+        })
+        for local_id, value in enumerate(graph.values)
+    ]
+    edges = []
+    externals: dict = {}
     for index, node in enumerate(graph.operations):
         op_node = ("op", index)
-        out.add_node(op_node, kind="operation", op=node.operation, label=op_name(node.operation),
-                     role=node.role, linear=node.role is not PRIMARY)
+        nodes.append((op_node, {"kind": "operation", "op": node.operation,
+                                "label": op_name(node.operation), "role": node.role,
+                                "linear": node.role is not PRIMARY}))
         for position, ref in enumerate(node.inputs):
             if type(ref) is Local:
                 source = ("value", int(ref))
             else:
-                source = ("external", ref[0])
-                if source not in out:
-                    out.add_node(source, kind="external", key=ref[0], label=key_label(ref[0]))
-            out.add_edge(source, op_node, position=position)
+                source = ("external", ref.key)
+                externals[source] = {"kind": "external", "key": ref.key,
+                                     "label": key_label(ref.key)}
+            edges.append((source, op_node, {"position": position}))
         for slot, local_id in enumerate(node.outputs):
-            out.add_edge(op_node, ("value", local_id), slot=slot)
+            edges.append((op_node, ("value", local_id), {"slot": slot}))
+    out = networkx.MultiDiGraph()
+    out.add_nodes_from(nodes)
+    out.add_nodes_from(externals.items())
+    out.add_edges_from(edges)
     return out

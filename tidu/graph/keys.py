@@ -220,7 +220,9 @@ class OperationKey:
         return f"{op_name(self._operation)}{role}#{self._serial}"
 
     def __reduce__(self):
-        return (OperationKey, (self._operation, self._inputs, self._role))
+        table, input_refs = flatten(self._inputs)
+        return (_unflatten_operation, (table, self._operation, self._role, self._n_out,
+                                       input_refs))
 
 
 def _output_count_of(operation) -> int:
@@ -266,7 +268,11 @@ def _intern_operation_slow(struct, operation, inputs, role, output_count) -> Ope
         if _dead[0] > _SWEEP_MIN:
             _sweep_if_needed()
         found = _live(_op_table.get(struct))
-        if found is not None:            # a live key of an unequal op with an equal hash
+        if found is not None:
+            other = found._operation
+            if other is operation or other == operation:
+                return found             # another thread interned it since our lookup
+            # a live key of an unequal op with an equal hash
             home, home_key = _collisions, full
             found = _live(_collisions.get(full))
         else:
@@ -310,7 +316,8 @@ class Derived(ValueKey):
         return f"Derived({self._operation!r}:{self._slot})"
 
     def __reduce__(self):
-        return (Derived, (self._operation, self._slot))
+        table, [ref] = flatten([self])
+        return (unflatten, (table, [ref], True))
 
 
 def existing_derived(operation: OperationKey, slot: int) -> Derived | None:
@@ -344,3 +351,45 @@ def derived_key(operation: OperationKey, slot: int) -> Derived:
 def key_inputs(key: ValueKey) -> tuple:
     """The value keys ``key`` is computed from (empty for an ``Input``)."""
     return key._operation._inputs if type(key) is Derived else ()
+
+
+# --- pickling without recursion ------------------------------------------------
+#
+# A key's structure can be arbitrarily deep, so keys and graphs pickle as a flat
+# table of operations in dependency order; unpickling re-interns them in order.
+# A value reference in the table is ("i", user_key) or ("d", row, slot).
+
+
+def flatten(keys) -> tuple[list, list]:
+    """``(table, refs)``: the operations behind ``keys`` as rows, and a ref per key."""
+    from tidu.graph.walk import postorder
+
+    roots = [k._operation for k in keys if type(k) is Derived]
+    op_keys = postorder(roots, lambda op_key: [k._operation for k in op_key._inputs
+                                              if type(k) is Derived])
+    row = {op_key: i for i, op_key in enumerate(op_keys)}
+
+    def ref(key):
+        return ("i", key._key) if type(key) is Input else ("d", row[key._operation], key._slot)
+
+    table = [(op_key._operation, op_key._role, op_key._n_out, tuple(map(ref, op_key._inputs)))
+             for op_key in op_keys]
+    return table, [ref(k) for k in keys]
+
+
+def unflatten(table, refs, single: bool = False):
+    """The keys ``refs`` name, after re-interning every row of ``table`` in order."""
+    made: list = []
+
+    def key_of(ref):
+        return intern_input(ref[1]) if ref[0] == "i" else derived_key(made[ref[1]], ref[2])
+
+    for operation, role, n_out, inputs in table:
+        made.append(intern_operation(operation, tuple(map(key_of, inputs)), role, n_out))
+    keys = [key_of(r) for r in refs]
+    return keys[0] if single else keys
+
+
+def _unflatten_operation(table, operation, role, n_out, input_refs) -> OperationKey:
+    inputs = tuple(unflatten(table, input_refs))
+    return intern_operation(operation, inputs, role, n_out)
