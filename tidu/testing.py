@@ -214,7 +214,7 @@ def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, An
     """Check the JVP of ``outputs`` against central finite differences; raise :class:`CheckFailure`.
 
     ``graphs`` is a ``Graph``, graphs, or a ``ResolvedView``; ``outputs`` are value
-    keys; ``primals`` maps user input keys (``"x"``, not ``Input("x")``) to values.
+    keys; ``primals`` maps user input keys (``"x"``; an ``Input("x")`` is unwrapped) to values.
     ``tangents`` maps some of those keys to directions; by default every
     differentiable primal that is an input of the graphs gets a random one.
 
@@ -251,8 +251,15 @@ def _check_jvp(view, outputs: list, primals: Mapping, tangents: Mapping | None, 
             key = _user_key(key)
             if key not in primals:
                 raise KeyError(f"check_jvp: tangent given for {key!r}, which has no primal value")
-            if _is_differentiable(primals[key]):
-                given[key] = direction
+            primal = primals[key]
+            if not _is_differentiable(primal):
+                continue
+            if np.shape(direction) != np.shape(primal):
+                raise ValueError(f"check_jvp: the tangent of {key!r} has shape "
+                                 f"{np.shape(direction)}, its primal {np.shape(primal)}")
+            if _is_complex(direction) and not _is_complex(primal):
+                raise TypeError(f"check_jvp: complex tangent given for the real input {key!r}")
+            given[key] = direction
         tangents = given
     if not tangents:
         return

@@ -64,9 +64,26 @@ def _lift(value) -> Scalar:
     return value if isinstance(value, Scalar) else Scalar(value)
 
 
+def _promote(args: list, op) -> list:
+    """Mixed real and complex operands (or a complex parameter) make every operand complex."""
+    wants_complex = any(type(a.value) is complex for a in args) or op in _COMPLEX_INPUT or (
+        type(getattr(op, "exponent", getattr(op, "factor", None))) is complex)
+    if not wants_complex:
+        return args
+    return [a if type(a.value) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args]
+
+
+_COMPLEX_INPUT = (ScalarOp.REAL, ScalarOp.IMAG)
+
+
 def apply(op, *args) -> Any:
-    """Run ``op`` on ``args`` (Scalars or numbers), recording it if any input requires grad."""
+    """Run ``op`` on ``args`` (Scalars or numbers), recording it if any input requires grad.
+
+    Real operands meeting complex ones are promoted with ``TO_COMPLEX`` first.
+    """
     args = [_lift(a) for a in args]
+    if op is not ScalarOp.TO_COMPLEX:
+        args = _promote(args, op)
     results = op.eval(None, [a.value for a in args])
     if not any(a.requires_grad for a in args):
         outs = [Scalar(v) for v in results]
@@ -93,4 +110,6 @@ cos = _unary(ScalarOp.COS)
 sqrt = _unary(ScalarOp.SQRT)
 tanh = _unary(ScalarOp.TANH)
 conj = _unary(ScalarOp.CONJ)
+real = _unary(ScalarOp.REAL)
+imag = _unary(ScalarOp.IMAG)
 sincos = _unary(ScalarOp.SINCOS)

@@ -5,6 +5,13 @@ product ``<a, b> = Re(conj(a) b)`` for transposes): a JVP is the real-linear
 derivative ``f_z dz + f_zbar conj(dz)``; the transpose of ``t -> c*t`` is
 ``ct -> conj(c)*ct``. Rules are closed over the set, so any order works.
 
+Types are explicit, as in JAX: the operands of a binary op are both real or
+both complex, and a real value becomes complex only through ``TO_COMPLEX``,
+whose transpose takes the real part. That is what keeps a real input's
+cotangent real. ``Scale``/``Pow`` with a complex parameter, and ``REAL``/``IMAG``,
+take complex inputs. The frontends (``trace_scalar``, the eager ``Scalar``)
+insert ``TO_COMPLEX`` for you.
+
 >>> ScalarOp.MUL.eval(None, [2.0, 3.0])
 [6.0]
 >>> ScalarOp.SINCOS.output_count()
@@ -200,6 +207,14 @@ def _real_transpose(b, cts, inputs, role):
     return [cts[0]]                       # <ct, Re t> = Re(conj(ct) t) for real ct
 
 
+def _to_complex_jvp(b, xs, outs, t):
+    return [_emit(b, ScalarOp.TO_COMPLEX, [Local(t[0])], LIN)]
+
+
+def _to_complex_transpose(b, cts, inputs, role):
+    return [_emit(b, ScalarOp.REAL, [Local(cts[0])], LIN)]   # back onto the reals
+
+
 def _imag_jvp(b, xs, outs, t):
     return [_emit(b, ScalarOp.IMAG, [Local(t[0])], LIN)]
 
@@ -264,6 +279,7 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
     DIV = "div"
     NEG = "neg"
     CONJ = "conj"
+    TO_COMPLEX = "to_complex"  # real -> complex promotion
     REAL = "real"
     IMAG = "imag"
     EXP = "exp"
@@ -311,6 +327,8 @@ _RULES = {
     ScalarOp.DIV: _Rules(2, 1, lambda a, b: [a / b], _div_jvp, _div_transpose),
     ScalarOp.NEG: _Rules(1, 1, lambda a: [-a], _neg_jvp, _neg_transpose),
     ScalarOp.CONJ: _Rules(1, 1, lambda a: [a.conjugate()], _conj_jvp, _conj_transpose),
+    ScalarOp.TO_COMPLEX: _Rules(1, 1, lambda a: [complex(a)], _to_complex_jvp,
+                                _to_complex_transpose),
     ScalarOp.REAL: _Rules(1, 1, lambda a: [float(a.real)], _real_jvp, _real_transpose),
     ScalarOp.IMAG: _Rules(1, 1, lambda a: [float(a.imag)], _imag_jvp, _imag_transpose),
     ScalarOp.EXP: _Rules(1, 1, lambda a: [_exp(a)], _exp_jvp, None),

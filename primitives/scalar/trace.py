@@ -12,7 +12,7 @@ graph(a = 'x', b = 'y'):
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Collection, Hashable, Sequence
 
 from tidu.graph import Graph, GraphBuilder, Local
 from primitives.scalar.ops import Const, Pow, ScalarOp
@@ -21,31 +21,47 @@ _Number = (int, float, complex)
 
 
 class ScalarTracer:
-    """A scalar under tracing: arithmetic on it adds operations to a builder."""
+    """A scalar under tracing: arithmetic on it adds operations to a builder.
 
-    __slots__ = ("builder", "id")
+    It knows whether it is complex, so mixing real and complex operands
+    inserts ``TO_COMPLEX`` (the promotion whose transpose keeps real inputs'
+    cotangents real).
+    """
 
-    def __init__(self, builder: GraphBuilder, id: int) -> None:
+    __slots__ = ("builder", "id", "is_complex")
+
+    def __init__(self, builder: GraphBuilder, id: int, is_complex: bool = False) -> None:
         self.builder = builder
         self.id = id
+        self.is_complex = is_complex
 
     def _lift(self, other) -> "ScalarTracer":
         if isinstance(other, ScalarTracer):
             return other
         if isinstance(other, _Number):
             [const] = self.builder.add_operation(Const(other), [])
-            return ScalarTracer(self.builder, const)
+            return ScalarTracer(self.builder, const, isinstance(other, complex))
         return NotImplemented
 
-    def _apply(self, op, *args) -> "ScalarTracer":
+    def _apply(self, op, *args, is_complex: bool | None = None) -> "ScalarTracer":
         outs = self.builder.add_operation(op, [Local(a.id) for a in args])
-        return ScalarTracer(self.builder, outs[0])
+        if is_complex is None:
+            is_complex = any(a.is_complex for a in args)
+        return ScalarTracer(self.builder, outs[0], is_complex)
+
+    def as_complex(self) -> "ScalarTracer":
+        """This value, promoted to complex if it is real."""
+        return self if self.is_complex else self._apply(ScalarOp.TO_COMPLEX, self,
+                                                        is_complex=True)
 
     def _binary(self, op, other, reverse=False):
         other = self._lift(other)
         if other is NotImplemented:
             return NotImplemented
-        return self._apply(op, other, self) if reverse else self._apply(op, self, other)
+        left, right = (other, self) if reverse else (self, other)
+        if left.is_complex != right.is_complex:
+            left, right = left.as_complex(), right.as_complex()
+        return self._apply(op, left, right)
 
     def __add__(self, other): return self._binary(ScalarOp.ADD, other)
     def __radd__(self, other): return self._binary(ScalarOp.ADD, other, True)
@@ -61,14 +77,20 @@ class ScalarTracer:
     def __pow__(self, exponent):
         if not isinstance(exponent, _Number):
             return NotImplemented
-        return self._apply(Pow(exponent), self)
+        base = self.as_complex() if isinstance(exponent, complex) else self
+        return self._apply(Pow(exponent), base)
 
     def conjugate(self): return self._apply(ScalarOp.CONJ, self)
+
+
+_REAL_RESULT = (ScalarOp.REAL, ScalarOp.IMAG)
 
 
 def _unary(op: ScalarOp):
     def fn(x):
         if isinstance(x, ScalarTracer):
+            if op in _REAL_RESULT:
+                return x._apply(op, x.as_complex(), is_complex=False)
             return x._apply(op, x)
         return op.eval(None, [x])[0]
     fn.__name__ = op.name.lower()
@@ -91,17 +113,20 @@ def sincos(x):
     """``(sin(x), cos(x))`` with one operation."""
     if isinstance(x, ScalarTracer):
         s, c = x.builder.add_operation(ScalarOp.SINCOS, [Local(x.id)])
-        return ScalarTracer(x.builder, s), ScalarTracer(x.builder, c)
+        return ScalarTracer(x.builder, s, x.is_complex), ScalarTracer(x.builder, c, x.is_complex)
     return tuple(ScalarOp.SINCOS.eval(None, [x]))
 
 
-def trace_scalar(f: Callable, input_keys: Sequence[Hashable]) -> Graph:
+def trace_scalar(f: Callable, input_keys: Sequence[Hashable],
+                 complex_inputs: Collection[Hashable] = ()) -> Graph:
     """The graph of ``f`` called with one traced scalar per input key.
 
-    ``f`` may return one scalar or a tuple of them; those are the outputs.
+    Inputs are real unless their key is in ``complex_inputs``. ``f`` may
+    return one scalar or a tuple of them; those are the outputs.
     """
     builder = GraphBuilder()
-    args = [ScalarTracer(builder, builder.add_input(key)) for key in input_keys]
+    args = [ScalarTracer(builder, builder.add_input(key), key in complex_inputs)
+            for key in input_keys]
     result = f(*args)
     results = result if isinstance(result, (tuple, list)) else (result,)
     ids = []

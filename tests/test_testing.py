@@ -1,0 +1,592 @@
+"""``tidu.testing``: the checkers pass right rules and catch wrong ones, naming what is wrong.
+
+The op set here is NumPy-backed (so it runs on Python numbers, NumPy scalars
+and arrays) and holds right rules next to deliberately wrong ones: a JVP off by
+a factor 2, a JVP wrong for one input slot or one output slot only, a JVP wrong
+only when both inputs are active, wrong transposes (a factor, a wrong shape, a
+transpose that reads the tangent it should be linear in), a JVP of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from tidu import Primitive, TiduError, linearize
+from tidu.graph import (
+    PRIMARY,
+    EvaluableGraphOperation,
+    External,
+    GraphBuilder,
+    Input,
+    Linearized,
+    Local,
+    resolve,
+)
+from tidu.testing import CheckFailure, check_jvp, check_primitive, check_transpose
+
+LIN = Linearized((True,))
+LIN_TF = Linearized((True, False))
+LIN_FT = Linearized((False, True))
+LIN_TT = Linearized((True, True))
+
+EVAL_DTYPES: list = []     # dtypes Op.SIN saw in eval (float32 must stay float32)
+CTX_SEEN: list = []        # contexts Op.CTX_SPY's rules and eval saw
+
+
+def emit(b, op, inputs, role=PRIMARY) -> int:
+    return b.add_primitive(op, inputs, role)[0]
+
+
+def mask(role) -> tuple:
+    assert role is not PRIMARY
+    return role.active_mask
+
+
+class Op(Primitive, EvaluableGraphOperation, enum.Enum):
+    """Right rules (first block) and deliberately wrong ones (second block)."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    NEG = "neg"
+    SIN = "sin"
+    COS = "cos"
+    SINCOS = "sincos"
+    CONJ = "conj"
+    REAL = "real"
+    SCALE3 = "scale3"              # 3 x, linear
+    CTX_SPY = "ctx_spy"            # x; records the ctx its rules and eval see
+
+    SIN2 = "sin2"                  # JVP off by a factor 2
+    MUL_BAD1 = "mul_bad1"          # JVP wrong in input slot 1 only
+    MUL_BAD_BOTH = "mul_bad_both"  # JVP right per input, wrong when both are active
+    SINCOS_BAD = "sincos_bad"      # JVP of output slot 1 has the wrong sign
+    SCALE3_BAD = "scale3_bad"      # 3 x, transposed as 2 ct
+    LEAKY = "leaky"                # 3 x, transpose multiplies by the tangent it reads
+    JVP_SHAPE_BAD = "jvp_shape"    # x elementwise, JVP returns the sum of the tangent
+
+    @classmethod
+    def add(cls) -> "Op":
+        return cls.ADD
+
+    def input_count(self) -> int:
+        return 2 if self in _BINARY else 1
+
+    def output_count(self) -> int:
+        return 2 if self in (Op.SINCOS, Op.SINCOS_BAD) else 1
+
+    def eval(self, ctx, xs):
+        if self is Op.SIN:
+            EVAL_DTYPES.append(np.asarray(xs[0]).dtype)
+        if self is Op.CTX_SPY:
+            CTX_SEEN.append(("eval", ctx))
+        return _EVAL[self](*xs)
+
+    def jvp_rule(self, b, xs, outs, ts, ctx):
+        if self is Op.CTX_SPY:
+            CTX_SEEN.append(("jvp", ctx))
+        return _JVP[self](b, xs, outs, ts)
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        if self is Op.CTX_SPY:
+            CTX_SEEN.append(("transpose", ctx))
+        return _TRANSPOSE[self](b, cts, inputs, role)
+
+
+_BINARY = {Op.ADD, Op.SUB, Op.MUL, Op.MUL_BAD1, Op.MUL_BAD_BOTH}
+
+_EVAL = {
+    Op.ADD: lambda a, b: [a + b],
+    Op.SUB: lambda a, b: [a - b],
+    Op.MUL: lambda a, b: [a * b],
+    Op.NEG: lambda a: [-a],
+    Op.SIN: lambda a: [np.sin(a)],
+    Op.COS: lambda a: [np.cos(a)],
+    Op.SINCOS: lambda a: [np.sin(a), np.cos(a)],
+    Op.CONJ: lambda a: [np.conj(a)],
+    Op.REAL: lambda a: [np.real(a)],
+    Op.SCALE3: lambda a: [3 * a],
+    Op.CTX_SPY: lambda a: [a],
+    Op.SIN2: lambda a: [np.sin(a)],
+    Op.MUL_BAD1: lambda a, b: [a * b],
+    Op.MUL_BAD_BOTH: lambda a, b: [a * b],
+    Op.SINCOS_BAD: lambda a: [np.sin(a), np.cos(a)],
+    Op.SCALE3_BAD: lambda a: [3 * a],
+    Op.LEAKY: lambda a: [3 * a],
+    Op.JVP_SHAPE_BAD: lambda a: [a * 1.0],
+}
+
+
+def _linear_self(op):
+    """The JVP of a linear one-input op: the op itself on the tangent."""
+    return lambda b, xs, outs, ts: [emit(b, op, [Local(ts[0])], LIN)]
+
+
+def _mul_jvp(slot1_factor=1.0, both_op=Op.ADD):
+    def jvp(b, xs, outs, ts):
+        x, y = xs
+        tx, ty = ts
+        terms = []
+        if tx is not None:
+            terms.append(emit(b, Op.MUL, [Local(tx), External(y)], LIN_TF))
+        if ty is not None:
+            term = emit(b, Op.MUL, [External(x), Local(ty)], LIN_FT)
+            if slot1_factor != 1.0:
+                term = emit(b, Op.ADD, [Local(term), Local(term)], LIN_TT)
+            terms.append(term)
+        if len(terms) == 1:
+            return terms
+        return [emit(b, both_op, [Local(terms[0]), Local(terms[1])], LIN_TT)]
+    return jvp
+
+
+def _sin_jvp(b, xs, outs, ts):
+    cos_x = emit(b, Op.COS, [External(xs[0])])
+    return [emit(b, Op.MUL, [Local(ts[0]), Local(cos_x)], LIN_TF)]
+
+
+def _sin2_jvp(b, xs, outs, ts):
+    [d] = _sin_jvp(b, xs, outs, ts)
+    return [emit(b, Op.ADD, [Local(d), Local(d)], LIN_TT)]
+
+
+def _cos_jvp(b, xs, outs, ts):
+    sin_x = emit(b, Op.SIN, [External(xs[0])])
+    scaled = emit(b, Op.MUL, [Local(ts[0]), Local(sin_x)], LIN_TF)
+    return [emit(b, Op.NEG, [Local(scaled)], LIN)]
+
+
+def _sincos_jvp(bad=False):
+    def jvp(b, xs, outs, ts):
+        sin_x, cos_x = outs
+        d_sin = emit(b, Op.MUL, [Local(ts[0]), External(cos_x)], LIN_TF)
+        d_cos = emit(b, Op.MUL, [Local(ts[0]), External(sin_x)], LIN_TF)
+        return [d_sin, d_cos if bad else emit(b, Op.NEG, [Local(d_cos)], LIN)]
+    return jvp
+
+
+def _jvp_shape_bad(b, xs, outs, ts):
+    return [emit(b, Sum(np.shape(outs[0])), [Local(ts[0])], LIN)]
+
+
+_JVP = {
+    Op.ADD: lambda b, xs, outs, ts: (
+        [ts[0] if ts[1] is None else ts[1]] if None in ts
+        else [emit(b, Op.ADD, [Local(ts[0]), Local(ts[1])], LIN_TT)]),
+    Op.SUB: lambda b, xs, outs, ts: (
+        [ts[0]] if ts[1] is None
+        else [emit(b, Op.NEG, [Local(ts[1])], LIN)] if ts[0] is None
+        else [emit(b, Op.SUB, [Local(ts[0]), Local(ts[1])], LIN_TT)]),
+    Op.MUL: _mul_jvp(),
+    Op.NEG: _linear_self(Op.NEG),
+    Op.SIN: _sin_jvp,
+    Op.COS: _cos_jvp,
+    Op.SINCOS: _sincos_jvp(),
+    Op.CONJ: _linear_self(Op.CONJ),
+    Op.REAL: _linear_self(Op.REAL),
+    Op.SCALE3: _linear_self(Op.SCALE3),
+    Op.CTX_SPY: _linear_self(Op.CTX_SPY),
+    Op.SIN2: _sin2_jvp,
+    Op.MUL_BAD1: _mul_jvp(slot1_factor=2.0),
+    Op.MUL_BAD_BOTH: _mul_jvp(both_op=Op.SUB),
+    Op.SINCOS_BAD: _sincos_jvp(bad=True),
+    Op.SCALE3_BAD: _linear_self(Op.SCALE3_BAD),
+    Op.LEAKY: _linear_self(Op.LEAKY),
+    Op.JVP_SHAPE_BAD: _jvp_shape_bad,
+}
+
+
+def _add_t(b, cts, inputs, role):
+    m = mask(role)
+    return [cts[0] if m[0] else None, cts[0] if m[1] else None]
+
+
+def _sub_t(b, cts, inputs, role):
+    m = mask(role)
+    return [cts[0] if m[0] else None,
+            emit(b, Op.NEG, [Local(cts[0])], LIN) if m[1] else None]
+
+
+def _mul_t(b, cts, inputs, role):
+    x, y = inputs
+    if mask(role) == (True, False):
+        return [emit(b, Op.MUL, [Local(cts[0]), Local(emit(b, Op.CONJ, [y]))], LIN_TF), None]
+    return [None, emit(b, Op.MUL, [Local(emit(b, Op.CONJ, [x])), Local(cts[0])], LIN_FT)]
+
+
+def _self_t(op):
+    return lambda b, cts, inputs, role: [emit(b, op, [Local(cts[0])], LIN)]
+
+
+def _scale3_bad_t(b, cts, inputs, role):
+    return [emit(b, Op.ADD, [Local(cts[0]), Local(cts[0])], LIN_TT)]       # 2 ct, not 3 ct
+
+
+def _leaky_t(b, cts, inputs, role):
+    # reads its own input -- the tangent -- so it is not linear in ct alone
+    scaled = emit(b, Op.SCALE3, [Local(cts[0])], LIN)
+    return [emit(b, Op.MUL, [Local(scaled), inputs[0]], LIN_TF)]
+
+
+_TRANSPOSE = {
+    Op.ADD: _add_t,
+    Op.SUB: _sub_t,
+    Op.MUL: _mul_t,
+    Op.NEG: _self_t(Op.NEG),
+    Op.CONJ: _self_t(Op.CONJ),
+    Op.REAL: lambda b, cts, inputs, role: [cts[0]],
+    Op.SCALE3: _self_t(Op.SCALE3),
+    Op.CTX_SPY: _self_t(Op.CTX_SPY),
+    Op.SCALE3_BAD: _scale3_bad_t,
+    Op.LEAKY: _leaky_t,
+    Op.JVP_SHAPE_BAD: _self_t(Op.JVP_SHAPE_BAD),
+}
+
+
+class _ShapeOp(Primitive, EvaluableGraphOperation):
+    """One input, one output, a shape parameter: what a reduction's rules need to know."""
+
+    __slots__ = ()
+
+    @classmethod
+    def add(cls):
+        return Op.ADD
+
+    def input_count(self):
+        return 1
+
+    def output_count(self):
+        return 1
+
+
+@dataclass(frozen=True)
+class Sum(_ShapeOp):
+    """The sum of all elements of an array of ``shape`` (a 0-d array).
+
+    ``bad="shape"``: the transpose forgets to broadcast (wrong cotangent shape);
+    ``bad="leaky"``: the transpose broadcasts to the shape of its input, which in
+    a linear graph is the tangent -- a transposed graph that cannot run without tangents.
+    """
+
+    shape: tuple
+    bad: str = ""
+
+    def eval(self, ctx, xs):
+        return [np.asarray(np.sum(xs[0]))]
+
+    def jvp_rule(self, b, xs, outs, ts, ctx):
+        return [emit(b, self, [Local(ts[0])], LIN)]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        if self.bad == "shape":
+            return [cts[0]]
+        if self.bad == "leaky":
+            return [emit(b, Op.MUL, [Local(cts[0]), Local(emit(b, Op.MUL, [inputs[0], inputs[0]]))],
+                         LIN_TF)]
+        return [emit(b, BroadcastTo(self.shape), [Local(cts[0])], LIN)]
+
+
+@dataclass(frozen=True)
+class BroadcastTo(_ShapeOp):
+    """A 0-d array broadcast to ``shape``."""
+
+    shape: tuple
+
+    def eval(self, ctx, xs):
+        return [np.broadcast_to(xs[0], self.shape).copy()]
+
+    def jvp_rule(self, b, xs, outs, ts, ctx):
+        return [emit(b, self, [Local(ts[0])], LIN)]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        return [emit(b, Sum(self.shape), [Local(cts[0])], LIN)]
+
+
+def graph_of(op, n_inputs=None, keys=None):
+    """A one-op graph of ``op`` on inputs keyed ``keys`` (default ``"x0", "x1", ...``)."""
+    n_inputs = op.input_count() if n_inputs is None else n_inputs
+    keys = keys or [f"x{i}" for i in range(n_inputs)]
+    b = GraphBuilder()
+    ids = [b.add_input(k) for k in keys]
+    b.set_outputs(b.add_operation(op, [Local(i) for i in ids]))
+    return b.build()
+
+
+NUMBER = r"(-?[0-9.]+(?:e[-+]?[0-9]+)?)"
+
+
+def expected_and_got(message: str) -> tuple[float, float]:
+    match = re.search(rf"expected {NUMBER} .*got {NUMBER} ", message)
+    assert match, message
+    return float(match.group(1)), float(match.group(2))
+
+
+# --- the checkers pass right rules -------------------------------------------------
+
+
+@pytest.mark.parametrize("op, args", [
+    (Op.SIN, (0.3,)),
+    (Op.SIN, (0.3 - 1.2j,)),
+    (Op.COS, (-2.0,)),
+    (Op.SINCOS, (0.5 + 0.5j,)),
+    (Op.MUL, (1.5, -2.0)),
+    (Op.MUL, (1.5 + 1j, -2.0 + 0.5j)),
+    (Op.ADD, (1.5, -2.0)),
+    (Op.SUB, (1.5j, -2.0 + 1j)),
+    (Op.NEG, (4.0,)),
+    (Op.CONJ, (4.0 - 3j,)),
+    (Op.REAL, (4.0 - 3j,)),
+    (Op.SCALE3, (4.0,)),
+    (Sum((2, 3)), (np.arange(6.0).reshape(2, 3),)),
+    (BroadcastTo((2, 3)), (np.array(1.5),)),
+])
+def test_right_rules_pass(op, args):
+    check_primitive(op, *args, rng=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3)])
+def test_numpy_operands(dtype, shape):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, shape).astype(dtype)
+    y = rng.uniform(-2, 2, shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x = (x + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
+        y = (y + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
+    for op, args in [(Op.SIN, (x,)), (Op.SINCOS, (x,)), (Op.MUL, (x, y)), (Sum(shape), (x,)),
+                     (Op.CONJ, (x,)), (Op.SUB, (x, y))]:
+        check_primitive(op, *args, rng=2)
+
+
+def test_numpy_scalars():
+    check_primitive(Op.SIN, np.float32(0.7), rng=0)
+    check_primitive(Op.MUL, np.complex128(1 + 2j), np.complex128(0.5 - 1j), rng=0)
+
+
+def test_float32_stays_float32():
+    EVAL_DTYPES.clear()
+    check_primitive(Op.SINCOS, np.linspace(-1, 1, 5, dtype=np.float32), rng=0)
+    check_primitive(Op.COS, np.float32(0.5), rng=0)         # its JVP evaluates SIN on x
+    assert EVAL_DTYPES and all(d == np.float32 for d in EVAL_DTYPES), EVAL_DTYPES
+
+
+def test_float32_still_catches_a_factor_two():
+    with pytest.raises(CheckFailure, match="SIN2 output 0 wrt input 0"):
+        check_primitive(Op.SIN2, np.linspace(-1, 1, 4, dtype=np.float32), rng=0)
+
+
+def test_check_jvp_on_a_graph_with_given_tangents_and_eps():
+    b = GraphBuilder()
+    x, y = b.add_input("x"), b.add_input("y")
+    [s] = b.add_operation(Op.SIN, [Local(x)])
+    [p] = b.add_operation(Op.MUL, [Local(s), Local(y)])
+    b.set_outputs([p, s])
+    g = b.build()
+    check_jvp(g, g.output_keys, {"x": 0.4, "y": -1.5}, rng=0)
+    check_jvp(g, g.output_keys, {"x": 0.4, "y": -1.5}, {"y": 2.0})
+    check_jvp([g], g.output_keys, {"x": 0.4, "y": -1.5}, {"x": 1.0, "y": 2.0}, eps=1e-5)
+    check_jvp(resolve(g), g.output_keys, {Input("x"): 0.4, Input("y"): -1.5j})  # Input keys ok
+
+
+def test_check_transpose_with_given_tangents_and_cotangents():
+    g = graph_of(Op.SINCOS, keys=["x"])
+    lin = linearize(g, g.output_keys, ["x"])
+    check_transpose(g, lin, {"x": 0.3}, rng=0)
+    check_transpose(g, lin, {"x": 0.3}, tangents={"x": 2.0}, cotangents=[1.0, -1.0])
+    check_transpose(g, lin, {"x": 0.3}, tangents=[2.0], cotangents={1: 0.5})
+    check_transpose(g, lin, {"x": 0.3 + 1j}, rng=0)
+
+
+def test_inactive_outputs_are_checked_as_zero():
+    b = GraphBuilder()
+    x, y = b.add_input("x"), b.add_input("y")
+    [s] = b.add_operation(Op.SIN, [Local(y)])         # does not depend on x
+    [p] = b.add_operation(Op.MUL, [Local(x), Local(y)])
+    b.set_outputs([s, p])
+    g = b.build()
+    check_jvp(g, g.output_keys, {"x": 0.5, "y": 2.0}, {"x": 1.0})
+    lin = linearize(g, g.output_keys, ["x"])
+    assert lin.tangent_outputs[0] is None
+    check_transpose(g, lin, {"x": 0.5, "y": 2.0}, rng=0)
+
+
+def test_ctx_reaches_rules_and_eval():
+    CTX_SEEN.clear()
+    ctx = object()
+    check_primitive(Op.CTX_SPY, 1.5, ctx=ctx, rng=0)
+    assert {kind for kind, _ in CTX_SEEN} == {"eval", "jvp", "transpose"}
+    assert all(seen is ctx for _, seen in CTX_SEEN)
+
+
+def test_same_rng_same_numbers():
+    messages = []
+    for _ in range(2):
+        with pytest.raises(CheckFailure) as info:
+            check_primitive(Op.SIN2, 0.7 + 0.1j, rng=42)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+# --- non-differentiable inputs are skipped -------------------------------------------
+
+
+def test_int_inputs_are_skipped():
+    check_primitive(Op.SIN2, 3)                  # nothing differentiable: nothing to check
+    check_primitive(Op.MUL_BAD1, 2.0, 3)         # the wrong slot holds an int: skipped
+    check_primitive(Op.MUL_BAD1, 2.0, True)
+    check_primitive(Op.MUL_BAD1, np.ones(3), np.arange(3))          # an integer array
+    check_primitive(Op.MUL_BAD1, np.ones(3), np.array([True, False, True]))
+    with pytest.raises(CheckFailure, match="input 1"):
+        check_primitive(Op.MUL_BAD1, 2.0, 3.0)
+
+
+def test_int_keys_skipped_in_check_jvp():
+    g = graph_of(Op.MUL_BAD1, keys=["x", "n"])
+    check_jvp(g, g.output_keys, {"x": 0.5, "n": 4})
+    check_jvp(g, g.output_keys, {"x": 0.5, "n": 4}, {"x": 1.0, "n": 1.0})   # tangent ignored
+    with pytest.raises(CheckFailure, match="input 'n'"):
+        check_jvp(g, g.output_keys, {"x": 0.5, "n": 4.0})
+
+
+# --- the checkers catch wrong rules, naming op, slot and both numbers ----------------
+
+
+def test_jvp_off_by_factor_two():
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.SIN2, 0.3, rng=0)
+    message = str(info.value)
+    assert "SIN2 output 0 wrt input 0" in message
+    expected, got = expected_and_got(message)
+    assert got == pytest.approx(2 * expected, rel=1e-6)
+    assert isinstance(info.value, AssertionError) and isinstance(info.value, TiduError)
+
+
+def test_jvp_off_by_factor_two_complex_and_arrays():
+    with pytest.raises(CheckFailure, match=r"SIN2 output 0 wrt input 0: expected [-+0-9.e]+j .* got [-+0-9.e]+j "):
+        check_primitive(Op.SIN2, 0.3 + 0.2j, rng=0)
+    with pytest.raises(CheckFailure, match=r"SIN2 output 0 wrt input 0: .* at index \(1, 0\)"):
+        check_primitive(Op.SIN2, np.array([[0.0, 0.0], [0.5, 0.0]]) + np.pi / 2, rng=0)
+
+
+def test_wrong_jvp_in_one_input_slot_is_named():
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.MUL_BAD1, 1.5, -2.0, rng=0)
+    assert "MUL_BAD1 output 0 wrt input 1:" in str(info.value)
+    expected, got = expected_and_got(str(info.value))
+    assert got == pytest.approx(2 * expected)
+
+
+def test_wrong_jvp_only_with_both_inputs_active():
+    with pytest.raises(CheckFailure, match="MUL_BAD_BOTH output 0 wrt inputs 0, 1 together"):
+        check_primitive(Op.MUL_BAD_BOTH, 1.5, -2.0, rng=0)
+
+
+def test_wrong_jvp_in_one_output_slot_is_named():
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.SINCOS_BAD, 0.3, rng=0)
+    assert "SINCOS_BAD output 1 wrt input 0:" in str(info.value)
+    expected, got = expected_and_got(str(info.value))
+    assert got == pytest.approx(-expected)
+
+
+def test_jvp_of_wrong_shape():
+    with pytest.raises(CheckFailure, match=r"JVP_SHAPE_BAD output 0 wrt input 0: the tangent "
+                                           r"has shape \(\) but the output has shape \(3,\)"):
+        check_primitive(Op.JVP_SHAPE_BAD, np.ones(3), rng=0)
+
+
+def test_wrong_jvp_inside_a_graph_names_the_graph_output_and_key():
+    b = GraphBuilder()
+    x, y = b.add_input("x"), b.add_input("y")
+    [s] = b.add_operation(Op.SIN2, [Local(x)])
+    [p] = b.add_operation(Op.MUL, [Local(s), Local(y)])
+    b.set_outputs([p])
+    g = b.build()
+    check_jvp(g, g.output_keys, {"x": 0.4, "y": 2.0}, {"y": 1.0})     # y's path is right
+    with pytest.raises(CheckFailure, match=r"MUL output 0 \(graph output 0\) wrt input 'x'"):
+        check_jvp(g, g.output_keys, {"x": 0.4, "y": 2.0}, rng=0)
+
+
+def test_wrong_transpose_factor():
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.SCALE3_BAD, 0.7, rng=0)
+    message = str(info.value)
+    assert "transpose of SCALE3_BAD" in message
+    assert "SCALE3_BAD output 0 and input 0" in message
+    match = re.search(rf"<ct, J t> = {NUMBER} but <J\^T ct, t> = {NUMBER} ", message)
+    assert match, message
+    assert float(match.group(2)) == pytest.approx(2 / 3 * float(match.group(1)))
+
+
+def test_wrong_transpose_in_a_linearized_graph():
+    # SIN's JVP is right; its linear graph uses SCALE3_BAD, whose transpose is wrong
+    b = GraphBuilder()
+    x = b.add_input("x")
+    [s] = b.add_operation(Op.SCALE3_BAD, [Local(x)])
+    [y] = b.add_operation(Op.SIN, [Local(s)])
+    b.set_outputs([y])
+    g = b.build()
+    check_jvp(g, g.output_keys, {"x": 0.2}, rng=0)
+    lin = linearize(g, g.output_keys, ["x"])
+    with pytest.raises(CheckFailure, match=r"check_transpose: dot-product test fails for "
+                                           r"tangent output 0 .* and input 'x'"):
+        check_transpose(g, lin, {"x": 0.2}, rng=0)
+
+
+def test_transpose_with_wrong_cotangent_shape():
+    with pytest.raises(CheckFailure, match=r"transpose of Sum\(.*\): the cotangent of input 0 "
+                                           r".* has shape \(\), but the primal has shape \(2, 2\)"):
+        check_primitive(Sum((2, 2), bad="shape"), np.ones((2, 2)), rng=0)
+
+
+def test_transpose_reading_the_tangent():
+    with pytest.raises(CheckFailure, match="transpose of LEAKY: the transposed graph reads the "
+                                           "tangent of input 0"):
+        check_primitive(Op.LEAKY, 0.7, rng=0)
+    with pytest.raises(CheckFailure, match="the transposed graph reads the tangent of input 0"):
+        check_primitive(Sum((3,), bad="leaky"), np.ones(3), rng=0)
+
+
+def test_complex_cotangent_of_a_real_array_is_caught():
+    # Op.MUL's transpose does not project ct * conj(y) back to the reals for a real x
+    x = np.array([0.5, 1.5])
+    y = np.array([1 + 1j, 2 - 1j])
+    with pytest.raises(CheckFailure, match=r"transpose of MUL: the cotangent of input 0 .* is "
+                                           r"complex \(complex128\), but the primal is real"):
+        check_primitive(Op.MUL, x, y, rng=0)
+
+
+def test_real_cotangent_of_a_complex_array_is_caught():
+    # REAL's transpose passes ct through: a real cotangent for a complex array input
+    with pytest.raises(CheckFailure, match=r"cotangent of input 0 .* is real \(float64\), but "
+                                           r"the primal is complex"):
+        check_primitive(Op.REAL, np.array([1 + 2j, 3 - 1j]), rng=0)
+    check_primitive(Op.REAL, 1 + 2j, rng=0)       # a Python float is a fine complex cotangent
+
+
+def test_complex_cotangent_of_a_real_scalar_is_caught():
+    with pytest.raises(CheckFailure, match=r"the cotangent of input 0 .* is complex .* but the "
+                                           r"primal is real \(0.5\)"):
+        check_primitive(Op.MUL, 0.5, 1 + 1j, rng=0)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="SIN takes 1 inputs, got 2"):
+        check_primitive(Op.SIN, 1.0, 2.0)
+    g = graph_of(Op.SIN, keys=["x"])
+    with pytest.raises(KeyError):
+        check_jvp(g, g.output_keys, {"x": 1.0}, {"z": 1.0})
+    with pytest.raises(TypeError, match="complex tangent"):
+        check_jvp(g, g.output_keys, {"x": 1.0}, {"x": 1j})
+    with pytest.raises(ValueError, match="shape"):
+        check_jvp(g, g.output_keys, {"x": np.ones(2)}, {"x": np.ones(3)})
+    lin = linearize(g, g.output_keys, ["x"])
+    with pytest.raises(KeyError):
+        check_transpose(g, lin, {"y": 1.0})
+    with pytest.raises(ValueError):
+        check_transpose(g, lin, {"x": 1.0}, cotangents=[1.0, 2.0])
