@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from tidu._gc import gc_paused
 from tidu.errors import ADRuleKind, GraphError
-from tidu.graph import External, Local
+from tidu.graph import External, Local, resolve
 from tidu.graph.keys import existing_derived
 from tidu.linearized import LinearizedGraph
 from tidu.rules.builder import GraphPrimitiveBuilder, check_rule_results
@@ -56,15 +56,13 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
         [cotangents[key]] = builder.add_primitive(add, [Local(existing), Local(cotangent)],
                                                   BOTH_LINEAR)
 
-    # Seeds of an output listed twice are summed with the add() of the graph's op set.
-    some_op_type = type(graph.operation_keys[0]._operation) if graph.operation_keys else None
+    # Seeds of an output listed twice are summed with the add() of the op set that
+    # the linear graph (or, when it has no operations, its primal graphs) is made of.
     for output_id, seed in zip(linear.tangent_outputs, cotangent_seeds):
         if output_id is not None and seed is not None:
             key = keys[output_id]
-            if key in cotangents and some_op_type is None:
-                raise GraphError(f"tangent output {key!r} is listed twice in a graph with no "
-                                 "operations; its seeds cannot be summed")
-            accumulate(key, seed, some_op_type)
+            op_type = _some_op_type(graph) if key in cotangents else None
+            accumulate(key, seed, op_type)
 
     for op_key in reversed(graph.operation_keys):
         n_out = op_key._n_out
@@ -90,6 +88,15 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                 accumulate(key, cotangent, op_type)
 
     return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
+
+
+def _some_op_type(graph):
+    """The type of the first operation found in ``graph`` or its parents."""
+    for candidate in resolve(graph).graphs:
+        if candidate.operation_keys:
+            return type(candidate.operation_keys[0].operation)
+    raise GraphError("a tangent output is listed twice but neither the linear graph nor its "
+                     "parents have an operation whose add() could sum the seeds")
 
 
 def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGraph:
