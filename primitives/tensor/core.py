@@ -1,0 +1,78 @@
+"""One entry point for applying a primitive to any kind of value: ``bind``.
+
+Values come in levels: plain NumPy arrays and numbers (level 0), eager
+``Tensor``s (level 1) and functional ``Tracer``s (one level per nested
+transform, above those). ``bind`` hands the op to the highest-level argument's
+frontend, which treats lower-level arguments as constants. So the NumPy-named
+functions are written once and work under every front end and nesting.
+
+>>> from primitives.tensor.ops import elementwise as ew
+>>> bind(ew.mul, np.array([2.0]), np.array([3.0]))
+[array([6.])]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tidu.graph import Derived, External, ValueKey
+from tidu.graph.evaluate import schedule
+
+
+class Frontend:
+    """A kind of value that ops can be bound to. Subclasses set ``level`` and ``bind``."""
+
+    __slots__ = ()
+    level = 0
+
+    @classmethod
+    def bind(cls, op, args: Sequence, frontend_level: int) -> list:
+        raise NotImplementedError
+
+
+def level_of(value) -> int:
+    return value.level if isinstance(value, Frontend) else 0
+
+
+def bind(op, *args) -> list:
+    """Apply ``op`` to ``args``; returns one value per output, of the highest-level kind."""
+    top = None
+    for arg in args:
+        if isinstance(arg, Frontend) and (top is None or arg.level > top.level):
+            top = arg
+    if top is None:
+        return op.eval(None, [np.asarray(a) if not isinstance(a, np.ndarray) else a for a in args])
+    return top.bind(op, args)
+
+
+def interpret(outputs: Sequence[ValueKey], values: Mapping[ValueKey, Any]) -> list:
+    """Compute ``outputs`` from ``values`` by binding each needed op, dependencies first.
+
+    Unlike ``tidu.graph.evaluate`` this works on frontend values (a nested
+    transform's tracers record the ops), so transforms compose.
+    """
+    env = dict(values)
+    for op_key in schedule(outputs, env):
+        results = bind(op_key.operation, *[env[k] for k in op_key.inputs])
+        for slot, result in enumerate(results):
+            env[Derived(op_key, slot)] = result
+    return [env[k] for k in outputs]
+
+
+def shape_of(value) -> tuple:
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
+def dtype_of(value) -> np.dtype:
+    if hasattr(value, "dtype"):
+        return np.dtype(value.dtype)
+    return np.asarray(value).dtype
+
+
+def data_of(value):
+    """The level-0 data under any frontend value."""
+    while isinstance(value, Frontend):
+        value = value.value_below
+    return value

@@ -1,0 +1,157 @@
+"""The eager front end: ``Tensor`` (PyTorch-like) with ``Gradients`` (Burn-like).
+
+>>> x = tensor([1.0, 2.0], requires_grad=True)
+>>> grads = (x * x).sum().backward()
+>>> grads.grad(x)
+array([2., 4.])
+>>> x.grad
+array([2., 4.])
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from tidu import TiduError
+from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
+from tidu.graph import Input
+from primitives.tensor.api import ArrayOperators
+from primitives.tensor.core import Frontend
+from primitives.tensor.executor import NumpyExecutor
+
+_recorder = Recorder()
+_executor = NumpyExecutor()
+_CONSTANT = Input("tensor-constant")      # the key of every constant operand (never differentiated)
+_ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(8)]
+_leaves: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+class BackwardError(TiduError, ValueError):
+    """Backward was asked for something it cannot do (no seed for a non-scalar, a bad seed)."""
+
+
+class Tensor(ArrayOperators, Frontend):
+    """A NumPy array that records the ops applied to it when it requires grad."""
+
+    __slots__ = ("data", "requires_grad", "grad", "_key", "_trace", "__weakref__")
+    level = 1
+
+    def __init__(self, data, requires_grad: bool = False) -> None:
+        data = np.asarray(data)
+        if requires_grad and not np.issubdtype(data.dtype, np.inexact):
+            raise TypeError(f"only floating point and complex tensors can require grad, "
+                            f"got dtype {data.dtype}")
+        self.data = data
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self._key = None
+        self._trace = None
+
+    @property
+    def value_below(self):
+        return self.data
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def key(self):
+        """This tensor's eager value key (made on first use for leaves)."""
+        if self._key is None:
+            self._key = Input(_recorder.key_source.fresh_input_key())
+            if self.requires_grad:
+                _leaves[self._key] = self
+        return self._key
+
+    def detach(self) -> "Tensor":
+        """The same data, cut from the recorded history."""
+        return Tensor(self.data)
+
+    def numpy(self) -> np.ndarray:
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def item(self):
+        return self.data.item()
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"tensor({np.array2string(self.data, separator=', ')}{grad})"
+
+    @classmethod
+    def bind(cls, op, args) -> list:
+        data = [a.data if isinstance(a, Tensor) else np.asarray(a) for a in args]
+        results = op.eval(None, data)
+        if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return [Tensor(r) for r in results]
+        inputs = [EagerInput(a.key, a._trace, a.requires_grad, d) if isinstance(a, Tensor)
+                  else EagerInput(_CONSTANT, None, False, d) for a, d in zip(args, data)]
+        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[len(args)])
+        outs = []
+        for result, record in zip(results, _recorder.record_graph(recorded, inputs, results)):
+            t = Tensor.__new__(Tensor)
+            t.data, t.requires_grad, t.grad = result, True, None
+            t._key, t._trace = record.key, record.trace
+            outs.append(t)
+        return outs
+
+    def backward(self, seed=None) -> "Gradients":
+        """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
+
+        A non-scalar tensor needs an explicit ``seed`` of its shape.
+        """
+        if seed is None:
+            if self.data.size != 1 or self.data.ndim != 0:
+                raise BackwardError(f"backward of a tensor of shape {self.shape} needs a seed "
+                                    "(only 0-d tensors default to a seed of 1)")
+            seed = np.ones_like(self.data)
+        seed = np.asarray(seed.data if isinstance(seed, Tensor) else seed)
+        if seed.shape != self.shape:
+            raise BackwardError(f"seed of shape {seed.shape} for a tensor of shape {self.shape}")
+        seed = seed.astype(self.dtype, copy=False)
+        cotangents = try_backward(self.key, self._trace, seed, _executor)
+        for key, value in cotangents.items():
+            leaf = _leaves.get(key)
+            if leaf is not None and leaf.requires_grad and leaf._trace is None:
+                leaf.grad = value.copy() if leaf.grad is None else leaf.grad + value
+        return Gradients(cotangents)
+
+
+class Gradients:
+    """Gradients from one backward call, by tensor (Burn's ``grad``/``remove``/``replace``)."""
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self, by_key: dict) -> None:
+        self._by_key = by_key
+
+    def grad(self, t: Tensor):
+        """The gradient of ``t``, or ``None`` if it received none."""
+        return self._by_key.get(t.key)
+
+    def remove(self, t: Tensor):
+        """Take out and return the gradient of ``t`` (``None`` if absent)."""
+        return self._by_key.pop(t.key, None)
+
+    def replace(self, t: Tensor, g) -> None:
+        """Set the gradient of ``t`` to ``g``."""
+        self._by_key[t.key] = np.asarray(g)
+
+    def __contains__(self, t: Tensor) -> bool:
+        return t.key in self._by_key
+
+
+def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
+    """A :class:`Tensor` from array-like ``data``."""
+    data = data.data if isinstance(data, Tensor) else data
+    return Tensor(np.asarray(data, dtype=dtype), requires_grad)

@@ -1,0 +1,248 @@
+"""Functional transforms with JAX's semantics: grad, value_and_grad, jvp, vjp, hvp.
+
+``f`` is traced into a tidu graph (with concrete values, so Python control
+flow works), then ``linearize`` and ``linear_transpose`` give its derivatives.
+The linear and transposed graphs are run through ``bind``, so transforms nest:
+``hvp`` is ``jvp`` of ``grad``.
+
+>>> import numpy as np
+>>> from primitives.tensor import api as tnp
+>>> grad(lambda x: tnp.sum(x * x))(np.array([1.0, 2.0]))
+array([2., 4.])
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tidu import TiduError, linear_transpose, linearize
+from tidu.graph import Graph, GraphBuilder, Input, Local
+from primitives.tensor.api import ArrayOperators
+from primitives.tensor.core import Frontend, dtype_of, interpret, level_of, shape_of
+
+_levels = itertools.count(2)
+
+
+class FunctionalError(TiduError, ValueError):
+    """A functional transform used on something it does not support."""
+
+
+class GraphTrace:
+    """The graph being recorded while ``f`` runs on tracers; ``values`` holds what they saw."""
+
+    def __init__(self) -> None:
+        self.level = next(_levels)
+        self.builder = GraphBuilder()
+        self.values: dict = {}          # value key -> value one level below
+        self._constants = itertools.count()
+
+    def new_input(self, key, value) -> "Tracer":
+        local_id = self.builder.add_input(key)
+        self.values[self.builder.global_key(local_id)] = value
+        return Tracer(self, local_id, value)
+
+    def lift(self, value) -> "Tracer":
+        """A tracer for ``value``: itself if it is ours, else a constant input."""
+        if isinstance(value, Tracer) and value.trace is self:
+            return value
+        return self.new_input(("constant", next(self._constants)), value)
+
+    def key_of(self, tracer: "Tracer"):
+        return self.builder.global_key(tracer.id)
+
+    def build(self, outputs: Sequence["Tracer"]) -> Graph:
+        self.builder.set_outputs([t.id for t in outputs])
+        return self.builder.build()
+
+
+class Tracer(ArrayOperators, Frontend):
+    """A value inside a traced function: a graph value plus what it is one level down."""
+
+    __slots__ = ("trace", "id", "value_below", "level")
+
+    def __init__(self, trace: GraphTrace, id: int, value) -> None:
+        self.trace = trace
+        self.id = id
+        self.value_below = value
+        self.level = trace.level
+
+    @property
+    def shape(self) -> tuple:
+        return shape_of(self.value_below)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return dtype_of(self.value_below)
+
+    @classmethod
+    def bind(cls, op, args) -> list:
+        from primitives.tensor.core import bind
+
+        trace = max((a for a in args if isinstance(a, Tracer)), key=level_of).trace
+        lifted = [trace.lift(a) for a in args]
+        results = bind(op, *[t.value_below for t in lifted])
+        ids = trace.builder.add_operation(op, [Local(t.id) for t in lifted])
+        outs = []
+        for local_id, result in zip(ids, results):
+            trace.values[trace.builder.global_key(local_id)] = result
+            outs.append(Tracer(trace, local_id, result))
+        return outs
+
+    def __repr__(self) -> str:
+        return f"Tracer(shape={self.shape}, dtype={self.dtype})"
+
+
+class Traced:
+    """``f`` traced at some primals: its graph, and its linearization and transpose on demand."""
+
+    def __init__(self, f: Callable, primals: Sequence) -> None:
+        self.trace = GraphTrace()
+        self.input_keys = [("arg", i) for i in range(len(primals))]
+        tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
+        out = f(*tracers)
+        self.single_output = not isinstance(out, (tuple, list))
+        outs = [out] if self.single_output else list(out)
+        outs = [self.trace.lift(o) for o in outs]
+        self.graph = self.trace.build(outs)
+        self.output_keys = list(self.graph.output_keys)
+        self.outputs = [self.trace.values[k] for k in self.output_keys]
+        self._linear = {}
+
+    def linearized(self, argnums: Sequence[int]):
+        """The linear graph of the outputs with respect to arguments ``argnums``."""
+        argnums = tuple(argnums)
+        if argnums not in self._linear:
+            self._linear[argnums] = linearize(self.graph, self.output_keys,
+                                              [self.input_keys[i] for i in argnums])
+        return self._linear[argnums]
+
+    def transposed(self, argnums: Sequence[int]):
+        """The transposed graph of :meth:`linearized` (cotangent seeds to input cotangents)."""
+        return linear_transpose(self.linearized(argnums))
+
+    def output(self):
+        return self.outputs[0] if self.single_output else tuple(self.outputs)
+
+
+def trace(f: Callable, *primals) -> Traced:
+    """Trace ``f`` at ``primals`` for inspection: ``.graph``, ``.linearized(argnums)``,
+    ``.transposed(argnums)``."""
+    return Traced(f, [_as_value(p) for p in primals])
+
+
+def _as_value(x):
+    if isinstance(x, Frontend):
+        return x
+    if isinstance(x, numbers.Number) or isinstance(x, (np.ndarray, np.generic, list, tuple)):
+        return np.asarray(x)
+    raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
+
+
+def _zeros_like(x):
+    return np.zeros(shape_of(x), dtype=dtype_of(x))
+
+
+def _cast_like(value, like):
+    from primitives.tensor.api import astype
+    return astype(value, dtype_of(like))
+
+
+def vjp(f: Callable, *primals):
+    """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple."""
+    traced = trace(f, *primals)
+    argnums = tuple(range(len(primals)))
+    transposed = traced.transposed(argnums)
+    linear = traced.linearized(argnums)
+    primal_values = [traced.trace.values[k] for k in traced.graph.input_keys]
+
+    def vjp_fn(cotangent):
+        cts = [cotangent] if traced.single_output else list(cotangent)
+        if len(cts) != len(traced.outputs):
+            raise FunctionalError(f"vjp_fn expects {len(traced.outputs)} cotangents, "
+                                  f"got {len(cts)}")
+        values = dict(traced.trace.values)
+        seeds = iter(transposed.tangent_input_keys)
+        for output_id, ct, out in zip(linear.tangent_outputs, cts, traced.outputs):
+            if shape_of(ct) != shape_of(out):
+                raise FunctionalError(f"cotangent of shape {shape_of(ct)} for an output of "
+                                      f"shape {shape_of(out)}")
+            if output_id is not None:
+                values[next(seeds)] = _cast_like(ct, out)
+        keys = transposed.tangent_output_keys
+        computed = interpret([k for k in keys if k is not None], values)
+        it = iter(computed)
+        return tuple(_zeros_like(p) if k is None else _cast_like(next(it), p)
+                     for k, p in zip(keys, primal_values))
+
+    return traced.output(), vjp_fn
+
+
+def _check_scalar(out):
+    if shape_of(out) != () or np.issubdtype(dtype_of(out), np.complexfloating):
+        raise FunctionalError(f"grad needs a function returning a real scalar; it returned "
+                              f"shape {shape_of(out)}, dtype {dtype_of(out)}")
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """``(f(x), df/dx)`` with JAX's semantics: ``argnums`` an int gives one gradient,
+    a tuple gives a tuple."""
+    def wrapped(*args):
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        for n in nums:
+            if not -len(args) <= n < len(args):
+                raise FunctionalError(f"argnums {n} out of range for {len(args)} arguments")
+        nums = tuple(n % len(args) for n in nums)
+
+        def partial(*chosen):
+            full = list(args)
+            for n, value in zip(nums, chosen):
+                full[n] = value
+            return f(*full)
+
+        out, vjp_fn = vjp(partial, *[args[n] for n in nums])
+        _check_scalar(out)
+        grads = vjp_fn(np.ones((), dtype=dtype_of(out)))
+        return out, grads[0] if isinstance(argnums, int) else grads
+    return wrapped
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The gradient of a real scalar function (JAX's ``jax.grad``)."""
+    value_and_grad_f = value_and_grad(f, argnums)
+
+    def wrapped(*args):
+        return value_and_grad_f(*args)[1]
+    return wrapped
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``)."""
+    primals, tangents = list(primals), list(tangents)
+    if len(primals) != len(tangents):
+        raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    traced = trace(f, *primals)
+    for p, t in zip(primals, tangents):
+        if shape_of(p) != shape_of(t):
+            raise FunctionalError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
+                                  f"{shape_of(p)}")
+    linear = traced.linearized(range(len(primals)))
+    values = dict(traced.trace.values)
+    for key, t, p in zip(linear.tangent_input_keys, tangents, primals):
+        values[key] = _cast_like(_as_value(t), p)
+    keys = linear.tangent_output_keys
+    computed = iter(interpret([k for k in keys if k is not None], values))
+    tangent_out = [_zeros_like(o) if k is None else next(computed)
+                   for k, o in zip(keys, traced.outputs)]
+    return traced.output(), tangent_out[0] if traced.single_output else tuple(tangent_out)
+
+
+def hvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """The Hessian of real scalar ``f`` times ``tangents`` (forward over reverse)."""
+    primals, tangents = list(primals), list(tangents)
+    gradient = grad(f, argnums=tuple(range(len(primals))))
+    _, result = jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents)
+    return result[0] if len(primals) == 1 else tuple(result)

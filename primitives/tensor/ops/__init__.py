@@ -1,0 +1,1 @@
+"""The tensor primitives, one module per op family."""

@@ -1,0 +1,97 @@
+"""What every tensor primitive shares: the base class, emit helpers, roles.
+
+Tensor primitives follow JAX's ``lax``: elementwise ops take operands of one
+shape and one dtype (the NumPy-named functions insert ``broadcast_in_dim`` and
+``convert_element_type``), and every op carries the static parameters (shapes,
+axes, dtypes) its rules need, so rules never look at data. Ops are frozen
+dataclasses: immutable, hashable, equal by value.
+
+>>> from primitives.tensor.ops import elementwise as ew
+>>> ew.add.eval(None, [np.ones(2), np.ones(2)])
+[array([2., 2.])]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu import Primitive
+from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
+
+LIN = Linearized((True,))
+LIN_TF = Linearized((True, False))
+LIN_FT = Linearized((False, True))
+LIN_TT = Linearized((True, True))
+
+
+def emit(builder, op, inputs, role=PRIMARY) -> int:
+    """Emit a one-output op; return its id."""
+    return builder.add_primitive(op, inputs, role)[0]
+
+
+def linear_mask(op, role) -> tuple:
+    """The active mask of a transpose rule's role; PRIMARY work has none."""
+    from tidu import ADRuleError, ADRuleKind
+
+    if role is PRIMARY:
+        raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, "op was not emitted as linear work")
+    return role.active_mask
+
+
+def tensor_op(cls):
+    """Make ``cls`` a frozen dataclass op with a cached hash (ops are hashed often)."""
+    cls = dataclass(frozen=True, repr=False)(cls)
+    field_hash = cls.__hash__
+
+    def __hash__(self):
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = field_hash(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    cls.__hash__ = __hash__
+    return cls
+
+
+class TensorPrimitive(Primitive, EvaluableGraphOperation):
+    """Base of the NumPy tensor primitives. Subclasses are ``@tensor_op`` dataclasses."""
+
+    __slots__ = ()
+
+    @classmethod
+    def add(cls):
+        from primitives.tensor.ops.elementwise import add
+
+        return add
+
+    def input_count(self) -> int:
+        return 1
+
+    def output_count(self) -> int:
+        return 1
+
+    def params(self) -> str:
+        """The parameters shown in listings (override for a terser form)."""
+        from dataclasses import fields
+
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name != "name"]
+        return ", ".join(shown)
+
+    def __repr__(self) -> str:
+        name = getattr(self, "name", type(self).__name__.lower())
+        params = self.params()
+        return f"{name}[{params}]" if params else name
+
+
+def is_complex_dtype(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def is_float_dtype(dtype) -> bool:
+    """Differentiable dtypes: real and complex floating point."""
+    return np.issubdtype(np.dtype(dtype), np.inexact)
