@@ -32,7 +32,7 @@ from primitives.tensor.api import (
     tanh,
     transpose,
 )
-from primitives.tensor.eager import BackwardError, Gradients, Tensor, tensor
+from primitives.tensor.eager import BackwardError, Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.functional import (
     FunctionalError,

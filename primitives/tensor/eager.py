@@ -155,3 +155,43 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A :class:`Tensor` from array-like ``data``."""
     data = data.data if isinstance(data, Tensor) else data
     return Tensor(np.asarray(data, dtype=dtype), requires_grad)
+
+
+def checkpoint(f):
+    """Record ``f`` as one eager node whose intermediates are recomputed during backward.
+
+    ``f`` takes and returns tensors (or arrays); it is traced into a graph at
+    the given values, run once, and recorded as a composite ``RecordedGraph``
+    with no retained values, so memory for its intermediates is spent only
+    while its backward runs.
+
+    >>> x = tensor([0.5, 1.0], requires_grad=True)
+    >>> from primitives.tensor import api as tnp
+    >>> y = checkpoint(lambda v: tnp.sin(v) * v)(x)
+    >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
+    True
+    """
+    from primitives.tensor.functional import trace
+
+    def wrapped(*args):
+        tensors = [a if isinstance(a, Tensor) else Tensor(np.asarray(a)) for a in args]
+        traced = trace(f, *[t.data for t in tensors])
+        graph = traced.graph
+        by_key = dict(zip(traced.input_keys, tensors))
+        inputs = []
+        for key in graph.input_keys:
+            t = by_key.get(key.key)
+            if t is None:
+                inputs.append(EagerInput(_CONSTANT, None, False, traced.trace.values[key]))
+            else:
+                inputs.append(EagerInput(t.key, t._trace, t.requires_grad, t.data))
+        recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
+        records = _recorder.record_graph(recorded, inputs, traced.outputs)
+        outs = []
+        for value, record in zip(traced.outputs, records):
+            t = Tensor(value)
+            t.requires_grad, t._key, t._trace = record.requires_grad, record.key, record.trace
+            outs.append(t)
+        return outs[0] if traced.single_output else tuple(outs)
+
+    return wrapped

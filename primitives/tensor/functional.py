@@ -125,7 +125,8 @@ class Traced:
         return linear_transpose(self.linearized(argnums))
 
     def output(self):
-        return self.outputs[0] if self.single_output else tuple(self.outputs)
+        outs = [_array(o) for o in self.outputs]
+        return outs[0] if self.single_output else tuple(outs)
 
 
 def trace(f: Callable, *primals) -> Traced:
@@ -140,6 +141,11 @@ def _as_value(x):
     if isinstance(x, numbers.Number) or isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return np.asarray(x)
     raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
+
+
+def _array(x):
+    """Top-level results are NumPy arrays (0-d arrays, not NumPy scalars)."""
+    return np.asarray(x) if isinstance(x, (np.generic, numbers.Number)) else x
 
 
 def _zeros_like(x):
@@ -175,7 +181,7 @@ def vjp(f: Callable, *primals):
         keys = transposed.tangent_output_keys
         computed = interpret([k for k in keys if k is not None], values)
         it = iter(computed)
-        return tuple(_zeros_like(p) if k is None else _cast_like(next(it), p)
+        return tuple(_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                      for k, p in zip(keys, primal_values))
 
     return traced.output(), vjp_fn
@@ -235,7 +241,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
         values[key] = _cast_like(_as_value(t), p)
     keys = linear.tangent_output_keys
     computed = iter(interpret([k for k in keys if k is not None], values))
-    tangent_out = [_zeros_like(o) if k is None else next(computed)
+    tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
     return traced.output(), tangent_out[0] if traced.single_output else tuple(tangent_out)
 
