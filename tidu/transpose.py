@@ -138,4 +138,26 @@ def linear_transpose_with_builder(linear: LinearizedGraph, builder,
     ``linear.tangent_outputs``; returns one cotangent id (or ``None``) per
     entry of ``linear.tangent_inputs``.
     """
-    return backward_pass(linear, builder, list(cotangent_seeds), ctx)
+    seeds = list(cotangent_seeds)
+    if not hasattr(builder, "__len__"):
+        builder = _IdTrackingBuilder(builder, seeds)
+    return backward_pass(linear, builder, seeds, ctx)
+
+
+class _IdTrackingBuilder:
+    """Wraps a builder without ``__len__`` so rule results can still be checked:
+    it remembers every id the builder produced (and the seeds)."""
+
+    __slots__ = ("inner", "produced")
+
+    def __init__(self, inner, seeds) -> None:
+        self.inner = inner
+        self.produced = {s for s in seeds if s is not None}
+
+    def add_primitive(self, op, inputs, role):
+        ids = self.inner.add_primitive(op, inputs, role)
+        self.produced.update(ids)
+        return ids
+
+    def __contains__(self, local_id) -> bool:
+        return local_id in self.produced

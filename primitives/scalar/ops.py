@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from tidu import ADRuleError, ADRuleKind, Primitive
+from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, Linearized, Local
 
 LIN = Linearized((True,))
@@ -207,6 +207,19 @@ def _real_transpose(b, cts, inputs, role):
     return [cts[0]]                       # <ct, Re t> = Re(conj(ct) t) for real ct
 
 
+class ScalarTypeError(TiduError, TypeError):
+    """A value of the wrong kind for a scalar op (e.g. a complex value where a real one belongs)."""
+
+
+def _to_complex(a) -> complex:
+    if isinstance(a, complex):
+        raise ScalarTypeError(
+            f"TO_COMPLEX got the complex value {a!r}: it promotes real values only (its "
+            "transpose keeps the real part). Declare complex inputs, e.g. "
+            "trace_scalar(f, keys, complex_inputs=[...]).")
+    return complex(a)
+
+
 def _to_complex_jvp(b, xs, outs, t):
     return [_emit(b, ScalarOp.TO_COMPLEX, [Local(t[0])], LIN)]
 
@@ -327,7 +340,7 @@ _RULES = {
     ScalarOp.DIV: _Rules(2, 1, lambda a, b: [a / b], _div_jvp, _div_transpose),
     ScalarOp.NEG: _Rules(1, 1, lambda a: [-a], _neg_jvp, _neg_transpose),
     ScalarOp.CONJ: _Rules(1, 1, lambda a: [a.conjugate()], _conj_jvp, _conj_transpose),
-    ScalarOp.TO_COMPLEX: _Rules(1, 1, lambda a: [complex(a)], _to_complex_jvp,
+    ScalarOp.TO_COMPLEX: _Rules(1, 1, lambda a: [_to_complex(a)], _to_complex_jvp,
                                 _to_complex_transpose),
     ScalarOp.REAL: _Rules(1, 1, lambda a: [float(a.real)], _real_jvp, _real_transpose),
     ScalarOp.IMAG: _Rules(1, 1, lambda a: [float(a.imag)], _imag_jvp, _imag_transpose),

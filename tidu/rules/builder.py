@@ -37,7 +37,8 @@ class GraphPrimitiveBuilder(GraphBuilder):
 def check_rule_results(results, expected: int, builder, op, kind, what: str) -> list:
     """The rule contract: ``expected`` entries, each ``None`` or an id ``builder`` produced.
 
-    Builders that define ``__len__`` (ids are ``0 .. len-1``) get a range check.
+    Builders that define ``__len__`` (ids are ``0 .. len-1``) get a range check;
+    others must support ``in`` over the ids they produced.
     """
     try:
         results = list(results)
@@ -54,7 +55,7 @@ def check_rule_results(results, expected: int, builder, op, kind, what: str) -> 
         if not isinstance(value, int) or isinstance(value, bool):
             raise RuleContractError(op_name(op), kind,
                                     f"{what} {slot} is {value!r}, not an int id or None")
-        if value < 0 or (size is not None and value >= size):
+        if value < 0 or (value >= size if size is not None else value not in builder):
             raise RuleContractError(op_name(op), kind,
                                     f"{what} {slot} is id {value}, which its builder never produced")
     return results
