@@ -163,6 +163,14 @@ class GraphBuilder:
         keys = self._keys
         n_values = len(keys)
         found = []
+        for ref in inputs:                     # fast path: every input a valid Local
+            if type(ref) is Local and 0 <= ref < n_values:
+                found.append(keys[ref])
+            else:
+                break
+        else:
+            return tuple(found)
+        found = []
         for position, ref in enumerate(inputs):
             kind = type(ref)
             if kind is Local:

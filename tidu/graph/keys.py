@@ -263,32 +263,40 @@ def _live(ref):
 def _intern_operation_slow(struct, operation, inputs, role, output_count) -> OperationKey:
     if output_count is None:
         output_count = _output_count_of(operation)
-    full = (operation,) + struct[1:]
     with _lock:
         if _dead[0] > _SWEEP_MIN:
             _sweep_if_needed()
-        found = _live(_op_table.get(struct))
+        ref = _op_table.get(struct)
+        found = ref() if ref is not None else None
         if found is not None:
             other = found._operation
             if other is operation or other == operation:
                 return found             # another thread interned it since our lookup
-            # a live key of an unequal op with an equal hash
-            home, home_key = _collisions, full
+            # a live key of an unequal op with an equal hash: this one lives in _collisions
+            full = (operation,) + struct[1:]
             found = _live(_collisions.get(full))
-        else:
-            home, home_key = _op_table, struct
-            if _collisions:
-                found = _live(_collisions.get(full))
-        if found is None:
-            found = object.__new__(OperationKey)
-            found._operation = operation
-            found._inputs = inputs
-            found._role = role
-            found._serial = next(_serials)
-            found._n_out = output_count
-            found._out = None if output_count == 1 else [None] * output_count
-            home[home_key] = weakref.ref(found, _on_dead)
+            if found is None:
+                found = _new_operation_key(operation, inputs, role, output_count)
+                _collisions[full] = weakref.ref(found, _on_dead)
+            return found
+        if _collisions:
+            found = _live(_collisions.get((operation,) + struct[1:]))
+            if found is not None:
+                return found
+        found = _new_operation_key(operation, inputs, role, output_count)
+        _op_table[struct] = weakref.ref(found, _on_dead)
         return found
+
+
+def _new_operation_key(operation, inputs, role, output_count) -> OperationKey:
+    key = object.__new__(OperationKey)
+    key._operation = operation
+    key._inputs = inputs
+    key._role = role
+    key._serial = next(_serials)
+    key._n_out = output_count
+    key._out = None if output_count == 1 else [None] * output_count
+    return key
 
 
 class Derived(ValueKey):
