@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from tidu.eager import BackwardExecutor
-from tidu.errors import MissingValueError
-from tidu.graph import Graph, Local, ValueKey, compiled
-from tidu.graph.operation import op_name
+from tidu.eager import BackwardExecutor, ImmediateBuilder
+from tidu.graph import Graph, ValueKey, compiled
 
 
 class ScalarExecutor(BackwardExecutor):
@@ -28,47 +26,5 @@ class ScalarExecutor(BackwardExecutor):
         return a + b
 
 
-class ImmediateScalarBuilder:
-    """A ``PrimitiveBuilder`` that runs each op at once: ids index its list of values.
-
-    Use it with :func:`tidu.linear_transpose_with_builder` to execute a transpose
-    eagerly; ``External`` inputs are looked up in ``external_data``.
-
-    >>> from tidu.graph import Local
-    >>> from primitives.scalar import ScalarOp
-    >>> b = ImmediateScalarBuilder({})
-    >>> x = b.push(2.0)
-    >>> [y] = b.add_primitive(ScalarOp.MUL, [Local(x), Local(x)], None)
-    >>> b.values[y]
-    4.0
-    """
-
-    __slots__ = ("values", "external_data")
-
-    def __init__(self, external_data: Mapping[ValueKey, Any]) -> None:
-        self.values: list = []
-        self.external_data = external_data
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def push(self, value) -> int:
-        """Add a concrete value; return its id."""
-        self.values.append(value)
-        return len(self.values) - 1
-
-    def add_primitive(self, op, inputs: Sequence, role=None) -> list[int]:
-        args = []
-        for ref in inputs:
-            if type(ref) is Local:
-                args.append(self.values[ref])
-            else:
-                key = ref.key
-                try:
-                    args.append(self.external_data[key])
-                except KeyError:
-                    raise MissingValueError(
-                        f"{op_name(op)} needs {key!r}, which the executor was not given") from None
-        start = len(self.values)
-        self.values.extend(op.eval(None, args))
-        return list(range(start, len(self.values)))
+ImmediateScalarBuilder = ImmediateBuilder
+"""The immediate builder for this set: :class:`tidu.eager.ImmediateBuilder`."""

@@ -11,6 +11,7 @@
 """
 
 from tidu.eager.backward import BackwardExecutor, BackwardPlan, try_backward
+from tidu.eager.immediate import ImmediateBuilder
 from tidu.eager.record import (
     CounterKeySource,
     EagerError,
@@ -26,4 +27,5 @@ from tidu.eager.trace import Trace
 __all__ = [
     "KeySource", "CounterKeySource", "FreshKey", "RecordedGraph", "EagerInput", "EagerOutput",
     "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "EagerError",
+    "ImmediateBuilder",
 ]

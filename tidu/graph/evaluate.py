@@ -27,43 +27,32 @@ from tidu.graph.builder import Graph
 from tidu.graph.keys import Derived, OperationKey, ValueKey, existing_derived
 from tidu.graph.operation import EvaluableGraphOperation, op_name
 from tidu.graph.resolve import ResolvedView, resolve
+from tidu.graph.walk import postorder
 
 
 def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[OperationKey]:
     """Operations needed to compute ``outputs`` from ``known`` keys, dependencies first.
 
-    Iterative depth-first post-order over the key structure; an ``Input`` that
-    is not known raises :class:`MissingValueError`.
+    An ``Input`` that is not known raises :class:`MissingValueError`.
     """
-    order: list[OperationKey] = []
-    state: dict[OperationKey, bool] = {}   # False: expanded, waiting on inputs; True: emitted
+    def producers(op_key):
+        needed = []
+        for key in op_key._inputs:
+            if key in known:
+                continue
+            if type(key) is not Derived:
+                raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
+            needed.append(key._operation)
+        return needed
+
+    roots = []
     for out in outputs:
         if out in known:
             continue
         if type(out) is not Derived:
             raise MissingValueError(f"no value given for {out!r}")
-        stack = [out._operation]
-        while stack:
-            op_key = stack[-1]
-            done = state.get(op_key)
-            if done is None:
-                state[op_key] = False
-                for key in op_key._inputs:
-                    if key in known:
-                        continue
-                    if type(key) is Derived:
-                        if key._operation not in state:
-                            stack.append(key._operation)
-                    else:
-                        raise MissingValueError(
-                            f"no value given for {key!r} (input of {op_key!r})"
-                        )
-            else:
-                stack.pop()
-                if done is False:
-                    state[op_key] = True
-                    order.append(op_key)
-    return order
+        roots.append(out._operation)
+    return postorder(roots, producers)
 
 
 def evaluate(

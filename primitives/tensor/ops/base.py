@@ -95,3 +95,14 @@ def is_complex_dtype(dtype) -> bool:
 def is_float_dtype(dtype) -> bool:
     """Differentiable dtypes: real and complex floating point."""
     return np.issubdtype(np.dtype(dtype), np.inexact)
+
+
+class LinearOp(TensorPrimitive):
+    """A linear op: its JVP applies the op itself to the tangent."""
+
+    __slots__ = ()
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        from tidu.graph import Local
+
+        return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]

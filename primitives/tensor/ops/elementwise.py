@@ -26,6 +26,7 @@ from primitives.tensor.ops.base import (
     LIN_FT,
     LIN_TF,
     LIN_TT,
+    LinearOp,
     TensorPrimitive,
     emit,
     linear_mask,
@@ -159,7 +160,7 @@ abs_real = unary("abs", np.abs, deriv=lambda x, y: x.apply(sign))
 
 
 @tensor_op
-class Scale(TensorPrimitive):
+class Scale(LinearOp):
     """``factor * x`` for a constant: linear; transposes to ``conj(factor) * ct``."""
 
     factor: complex | float | int
@@ -167,9 +168,6 @@ class Scale(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         return [inputs[0] * self.factor]
-
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, Scale(np.conj(self.factor).item() if isinstance(self.factor, complex)

@@ -13,18 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.graph import Local
-from primitives.tensor.ops.base import LIN, TensorPrimitive, emit, tensor_op
-
-
-def _linear_jvp(op):
-    """JVP of a linear op: the op applied to the tangent."""
-    def jvp_rule(builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return [emit(builder, op, [Local(tangent_inputs[0])], LIN)]
-    return jvp_rule
+from primitives.tensor.ops.base import LIN, LinearOp, emit, tensor_op
 
 
 @tensor_op
-class BroadcastInDim(TensorPrimitive):
+class BroadcastInDim(LinearOp):
     """``lax.broadcast_in_dim``: operand dim ``i`` becomes result dim ``broadcast_dimensions[i]``."""
 
     shape: tuple
@@ -41,9 +34,6 @@ class BroadcastInDim(TensorPrimitive):
             expanded[axis] = size
         return [np.broadcast_to(np.reshape(inputs[0], expanded), self.shape)]
 
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return _linear_jvp(self)(builder, primal_inputs, primal_outputs, tangent_inputs, ctx)
-
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         kept = set(self.broadcast_dimensions)
         summed = [axis for axis in range(len(self.shape)) if axis not in kept]
@@ -59,7 +49,7 @@ class BroadcastInDim(TensorPrimitive):
 
 
 @tensor_op
-class ReduceSum(TensorPrimitive):
+class ReduceSum(LinearOp):
     """Sum over ``axes`` of an operand of shape ``shape``."""
 
     axes: tuple
@@ -72,9 +62,6 @@ class ReduceSum(TensorPrimitive):
     def eval(self, ctx, inputs):
         return [np.asarray(np.sum(inputs[0], axis=self.axes))]
 
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return _linear_jvp(self)(builder, primal_inputs, primal_outputs, tangent_inputs, ctx)
-
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         kept = tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
         out_shape = tuple(self.shape[axis] for axis in kept)
@@ -83,7 +70,7 @@ class ReduceSum(TensorPrimitive):
 
 
 @tensor_op
-class Reshape(TensorPrimitive):
+class Reshape(LinearOp):
     """Reshape from ``old_shape`` to ``new_shape`` (C order)."""
 
     new_shape: tuple
@@ -96,16 +83,13 @@ class Reshape(TensorPrimitive):
     def eval(self, ctx, inputs):
         return [np.reshape(inputs[0], self.new_shape)]
 
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return _linear_jvp(self)(builder, primal_inputs, primal_outputs, tangent_inputs, ctx)
-
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, Reshape(self.old_shape, self.new_shape),
                      [Local(cotangent_outputs[0])], LIN)]
 
 
 @tensor_op
-class Transpose(TensorPrimitive):
+class Transpose(LinearOp):
     """Permute axes: result axis ``i`` is operand axis ``permutation[i]``."""
 
     permutation: tuple
@@ -116,9 +100,6 @@ class Transpose(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         return [np.transpose(inputs[0], self.permutation)]
-
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return _linear_jvp(self)(builder, primal_inputs, primal_outputs, tangent_inputs, ctx)
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         inverse = tuple(int(i) for i in np.argsort(self.permutation))
