@@ -91,7 +91,7 @@ class Tensor(ArrayOperators, Frontend):
     @classmethod
     def bind(cls, op, args) -> list:
         data = [a.data if isinstance(a, Tensor) else np.asarray(a) for a in args]
-        results = op.eval(None, data)
+        results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
         if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
             return [Tensor(r) for r in results]
         inputs = [EagerInput(a.key, a._trace, a.requires_grad, d) if isinstance(a, Tensor)
@@ -117,10 +117,13 @@ class Tensor(ArrayOperators, Frontend):
             seed = np.ones_like(self.data)
         seed = np.asarray(seed.data if isinstance(seed, Tensor) else seed)
         if seed.shape != self.shape:
-            raise BackwardError(f"seed of shape {seed.shape} for a tensor of shape {self.shape}")
+            raise BackwardError(f"backward: seed of shape {seed.shape} for a tensor of shape "
+                                f"{self.shape}")
         seed = seed.astype(self.dtype, copy=False)
         cotangents = try_backward(self.key, self._trace, seed, _executor)
         for key, value in cotangents.items():
+            if type(value) is not np.ndarray:         # NumPy gives 0-d results as scalars
+                value = cotangents[key] = np.asarray(value)
             leaf = _leaves.get(key)
             if leaf is not None and leaf.requires_grad and leaf._trace is None:
                 leaf.grad = value.copy() if leaf.grad is None else leaf.grad + value
@@ -171,13 +174,17 @@ def checkpoint(f):
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True
     """
-    from primitives.tensor.functional import trace
+    from primitives.tensor.functional import Traced
 
     def wrapped(*args):
+        if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
+            return f(*args)              # under a functional transform: nothing to checkpoint
         tensors = [a if isinstance(a, Tensor) else Tensor(np.asarray(a)) for a in args]
-        traced = trace(f, *[t.data for t in tensors])
+        # Tensors the function closes over are captured as inputs of the node too.
+        traced = Traced(f, [t.data for t in tensors], capture=lambda v: isinstance(v, Tensor))
         graph = traced.graph
         by_key = dict(zip(traced.input_keys, tensors))
+        by_key.update(traced.trace.captured)
         inputs = []
         for key in graph.input_keys:
             t = by_key.get(key.key)
@@ -190,6 +197,7 @@ def checkpoint(f):
         outs = []
         for value, record in zip(traced.outputs, records):
             t = Tensor(value)
+            t.requires_grad = False
             t.requires_grad, t._key, t._trace = record.requires_grad, record.key, record.trace
             outs.append(t)
         return outs[0] if traced.single_output else tuple(outs)

@@ -27,18 +27,20 @@ from primitives.tensor.core import Frontend, dtype_of, interpret, level_of, shap
 _levels = itertools.count(2)
 
 
-class FunctionalError(TiduError, ValueError):
+class FunctionalError(TiduError, ValueError, TypeError):
     """A functional transform used on something it does not support."""
 
 
 class GraphTrace:
     """The graph being recorded while ``f`` runs on tracers; ``values`` holds what they saw."""
 
-    def __init__(self) -> None:
+    def __init__(self, capture: Callable[[Any], bool] | None = None) -> None:
         self.level = next(_levels)
         self.builder = GraphBuilder()
         self.values: dict = {}          # value key -> value one level below
         self._constants = itertools.count()
+        self.capture = capture          # values for which lift() records the data, not the value
+        self.captured: dict = {}        # input key -> captured value
 
     def new_input(self, key, value) -> "Tracer":
         local_id = self.builder.add_input(key)
@@ -49,7 +51,11 @@ class GraphTrace:
         """A tracer for ``value``: itself if it is ours, else a constant input."""
         if isinstance(value, Tracer) and value.trace is self:
             return value
-        return self.new_input(("constant", next(self._constants)), value)
+        key = ("constant", next(self._constants))
+        if self.capture is not None and self.capture(value):
+            self.captured[key] = value
+            return self.new_input(key, value.value_below)
+        return self.new_input(key, value)
 
     def key_of(self, tracer: "Tracer"):
         return self.builder.global_key(tracer.id)
@@ -99,8 +105,8 @@ class Tracer(ArrayOperators, Frontend):
 class Traced:
     """``f`` traced at some primals: its graph, and its linearization and transpose on demand."""
 
-    def __init__(self, f: Callable, primals: Sequence) -> None:
-        self.trace = GraphTrace()
+    def __init__(self, f: Callable, primals: Sequence, capture=None) -> None:
+        self.trace = GraphTrace(capture)
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
         out = f(*tracers)
@@ -135,6 +141,13 @@ def trace(f: Callable, *primals) -> Traced:
     return Traced(f, [_as_value(p) for p in primals])
 
 
+def _check_differentiable(primals: Sequence, what: str) -> None:
+    for position, p in enumerate(primals):
+        if not np.issubdtype(dtype_of(p), np.inexact):
+            raise FunctionalError(f"{what}: argument {position} has dtype {dtype_of(p)}; "
+                                  "only floating point and complex inputs are differentiable")
+
+
 def _as_value(x):
     if isinstance(x, Frontend):
         return x
@@ -159,6 +172,7 @@ def _cast_like(value, like):
 
 def vjp(f: Callable, *primals):
     """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple."""
+    _check_differentiable([_as_value(p) for p in primals], "vjp")
     traced = trace(f, *primals)
     argnums = tuple(range(len(primals)))
     transposed = traced.transposed(argnums)
@@ -174,8 +188,8 @@ def vjp(f: Callable, *primals):
         seeds = iter(transposed.tangent_input_keys)
         for output_id, ct, out in zip(linear.tangent_outputs, cts, traced.outputs):
             if shape_of(ct) != shape_of(out):
-                raise FunctionalError(f"cotangent of shape {shape_of(ct)} for an output of "
-                                      f"shape {shape_of(out)}")
+                raise FunctionalError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
+                                      f"of shape {shape_of(out)}")
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
         keys = transposed.tangent_output_keys
@@ -227,9 +241,14 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
+                              f"per argument), got {type(primals).__name__} and "
+                              f"{type(tangents).__name__}")
     primals, tangents = list(primals), list(tangents)
     if len(primals) != len(tangents):
         raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    _check_differentiable([_as_value(p) for p in primals], "jvp")
     traced = trace(f, *primals)
     for p, t in zip(primals, tangents):
         if shape_of(p) != shape_of(t):

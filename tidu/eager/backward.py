@@ -98,24 +98,28 @@ class BackwardPlan:
     """What backward does at a node of one structure with given active inputs and outputs.
 
     ``linear`` maps the active inputs' tangents (in ``active_inputs`` order) to the
-    active outputs' tangents (``active_outputs`` order); ``forward`` computes the
-    primal values ``needed`` by the linear graph from the node's data (``None``
-    when the data has them all); ``input_keys``/``output_keys`` name the node's
-    data in that graph.
+    tangents of the distinct graph values behind the active outputs; output slots
+    naming the same value (a graph may list one value twice) form one group in
+    ``output_groups``, whose cotangents backward sums first. ``forward`` computes
+    the primal values ``needed`` by the linear graph from the node's data
+    (``None`` when the data has them all); ``input_keys``/``output_keys`` name the
+    node's data in that graph.
     """
 
     __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys",
-                 "active_inputs", "active_outputs")
+                 "active_inputs", "output_groups")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
         self.input_keys = tuple(input_keys)
         self.output_keys = tuple(output_keys)
         self.active_inputs = tuple(active_inputs)
-        self.active_outputs = tuple(active_outputs)
+        groups: dict = {}
+        for slot in active_outputs:
+            groups.setdefault(self.output_keys[slot], []).append(slot)
+        self.output_groups = tuple(tuple(slots) for slots in groups.values())
         wrt = [self.input_keys[i].key for i in self.active_inputs]
-        outputs = [self.output_keys[i] for i in self.active_outputs]
-        self.linear = linearize(graph, outputs, wrt, ctx=ctx)
+        self.linear = linearize(graph, list(groups), wrt, ctx=ctx)
         self.needed = _primal_values_read(self.linear)
         known = set(data_keys) | set(self.input_keys) | set(self.output_keys)
         self.forward = _forward_graph(self.needed, known)
@@ -211,8 +215,13 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
         active_inputs = tuple(i for i, item in enumerate(node.inputs) if item.requires_grad)
         plan = backward_plan(node, active_inputs, active_outputs, ctx)
         external = _primal_values(node, plan, executor)
-        cotangent_in = executor.run_transposed_linear(
-            plan.linear, [cotangent_out[i] for i in active_outputs], external, ctx)
+        seeds = []
+        for slots in plan.output_groups:
+            seed = cotangent_out[slots[0]]
+            for slot in slots[1:]:
+                seed = executor.add_operands(seed, cotangent_out[slot])
+            seeds.append(seed)
+        cotangent_in = executor.run_transposed_linear(plan.linear, seeds, external, ctx)
         inputs = node.inputs
         for position, cotangent in zip(plan.active_inputs, cotangent_in):
             if cotangent is None:
