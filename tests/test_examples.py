@@ -32,7 +32,16 @@ EXPECTED_OUTPUT = {
         "VJP df/dy (ct = 1)         =  0.500000000000",
         "all derivatives match the hand-derived ones",
     ],
+    "eager_reverse_mode.py": [
+        "x = 3.0, y = x * x = 9.0, dy/dx = 6.0",
+        "backward twice: same gradient",
+    ],
+    "gradient_two_inputs.py": ["df/dx = -1.252947193096", "df/dy = -0.256311071824"],
+    "train_mlp.py": ["first gradient vs finite differences: worst relative error",
+                     "epoch   1: train loss", "final test accuracy"],
 }
+# script name -> command-line arguments (keep the suite fast)
+ARGS = {"train_mlp.py": ["--epochs", "1", "--subset", "300"]}
 
 
 def missing_imports(script: Path) -> list[str]:
@@ -58,7 +67,8 @@ def test_example_runs(script):
         pytest.skip(f"{script.name} needs {', '.join(missing)}, not installed")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    result = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, str(script), *ARGS.get(script.name, [])],
+                            cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, (
         f"{script.name} exited {result.returncode}\n--- stdout\n{result.stdout}\n"
@@ -69,3 +79,13 @@ def test_example_runs(script):
         found = result.stdout.find(expected, position)
         assert found >= 0, f"{script.name}: {expected!r} missing (in order) from\n{result.stdout}"
         position = found + len(expected)
+
+
+def test_train_mlp_reaches_95_percent_on_digits():
+    script = ROOT / "examples" / "train_mlp.py"
+    if missing_imports(script):
+        pytest.skip("train_mlp.py needs the examples extra")
+    spec = importlib.util.spec_from_file_location("train_mlp", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--epochs", "30"]) > 0.95

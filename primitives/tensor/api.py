@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.core import bind, dtype_of, shape_of
+from primitives.tensor.core import bind, data_of, dtype_of, shape_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
@@ -238,5 +238,722 @@ class ArrayOperators:
     def conj(self): return conj(self)
     def astype(self, dtype): return astype(self, dtype)
 
+    # NumPy defers to the reflected operators below (``array + tensor`` is a tensor) instead
+    # of converting the operand with ``__array__`` and dropping it from the recording.
+    __array_ufunc__ = None
+
+    def __matmul__(self, other): return matmul(self, other)
+    def __rmatmul__(self, other): return matmul(other, self)
+    def __abs__(self): return abs(self)
+    def __getitem__(self, key): return getitem(self, key)
+    def __lt__(self, other): return less(self, other)
+    def __le__(self, other): return less_equal(self, other)
+    def __gt__(self, other): return greater(self, other)
+    def __ge__(self, other): return greater_equal(self, other)
+    def __eq__(self, other): return equal(self, other)          # elementwise, as in NumPy
+    def __ne__(self, other): return not_equal(self, other)
+    __hash__ = object.__hash__                                   # by identity, as torch.Tensor
+
+    def __bool__(self) -> bool:
+        return bool(data_of(self))
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    @property
+    def real(self):
+        return real(self)
+
+    @property
+    def imag(self):
+        return imag(self)
+
+    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return min(self, axis, keepdims)
+    def squeeze(self, axis=None): return squeeze(self, axis)
+
 
 _ = builtins  # the module shadows sum(); builtins stays reachable
+
+
+# =========================================================================================
+# Contractions, extrema, selection, comparisons, complex parts, joining, padding, indexing.
+# (Lowered to the ops of primitives.tensor.ops.{dot, reduce, select, indexing}.)
+# =========================================================================================
+
+from tidu import TiduError  # noqa: E402
+from primitives.tensor.ops import select as sel  # noqa: E402
+from primitives.tensor.ops.dot import DotGeneral  # noqa: E402
+from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, Slice  # noqa: E402
+from primitives.tensor.ops.reduce import ReduceMax, ReduceMin  # noqa: E402
+
+
+class TensorNotSupportedError(TiduError, NotImplementedError):
+    """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""
+
+
+def _operand(x):
+    """Python sequences become arrays; arrays, numbers and frontend values pass through."""
+    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+def _promoted(*args):
+    args = [_operand(a) for a in args]
+    dtype = result_dtype(*args)
+    return [astype(a, dtype) for a in args], dtype
+
+
+def _broadcast_shapes(fn: str, *shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise TensorShapeError(f"{fn}: shapes {' '.join(str(s) for s in shapes)} cannot be "
+                               "broadcast together") from None
+
+
+# --- contractions -------------------------------------------------------------------------
+
+
+def dot_general(x, y, dimension_numbers):
+    """``lax.dot_general``: ``dimension_numbers = ((lhs_contract, rhs_contract),
+    (lhs_batch, rhs_batch))``; the result has the batch, then lhs free, then rhs free axes."""
+    (x, y), dtype = _promoted(x, y)
+    xs, ys = shape_of(x), shape_of(y)
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
+    for axes, shape, what in ((lc, xs, "lhs"), (lb, xs, "lhs"), (rc, ys, "rhs"), (rb, ys, "rhs")):
+        if any(not 0 <= a < len(shape) for a in axes):
+            raise np.exceptions.AxisError(f"dot_general: axes {axes} out of range for the {what} "
+                                          f"of shape {shape}")
+    if len(lc) != len(rc) or len(lb) != len(rb) or any(xs[a] != ys[b] for a, b in zip(lc + lb, rc + rb)):
+        raise TensorShapeError(f"dot_general: shapes {xs} and {ys} do not match on contracting "
+                               f"axes {lc}/{rc} and batch axes {lb}/{rb}")
+    if len(set(lc + lb)) != len(lc + lb) or len(set(rc + rb)) != len(rc + rb):
+        raise TensorShapeError(f"dot_general: repeated axes in {dimension_numbers}")
+    op = DotGeneral(((lc, rc), (lb, rb)), xs, ys, dtype.name)
+    return _first(bind(op, x, y))
+
+
+def matmul(x, y):
+    """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
+    (x, y), _ = _promoted(x, y)
+    xs, ys = shape_of(x), shape_of(y)
+    if not xs or not ys:
+        raise TensorShapeError(f"matmul: operands must be at least 1-d, got shapes {xs} and {ys}")
+    x_axis, y_axis = len(xs) - 1, 0 if len(ys) == 1 else len(ys) - 2
+    if xs[x_axis] != ys[y_axis]:
+        raise TensorShapeError(f"matmul: shapes {xs} and {ys} do not match: size {xs[x_axis]} "
+                               f"of lhs axis {x_axis} is different from {ys[y_axis]} of rhs "
+                               f"axis {y_axis}")
+    if len(xs) == 1 or len(ys) <= 2:
+        # no batch to broadcast: x's free axes then y's are exactly np.matmul's result
+        return dot_general(x, y, (((x_axis,), (y_axis,)), ((), ())))
+    try:
+        batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
+    except ValueError:
+        raise TensorShapeError(f"matmul: the batch axes of shapes {xs} and {ys} cannot be "
+                               "broadcast together") from None
+    x = broadcast_to(x, batch + xs[-2:])
+    y = broadcast_to(y, batch + ys[-2:])
+    nb = len(batch)
+    batch_axes = tuple(range(nb))
+    return dot_general(x, y, (((nb + 1,), (nb,)), (batch_axes, batch_axes)))
+
+
+def dot(a, b):
+    """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
+    the sum over the last axis of ``a`` and the second-to-last of ``b``."""
+    a, b = _operand(a), _operand(b)
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        return multiply(a, b)
+    a_axis, b_axis = len(sa) - 1, 0 if len(sb) == 1 else len(sb) - 2
+    if sa[a_axis] != sb[b_axis]:
+        raise TensorShapeError(f"dot: shapes {sa} and {sb} not aligned: {sa[a_axis]} (dim "
+                               f"{a_axis}) != {sb[b_axis]} (dim {b_axis})")
+    return dot_general(a, b, (((a_axis,), (b_axis,)), ((), ())))
+
+
+def tensordot(a, b, axes=2):
+    """``np.tensordot``."""
+    a, b = _operand(a), _operand(b)
+    sa, sb = shape_of(a), shape_of(b)
+    if isinstance(axes, numbers.Integral):
+        n = int(axes)
+        if n < 0 or n > len(sa) or n > len(sb):
+            raise TensorShapeError(f"tensordot: cannot contract {n} axes of shapes {sa} and {sb}")
+        a_axes, b_axes = tuple(range(len(sa) - n, len(sa))), tuple(range(n))
+    else:
+        a_axes, b_axes = axes
+        a_axes = (a_axes,) if isinstance(a_axes, numbers.Integral) else tuple(a_axes)
+        b_axes = (b_axes,) if isinstance(b_axes, numbers.Integral) else tuple(b_axes)
+        a_axes = tuple(_axis(ax, len(sa), "tensordot") for ax in a_axes)
+        b_axes = tuple(_axis(ax, len(sb), "tensordot") for ax in b_axes)
+    if len(a_axes) != len(b_axes) or any(sa[i] != sb[j] for i, j in zip(a_axes, b_axes)):
+        raise TensorShapeError(f"tensordot: shape-mismatch for sum: shapes {sa} and {sb} on "
+                               f"axes {a_axes} and {b_axes}")
+    return dot_general(a, b, ((a_axes, b_axes), ((), ())))
+
+
+def outer(a, b):
+    """``np.outer`` (operands are flattened)."""
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+def _axis(axis, ndim: int, fn: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{fn}: axis {axis} is out of bounds for array of "
+                                      f"dimension {ndim}")
+    return int(axis) % ndim
+
+
+# --- einsum -------------------------------------------------------------------------------
+
+_EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_parse(subscripts: str, shapes) -> tuple[list, str]:
+    """Explicit per-operand subscripts (ellipses replaced by fresh letters) and the output."""
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} for "
+                         f"{len(shapes)} operands")
+    for part in terms + ([output] if arrow else []):
+        rest = part.replace("...", "")
+        if any(c not in _EINSUM_LETTERS for c in rest) or "." in rest:
+            raise ValueError(f"einsum: invalid subscripts {subscripts!r}")
+    used = set(inputs) | set(output)
+    fresh = [c for c in _EINSUM_LETTERS if c not in used]
+    ellipsis_ndim = 0
+    for term, shape in zip(terms, shapes):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            ellipsis_ndim = builtins.max(ellipsis_ndim, len(shape) - named)
+        if len(shape) < named or ("..." not in term and len(shape) != named):
+            raise TensorShapeError(f"einsum: operand of shape {shape} does not match subscripts "
+                                   f"{term!r} of {subscripts!r}")
+    ell = "".join(fresh[:ellipsis_ndim])
+    explicit = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            k = len(shape) - len(term.replace("...", ""))
+            term = term.replace("...", ell[ellipsis_ndim - k:])
+        explicit.append(term)
+    if arrow:
+        if ell and "..." not in output:
+            raise ValueError(f"einsum: the output of {subscripts!r} omits the '...' axes")
+        output = output.replace("...", ell)
+    else:
+        counts = {}
+        for term in explicit:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        output = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    if len(set(output)) != len(output):
+        raise ValueError(f"einsum: output subscript {output!r} repeats an index")
+    if any(c not in "".join(explicit) for c in output if c not in ell):
+        raise ValueError(f"einsum: output subscript {output!r} names an index no operand has")
+    return explicit, output
+
+
+def _einsum_diagonal(x, term: str):
+    """Take the diagonal of every index repeated within one operand's subscripts."""
+    while len(set(term)) != len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        axes = [i for i, c in enumerate(term) if c == letter]
+        others = [i for i, c in enumerate(term) if c != letter]
+        shape = shape_of(x)
+        n = shape[axes[0]]
+        if any(shape[a] != n for a in axes):
+            raise TensorShapeError(f"einsum: repeated index {letter!r} has sizes "
+                                   f"{[shape[a] for a in axes]} in an operand of shape {shape}")
+        x = transpose(x, axes + others)
+        x = reshape(x, (n ** len(axes),) + tuple(shape[a] for a in others))
+        step = builtins.sum(n ** j for j in range(len(axes)))
+        x = _first(bind(Gather(0, shape_of(x), (n,)), x, np.arange(n, dtype=np.intp) * step))
+        term = letter + "".join(term[a] for a in others)
+    return x, term
+
+
+def einsum(subscripts: str, *operands, optimize=None):
+    """``np.einsum`` for one or more operands, lowered to ``dot_general``, ``transpose``,
+    ``reshape`` and ``reduce_sum`` (repeated indices within an operand take diagonals).
+
+    Operands are contracted left to right; ``optimize`` is accepted and ignored.
+    """
+    if not isinstance(subscripts, str):
+        raise TensorNotSupportedError("einsum: only the subscripts-string form is supported")
+    if not operands:
+        raise ValueError("einsum: no operands given")
+    operands, _ = _promoted(*operands)
+    terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
+    # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
+    sizes: dict = {}
+    for term, x in zip(terms, operands):
+        for c, n in zip(term, shape_of(x)):
+            if n != 1:
+                if sizes.get(c, 1) not in (1, n):
+                    raise TensorShapeError(f"einsum: index {c!r} has sizes {sizes[c]} and {n} "
+                                           f"for {subscripts!r} with operand shapes "
+                                           f"{[shape_of(o) for o in operands]}")
+                sizes[c] = n
+            else:
+                sizes.setdefault(c, 1)
+    items = []
+    for term, x in zip(terms, operands):
+        x, term = _einsum_diagonal(x, term)
+        drop = [i for i, c in enumerate(term) if shape_of(x)[i] == 1 and sizes[c] != 1]
+        if drop:
+            x = reshape(x, tuple(n for i, n in enumerate(shape_of(x)) if i not in drop))
+            term = "".join(c for i, c in enumerate(term) if i not in drop)
+        items.append((x, term))
+
+    def needed_after(index: int) -> set:
+        later = set(output)
+        for _, term in items[index:]:
+            later |= set(term)
+        return later
+
+    def sum_out(x, term, keep: set):
+        axes = tuple(i for i, c in enumerate(term) if c not in keep)
+        if not axes:
+            return x, term
+        return sum(x, axes), "".join(c for c in term if c in keep)
+
+    x, term = items[0]
+    x, term = sum_out(x, term, needed_after(1))
+    for index in range(1, len(items)):
+        y, other = items[index]
+        later = needed_after(index + 1)
+        y, other = sum_out(y, other, later | set(term))
+        x, term = sum_out(x, term, later | set(other))
+        shared = [c for c in term if c in other]
+        batch = [c for c in shared if c in later]
+        contract = [c for c in shared if c not in later]
+        dims = ((tuple(term.index(c) for c in contract), tuple(other.index(c) for c in contract)),
+                (tuple(term.index(c) for c in batch), tuple(other.index(c) for c in batch)))
+        x = dot_general(x, y, dims)
+        term = ("".join(batch) + "".join(c for c in term if c not in shared)
+                + "".join(c for c in other if c not in shared))
+    x, term = sum_out(x, term, set(output))
+    present = [c for c in output if c in term]
+    x = transpose(x, [term.index(c) for c in present])
+    target = tuple(sizes[c] for c in output)
+    return reshape(x, target) if shape_of(x) != target else x
+
+
+# --- extrema ------------------------------------------------------------------------------
+
+
+def _reduce_extremum(cls, fn: str, x, axis, keepdims):
+    x = _operand(x)
+    shape = shape_of(x)
+    axes = _axes(axis, len(shape), fn)
+    if any(shape[a] == 0 for a in axes):
+        raise ValueError(f"{fn}: zero-size array to reduction operation {fn}imum which has no "
+                         f"identity (shape {shape}, axis {axis})")
+    out = _first(bind(cls(axes, shape, dtype_of(x).name), x)) if axes else x
+    if keepdims:
+        out = reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return out
+
+
+def max(x, axis=None, keepdims: bool = False):
+    """``np.max``; the gradient is shared evenly among tied maxima (as in JAX)."""
+    return _reduce_extremum(ReduceMax, "max", x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims: bool = False):
+    """``np.min``; the gradient is shared evenly among tied minima (as in JAX)."""
+    return _reduce_extremum(ReduceMin, "min", x, axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def maximum(x, y):
+    """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
+    return _elementwise(sel.Maximum(result_dtype(x, y).name), x, y)
+
+
+def minimum(x, y):
+    """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
+    return _elementwise(sel.Minimum(result_dtype(x, y).name), x, y)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """``scipy.special.logsumexp``: ``log(sum(exp(x)))`` computed stably.
+
+    The shift by the maximum is a constant (its derivative cancels exactly), so
+    it is taken from the data and does not enter the derivative.
+    """
+    x = _operand(x)
+    if np.issubdtype(dtype_of(x), np.complexfloating):
+        raise TypeError("logsumexp: complex input is not supported")
+    x = astype(x, _float_dtype(x))
+    shape = shape_of(x)
+    axes = _axes(axis, len(shape), "logsumexp")
+    data = np.asarray(data_of(x))
+    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    if any(shape[a] == 0 for a in axes):
+        shift = np.zeros(kept_shape, dtype=data.dtype)
+    else:
+        shift = np.max(data, axis=axes, keepdims=True) if axes else data
+        shift = np.where(np.isfinite(shift), shift, 0).astype(data.dtype)
+    out = add(log(sum(exp(subtract(x, shift)), axes, keepdims=True)), shift)
+    return out if keepdims else reshape(out, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+def stop_gradient(x):
+    """The value of ``x`` as a constant NumPy array: no derivative flows through it."""
+    return np.asarray(data_of(x))
+
+
+# --- selection and comparisons --------------------------------------------------------------
+
+
+def where(condition, x=None, y=None):
+    """``np.where(condition, x, y)``; the condition is not differentiated."""
+    if x is None or y is None:
+        raise TensorNotSupportedError("where: give condition, x and y (the one-argument form "
+                                      "is np.nonzero)")
+    condition, x, y = _operand(condition), _operand(x), _operand(y)
+    dtype = result_dtype(x, y)
+    shape = _broadcast_shapes("where", shape_of(condition), shape_of(x), shape_of(y))
+    condition = broadcast_to(astype(condition, np.bool_), shape)
+    x, y = broadcast_to(astype(x, dtype), shape), broadcast_to(astype(y, dtype), shape)
+    return _first(bind(sel.Select(shape, dtype.name), condition, x, y))
+
+
+def _comparison(name: str, np_name: str):
+    op = sel.Compare(name)
+
+    def fn(x, y):
+        return _elementwise(op, _operand(x), _operand(y))
+    fn.__name__ = np_name
+    fn.__doc__ = f"``np.{np_name}``: a boolean result, not differentiated."
+    return fn
+
+
+equal = _comparison("eq", "equal")
+not_equal = _comparison("ne", "not_equal")
+less = _comparison("lt", "less")
+less_equal = _comparison("le", "less_equal")
+greater = _comparison("gt", "greater")
+greater_equal = _comparison("ge", "greater_equal")
+
+
+# --- absolute value, sign, complex parts ------------------------------------------------------
+
+
+def abs(x):
+    """``np.abs``; of a complex ``z``, the real ``|z|``."""
+    x = _operand(x)
+    dtype = dtype_of(x)
+    if np.issubdtype(dtype, np.complexfloating):
+        return _first(bind(sel.ComplexAbs(dtype.name), x))
+    return _first(bind(ew.abs_real, x))
+
+
+absolute = abs
+
+
+def sign(x):
+    """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
+    x = _operand(x)
+    if not np.issubdtype(dtype_of(x), np.complexfloating):
+        return _first(bind(ew.sign, x))
+    magnitude = abs(x)
+    zero = equal(magnitude, 0)
+    return where(zero, 0, divide(x, where(zero, 1, magnitude)))
+
+
+def real(x):
+    """``np.real``: the identity on real values."""
+    x = _operand(x)
+    dtype = dtype_of(x)
+    return _first(bind(sel.Real(dtype.name), x)) if dtype.kind == "c" else x
+
+
+def imag(x):
+    """``np.imag``: zeros (with no derivative) for real values."""
+    x = _operand(x)
+    dtype = dtype_of(x)
+    op = sel.Imag(dtype.name) if dtype.kind == "c" else sel.zeros_like
+    return _first(bind(op, x))
+
+
+# --- shapes: squeeze, expand_dims, joining, padding ------------------------------------------
+
+
+def squeeze(x, axis=None):
+    """``np.squeeze``."""
+    shape = shape_of(x)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = _axes(axis, len(shape), "squeeze")
+        for a in axes:
+            if shape[a] != 1:
+                raise TensorShapeError(f"squeeze: cannot select axis {a} of shape {shape} to "
+                                       "squeeze out: its size is not one")
+    return reshape(x, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+def expand_dims(x, axis):
+    """``np.expand_dims``."""
+    shape = shape_of(x)
+    axis = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    new_ndim = len(shape) + len(axis)
+    axes = _axes(axis, new_ndim, "expand_dims")
+    if len(axes) != len(axis):
+        raise ValueError(f"expand_dims: repeated axis in {axis}")
+    sizes = iter(shape)
+    return reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim)))
+
+
+def concatenate(arrays, axis=0):
+    """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
+    arrays = [_operand(a) for a in arrays]
+    if not arrays:
+        raise ValueError("concatenate: need at least one array to concatenate")
+    if axis is None:
+        arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
+    shapes = [shape_of(a) for a in arrays]
+    ndim = len(shapes[0])
+    if ndim == 0:
+        raise TensorShapeError("concatenate: zero-dimensional arrays cannot be concatenated")
+    if any(len(s) != ndim for s in shapes):
+        raise TensorShapeError(f"concatenate: all the input arrays must have the same number "
+                               f"of dimensions; got shapes {shapes}")
+    axis = _axis(axis, ndim, "concatenate")
+    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        raise TensorShapeError(f"concatenate: shapes {shapes} differ off the concatenation "
+                               f"axis {axis}")
+    arrays, dtype = _promoted(*arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    return _first(bind(Concatenate(axis, tuple(shapes), dtype.name), *arrays))
+
+
+def stack(arrays, axis=0):
+    """``np.stack``."""
+    arrays = [_operand(a) for a in arrays]
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    shapes = {shape_of(a) for a in arrays}
+    if len(shapes) != 1:
+        raise TensorShapeError(f"stack: all input arrays must have the same shape; got "
+                               f"{[shape_of(a) for a in arrays]}")
+    axis = _axis(axis, len(shape_of(arrays[0])) + 1, "stack")
+    return concatenate([expand_dims(a, axis) for a in arrays], axis)
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0):
+    """``np.pad`` in ``"constant"`` mode with one scalar ``constant_values``."""
+    if mode != "constant":
+        raise TensorNotSupportedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if not _is_python_scalar(constant_values) and np.ndim(constant_values) != 0:
+        raise TensorNotSupportedError("pad: constant_values must be one scalar")
+    x = _operand(x)
+    shape = shape_of(x)
+    widths = np.asarray(pad_width)
+    if widths.size and not np.issubdtype(widths.dtype, np.integer):
+        raise TypeError("pad: `pad_width` must be of integral type")
+    try:
+        widths = np.broadcast_to(widths.astype(np.int64), (len(shape), 2))
+    except ValueError:
+        raise TensorShapeError(f"pad: pad_width {pad_width!r} does not fit an array of shape "
+                               f"{shape}") from None
+    if (widths < 0).any():
+        raise ValueError(f"pad: negative pad_width {pad_width!r}")
+    if not widths.any():
+        return x
+    op = Pad(tuple(int(w) for w in widths[:, 0]), tuple(int(w) for w in widths[:, 1]),
+             (0,) * len(shape), shape)
+    if constant_values == 0:
+        return _first(bind(op, x))
+    dtype = result_dtype(x, constant_values)
+    border = np.pad(np.zeros(shape, dtype=dtype), widths, constant_values=constant_values)
+    return add(_first(bind(op, astype(x, dtype))), border)       # exact: x + 0 inside
+
+
+# --- indexing -------------------------------------------------------------------------------
+
+
+def _index_array(value, size: int, axis: int) -> np.ndarray:
+    """An integer index array made non-negative, or IndexError as NumPy raises it."""
+    index = np.asarray(value)
+    if index.size and ((index < -size).any() or (index >= size).any()):
+        bad = index[(index < -size) | (index >= size)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+    return np.where(index < 0, index + size, index).astype(np.intp, copy=False)
+
+
+def _index_entries(key, ndim: int) -> list:
+    """``key`` as a list of ("slice", s) / ("none", None) / ("int", i) / ("array", a) /
+    ("ellipsis", None), the ellipsis expanded into full slices after its marker."""
+    key = key if isinstance(key, tuple) else (key,)
+    entries, ellipsis_at, consumed = [], None, 0
+    for k in key:
+        if k is None:
+            entries.append(("none", None))
+        elif k is Ellipsis:
+            if ellipsis_at is not None:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            ellipsis_at = len(entries)
+        elif isinstance(k, slice):
+            entries.append(("slice", k))
+            consumed += 1
+        elif isinstance(k, (bool, np.bool_)):
+            raise TensorNotSupportedError("indexing with a boolean scalar is not supported")
+        elif isinstance(k, numbers.Integral):
+            entries.append(("int", int(k)))
+            consumed += 1
+        else:
+            array = np.asarray(data_of(_operand(k)))
+            if array.size == 0 and isinstance(k, (list, tuple)):
+                array = array.astype(np.intp)           # NumPy reads [] as an empty index
+            if array.dtype == np.bool_:
+                if array.ndim == 0:
+                    raise TensorNotSupportedError("indexing with a 0-d boolean array is not "
+                                                  "supported")
+                for part in np.nonzero(array):
+                    entries.append(("array", part))
+                consumed += array.ndim
+            elif np.issubdtype(array.dtype, np.integer):
+                entries.append(("array", array))
+                consumed += 1
+            else:
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and "
+                                 "integer or boolean arrays are valid indices")
+    if consumed > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
+                         f"{consumed} were indexed")
+    fill = [("slice", slice(None))] * (ndim - consumed)
+    if ellipsis_at is None:
+        return entries + fill
+    # the marker takes no axis but, as in NumPy, separates advanced indices around it
+    return entries[:ellipsis_at] + [("ellipsis", None)] + fill + entries[ellipsis_at:]
+
+
+def getitem(x, key):
+    """``x[key]`` with NumPy semantics: ints, slices (any step), ``None``, ``...``, and integer
+    or boolean arrays (advanced indexing, through ``gather``)."""
+    x = _operand(x)
+    shape = shape_of(x)
+    entries = _index_entries(key, len(shape))
+    advanced = any(kind == "array" for kind, _ in entries)
+    starts, limits, strides, flips, sliced = [], [], [], [], []
+    arrays = {}                                   # entry position -> (axis, index array)
+    axis = 0
+    for position, (kind, value) in enumerate(entries):
+        if kind in ("none", "ellipsis"):
+            continue
+        size = shape[axis]
+        start, limit, stride = 0, size, 1
+        if kind == "slice":
+            begin, end, step = value.indices(size)
+            count = len(range(begin, end, step))
+            if step > 0:
+                start, limit, stride = begin, begin + builtins.max(count - 1, 0) * step + (
+                    1 if count else 0), step
+            elif count:
+                start, limit, stride = begin + (count - 1) * step, begin + 1, -step
+                if count > 1:
+                    flips.append(axis)
+            else:
+                start, limit, stride = 0, 0, 1
+        elif kind == "int" and not advanced:
+            (index,) = _index_array(value, size, axis).reshape(1)
+            start, limit = int(index), int(index) + 1
+        else:                                     # an array, or an int among arrays
+            arrays[position] = (axis, _index_array(value, size, axis))
+        starts.append(start), limits.append(limit), strides.append(stride)
+        sliced.append(len(range(start, limit, stride)))
+        axis += 1
+    if (tuple(starts), tuple(limits), tuple(strides)) != ((0,) * len(shape), shape,
+                                                          (1,) * len(shape)):
+        x = _first(bind(Slice(tuple(starts), tuple(limits), tuple(strides), shape), x))
+    if flips:
+        x = _first(bind(Rev(tuple(flips)), x))
+    sizes = dict(enumerate(sliced))
+    if not advanced:
+        out, axis = [], 0
+        for kind, _ in entries:
+            if kind in ("none", "ellipsis"):
+                out.extend([1] if kind == "none" else [])
+                continue
+            if kind == "slice":
+                out.append(sizes[axis])
+            axis += 1
+        return reshape(x, tuple(out))
+    return _advanced_index(x, entries, arrays, sizes)
+
+
+def _advanced_index(x, entries, arrays: dict, sizes: dict):
+    positions = sorted(arrays)
+    adv_axes = [arrays[p][0] for p in positions]
+    try:
+        index_shape = tuple(np.broadcast_shapes(*[arrays[p][1].shape for p in positions]))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {' '.join(str(arrays[p][1].shape) for p in positions)}"
+                         ) from None
+    contiguous = positions == list(range(positions[0], positions[-1] + 1))
+    shape = shape_of(x)
+    if len(positions) == 1:
+        gather_axis, index = adv_axes[0], np.broadcast_to(arrays[positions[0]][1], index_shape)
+    else:
+        others = [a for a in range(len(shape)) if a not in adv_axes]
+        if contiguous:
+            gather_axis = adv_axes[0]
+        else:
+            x = transpose(x, adv_axes + others)
+            gather_axis = 0
+        dims = tuple(shape[a] for a in adv_axes)
+        merged = shape_of(x)[:gather_axis] + (int(np.prod(dims, dtype=np.int64)),) + \
+            shape_of(x)[gather_axis + len(dims):]
+        x = reshape(x, merged)
+        if 0 in dims:                 # then every index array is empty (else IndexError)
+            index = np.zeros(index_shape, dtype=np.intp)
+        else:
+            index = np.ravel_multi_index([np.broadcast_to(arrays[p][1], index_shape)
+                                          for p in positions], dims)
+    index = np.ascontiguousarray(index, dtype=np.intp)
+    x = _first(bind(Gather(gather_axis, shape_of(x), index_shape), x, index))
+    # the result's axes: NumPy puts the index axes where the advanced block is when it is
+    # contiguous in the key, else first; None entries add axes of size one
+    out, axis, placed = [], 0, False
+    if not contiguous:
+        out.extend(index_shape)
+    for position, (kind, _) in enumerate(entries):
+        if kind in ("none", "ellipsis"):
+            out.extend([1] if kind == "none" else [])
+            continue
+        if position in arrays:
+            if contiguous and not placed:
+                out.extend(index_shape)
+                placed = True
+        else:
+            out.append(sizes[axis])
+        axis += 1
+    return reshape(x, tuple(out))
+
+
+def take(a, indices, axis=None):
+    """``np.take`` with an integer index array (``axis=None`` indexes the flattened array)."""
+    a = _operand(a)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    shape = shape_of(a)
+    axis = _axis(axis, len(shape), "take")
+    index = np.asarray(data_of(_operand(indices)))
+    if not np.issubdtype(index.dtype, np.integer):
+        raise IndexError("take: indices must be integers")
+    index = np.ascontiguousarray(_index_array(index, shape[axis], axis))
+    return _first(bind(Gather(axis, shape, index.shape), a, index))

@@ -1,0 +1,162 @@
+"""``dot_general``: the contraction that ``matmul``, ``dot`` and ``einsum`` lower to.
+
+``DotGeneral(((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), lhs_shape,
+rhs_shape)`` has ``lax.dot_general``'s semantics: the result's dimensions are the
+batch dimensions, then the lhs free dimensions, then the rhs free dimensions
+(free dimensions in their operand's order). It evaluates as one (batched)
+``np.matmul`` after moving the dimensions into place.
+
+The JVP is bilinear, ``dx·y + x·dy``; the transpose with respect to either
+operand is another ``DotGeneral`` of the cotangent with the conjugate of the
+other operand, followed by a ``Transpose`` back into the operand's layout.
+
+>>> mm = DotGeneral((((1,), (0,)), ((), ())), (2, 3), (3, 4))
+>>> mm.eval(None, [np.ones((2, 3)), np.ones((3, 4))])[0].shape
+(2, 4)
+>>> bmm = DotGeneral((((2,), (1,)), ((0,), (0,))), (5, 2, 3), (5, 3, 4))
+>>> bmm.out_shape()
+(5, 2, 4)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tidu import ADRuleError, ADRuleKind
+from tidu.graph import External, Local
+from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.base import (
+    LIN,
+    LIN_FT,
+    LIN_TF,
+    TensorPrimitive,
+    emit,
+    linear_mask,
+    tensor_op,
+)
+from primitives.tensor.ops.shape import Transpose
+
+
+def _argsort(values) -> tuple:
+    return tuple(int(i) for i in np.argsort(values, kind="stable"))
+
+
+@tensor_op
+class DotGeneral(TensorPrimitive):
+    """``lax.dot_general`` of operands of ``lhs_shape`` and ``rhs_shape`` (and one dtype).
+
+    ``dtype`` is optional: when it is given and real, the transposes skip the
+    (then identity) conjugation of the other operand.
+    """
+
+    dimension_numbers: tuple
+    lhs_shape: tuple
+    rhs_shape: tuple
+    dtype: str | None = None
+    name = "dot_general"
+
+    def params(self) -> str:
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        return f"{self.lhs_shape}x{self.rhs_shape}, contract={lc}/{rc}, batch={lb}/{rb}"
+
+    def input_count(self) -> int:
+        return 2
+
+    # --- layout -------------------------------------------------------------------
+
+    def free_axes(self) -> tuple[tuple, tuple]:
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        lhs = tuple(a for a in range(len(self.lhs_shape)) if a not in lc and a not in lb)
+        rhs = tuple(a for a in range(len(self.rhs_shape)) if a not in rc and a not in rb)
+        return lhs, rhs
+
+    def out_shape(self) -> tuple:
+        (_, _), (lb, _) = self.dimension_numbers
+        lfree, rfree = self.free_axes()
+        return (tuple(self.lhs_shape[a] for a in lb) + tuple(self.lhs_shape[a] for a in lfree)
+                + tuple(self.rhs_shape[a] for a in rfree))
+
+    def _plan(self):
+        try:
+            return self.__dict__["_plan_cache"]
+        except KeyError:
+            pass
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        lfree, rfree = self.free_axes()
+        lperm = tuple(lb) + lfree + tuple(lc)
+        rperm = tuple(rb) + tuple(rc) + rfree
+        size = lambda shape, axes: math.prod(shape[a] for a in axes)
+        batch = size(self.lhs_shape, lb)
+        m, k, n = size(self.lhs_shape, lfree), size(self.lhs_shape, lc), size(self.rhs_shape, rfree)
+        lhs3 = (batch, m, k) if lb else (m, k)
+        rhs3 = (batch, k, n) if lb else (k, n)
+        plan = (None if lperm == tuple(range(len(lperm))) else lperm,
+                None if rperm == tuple(range(len(rperm))) else rperm,
+                lhs3, rhs3, self.out_shape())
+        object.__setattr__(self, "_plan_cache", plan)
+        return plan
+
+    def eval(self, ctx, inputs):
+        x, y = inputs
+        if (self.dimension_numbers == (((1,), (0,)), ((), ()))
+                and len(self.lhs_shape) == 2 and len(self.rhs_shape) == 2):
+            return [np.matmul(x, y)]
+        lperm, rperm, lhs3, rhs3, out_shape = self._plan()
+        if lperm is not None:
+            x = np.transpose(x, lperm)
+        if rperm is not None:
+            y = np.transpose(y, rperm)
+        out = np.matmul(np.reshape(x, lhs3), np.reshape(y, rhs3))
+        return [np.reshape(out, out_shape)]
+
+    # --- rules --------------------------------------------------------------------
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        x, y = primal_inputs
+        tx, ty = tangent_inputs
+        terms = []
+        if tx is not None:
+            terms.append(emit(builder, self, [Local(tx), External(y)], LIN_TF))
+        if ty is not None:
+            terms.append(emit(builder, self, [External(x), Local(ty)], LIN_FT))
+        return [ew._sum_terms(builder, *terms) if len(terms) == 2 else terms[0]]
+
+    def _conj(self, builder, ref):
+        if self.dtype is not None and not np.issubdtype(np.dtype(self.dtype), np.complexfloating):
+            return ref
+        return Local(emit(builder, ew.conj, [ref]))
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        mask = linear_mask(self, role)
+        ct = Local(cotangent_outputs[0])
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        lfree, rfree = self.free_axes()
+        nb, nlf, nrf = len(lb), len(lfree), len(rfree)
+        out_shape = self.out_shape()
+        batch = tuple(range(nb))
+        if mask == (True, False):
+            # ct[b, lf, rf] . conj(y)[..rf..] -> [b, lf, rc in y's order], back to x's layout
+            dims = ((tuple(range(nb + nlf, nb + nlf + nrf)), rfree), (batch, tuple(rb)))
+            op = DotGeneral(dims, out_shape, self.rhs_shape, self.dtype)
+            result = emit(builder, op, [ct, self._conj(builder, inputs[1])], LIN_TF)
+            source = tuple(lb) + lfree + tuple(lc[rc.index(a)] for a in sorted(rc))
+            return [self._to_layout(builder, result, source), None]
+        if mask == (False, True):
+            # conj(x)[..lf..] . ct[b, lf, rf] -> [b, lc in x's order, rf], back to y's layout
+            dims = ((lfree, tuple(range(nb, nb + nlf))), (tuple(lb), batch))
+            op = DotGeneral(dims, self.lhs_shape, out_shape, self.dtype)
+            result = emit(builder, op, [self._conj(builder, inputs[0]), ct], LIN_FT)
+            source = tuple(rb) + tuple(rc[lc.index(a)] for a in sorted(lc)) + rfree
+            return [None, self._to_layout(builder, result, source)]
+        raise ADRuleError("dot_general", ADRuleKind.TRANSPOSE,
+                          "dot_general is linear in one operand at a time")
+
+    @staticmethod
+    def _to_layout(builder, result: int, source: tuple) -> int:
+        """Permute ``result``, whose axis ``p`` is operand axis ``source[p]``, into operand order."""
+        perm = _argsort(source)
+        if perm == tuple(range(len(perm))):
+            return result
+        return emit(builder, Transpose(perm), [Local(result)], LIN)
