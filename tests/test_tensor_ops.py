@@ -153,7 +153,7 @@ def test_binary_rules(op, dtype, shape, seed):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", [ew.Scale(2.5), ew.Scale(-1), ew.Shift(1.5), ew.IntegerPow(2),
+@pytest.mark.parametrize("op", [ew.Scale(2.5), ew.Scale(-1), ew.Affine(1, 1.5), ew.Affine(-2.0, 0.5), ew.IntegerPow(2),
                                 ew.IntegerPow(3), ew.IntegerPow(-2), ew.IntegerPow(0),
                                 ew.IntegerPow(1), ew.Pow(2.5), ew.Pow(-0.5)], ids=repr)
 @settings(SETTINGS, max_examples=5)

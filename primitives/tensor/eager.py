@@ -121,12 +121,19 @@ class Tensor(ArrayOperators, Frontend):
                                 f"{self.shape}")
         seed = seed.astype(self.dtype, copy=False)
         cotangents = try_backward(self.key, self._trace, seed, _executor)
+        given = set()      # arrays already handed to a leaf: one array never backs two .grad
         for key, value in cotangents.items():
             if type(value) is not np.ndarray:         # NumPy gives 0-d results as scalars
                 value = cotangents[key] = np.asarray(value)
             leaf = _leaves.get(key)
             if leaf is not None and leaf.requires_grad and leaf._trace is None:
-                leaf.grad = value.copy() if leaf.grad is None else leaf.grad + value
+                if leaf.grad is not None:
+                    leaf.grad = leaf.grad + value
+                elif id(value) in given or not value.flags.writeable:
+                    leaf.grad = value.copy()
+                else:
+                    leaf.grad = value
+                given.add(id(leaf.grad))
         return Gradients(cotangents)
 
 

@@ -50,15 +50,15 @@ class Sym:
         return Sym(self.builder, Local(emit(self.builder, op, [self.ref] + [o.ref for o in others])))
 
     def __add__(self, other):
-        return self._emit(add, other) if isinstance(other, Sym) else self._emit(Shift(other))
+        return self._emit(add, other) if isinstance(other, Sym) else self._emit(Affine(1, other))
 
     __radd__ = __add__
 
     def __sub__(self, other):
-        return self._emit(sub, other) if isinstance(other, Sym) else self._emit(Shift(-other))
+        return self._emit(sub, other) if isinstance(other, Sym) else self._emit(Affine(1, -other))
 
     def __rsub__(self, other):                      # other - self
-        return self._emit(neg)._emit(Shift(other))
+        return self._emit(Affine(-1, other))
 
     def __mul__(self, other):
         return self._emit(mul, other) if isinstance(other, Sym) else self._emit(Scale(other))
@@ -175,17 +175,26 @@ class Scale(LinearOp):
 
 
 @tensor_op
-class Shift(TensorPrimitive):
-    """``x + offset`` for a constant (affine, not linear: it has no transpose)."""
+class Affine(TensorPrimitive):
+    """``scale * x + offset`` for constants, in one pass (not linear: no transpose).
 
+    Derivative expressions such as ``1 - y * y`` use it, so they make one
+    temporary array instead of two.
+    """
+
+    scale: complex | float | int
     offset: complex | float | int
-    name = "shift"
+    name = "affine"
 
     def eval(self, ctx, inputs):
-        return [inputs[0] + self.offset]
+        out = inputs[0] * self.scale if self.scale != 1 else np.array(inputs[0], copy=True)
+        out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
+        return [out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return [tangent_inputs[0]]
+        if self.scale == 1:
+            return [tangent_inputs[0]]
+        return [emit(builder, Scale(self.scale), [Local(tangent_inputs[0])], LIN)]
 
 
 @tensor_op
