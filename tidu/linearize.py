@@ -95,7 +95,7 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
             continue
         visited_ops.add(op_key)
         tangent_in = [tangents.get(k) for k in op_key._inputs]
-        if not any(t is not None for t in tangent_in):
+        if tangent_in.count(None) == len(tangent_in):
             continue
         operation = op_key._operation
         n_out = op_key._n_out

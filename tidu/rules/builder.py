@@ -40,17 +40,18 @@ def check_rule_results(results, expected: int, builder, op, kind, what: str) -> 
     Builders that define ``__len__`` (ids are ``0 .. len-1``) get a range check;
     others must support ``in`` over the ids they produced.
     """
-    try:
-        results = list(results)
-    except TypeError:
-        raise RuleContractError(op_name(op), kind,
-                                f"returned {results!r}, not a sequence of ids") from None
+    if type(results) is not list:
+        try:
+            results = list(results)
+        except TypeError:
+            raise RuleContractError(op_name(op), kind,
+                                    f"returned {results!r}, not a sequence of ids") from None
     if len(results) != expected:
         raise RuleContractError(op_name(op), kind,
                                 f"returned {len(results)} {what} for {expected} slots")
     size = len(builder) if hasattr(builder, "__len__") else None
     for slot, value in enumerate(results):
-        if value is None:
+        if value is None or (type(value) is int and size is not None and 0 <= value < size):
             continue
         if not isinstance(value, int) or isinstance(value, bool):
             raise RuleContractError(op_name(op), kind,
