@@ -576,6 +576,9 @@ def test_complex_cotangent_of_a_real_scalar_is_caught():
 
 
 def test_bad_arguments():
+    from tidu.testing import CheckUsageError
+
+    assert issubclass(CheckUsageError, TiduError)
     with pytest.raises(TypeError, match="SIN takes 1 inputs, got 2"):
         check_primitive(Op.SIN, 1.0, 2.0)
     g = graph_of(Op.SIN, keys=["x"])

@@ -42,9 +42,8 @@ tidu.testing.CheckFailure: SQUARE output 0 wrt input 0: expected ... (central fi
 
 from __future__ import annotations
 
-import math
 import numbers
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,7 +55,13 @@ from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph
 from tidu.transpose import linear_transpose
 
-__all__ = ["CheckFailure", "check_jvp", "check_transpose", "check_primitive"]
+__all__ = ["CheckFailure", "CheckUsageError", "check_jvp", "check_transpose", "check_primitive"]
+
+
+class CheckUsageError(TiduError, ValueError, TypeError, KeyError):
+    """A checker was called wrongly (a missing primal, a tangent of the wrong shape)."""
+
+    __str__ = Exception.__str__       # not KeyError's quoting
 
 
 class CheckFailure(TiduError, AssertionError):
@@ -250,15 +255,15 @@ def _check_jvp(view, outputs: list, primals: Mapping, tangents: Mapping | None, 
         for key, direction in tangents.items():
             key = _user_key(key)
             if key not in primals:
-                raise KeyError(f"check_jvp: tangent given for {key!r}, which has no primal value")
+                raise CheckUsageError(f"check_jvp: tangent given for {key!r}, which has no primal value")
             primal = primals[key]
             if not _is_differentiable(primal):
                 continue
             if np.shape(direction) != np.shape(primal):
-                raise ValueError(f"check_jvp: the tangent of {key!r} has shape "
+                raise CheckUsageError(f"check_jvp: the tangent of {key!r} has shape "
                                  f"{np.shape(direction)}, its primal {np.shape(primal)}")
             if _is_complex(direction) and not _is_complex(primal):
-                raise TypeError(f"check_jvp: complex tangent given for the real input {key!r}")
+                raise CheckUsageError(f"check_jvp: complex tangent given for the real input {key!r}")
             given[key] = direction
         tangents = given
     if not tangents:
@@ -397,7 +402,7 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
     tangent_keys = linear.tangent_input_keys
     for key in keys:
         if key not in primals:
-            raise KeyError(f"{subject}: no primal value for {key!r}, a tangent input of the "
+            raise CheckUsageError(f"{subject}: no primal value for {key!r}, a tangent input of the "
                            "linear graph")
 
     # tangents
@@ -409,7 +414,7 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
     else:
         t = list(tangents)
         if len(t) != len(keys):
-            raise ValueError(f"{subject}: {len(t)} tangents for {len(keys)} tangent inputs")
+            raise CheckUsageError(f"{subject}: {len(t)} tangents for {len(keys)} tangent inputs")
     zero_t = [_zeros_like(v) for v in t]
 
     active = [i for i, o in enumerate(linear.tangent_outputs) if o is not None]
@@ -439,10 +444,10 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
     else:
         cotangents = list(cotangents)
         if len(cotangents) != len(linear.tangent_outputs):
-            raise ValueError(f"{subject}: {len(cotangents)} cotangents for "
+            raise CheckUsageError(f"{subject}: {len(cotangents)} cotangents for "
                              f"{len(linear.tangent_outputs)} tangent outputs")
         ct = [cotangents[i] for i in active]
-    for a, i in enumerate(active):
+    for a in range(len(active)):
         if ct[a] is None:
             ct[a] = _zeros_like(jt_all[a])
     zero_ct = [_zeros_like(c) for c in ct]
@@ -461,7 +466,7 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
 
     def checked_cotangents(results, out_label):
         out = []
-        for j, (key, cot) in enumerate(zip(keys, results)):
+        for key, cot in zip(keys, results):
             if cot is None:
                 out.append(_zeros_like(primals[key]))
                 continue
@@ -560,7 +565,7 @@ def check_primitive(op, *primal_inputs, eps: float | None = None, rtol: float | 
     """
     n_inputs = op.input_count()
     if len(primal_inputs) != n_inputs:
-        raise TypeError(f"check_primitive: {op_name(op)} takes {n_inputs} inputs, "
+        raise CheckUsageError(f"check_primitive: {op_name(op)} takes {n_inputs} inputs, "
                         f"got {len(primal_inputs)}")
     builder = GraphBuilder()
     ids = [builder.add_input(slot) for slot in range(n_inputs)]

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tidu.graph import Derived, External, ValueKey
+from tidu.graph import Derived, ValueKey
 from tidu.graph.evaluate import schedule
 
 

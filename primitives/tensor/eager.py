@@ -11,7 +11,6 @@ array([2., 4.])
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 import numpy as np
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tidu import TiduError, linear_transpose, linearize
-from tidu.graph import Graph, GraphBuilder, Input, Local
+from tidu.graph import Graph, GraphBuilder, Local
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.core import Frontend, dtype_of, interpret, level_of, shape_of
 

@@ -15,7 +15,7 @@ import threading
 from typing import Any, Mapping, Sequence
 
 from tidu.errors import MissingValueError, TiduError
-from tidu.graph import PRIMARY, Derived, External, Graph, GraphBuilder, Input, Local, ValueKey
+from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.evaluate import schedule
 from tidu.graph.walk import postorder
 from tidu.linearize import linearize

@@ -1,7 +1,7 @@
 """``GraphBuilder`` and the immutable ``Graph`` it builds.
 
 >>> import enum
->>> from tidu.graph import EvaluableGraphOperation, Local, evaluate
+>>> from tidu.graph import EvaluableGraphOperation, Input, Local, evaluate
 >>> class Op(EvaluableGraphOperation, enum.Enum):
 ...     MUL = "mul"
 ...     def input_count(self): return 2
@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Hashable, Iterator, Sequence
+from typing import Hashable, Sequence
 from collections.abc import Sequence as SequenceABC
 
 from tidu.errors import (
@@ -34,8 +34,6 @@ from tidu.errors import (
 )
 from tidu.graph.keys import (
     PRIMARY,
-    Derived,
-    Input,
     Linearized,
     OperationKey,
     OperationRole,
