@@ -166,7 +166,12 @@ def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
 
 
 def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx) -> BackwardPlan:
-    """The plan for ``node``: shared per (op, active slots) for primitive nodes."""
+    """The plan for ``node``: shared per (op, active slots) for primitive nodes.
+
+    Shared plans (and the transposes memoized on them) are built with the
+    ``ctx`` of their first use, so rules should not depend on ``ctx`` values
+    that change between backward calls.
+    """
     recorded = node.recorded
     op = recorded.primitive
     if op is None:
