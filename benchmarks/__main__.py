@@ -1,0 +1,249 @@
+"""``python -m benchmarks``: tidu side by side with PyTorch, JAX and HIPS autograd.
+
+Workloads (each peer is skipped with a note when it is not installed):
+
+- transform: ``linearize`` + ``linear_transpose`` of the chain ``y = sin(y)*y + c``
+  and of a random DAG, against ``jax.linearize`` + ``jax.linear_transpose``;
+- eager scalar: record + backward of that chain with the scalar frontend and with
+  0-d ``primitives.tensor`` tensors, against PyTorch 0-d float64 tensors and autograd;
+- mlp: forward + backward of a 784-512-512-10 tanh MLP, batch 256, float32,
+  against PyTorch, JAX (eager and jit) and autograd;
+- memory: peak memory of backward through a chain of 1 MB arrays, against what
+  the forward pass holds.
+
+Prints a table (medians, and every peer as a ratio tidu/peer measured in the same
+run) and writes JSON (``--json PATH``). ``--quick`` runs small sizes in well under
+a minute; the test suite runs it so the benchmarks cannot rot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import platform
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+
+def _median_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# --- transform ---------------------------------------------------------------------------
+
+
+def random_dag(n_ops: int, seed: int = 0):
+    """A random scalar DAG of ``n_ops`` ops over two inputs; each op reads recent values."""
+    from primitives.scalar import ScalarOp
+    from tidu.graph import GraphBuilder, Local
+
+    rng = random.Random(seed)
+    b = GraphBuilder()
+    values = [b.add_input("x"), b.add_input("y")]
+    unary = [ScalarOp.SIN, ScalarOp.COS, ScalarOp.TANH, ScalarOp.NEG]
+    binary = [ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL]
+    for _ in range(n_ops):
+        window = values[-8:]
+        if rng.random() < 0.4:
+            [v] = b.add_operation(rng.choice(unary), [Local(rng.choice(window))])
+        else:
+            [v] = b.add_operation(rng.choice(binary), [Local(rng.choice(window)),
+                                                       Local(rng.choice(window))])
+        values.append(v)
+    b.set_outputs([values[-1]])
+    return b.build()
+
+
+def transform_workload(sizes, repeat):
+    from benchmarks.transforms import time_jax, time_tidu
+    from tidu import linear_transpose, linearize
+
+    rows = []
+    for n in sizes:
+        lin, tr, ops = time_tidu(n, repeat)
+        row = {"workload": "transform", "case": "chain", "n_ops": ops,
+               "tidu_us_per_op": 1e6 * (lin + tr) / ops, "peers": {}}
+        if n <= 10_000:
+            try:
+                jax_s, jax_ops = time_jax(n, max(1, repeat // 2))
+                row["peers"]["jax"] = 1e6 * jax_s / jax_ops
+            except ImportError:
+                pass
+        rows.append(row)
+    for n in sizes:
+        graph = random_dag(n)
+
+        def run():
+            linear_transpose(linearize(graph, graph.output_keys, ["x", "y"]))
+
+        rows.append({"workload": "transform", "case": "random DAG", "n_ops": n,
+                     "tidu_us_per_op": 1e6 * _median_time(run, repeat) / n, "peers": {}})
+    return rows
+
+
+# --- eager scalar ---------------------------------------------------------------------------
+
+
+def eager_workload(sizes, repeat):
+    from benchmarks import eager as bench_eager
+    from primitives import tensor as tnp
+
+    def tensor_record(steps):
+        y0 = tnp.tensor(np.float64(bench_eager.Y0), requires_grad=True)
+        c = tnp.tensor(np.float64(bench_eager.C0), requires_grad=True)
+        y = y0
+        for _ in range(steps):
+            y = tnp.sin(y) * y + c
+        return y0, c, y
+
+    def tensor_backward(state):
+        y0, c, y = state
+        grads = y.backward()
+        return float(grads.grad(y0)), float(grads.grad(c))
+
+    peers = [p for p in (bench_eager.torch_peer(), bench_eager.autograd_peer()) if p]
+    rows = []
+    for n in sizes:
+        expected = bench_eager.reference(n // 3)
+        results = {}
+        for label, record, backward in [("scalar frontend", bench_eager.tidu_record,
+                                         bench_eager.tidu_backward),
+                                        ("0-d tensor", tensor_record, tensor_backward)]:
+            rec, bwd, grads = bench_eager.measure(record, backward, n, repeat)
+            if not bench_eager.agrees(grads, expected):
+                raise AssertionError(f"eager {label}: gradients {grads} != {expected}")
+            results[label] = rec + bwd
+        peer_times = {}
+        for label, record, backward in peers:
+            rec, bwd, grads = bench_eager.measure(record, backward, n, repeat)
+            peer_times[label.split()[0]] = rec + bwd
+        for label, total in results.items():
+            rows.append({"workload": "eager scalar", "case": label, "n_ops": 3 * (n // 3),
+                         "tidu_us_per_op": total, "peers": dict(peer_times)})
+    return rows
+
+
+# --- mlp ------------------------------------------------------------------------------------
+
+
+def mlp_workload(repeat):
+    from benchmarks import mlp
+
+    params, x, onehot = mlp.make_data()
+    forward_ms, total_ms = mlp.tidu_runs(params, x, onehot, repeat)
+    row = {"workload": "mlp", "case": "784-512-512-10 tanh, batch 256, float32",
+           "tidu_ms": total_ms, "tidu_forward_ms": forward_ms,
+           "backward_over_forward": (total_ms - forward_ms) / forward_ms,
+           "numpy_forward_ms": mlp.median_ms(lambda: mlp.numpy_forward(params, x, onehot),
+                                             repeat),
+           "peers": {}}
+    for name, runner in (("torch", mlp.torch_runs), ("autograd", mlp.autograd_runs),
+                         ("jax", mlp.jax_runs)):
+        try:
+            first, second = runner(params, x, onehot, repeat)
+        except ImportError:
+            continue
+        if name == "jax":
+            row["peers"]["jax eager"], row["peers"]["jax jit"] = first, second
+        else:
+            row["peers"][name] = second
+    return [row]
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+
+def memory_workload(n_ops):
+    from primitives import tensor as tnp
+
+    size = 1 << 17                                   # 131072 float64 = 1 MB
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    x = tnp.tensor(np.full(size, 0.5), requires_grad=True)
+    y = x
+    for _ in range(n_ops // 3):
+        y = tnp.sin(y) * y + 0.1
+    loss = tnp.sum(y)
+    forward_held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.reset_peak()
+    loss.backward()
+    backward_peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    assert x.grad.shape == (size,)
+    return [{"workload": "memory", "case": f"chain of 1 MB arrays", "n_ops": 3 * (n_ops // 3),
+             "forward_mb": forward_held / 2**20, "backward_peak_mb": backward_peak / 2**20,
+             "backward_over_forward": backward_peak / forward_held, "peers": {}}]
+
+
+# --- driver ---------------------------------------------------------------------------------
+
+
+def run(quick: bool) -> dict:
+    repeat = 3 if quick else 7
+    rows = []
+    notes = []
+    rows += transform_workload([300, 3_000] if quick else [1_000, 10_000, 100_000], repeat)
+    rows += eager_workload([300, 3_000] if quick else [3_000, 30_000], repeat)
+    rows += mlp_workload(3 if quick else 20)
+    rows += memory_workload(60 if quick else 1_000)
+    for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench")):
+        try:
+            __import__(module)
+        except ImportError:
+            notes.append(f"{module} is not installed: skipped (pip install '.[{extra}]')")
+    return {"machine": {"python": platform.python_version(), "platform": platform.platform(),
+                        "processor": platform.processor(), "numpy": np.__version__},
+            "quick": quick, "rows": rows, "notes": notes}
+
+
+def format_table(result: dict) -> str:
+    lines = [f"tidu benchmarks ({'quick' if result['quick'] else 'full'}); "
+             f"Python {result['machine']['python']}; ratios are tidu / peer (< 1: tidu faster)"]
+    for row in result["rows"]:
+        if row["workload"] in ("transform", "eager scalar"):
+            value = f"{row['tidu_us_per_op']:9.2f} µs/op"
+        elif row["workload"] == "mlp":
+            value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
+                     f"backward/forward {row['backward_over_forward']:.2f})")
+        else:
+            value = (f"backward peak {row['backward_peak_mb']:.0f} MB / forward "
+                     f"{row['forward_mb']:.0f} MB = {row['backward_over_forward']:.2f}")
+        n = f"N={row['n_ops']:>7,}" if "n_ops" in row else ""
+        lines.append(f"{row['workload']:13s} {row['case'][:40]:40s} {n:10s} {value}")
+        tidu = row.get("tidu_us_per_op", row.get("tidu_ms"))
+        for peer, time_ in row["peers"].items():
+            lines.append(f"{'':13s}   vs {peer:12s} {time_:9.2f}   ratio {tidu / time_:6.2f}")
+    lines += result["notes"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
+    parser.add_argument("--json", default=None, help="write the results here as JSON")
+    args = parser.parse_args(argv)
+    result = run(args.quick)
+    print(format_table(result))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()
