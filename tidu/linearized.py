@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tidu.graph import Graph
@@ -30,12 +31,12 @@ class LinearizedGraph:
     tangent_outputs: list[int | None]
     pass_id: int | None = None
 
-    @property
+    @cached_property
     def tangent_input_keys(self) -> list:
         """The value keys of the tangent inputs."""
         return [self.graph.value_keys[local_id] for _, local_id in self.tangent_inputs]
 
-    @property
+    @cached_property
     def tangent_output_keys(self) -> list:
         """The value keys of the tangent outputs (``None`` for zeros)."""
         keys = self.graph.value_keys

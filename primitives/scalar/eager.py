@@ -17,6 +17,7 @@ from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.ops import Const, Pow, ScalarOp
 
 _recorder = Recorder()
+_ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(4)]
 _executor = ScalarExecutor()
 _Number = (int, float, complex)
 
@@ -85,10 +86,12 @@ def apply(op, *args) -> Any:
     if op is not ScalarOp.TO_COMPLEX:
         args = _promote(args, op)
     results = op.eval(None, [a.value for a in args])
-    if not any(a.requires_grad for a in args):
+    if True not in [a.requires_grad for a in args]:
         outs = [Scalar(v) for v in results]
     else:
-        recorded = RecordedGraph.from_primitive(op, _recorder.fresh_input_keys(len(args)))
+        # The recorded graph's input keys only name its inputs; every recorded output gets
+        # a fresh eager key anyway, so the same argument keys can serve every invocation.
+        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[len(args)])
         inputs = [EagerInput(a.key, a.trace, a.requires_grad, a.value) for a in args]
         recorded_outs = _recorder.record_graph(recorded, inputs, results)
         outs = [Scalar(v, True, _trace=o.trace, _key=o.key) for v, o in zip(results, recorded_outs)]

@@ -134,7 +134,7 @@ class RecordedGraph:
         return f"<RecordedGraph {what}>"
 
 
-@dataclass
+@dataclass(slots=True)
 class EagerInput:
     """An input of an eager invocation: its key, the trace that made it, and its data."""
 
@@ -144,7 +144,7 @@ class EagerInput:
     data: Any
 
 
-@dataclass
+@dataclass(slots=True)
 class EagerOutput:
     """An output of a recorded invocation."""
 

@@ -307,7 +307,7 @@ class Graph:
     """
 
     __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "inputs",
-                 "outputs", "parents", "_index", "__weakref__")
+                 "outputs", "parents", "_index", "_program", "__weakref__")
 
     @classmethod
     def _make(cls, keys, value_op, op_keys, op_first, inputs, outputs, parents,
@@ -317,7 +317,7 @@ class Graph:
         for name, value in (("_keys", keys), ("_value_op", value_op), ("_op_keys", op_keys),
                             ("_op_first", op_first),
                             ("inputs", inputs), ("outputs", outputs), ("parents", parents),
-                            ("_index", index)):
+                            ("_index", index), ("_program", None)):
             setter(graph, name, value)
         return graph
 
@@ -353,12 +353,14 @@ class Graph:
     @property
     def input_keys(self) -> tuple:
         """The keys of the graph's inputs, in order."""
-        return tuple(self._keys[i] for i in self.inputs)
+        keys = self._keys
+        return tuple([keys[i] for i in self.inputs])
 
     @property
     def output_keys(self) -> tuple:
         """The keys of the graph's outputs, in order."""
-        return tuple(self._keys[i] for i in self.outputs)
+        keys = self._keys
+        return tuple([keys[i] for i in self.outputs])
 
     def local_id(self, key: ValueKey) -> int | None:
         """The local id of ``key`` in this graph, or ``None``."""

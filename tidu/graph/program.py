@@ -23,7 +23,6 @@ instead of :func:`evaluate`, which re-plans on every call.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any, Mapping, Sequence
 
 from tidu.errors import EvalOutputError, MissingValueError, NotEvaluableError
@@ -104,16 +103,16 @@ def _ordered(keys: set, graph_keys, index) -> list:
     return local + [k for k in keys if k not in index]
 
 
-_programs: "weakref.WeakKeyDictionary[Graph, Program]" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def compiled(graph: Graph) -> Program:
-    """The :class:`Program` computing ``graph``'s outputs, compiled once per graph."""
-    program = _programs.get(graph)
+    """The :class:`Program` computing ``graph``'s outputs, compiled once and kept on the graph."""
+    program = graph._program
     if program is None:
         with _lock:
-            program = _programs.get(graph)
+            program = graph._program
             if program is None:
-                program = _programs[graph] = Program(graph)
+                program = Program(graph)
+                object.__setattr__(graph, "_program", program)
     return program
