@@ -67,10 +67,15 @@ def _lift(value) -> Scalar:
 
 def _promote(args: list, op) -> list:
     """Mixed real and complex operands (or a complex parameter) make every operand complex."""
-    wants_complex = any(type(a.value) is complex for a in args) or op in _COMPLEX_INPUT or (
-        type(getattr(op, "exponent", getattr(op, "factor", None))) is complex)
-    if not wants_complex:
-        return args
+    for a in args:
+        if type(a.value) is complex:
+            break
+    else:
+        if type(op) is ScalarOp:
+            if op not in _COMPLEX_INPUT:
+                return args
+        elif type(getattr(op, "exponent", getattr(op, "factor", None))) is not complex:
+            return args
     return [a if type(a.value) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args]
 
 
