@@ -141,20 +141,25 @@ class GraphBuilder:
         op_index = self._op_outputs.get(op_key)
         if op_index is not None:
             first = self._op_first[op_index]
-            return list(range(first, first + n_out))
+            return [first] if n_out == 1 else list(range(first, first + n_out))
 
         op_index = len(self._op_keys)
-        first = len(self._keys)
         keys = self._keys
-        index = self._index
-        for slot in range(n_out):
-            key = derived_key(op_key, slot)
-            index[key] = len(keys)
-            keys.append(key)
-            self._value_op.append(op_index)
+        first = len(keys)
         self._op_keys.append(op_key)
         self._op_first.append(first)
         self._op_outputs[op_key] = op_index
+        if n_out == 1:
+            key = derived_key(op_key, 0)
+            self._index[key] = first
+            keys.append(key)
+            self._value_op.append(op_index)
+            return [first]
+        for slot in range(n_out):
+            key = derived_key(op_key, slot)
+            self._index[key] = len(keys)
+            keys.append(key)
+            self._value_op.append(op_index)
         return list(range(first, first + n_out))
 
     def _input_keys(self, op, inputs: Sequence) -> tuple:
