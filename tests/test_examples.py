@@ -61,14 +61,15 @@ def test_examples_exist():
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_runs(script):
+def test_example_runs(script, tmp_path):
     missing = missing_imports(script)
     if missing:
         pytest.skip(f"{script.name} needs {', '.join(missing)}, not installed")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    # run in a scratch directory: examples that write files (show_graphs.py) write there
     result = subprocess.run([sys.executable, str(script), *ARGS.get(script.name, [])],
-                            cwd=ROOT, env=env,
+                            cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, (
         f"{script.name} exited {result.returncode}\n--- stdout\n{result.stdout}\n"
