@@ -1,0 +1,143 @@
+"""The documentation is executed, so it cannot drift from the code.
+
+- Every ```` ```python ```` block of every page under ``docs/`` (and of
+  ``README.md``) runs. The blocks of one page run in order in one namespace,
+  so a later block can use names an earlier one defined; ``assert`` lines in
+  the blocks check what the prose claims.
+- A block opts out only with a visible ``<!-- no-run -->`` comment on the line
+  before its opening fence (blank lines between are allowed). Use it for
+  fragments that cannot run on their own, sparingly: the test below lists and
+  limits them.
+- Every page in the ``mkdocs.yml`` nav exists, every page under ``docs/`` is in
+  the nav, and every relative Markdown link in the docs resolves to a file.
+
+Docstring examples run separately: ``pytest`` is configured with
+``--doctest-modules`` over ``tidu`` and ``primitives`` (see ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+NO_RUN = "<!-- no-run -->"
+MAX_NO_RUN = 3          # opting out is for the rare fragment, not a habit
+
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
+
+
+def python_blocks(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line number, source, runs)`` of every python fenced block in ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence, lang = match.groups()
+        start = i
+        body = []
+        i += 1
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            i += 1
+        i += 1                                   # the closing fence
+        if lang.lower() not in ("python", "py"):
+            continue
+        previous = start - 1
+        while previous >= 0 and not lines[previous].strip():
+            previous -= 1
+        runs = not (previous >= 0 and lines[previous].strip() == NO_RUN)
+        blocks.append((start + 1, "\n".join(body) + "\n", runs))
+    return blocks
+
+
+PAGES_WITH_CODE = [p for p in pages() if python_blocks(p)]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE,
+                         ids=[str(p.relative_to(ROOT)) for p in PAGES_WITH_CODE])
+def test_page_code_runs(page: Path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                  # blocks that write files write here
+    namespace = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
+    for line, source, runs in python_blocks(page):
+        if not runs:
+            continue
+        code = compile(source, f"{page.relative_to(ROOT)}:{line}", "exec")
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, namespace)                # noqa: S102 - executing our own docs
+
+
+def test_docs_have_code_and_few_opt_outs():
+    blocks = [(p, b) for p in pages() for b in python_blocks(p)]
+    assert len(blocks) > 20
+    skipped = [f"{p.relative_to(ROOT)}:{line}" for p, (line, _, runs) in blocks if not runs]
+    assert len(skipped) <= MAX_NO_RUN, skipped
+
+
+def nav_pages() -> list[str]:
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = text[text.index("\nnav:"):]
+    return re.findall(r":\s*([\w./-]+\.md)\s*$", nav, flags=re.MULTILINE)
+
+
+def test_nav_pages_exist_and_cover_docs():
+    listed = nav_pages()
+    assert listed, "mkdocs.yml has no nav"
+    missing = [p for p in listed if not (DOCS / p).is_file()]
+    assert not missing, f"nav lists pages that do not exist: {missing}"
+    on_disk = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert not on_disk - set(listed), f"pages not in the nav: {sorted(on_disk - set(listed))}"
+
+
+LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def test_relative_links_resolve():
+    broken = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)    # links inside code don't count
+        for target in LINK.findall(text):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue                                          # URLs and in-page anchors
+            path = target.split("#", 1)[0]
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_doctests_are_collected():
+    """Docstring examples run through pytest's --doctest-modules, configured for tidu and primitives."""
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "--doctest-modules" in config
+    testpaths = re.search(r"testpaths\s*=\s*\[([^\]]*)\]", config).group(1)
+    assert '"tidu"' in testpaths and '"primitives"' in testpaths
+    assert os.path.isfile(ROOT / "tidu" / "__init__.py")
+
+
+IMAGE = re.compile(r"<img\s[^>]*src=\"([^\"]+)\"")
+
+
+def test_images_exist():
+    """Raw <img> tags resolve (mkdocs serves a page at page/, hence one extra ../)."""
+    missing = []
+    for page in pages():
+        for src in IMAGE.findall(page.read_text(encoding="utf-8")):
+            on_disk = src[3:] if src.startswith("../") and page.name != "index.md" else src
+            if not (page.parent / on_disk).is_file():
+                missing.append(f"{page.relative_to(ROOT)}: {src}")
+    assert not missing, missing
