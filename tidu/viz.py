@@ -680,14 +680,22 @@ def _dot_source(lay: Layout, title: str | None) -> str:
                          f"fillcolor={quote(style['facecolor'])}, "
                          f"color={quote(style['edgecolor'])}, penwidth={style['linewidth']}];")
         lines.append("  }")
+    # The legend lists what this picture shows, stacked in a column after the graphs.
+    shown = [(kind, text) for kind, text in _legend(lay) if kind in STYLES]
     lines.append('  subgraph cluster_legend { label="legend"; style=rounded;')
-    for kind, text in LEGEND:
+    for kind, text in shown:
         style = STYLES[kind]
         styles = ["filled", "rounded"] + ([style["linestyle"]]
                                           if style["linestyle"] != "solid" else [])
         lines.append(f"    legend_{kind} [label={quote(text)}, shape=box, "
                      f"style={quote(','.join(styles))}, fillcolor={quote(style['facecolor'])}, "
                      f"color={quote(style['edgecolor'])}];")
+    if lay.edges_of_kind("cross"):
+        lines.append('    legend_cross [label="purple dashed arrow: reference to a value of '
+                     'another drawn graph (External)", shape=plaintext];')
+        shown.append(("cross", ""))
+    for (upper, _), (lower, _) in zip(shown, shown[1:]):
+        lines.append(f"    legend_{upper} -> legend_{lower} [style=invis];")
     lines.append("  }")
     for edge in lay.edges:
         attrs = [f"color={quote(EDGE_COLORS[edge.kind])}"]
