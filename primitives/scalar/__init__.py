@@ -8,8 +8,7 @@ True
 
 from primitives.scalar.executor import ImmediateScalarBuilder, ScalarExecutor
 from primitives.scalar.ops import Const, Pow, Scale, ScalarOp
-from primitives.scalar.trace import (
-    ScalarTracer,
+from primitives.scalar.functions import (
     conj,
     cos,
     exp,
@@ -20,8 +19,8 @@ from primitives.scalar.trace import (
     sincos,
     sqrt,
     tanh,
-    trace_scalar,
 )
+from primitives.scalar.trace import ScalarTracer, trace_scalar
 
 __all__ = [
     "ScalarOp", "Pow", "Scale", "Const", "ScalarExecutor", "ImmediateScalarBuilder",

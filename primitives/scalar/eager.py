@@ -14,6 +14,8 @@ from typing import Any
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
+from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
+    conj, cos, exp, imag, log, real, sin, sincos, sqrt, tanh)
 from primitives.scalar.ops import Const, Pow, ScalarOp
 
 _recorder = Recorder()
@@ -60,6 +62,10 @@ class Scalar:
     def __pow__(self, exponent):
         return apply(Pow(exponent), self)
 
+    def apply_op(self, op):
+        """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
+        return apply(op, self)
+
 
 def _lift(value) -> Scalar:
     return value if isinstance(value, Scalar) else Scalar(value)
@@ -101,23 +107,3 @@ def apply(op, *args) -> Any:
         recorded_outs = _recorder.record_graph(recorded, inputs, results)
         outs = [Scalar(v, True, _trace=o.trace, _key=o.key) for v, o in zip(results, recorded_outs)]
     return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-def _unary(op):
-    def fn(x):
-        return apply(op, x)
-    fn.__name__ = op.name.lower()
-    fn.__doc__ = f"Eager ``{op.name.lower()}``."
-    return fn
-
-
-exp = _unary(ScalarOp.EXP)
-log = _unary(ScalarOp.LOG)
-sin = _unary(ScalarOp.SIN)
-cos = _unary(ScalarOp.COS)
-sqrt = _unary(ScalarOp.SQRT)
-tanh = _unary(ScalarOp.TANH)
-conj = _unary(ScalarOp.CONJ)
-real = _unary(ScalarOp.REAL)
-imag = _unary(ScalarOp.IMAG)
-sincos = _unary(ScalarOp.SINCOS)

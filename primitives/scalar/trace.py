@@ -1,5 +1,6 @@
 """Trace a Python function of scalars into a ``ScalarOp`` graph.
 
+>>> from primitives.scalar.functions import sin
 >>> graph = trace_scalar(lambda x, y: sin(x) * y + 1.0, ["x", "y"])
 >>> print(graph)
 graph(a = 'x', b = 'y'):
@@ -82,39 +83,17 @@ class ScalarTracer:
 
     def conjugate(self): return self._apply(ScalarOp.CONJ, self)
 
+    def apply_op(self, op: ScalarOp):
+        """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
+        real_result = op in _REAL_RESULT            # REAL/IMAG take a complex operand
+        x = self.as_complex() if real_result else self
+        outs = self.builder.add_operation(op, [Local(x.id)])
+        tracers = [ScalarTracer(self.builder, o, x.is_complex and not real_result)
+                   for o in outs]
+        return tracers[0] if len(tracers) == 1 else tuple(tracers)
+
 
 _REAL_RESULT = (ScalarOp.REAL, ScalarOp.IMAG)
-
-
-def _unary(op: ScalarOp):
-    def fn(x):
-        if isinstance(x, ScalarTracer):
-            if op in _REAL_RESULT:
-                return x._apply(op, x.as_complex(), is_complex=False)
-            return x._apply(op, x)
-        return op.eval(None, [x])[0]
-    fn.__name__ = op.name.lower()
-    fn.__doc__ = f"``{op.name.lower()}(x)`` on numbers or traced scalars."
-    return fn
-
-
-exp = _unary(ScalarOp.EXP)
-log = _unary(ScalarOp.LOG)
-sin = _unary(ScalarOp.SIN)
-cos = _unary(ScalarOp.COS)
-sqrt = _unary(ScalarOp.SQRT)
-tanh = _unary(ScalarOp.TANH)
-conj = _unary(ScalarOp.CONJ)
-real = _unary(ScalarOp.REAL)
-imag = _unary(ScalarOp.IMAG)
-
-
-def sincos(x):
-    """``(sin(x), cos(x))`` with one operation."""
-    if isinstance(x, ScalarTracer):
-        s, c = x.builder.add_operation(ScalarOp.SINCOS, [Local(x.id)])
-        return ScalarTracer(x.builder, s, x.is_complex), ScalarTracer(x.builder, c, x.is_complex)
-    return tuple(ScalarOp.SINCOS.eval(None, [x]))
 
 
 def trace_scalar(f: Callable, input_keys: Sequence[Hashable],
