@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import platform
 import random
 import statistics
-import sys
 import time
 import tracemalloc
 
@@ -185,7 +183,7 @@ def memory_workload(n_ops):
     backward_peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     assert x.grad.shape == (size,)
-    return [{"workload": "memory", "case": f"chain of 1 MB arrays", "n_ops": 3 * (n_ops // 3),
+    return [{"workload": "memory", "case": "chain of 1 MB arrays", "n_ops": 3 * (n_ops // 3),
              "forward_mb": forward_held / 2**20, "backward_peak_mb": backward_peak / 2**20,
              "backward_over_forward": backward_peak / forward_held, "peers": {}}]
 

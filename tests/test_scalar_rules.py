@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from primitives.scalar import Pow, ScalarOp, Scale, exp, imag, real, trace_scalar
 from tidu import linear_transpose, linearize
 from tidu.graph import GraphBuilder, Input, Local, evaluate
-from tidu.testing import CheckFailure, check_jvp, check_primitive, check_transpose
+from tidu.testing import check_jvp, check_primitive, check_transpose
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -16,7 +16,7 @@ from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
     conj, cos, exp, imag, log, real, sin, sincos, sqrt, tanh)
-from primitives.scalar.ops import Const, Pow, ScalarOp
+from primitives.scalar.ops import Pow, ScalarOp
 
 _recorder = Recorder()
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(4)]
