@@ -66,6 +66,14 @@ def broadcast_to(x, shape):
 
 def _elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
+    first = args[0]
+    if not _is_python_scalar(first):            # fast path: operands already agree
+        try:
+            shape, dtype = first.shape, first.dtype
+            if all(a.shape == shape and a.dtype == dtype for a in args[1:]):
+                return _first(bind(op, *args))
+        except AttributeError:                  # a Python number among the operands
+            pass
     dtype = result_dtype(*args)
     try:
         shape = np.broadcast_shapes(*[shape_of(a) for a in args])
