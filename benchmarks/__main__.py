@@ -24,6 +24,7 @@ import json
 import platform
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 
@@ -149,6 +150,7 @@ def mlp_workload(repeat):
            "numpy_forward_ms": mlp.median_ms(lambda: mlp.numpy_forward(params, x, onehot),
                                              repeat),
            "peers": {}}
+    row["tidu_retain_freed_memory_ms"] = _mlp_retaining_memory(repeat)
     for name, runner in (("torch", mlp.torch_runs), ("autograd", mlp.autograd_runs),
                          ("jax", mlp.jax_runs)):
         try:
@@ -160,6 +162,18 @@ def mlp_workload(repeat):
         else:
             row["peers"][name] = second
     return [row]
+
+
+def _mlp_retaining_memory(repeat) -> float:
+    """tidu's MLP step after ``retain_freed_memory()``, in a subprocess (the setting is
+    process-wide, so it must not touch the peers' measurements)."""
+    import subprocess
+
+    code = ("from benchmarks import mlp; from primitives import tensor as tnp; "
+            "tnp.retain_freed_memory(); p, x, o = mlp.make_data(); "
+            f"print(mlp.tidu_runs(p, x, o, {repeat})[1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 # --- memory ---------------------------------------------------------------------------------
@@ -217,7 +231,8 @@ def format_table(result: dict) -> str:
             value = f"{row['tidu_us_per_op']:9.2f} µs/op"
         elif row["workload"] == "mlp":
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
-                     f"backward/forward {row['backward_over_forward']:.2f})")
+                     f"backward/forward {row['backward_over_forward']:.2f}; with "
+                     f"retain_freed_memory() {row['tidu_retain_freed_memory_ms']:.2f} ms)")
         else:
             value = (f"backward peak {row['backward_peak_mb']:.0f} MB / forward "
                      f"{row['forward_mb']:.0f} MB = {row['backward_over_forward']:.2f}")

@@ -68,6 +68,7 @@ from primitives.tensor.api import (
 )
 from primitives.tensor.eager import BackwardError, Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
+from primitives.tensor.memory import retain_freed_memory
 from primitives.tensor.functional import (
     FunctionalError,
     grad,
@@ -79,6 +80,7 @@ from primitives.tensor.functional import (
 )
 
 __all__ = [
+    "retain_freed_memory",
     "TensorNotSupportedError",
     "TensorShapeError",
     "abs",
