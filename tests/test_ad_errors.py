@@ -311,3 +311,29 @@ def test_bad_transpose_id_with_an_unsized_builder():
     seed = builder.push(1.0)
     with pytest.raises(RuleContractError):
         linear_transpose_with_builder(lin, builder, [seed])
+
+
+def test_an_op_that_is_not_a_primitive_raises_ad_rule_error():
+    import enum
+
+    from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local
+
+    class Plain(EvaluableGraphOperation, enum.Enum):
+        TWICE = "twice"
+
+        def input_count(self):
+            return 1
+
+        def output_count(self):
+            return 1
+
+        def eval(self, ctx, inputs):
+            return [2 * inputs[0]]
+
+    b = GraphBuilder()
+    x = b.add_input("x")
+    b.set_outputs(b.add_operation(Plain.TWICE, [Local(x)]))
+    g = b.build()
+    with pytest.raises(ADRuleError, match="TWICE.*not a tidu.Primitive") as info:
+        linearize(g, g.output_keys, ["x"])
+    assert info.value.rule is ADRuleKind.JVP and info.value.op == "TWICE"

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any, Hashable, Mapping, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import ADRuleKind, UnknownValueError
+from tidu.errors import ADRuleError, ADRuleKind, UnknownValueError
+from tidu.graph.operation import op_name
 from tidu.graph import Derived, Input, ValueKey, resolve
 from tidu.graph.keys import derived_key
 from tidu.graph.walk import postorder
@@ -100,7 +101,10 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
         operation = op_key._operation
         n_out = op_key._n_out
         primal_outputs = [derived_key(op_key, slot) for slot in range(n_out)]
-        tangent_out = operation.jvp_rule(builder, op_key._inputs, primal_outputs, tangent_in, ctx)
+        jvp_rule = getattr(operation, "jvp_rule", None)
+        if jvp_rule is None:
+            raise ADRuleError(op_name(operation), ADRuleKind.JVP, "it is not a tidu.Primitive")
+        tangent_out = jvp_rule(builder, op_key._inputs, primal_outputs, tangent_in, ctx)
         tangent_out = check_rule_results(tangent_out, n_out, builder, operation, ADRuleKind.JVP,
                                          "tangents")
         for out_key, tangent in zip(primal_outputs, tangent_out):

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import ADRuleKind, GraphError
+from tidu.errors import ADRuleError, ADRuleKind, GraphError
+from tidu.graph.operation import op_name
 from tidu.graph import External, Local, resolve
 from tidu.graph.keys import existing_derived
 from tidu.linearized import LinearizedGraph
@@ -52,6 +53,9 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             return
         add = adders.get(op_type)
         if add is None:
+            if not hasattr(op_type, "add"):
+                raise ADRuleError(op_type.__name__, ADRuleKind.TRANSPOSE,
+                                  "its set defines no add() to sum cotangents")
             add = adders[op_type] = op_type.add()
         [cotangents[key]] = builder.add_primitive(add, [Local(existing), Local(cotangent)],
                                                   BOTH_LINEAR)
@@ -78,8 +82,12 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                 continue
         operation = op_key._operation
         inputs = op_key._inputs
-        cotangent_in = operation.transpose_rule(builder, cotangent_out,
-                                                [External(k) for k in inputs], op_key._role, ctx)
+        transpose_rule = getattr(operation, "transpose_rule", None)
+        if transpose_rule is None:
+            raise ADRuleError(op_name(operation), ADRuleKind.TRANSPOSE,
+                              "it is not a tidu.Primitive")
+        cotangent_in = transpose_rule(builder, cotangent_out, [External(k) for k in inputs],
+                                      op_key._role, ctx)
         cotangent_in = check_rule_results(cotangent_in, len(inputs), builder, operation,
                                           ADRuleKind.TRANSPOSE, "cotangents")
         op_type = type(operation)
