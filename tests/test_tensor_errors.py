@@ -229,3 +229,29 @@ def test_jvp_primals_must_be_a_tuple_or_list():
 
 def _first_doubled(*args):
     return args[0] * 2.0
+
+
+@pytest.mark.parametrize("misuse, builtin", [
+    (lambda: tnp.einsum("ij,jk", np.ones((2, 2))), ValueError),
+    (lambda: tnp.tensor(np.ones(3))[5], IndexError),
+    (lambda: tnp.power(tnp.tensor(np.ones(2)), np.ones(2)), TypeError),
+    (lambda: tnp.concatenate([]), ValueError),
+    (lambda: tnp.tensor(np.arange(3), requires_grad=True), TypeError),
+])
+def test_misuse_raises_a_tidu_error_that_is_also_the_numpy_builtin(misuse, builtin):
+    from tidu import TiduError
+
+    with pytest.raises(builtin) as info:
+        misuse()
+    assert isinstance(info.value, TiduError)
+
+
+def test_graph_cannot_be_constructed_or_changed():
+    from tidu.errors import ImmutableGraphError
+    from tidu.graph import Graph, GraphBuilder
+
+    with pytest.raises(ImmutableGraphError, match="GraphBuilder.build"):
+        Graph()
+    graph = GraphBuilder().build()
+    with pytest.raises(AttributeError, match="immutable; cannot set 'inputs'"):
+        graph.inputs = ()

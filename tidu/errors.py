@@ -25,6 +25,10 @@ class GraphError(TiduError):
     """A graph was built or used inconsistently."""
 
 
+class ImmutableGraphError(GraphError, AttributeError, TypeError):
+    """A ``Graph`` constructed directly or changed after ``build()``."""
+
+
 class InvalidOperationError(GraphError, TypeError):
     """An object used as an operation is not a usable :class:`GraphOperation`."""
 

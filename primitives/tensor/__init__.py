@@ -11,7 +11,9 @@ array([1.        , 2.71828183])
 
 from primitives.tensor.api import (
     TensorNotSupportedError,
+    TensorIndexError,
     TensorShapeError,
+    TensorTypeError,
     abs,
     absolute,
     add,
@@ -82,7 +84,9 @@ from primitives.tensor.functional import (
 __all__ = [
     "retain_freed_memory",
     "TensorNotSupportedError",
+    "TensorIndexError",
     "TensorShapeError",
+    "TensorTypeError",
     "abs",
     "absolute",
     "add",

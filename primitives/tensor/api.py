@@ -15,13 +15,23 @@ import numbers
 
 import numpy as np
 
+from tidu import TiduError
+
 from primitives.tensor.core import bind, data_of, dtype_of, shape_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
 
-class TensorShapeError(ValueError):
-    """Shapes that do not fit an operation (a ``ValueError``, as in NumPy)."""
+class TensorShapeError(TiduError, ValueError):
+    """Shapes or arguments that do not fit an operation (a ``ValueError``, as in NumPy)."""
+
+
+class TensorTypeError(TiduError, TypeError):
+    """An argument of the wrong type for an operation (a ``TypeError``, as in NumPy)."""
+
+
+class TensorIndexError(TiduError, IndexError):
+    """An index that does not fit the array (an ``IndexError``, as in NumPy)."""
 
 
 def _first(results):
@@ -140,7 +150,7 @@ def divide(x, y):
 def power(x, p):
     """``x ** p`` for a constant exponent ``p``."""
     if not _is_python_scalar(p):
-        raise TypeError("power: the exponent must be a Python number")
+        raise TensorTypeError("power: the exponent must be a Python number")
     if isinstance(p, numbers.Integral):
         return _first(bind(ew.IntegerPow(int(p)), x))
     return _first(bind(ew.Pow(p), astype(x, result_dtype(x, p))))
@@ -236,7 +246,7 @@ class ArrayOperators:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise TensorTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def sum(self, axis=None, keepdims=False): return sum(self, axis, keepdims)
@@ -267,7 +277,7 @@ class ArrayOperators:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise TensorTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
     @property
@@ -291,7 +301,6 @@ _ = builtins  # the module shadows sum(); builtins stays reachable
 # (Lowered to the ops of primitives.tensor.ops.{dot, reduce, select, indexing}.)
 # =========================================================================================
 
-from tidu import TiduError  # noqa: E402
 from primitives.tensor.ops import select as sel  # noqa: E402
 from primitives.tensor.ops.dot import DotGeneral  # noqa: E402
 from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, Slice  # noqa: E402
@@ -428,12 +437,12 @@ def _einsum_parse(subscripts: str, shapes) -> tuple[list, str]:
     inputs, arrow, output = spec.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} for "
+        raise TensorShapeError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} for "
                          f"{len(shapes)} operands")
     for part in terms + ([output] if arrow else []):
         rest = part.replace("...", "")
         if any(c not in _EINSUM_LETTERS for c in rest) or "." in rest:
-            raise ValueError(f"einsum: invalid subscripts {subscripts!r}")
+            raise TensorShapeError(f"einsum: invalid subscripts {subscripts!r}")
     used = set(inputs) | set(output)
     fresh = [c for c in _EINSUM_LETTERS if c not in used]
     ellipsis_ndim = 0
@@ -453,7 +462,7 @@ def _einsum_parse(subscripts: str, shapes) -> tuple[list, str]:
         explicit.append(term)
     if arrow:
         if ell and "..." not in output:
-            raise ValueError(f"einsum: the output of {subscripts!r} omits the '...' axes")
+            raise TensorShapeError(f"einsum: the output of {subscripts!r} omits the '...' axes")
         output = output.replace("...", ell)
     else:
         counts = {}
@@ -462,9 +471,9 @@ def _einsum_parse(subscripts: str, shapes) -> tuple[list, str]:
                 counts[c] = counts.get(c, 0) + 1
         output = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     if len(set(output)) != len(output):
-        raise ValueError(f"einsum: output subscript {output!r} repeats an index")
+        raise TensorShapeError(f"einsum: output subscript {output!r} repeats an index")
     if any(c not in "".join(explicit) for c in output if c not in ell):
-        raise ValueError(f"einsum: output subscript {output!r} names an index no operand has")
+        raise TensorShapeError(f"einsum: output subscript {output!r} names an index no operand has")
     return explicit, output
 
 
@@ -496,7 +505,7 @@ def einsum(subscripts: str, *operands, optimize=None):
     if not isinstance(subscripts, str):
         raise TensorNotSupportedError("einsum: only the subscripts-string form is supported")
     if not operands:
-        raise ValueError("einsum: no operands given")
+        raise TensorShapeError("einsum: no operands given")
     operands, _ = _promoted(*operands)
     terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
     # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
@@ -562,7 +571,7 @@ def _reduce_extremum(cls, fn: str, x, axis, keepdims):
     shape = shape_of(x)
     axes = _axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
-        raise ValueError(f"{fn}: zero-size array to reduction operation {fn}imum which has no "
+        raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum which has no "
                          f"identity (shape {shape}, axis {axis})")
     out = _first(bind(cls(axes, shape, dtype_of(x).name), x)) if axes else x
     if keepdims:
@@ -601,7 +610,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     """
     x = _operand(x)
     if np.issubdtype(dtype_of(x), np.complexfloating):
-        raise TypeError("logsumexp: complex input is not supported")
+        raise TensorTypeError("logsumexp: complex input is not supported")
     x = astype(x, _float_dtype(x))
     shape = shape_of(x)
     axes = _axes(axis, len(shape), "logsumexp")
@@ -719,7 +728,7 @@ def expand_dims(x, axis):
     new_ndim = len(shape) + len(axis)
     axes = _axes(axis, new_ndim, "expand_dims")
     if len(axes) != len(axis):
-        raise ValueError(f"expand_dims: repeated axis in {axis}")
+        raise TensorShapeError(f"expand_dims: repeated axis in {axis}")
     sizes = iter(shape)
     return reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim)))
 
@@ -728,7 +737,7 @@ def concatenate(arrays, axis=0):
     """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
     arrays = [_operand(a) for a in arrays]
     if not arrays:
-        raise ValueError("concatenate: need at least one array to concatenate")
+        raise TensorShapeError("concatenate: need at least one array to concatenate")
     if axis is None:
         arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
     shapes = [shape_of(a) for a in arrays]
@@ -752,7 +761,7 @@ def stack(arrays, axis=0):
     """``np.stack``."""
     arrays = [_operand(a) for a in arrays]
     if not arrays:
-        raise ValueError("stack: need at least one array to stack")
+        raise TensorShapeError("stack: need at least one array to stack")
     shapes = {shape_of(a) for a in arrays}
     if len(shapes) != 1:
         raise TensorShapeError(f"stack: all input arrays must have the same shape; got "
@@ -771,14 +780,14 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
     shape = shape_of(x)
     widths = np.asarray(pad_width)
     if widths.size and not np.issubdtype(widths.dtype, np.integer):
-        raise TypeError("pad: `pad_width` must be of integral type")
+        raise TensorTypeError("pad: `pad_width` must be of integral type")
     try:
         widths = np.broadcast_to(widths.astype(np.int64), (len(shape), 2))
     except ValueError:
         raise TensorShapeError(f"pad: pad_width {pad_width!r} does not fit an array of shape "
                                f"{shape}") from None
     if (widths < 0).any():
-        raise ValueError(f"pad: negative pad_width {pad_width!r}")
+        raise TensorShapeError(f"pad: negative pad_width {pad_width!r}")
     if not widths.any():
         return x
     op = Pad(tuple(int(w) for w in widths[:, 0]), tuple(int(w) for w in widths[:, 1]),
@@ -798,7 +807,7 @@ def _index_array(value, size: int, axis: int) -> np.ndarray:
     index = np.asarray(value)
     if index.size and ((index < -size).any() or (index >= size).any()):
         bad = index[(index < -size) | (index >= size)].flat[0]
-        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+        raise TensorIndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
     return np.where(index < 0, index + size, index).astype(np.intp, copy=False)
 
 
@@ -812,7 +821,7 @@ def _index_entries(key, ndim: int) -> list:
             entries.append(("none", None))
         elif k is Ellipsis:
             if ellipsis_at is not None:
-                raise IndexError("an index can only have a single ellipsis ('...')")
+                raise TensorIndexError("an index can only have a single ellipsis ('...')")
             ellipsis_at = len(entries)
         elif isinstance(k, slice):
             entries.append(("slice", k))
@@ -837,10 +846,10 @@ def _index_entries(key, ndim: int) -> list:
                 entries.append(("array", array))
                 consumed += 1
             else:
-                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and "
+                raise TensorIndexError("only integers, slices (`:`), ellipsis (`...`), None and "
                                  "integer or boolean arrays are valid indices")
     if consumed > ndim:
-        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
+        raise TensorIndexError(f"too many indices for array: array is {ndim}-dimensional, but "
                          f"{consumed} were indexed")
     fill = [("slice", slice(None))] * (ndim - consumed)
     if ellipsis_at is None:
@@ -909,7 +918,7 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
     try:
         index_shape = tuple(np.broadcast_shapes(*[arrays[p][1].shape for p in positions]))
     except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+        raise TensorIndexError("shape mismatch: indexing arrays could not be broadcast together "
                          f"with shapes {' '.join(str(arrays[p][1].shape) for p in positions)}"
                          ) from None
     contiguous = positions == list(range(positions[0], positions[-1] + 1))
@@ -962,6 +971,6 @@ def take(a, indices, axis=None):
     axis = _axis(axis, len(shape), "take")
     index = np.asarray(data_of(_operand(indices)))
     if not np.issubdtype(index.dtype, np.integer):
-        raise IndexError("take: indices must be integers")
+        raise TensorIndexError("take: indices must be integers")
     index = np.ascontiguousarray(_index_array(index, shape[axis], axis))
     return _first(bind(Gather(axis, shape, index.shape), a, index))

@@ -17,7 +17,7 @@ import numpy as np
 from tidu import TiduError
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input
-from primitives.tensor.api import ArrayOperators
+from primitives.tensor.api import ArrayOperators, TensorTypeError
 from primitives.tensor.core import Frontend
 from primitives.tensor.executor import NumpyExecutor
 
@@ -41,7 +41,7 @@ class Tensor(ArrayOperators, Frontend):
     def __init__(self, data, requires_grad: bool = False) -> None:
         data = np.asarray(data)
         if requires_grad and not np.issubdtype(data.dtype, np.inexact):
-            raise TypeError(f"only floating point and complex tensors can require grad, "
+            raise TensorTypeError(f"only floating point and complex tensors can require grad, "
                             f"got dtype {data.dtype}")
         self.data = data
         self.requires_grad = bool(requires_grad)

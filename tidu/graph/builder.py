@@ -27,6 +27,7 @@ from collections.abc import Sequence as SequenceABC
 from tidu.errors import (
     ArityError,
     GraphError,
+    ImmutableGraphError,
     InvalidKeyError,
     InvalidOperationError,
     InvalidReferenceError,
@@ -327,13 +328,13 @@ class Graph:
         return graph
 
     def __init__(self, *args, **kwargs) -> None:
-        raise TypeError("Graph is made by GraphBuilder.build()")
+        raise ImmutableGraphError("Graph is made by GraphBuilder.build()")
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"Graph is immutable; cannot set {name!r}")
+        raise ImmutableGraphError(f"Graph is immutable; cannot set {name!r}")
 
     def __delattr__(self, name):
-        raise AttributeError(f"Graph is immutable; cannot delete {name!r}")
+        raise ImmutableGraphError(f"Graph is immutable; cannot delete {name!r}")
 
     @property
     def values(self) -> _ValueView:

@@ -17,13 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu import Primitive
+from tidu import Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
 LIN_FT = Linearized((False, True))
 LIN_TT = Linearized((True, True))
+
+
+class OpParameterError(TiduError, ValueError):
+    """A tensor op constructed with an invalid static parameter."""
 
 
 def emit(builder, op, inputs, role=PRIMARY) -> int:

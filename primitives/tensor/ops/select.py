@@ -23,6 +23,7 @@ from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Linearized, Local
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
+    OpParameterError,
     LIN,
     LIN_TF,
     LinearOp,
@@ -145,8 +146,8 @@ class Compare(TensorPrimitive):
 
     def __post_init__(self):
         if self.name not in _COMPARISONS:
-            raise ValueError(f"Compare: unknown comparison {self.name!r}; expected one of "
-                             f"{', '.join(_COMPARISONS)}")
+            raise OpParameterError(f"Compare: unknown comparison {self.name!r}; expected "
+                                   f"one of {', '.join(_COMPARISONS)}")
 
     def input_count(self) -> int:
         return 2
