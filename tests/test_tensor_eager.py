@@ -17,25 +17,14 @@ from primitives import tensor as tnp
 from primitives.tensor import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.ops import elementwise as ew
 
-REAL = {np.dtype(np.complex128): np.float64, np.dtype(np.complex64): np.float32}
+from tensor_helpers import REAL, abs2, random
 
 
-def realify(v):
-    """The real part of ``v`` (a no-op on real values), through the module's ``astype``."""
-    return tnp.astype(v, REAL[v.dtype]) if v.dtype in REAL else v
 
 
-def abs2(v):
-    """``|v|^2`` elementwise, real-valued."""
-    return realify(v * tnp.conj(v))
 
 
-def random(shape, dtype, rng):
-    dtype = np.dtype(dtype)
-    x = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
+
 
 
 def numeric_grad(f, x, eps=1e-6):

@@ -20,7 +20,8 @@ from hypothesis.extra import numpy as hnp
 
 from primitives import tensor as tnp
 
-REAL = {np.dtype(np.complex128): np.float64, np.dtype(np.complex64): np.float32}
+from tensor_helpers import REAL, random
+
 
 TNP = SimpleNamespace(
     sum=tnp.sum,
@@ -49,12 +50,6 @@ def tnp_loss(x, y):
     return loss(TNP, x, y)
 
 
-def random(shape, dtype, rng):
-    dtype = np.dtype(dtype)
-    x = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def numeric_grad(f, x, eps=1e-6):

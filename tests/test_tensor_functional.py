@@ -17,23 +17,14 @@ import pytest
 from primitives import tensor as tnp
 from tidu.testing import check_jvp, check_transpose
 
-REAL = {np.dtype(np.complex128): np.float64, np.dtype(np.complex64): np.float32}
+from tensor_helpers import abs2, random
 
 
-def realify(v):
-    return tnp.astype(v, REAL[v.dtype]) if v.dtype in REAL else v
 
 
-def abs2(v):
-    return realify(v * tnp.conj(v))
 
 
-def random(shape, dtype, rng):
-    dtype = np.dtype(dtype)
-    x = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
+
 
 
 def fd_jvp(f, x, t, eps=1e-6):
