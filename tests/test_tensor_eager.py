@@ -20,13 +20,6 @@ from primitives.tensor.ops import elementwise as ew
 from tensor_helpers import REAL, abs2, random
 
 
-
-
-
-
-
-
-
 def numeric_grad(f, x, eps=1e-6):
     """Central differences of real-valued ``f`` at ``x`` (float64/complex128 arithmetic);
     for complex ``x`` the gradient is ``dL/dRe + i dL/dIm``."""

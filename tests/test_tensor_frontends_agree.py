@@ -50,8 +50,6 @@ def tnp_loss(x, y):
     return loss(TNP, x, y)
 
 
-
-
 def numeric_grad(f, x, eps=1e-6):
     complex_ = np.iscomplexobj(x)
     x = np.array(x, dtype=np.complex128 if complex_ else np.float64)

@@ -20,13 +20,6 @@ from tidu.testing import check_jvp, check_transpose
 from tensor_helpers import abs2, random
 
 
-
-
-
-
-
-
-
 def fd_jvp(f, x, t, eps=1e-6):
     return (np.asarray(f(x + eps * t)) - np.asarray(f(x - eps * t))) / (2 * eps)
 
