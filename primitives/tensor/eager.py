@@ -122,8 +122,6 @@ class Tensor(ArrayOperators, Frontend):
         cotangents = try_backward(self.key, self._trace, seed, _executor)
         given = set()      # arrays already handed to a leaf: one array never backs two .grad
         for key, value in cotangents.items():
-            if type(value) is not np.ndarray:         # NumPy gives 0-d results as scalars
-                value = cotangents[key] = np.asarray(value)
             leaf = _leaves.get(key)
             if leaf is not None and leaf.requires_grad and leaf._trace is None:
                 if leaf.grad is not None:

@@ -18,15 +18,23 @@ from tidu.eager import BackwardExecutor, ImmediateBuilder
 from tidu.graph import Graph, ValueKey, compiled
 
 
+def _array(value) -> np.ndarray:
+    """NumPy gives 0-d results as scalars; every value this executor returns is an array."""
+    return value if type(value) is np.ndarray else np.asarray(value)
+
+
 class NumpyExecutor(BackwardExecutor):
-    """A :class:`BackwardExecutor` for tensor-primitive graphs over NumPy arrays."""
+    """A :class:`BackwardExecutor` for tensor-primitive graphs over NumPy arrays.
+
+    Everything it returns is an ``np.ndarray`` (0-d results included).
+    """
 
     def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
                         ) -> Mapping[ValueKey, Any]:
-        return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))
+        return dict(zip(graph.output_keys, map(_array, compiled(graph).run(initial_data))))
 
     def add_operands(self, a, b):
-        return np.add(a, b)
+        return _array(np.add(a, b))
 
 
 ImmediateNumpyBuilder = ImmediateBuilder
