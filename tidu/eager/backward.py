@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tidu.errors import MissingValueError, TiduError
 from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey
@@ -59,6 +59,25 @@ class BackwardExecutor(abc.ABC):
     @abc.abstractmethod
     def add_operands(self, a, b):
         """``a + b`` for two cotangents of the same value."""
+
+    def compile_graph(self, graph: Graph, input_keys: Sequence[ValueKey]
+                      ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """A function from the values of ``input_keys`` (in order) to ``graph``'s outputs' values.
+
+        Backward compiles each cached backward plan once and then calls the
+        result at every node with that plan. The default runs
+        ``execute_forward``; override it to skip that call's dict round trip.
+        """
+        outputs = graph.output_keys
+
+        def run(values: Sequence[Any]) -> list:
+            computed = self.execute_forward(graph, dict(zip(input_keys, values)))
+            try:
+                return [computed[key] for key in outputs]
+            except KeyError as missing:
+                raise MissingValueError(f"the executor's execute_forward did not provide "
+                                        f"{missing.args[0]!r}") from None
+        return run
 
 
 _memo_lock = threading.Lock()

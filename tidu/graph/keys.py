@@ -180,6 +180,18 @@ def intern_input(key: Hashable) -> Input:
         return found
 
 
+def fresh_input(key: Hashable) -> Input:
+    """``Input(key)`` for a ``key`` never interned before (eager recording's fresh keys).
+
+    Skips the lookup and the lock: no other thread can hold a key object that
+    was just made. Passing a key that is already interned breaks identity.
+    """
+    found = object.__new__(Input)
+    found._key = key
+    _input_table[key] = weakref.ref(found, _on_dead)
+    return found
+
+
 class OperationKey:
     """An operation applied to input value keys in a role: the identity of one op node.
 
