@@ -149,8 +149,8 @@ class ForgetfulExecutor(ScalarExecutor):
 
 def test_executor_omitting_a_needed_value():
     x = Scalar(0.3, requires_grad=True)
-    y = sin(x)                        # backward needs cos(x), which only execute_forward makes
-    executor = ForgetfulExecutor("COS")
+    y = sin(x)                        # backward computes ct * cos(x) with execute_forward
+    executor = ForgetfulExecutor("MUL")
     with pytest.raises(TiduError) as info:
         y.backward(executor=executor)
     assert executor.dropped
@@ -158,6 +158,13 @@ def test_executor_omitting_a_needed_value():
     assert "SIN" in str(info.value)   # and the node whose backward needed it
     # nothing was spoiled: a working executor still gets the right answer
     assert y.backward()[x.key] == math.cos(0.3)
+
+
+class ForgetfulStepExecutor(ForgetfulExecutor):
+    """Overrides ``run_transposed_linear``, so backward recomputes primal values on their own."""
+
+    def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):
+        return super().run_transposed_linear(linear, cotangent_out, external_data, ctx)
 
 
 def test_executor_omitting_a_recomputed_intermediate():
@@ -172,7 +179,7 @@ def test_executor_omitting_a_recomputed_intermediate():
     x = leaf(recorder, 0.5)
     [y] = recorder.record_graph(RecordedGraph(graph, [k], graph.output_keys), [x],
                                 [math.exp(0.5) * 0.5])
-    executor = ForgetfulExecutor("EXP")
+    executor = ForgetfulStepExecutor("EXP")
     with pytest.raises(TiduError) as info:
         try_backward(y.key, y.trace, 1.0, executor)
     assert repr(graph.value_keys[e]) in str(info.value)

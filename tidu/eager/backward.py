@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import abc
 import threading
+from operator import attrgetter
 from typing import Any, Callable, Mapping, Sequence
 
 from tidu.errors import MissingValueError, TiduError
 from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.evaluate import schedule
-from tidu.graph.walk import postorder
 from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph
 from tidu.transpose import linear_transpose
@@ -123,15 +123,23 @@ class BackwardPlan:
     the primal values ``needed`` by the linear graph from the node's data
     (``None`` when the data has them all); ``input_keys``/``output_keys`` name the
     node's data in that graph.
+
+    ``backward_graph`` fuses ``forward`` with the transpose of ``linear``: from
+    the node's data (``input_keys``, ``output_keys``, then ``data_keys``) and
+    one seed per ``seed_groups`` entry, it computes the active inputs'
+    cotangents; ``cotangent_outputs`` gives, per active input, the index of its
+    cotangent among the graph's outputs (``None`` for a zero).
     """
 
-    __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys",
-                 "active_inputs", "output_groups")
+    __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys", "data_keys",
+                 "active_inputs", "output_groups", "seed_groups", "backward_graph",
+                 "load_keys", "cotangent_outputs", "_compiled")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
         self.input_keys = tuple(input_keys)
         self.output_keys = tuple(output_keys)
+        self.data_keys = tuple(data_keys)
         self.active_inputs = tuple(active_inputs)
         groups: dict = {}
         for slot in active_outputs:
@@ -140,8 +148,45 @@ class BackwardPlan:
         wrt = [self.input_keys[i].key for i in self.active_inputs]
         self.linear = linearize(graph, list(groups), wrt, ctx=ctx)
         self.needed = _primal_values_read(self.linear)
-        known = set(data_keys) | set(self.input_keys) | set(self.output_keys)
+        known = set(self.data_keys) | set(self.input_keys) | set(self.output_keys)
         self.forward = _forward_graph(self.needed, known)
+        self._compiled = None
+        self.backward_graph = None
+
+    def _fuse(self, transposed: LinearizedGraph) -> None:
+        known = set(self.input_keys) | set(self.output_keys) | set(self.data_keys)
+        # A group whose value does not depend on the active inputs takes no seed.
+        self.seed_groups = tuple(slots for slots, output_id
+                                 in zip(self.output_groups, self.linear.tangent_outputs)
+                                 if output_id is not None)
+        seed_keys = tuple(transposed.tangent_input_keys)
+        builder = GraphBuilder()
+        for key in seed_keys:
+            builder.add_input(key.key)
+        targets = [key for key in transposed.tangent_output_keys if key is not None]
+        for op_key in schedule(targets, known | set(seed_keys)):
+            builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs],
+                                  op_key.role)
+        builder.set_outputs([builder.local_id(key) for key in targets])
+        self.backward_graph = builder.build()
+        self.load_keys = self.input_keys + self.output_keys + self.data_keys + seed_keys
+        outputs = iter(range(len(targets)))
+        self.cotangent_outputs = tuple(None if key is None else next(outputs)
+                                       for key in transposed.tangent_output_keys)
+
+    def runner(self, executor: "BackwardExecutor", ctx=None
+               ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """``backward_graph`` compiled by ``executor`` (kept for the last executor used).
+
+        The graph is built on first use, with ``ctx`` passed to the transpose rules.
+        """
+        compiled = self._compiled
+        if compiled is None or compiled[0] is not executor:
+            if self.backward_graph is None:
+                self._fuse(transposed_of(self.linear, ctx))
+            compiled = (executor, executor.compile_graph(self.backward_graph, self.load_keys))
+            self._compiled = compiled
+        return compiled[1]
 
 
 def _primal_values_read(linear: LinearizedGraph) -> tuple:
@@ -208,11 +253,24 @@ def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx) -> Bac
     return plan
 
 
-def _trace_order(output_trace) -> list:
-    """Every trace node reachable from ``output_trace``, inputs before consumers."""
-    def parents(node):
-        return [item.trace for item in node.inputs if item.trace is not None]
-    return postorder([output_trace], parents)
+def _nodes_last_first(output_trace) -> list:
+    """Every trace node reachable from ``output_trace``, consumers before their inputs.
+
+    A node is always recorded after the nodes of its inputs, so ordering by
+    recording serial, newest first, is a reverse topological order.
+    """
+    seen = {output_trace}
+    stack = [output_trace]
+    while stack:
+        for item in stack.pop().inputs:
+            parent = item.trace
+            if parent is not None and parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen, key=_serial, reverse=True)
+
+
+_serial = attrgetter("serial")
 
 
 def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
@@ -229,32 +287,78 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
         return cotangents
     if output_key not in output_trace.output_keys:
         raise TiduError(f"{output_key!r} is not an output of {output_trace!r}")
+    fused = type(executor).run_transposed_linear is BackwardExecutor.run_transposed_linear
+    add = executor.add_operands
+    get = cotangents.get
 
-    for node in reversed(_trace_order(output_trace)):
+    for node in _nodes_last_first(output_trace):
         output_keys = node.output_keys
-        cotangent_out = [cotangents.get(key) for key in output_keys]
-        active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
-        if not active_outputs:
-            continue
-        active_inputs = tuple(i for i, item in enumerate(node.inputs) if item.requires_grad)
-        plan = backward_plan(node, active_inputs, active_outputs, ctx)
-        external = _primal_values(node, plan, executor)
-        seeds = []
-        for slots in plan.output_groups:
-            seed = cotangent_out[slots[0]]
-            for slot in slots[1:]:
-                seed = executor.add_operands(seed, cotangent_out[slot])
-            seeds.append(seed)
-        cotangent_in = executor.run_transposed_linear(plan.linear, seeds, external, ctx)
+        if len(output_keys) == 1:
+            cotangent = get(output_keys[0])
+            if cotangent is None:
+                continue
+            cotangent_out = [cotangent]
+            active_outputs = _FIRST_ONLY
+        else:
+            cotangent_out = [get(key) for key in output_keys]
+            active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
+            if not active_outputs:
+                continue
+        plan = backward_plan(node, node.active_inputs, active_outputs, ctx)
+        if fused:
+            cotangent_in = _run_fused(node, plan, cotangent_out, executor, ctx)
+        else:
+            cotangent_in = _run_in_steps(node, plan, cotangent_out, executor, ctx)
         inputs = node.inputs
         for position, cotangent in zip(plan.active_inputs, cotangent_in):
             if cotangent is None:
                 continue
             key = inputs[position].key
-            existing = cotangents.get(key)
-            cotangents[key] = cotangent if existing is None else executor.add_operands(
-                existing, cotangent)
+            existing = get(key)
+            cotangents[key] = cotangent if existing is None else add(existing, cotangent)
     return cotangents
+
+
+_FIRST_ONLY = (0,)
+
+
+def _seeds(groups, cotangent_out: list, executor: BackwardExecutor) -> list:
+    """One cotangent per group of output slots, summed over the group."""
+    seeds = []
+    for slots in groups:
+        seed = cotangent_out[slots[0]]
+        for slot in slots[1:]:
+            seed = executor.add_operands(seed, cotangent_out[slot])
+        seeds.append(seed)
+    return seeds
+
+
+def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
+               ctx) -> list:
+    """The active inputs' cotangents, from one run of the plan's compiled backward graph."""
+    run = plan.runner(executor, ctx)
+    values = [item.data for item in node.inputs]
+    values += node.output_data
+    if plan.data_keys:
+        retained = node.retained
+        values += [retained[key] for key in plan.data_keys]
+    if len(cotangent_out) == 1 and len(plan.seed_groups) == 1:
+        values.append(cotangent_out[0])
+    else:
+        values += _seeds(plan.seed_groups, cotangent_out, executor)
+    try:
+        results = run(values)
+    except MissingValueError as error:
+        raise MissingValueError(f"{error}, which the backward of {node.recorded!r} needs") from None
+    return [None if i is None else results[i] for i in plan.cotangent_outputs]
+
+
+def _run_in_steps(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
+                  ctx) -> Sequence:
+    """The active inputs' cotangents via ``execute_forward`` and ``run_transposed_linear``."""
+    external = _primal_values(node, plan, executor)
+    seeds = _seeds(plan.output_groups, cotangent_out, executor)
+    return executor.run_transposed_linear(plan.linear, seeds, external, ctx)
 
 
 def _primal_values(node, plan: BackwardPlan, executor: BackwardExecutor) -> dict:

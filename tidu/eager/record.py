@@ -24,7 +24,7 @@ from typing import Any, Hashable, Mapping, Protocol, Sequence
 from tidu.errors import ArityError, InvalidKeyError, TiduError
 from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.builder import operation_counts
-from tidu.graph.keys import intern_input, intern_operation
+from tidu.graph.keys import fresh_input, intern_input, intern_operation
 from tidu.graph.operation import op_name
 from tidu.eager.trace import Trace
 
@@ -186,16 +186,20 @@ class Recorder:
         n_out = graph.output_count
         if len(outputs) != n_out:
             raise EagerError(f"{graph!r} has {n_out} outputs; record_graph got {len(outputs)}")
-        requires_grad = False
+        active = []
         for position, item in enumerate(inputs):
             if not isinstance(item.key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
                                       f"{item.key!r} is not a ValueKey")
             if item.requires_grad:
-                requires_grad = True
-        fresh = self.key_source.fresh_input_key
-        keys = [intern_input(fresh()) for _ in range(n_out)]
-        if not requires_grad:
+                active.append(position)
+        source = self.key_source
+        fresh = source.fresh_input_key
+        # The default source's keys are new objects: no need to look them up first.
+        as_input = fresh_input if type(source) is CounterKeySource else intern_input
+        keys = tuple([as_input(fresh()) for _ in range(n_out)])
+        if not active:
             return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
-        trace = Trace(graph, tuple(inputs), tuple(keys), tuple(outputs), retained_values)
+        trace = Trace(graph, tuple(inputs), tuple(active), keys, tuple(outputs), retained_values)
         return [EagerOutput(key, trace, True, slot) for slot, key in enumerate(keys)]
+

@@ -5,23 +5,29 @@ Traces are immutable records; backward reads them and never changes them.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Mapping
 
 from tidu.graph import Input
+
+_serials = itertools.count()
 
 
 class Trace:
     """A node of the eager trace (opaque to frontends; ``saved_values`` is public)."""
 
-    __slots__ = ("recorded", "inputs", "output_keys", "output_data", "retained", "__weakref__")
+    __slots__ = ("recorded", "inputs", "active_inputs", "output_keys", "output_data",
+                 "retained", "serial", "__weakref__")
 
-    def __init__(self, recorded, inputs: tuple, output_keys: tuple, output_data: tuple,
-                 retained: Mapping | None) -> None:
+    def __init__(self, recorded, inputs: tuple, active_inputs: tuple, output_keys: tuple,
+                 output_data: tuple, retained: Mapping | None) -> None:
         self.recorded = recorded            # the RecordedGraph
         self.inputs = inputs                # EagerInput per graph input
+        self.active_inputs = active_inputs  # positions of the inputs that require grad
         self.output_keys = output_keys      # eager keys of the outputs
         self.output_data = output_data
         self.retained = dict(retained) if retained else None
+        self.serial = next(_serials)        # recording order: inputs' traces come first
 
     @property
     def saved_values(self) -> Mapping[Any, Any]:
