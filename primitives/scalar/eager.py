@@ -9,9 +9,10 @@ True
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
-from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
+from tidu.eager import RecordedGraph, Recorder, try_backward
 from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
@@ -21,33 +22,39 @@ from primitives.scalar.ops import Pow, ScalarOp
 _recorder = Recorder()
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(4)]
 _executor = ScalarExecutor()
-_Number = (int, float, complex)
+_ops: dict = {}          # op -> (its RecordedGraph, whether it takes complex operands only)
 
 
 class Scalar:
-    """A number that records the ops applied to it when it (or an input) requires grad."""
+    """A number that records the ops applied to it when it (or an input) requires grad.
 
-    __slots__ = ("value", "requires_grad", "trace", "_key")
+    A ``Scalar`` is its own eager record (what :meth:`tidu.eager.Recorder.record`
+    reads): ``data``, ``requires_grad``, ``trace`` and ``key``. Treat it as
+    immutable: the trace of a later op holds it.
+    """
 
-    def __init__(self, value, requires_grad: bool = False, *, _trace=None, _key=None) -> None:
-        self.value = value
+    __slots__ = ("data", "requires_grad", "trace", "key")
+
+    def __init__(self, value, requires_grad: bool = False) -> None:
+        self.data = value
         self.requires_grad = requires_grad
-        self.trace = _trace
-        self._key = _key
+        self.trace = None
 
-    @property
-    def key(self):
-        """The eager value key (made on first use for leaves)."""
-        if self._key is None:
-            self._key = Input(_recorder.key_source.fresh_input_key())
-        return self._key
+    value = property(attrgetter("data"), doc="The number.")
+
+    def __getattr__(self, name: str):
+        # Only reached while the ``key`` slot is unset: a leaf's key is made on first use.
+        if name != "key":
+            raise AttributeError(f"'Scalar' object has no attribute {name!r}")
+        key = self.key = Input(_recorder.key_source.fresh_input_key())
+        return key
 
     def backward(self, seed=1.0, executor=None) -> dict:
         """Cotangents of every value this one depends on, by key (``grads[x.key]``)."""
         return try_backward(self.key, self.trace, seed, executor or _executor)
 
     def __repr__(self) -> str:
-        return f"Scalar({self.value!r}{', requires_grad=True' if self.requires_grad else ''})"
+        return f"Scalar({self.data!r}{', requires_grad=True' if self.requires_grad else ''})"
 
     def __add__(self, other): return apply(ScalarOp.ADD, self, other)
     def __radd__(self, other): return apply(ScalarOp.ADD, other, self)
@@ -67,43 +74,53 @@ class Scalar:
         return apply(op, self)
 
 
-def _lift(value) -> Scalar:
-    return value if isinstance(value, Scalar) else Scalar(value)
+def _promoted(args: list) -> list:
+    """Every operand complex: real ones go through ``TO_COMPLEX`` (recorded like any op)."""
+    return [a if type(a.data) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args]
 
 
-def _promote(args: list, op) -> list:
-    """Mixed real and complex operands (or a complex parameter) make every operand complex."""
-    for a in args:
-        if type(a.value) is complex:
-            break
-    else:
-        if type(op) is ScalarOp:
-            if op not in _COMPLEX_INPUT:
-                return args
-        elif type(getattr(op, "exponent", getattr(op, "factor", None))) is not complex:
-            return args
-    return [a if type(a.value) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args]
-
-
-_COMPLEX_INPUT = (ScalarOp.REAL, ScalarOp.IMAG)
+def _op_info(op) -> tuple[RecordedGraph, bool]:
+    """``op``'s shared recorded graph, and whether it takes complex operands only."""
+    info = _ops.get(op)
+    if info is None:
+        # The recorded graph's input keys only name its inputs; every recorded output gets
+        # a fresh eager key anyway, so one graph with placeholder keys serves every call.
+        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[op.input_count()])
+        parameter = getattr(op, "exponent", getattr(op, "factor", None))
+        complex_only = op in (ScalarOp.REAL, ScalarOp.IMAG) or type(parameter) is complex
+        info = (recorded, complex_only)
+        if len(_ops) < 1024:          # ops with parameters (Pow, Scale) can be many
+            _ops[op] = info
+    return info
 
 
 def apply(op, *args) -> Any:
     """Run ``op`` on ``args`` (Scalars or numbers), recording it if any input requires grad.
 
-    Real operands meeting complex ones are promoted with ``TO_COMPLEX`` first.
+    Real operands meeting complex ones (or an op that takes complex operands)
+    are promoted with ``TO_COMPLEX`` first.
     """
-    args = [_lift(a) for a in args]
-    if op is not ScalarOp.TO_COMPLEX:
-        args = _promote(args, op)
-    results = op.eval(None, [a.value for a in args])
-    if True not in [a.requires_grad for a in args]:
-        outs = [Scalar(v) for v in results]
-    else:
-        # The recorded graph's input keys only name its inputs; every recorded output gets
-        # a fresh eager key anyway, so the same argument keys can serve every invocation.
-        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[len(args)])
-        inputs = [EagerInput(a.key, a.trace, a.requires_grad, a.value) for a in args]
-        recorded_outs = _recorder.record_graph(recorded, inputs, results)
-        outs = [Scalar(v, True, _trace=o.trace, _key=o.key) for v, o in zip(results, recorded_outs)]
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    args = [a if type(a) is Scalar else _lift(a) for a in args]
+    recorded, complex_only = _op_info(op)
+    values = [a.data for a in args]
+    if (complex_only or complex in map(type, values)) and op is not ScalarOp.TO_COMPLEX:
+        args = _promoted(args)
+        values = [a.data for a in args]
+    results = op.eval(None, values)
+    trace = _recorder.record(recorded, args, results)
+    if len(results) == 1:
+        return Scalar(results[0]) if trace is None else _result(results[0], trace, trace.output_keys[0])
+    if trace is None:
+        return tuple(Scalar(v) for v in results)
+    return tuple(_result(v, trace, key) for v, key in zip(results, trace.output_keys))
+
+
+def _lift(value) -> Scalar:
+    return value if isinstance(value, Scalar) else Scalar(value)
+
+
+def _result(value, trace, key) -> Scalar:
+    out = Scalar(value, True)
+    out.trace = trace
+    out.key = key
+    return out

@@ -133,7 +133,7 @@ class BackwardPlan:
 
     __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys", "data_keys",
                  "active_inputs", "output_groups", "seed_groups", "backward_graph",
-                 "load_keys", "cotangent_outputs", "_compiled")
+                 "load_keys", "cotangent_outputs", "all_outputs", "_compiled")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
@@ -173,6 +173,7 @@ class BackwardPlan:
         outputs = iter(range(len(targets)))
         self.cotangent_outputs = tuple(None if key is None else next(outputs)
                                        for key in transposed.tangent_output_keys)
+        self.all_outputs = self.cotangent_outputs == tuple(range(len(targets)))
 
     def runner(self, executor: "BackwardExecutor", ctx=None
                ) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -292,30 +293,29 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     get = cotangents.get
 
     for node in _nodes_last_first(output_trace):
-        output_keys = node.output_keys
-        if len(output_keys) == 1:
-            cotangent = get(output_keys[0])
-            if cotangent is None:
+        cotangent_out = [get(key) for key in node.output_keys]
+        if len(cotangent_out) == 1:
+            if cotangent_out[0] is None:
                 continue
-            cotangent_out = [cotangent]
             active_outputs = _FIRST_ONLY
         else:
-            cotangent_out = [get(key) for key in output_keys]
             active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
             if not active_outputs:
                 continue
-        plan = backward_plan(node, node.active_inputs, active_outputs, ctx)
+        op = node.recorded.primitive
+        plan = op is not None and _plans.get((op, node.active_inputs, active_outputs))
+        if not plan:
+            plan = backward_plan(node, node.active_inputs, active_outputs, ctx)
         if fused:
             cotangent_in = _run_fused(node, plan, cotangent_out, executor, ctx)
         else:
             cotangent_in = _run_in_steps(node, plan, cotangent_out, executor, ctx)
         inputs = node.inputs
         for position, cotangent in zip(plan.active_inputs, cotangent_in):
-            if cotangent is None:
-                continue
-            key = inputs[position].key
-            existing = get(key)
-            cotangents[key] = cotangent if existing is None else add(existing, cotangent)
+            if cotangent is not None:
+                key = inputs[position].key
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
     return cotangents
 
 
@@ -336,7 +336,9 @@ def _seeds(groups, cotangent_out: list, executor: BackwardExecutor) -> list:
 def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
                ctx) -> list:
     """The active inputs' cotangents, from one run of the plan's compiled backward graph."""
-    run = plan.runner(executor, ctx)
+    compiled = plan._compiled
+    run = compiled[1] if compiled is not None and compiled[0] is executor else plan.runner(
+        executor, ctx)
     values = [item.data for item in node.inputs]
     values += node.output_data
     if plan.data_keys:
@@ -350,6 +352,8 @@ def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: Backward
         results = run(values)
     except MissingValueError as error:
         raise MissingValueError(f"{error}, which the backward of {node.recorded!r} needs") from None
+    if plan.all_outputs:
+        return results
     return [None if i is None else results[i] for i in plan.cotangent_outputs]
 
 

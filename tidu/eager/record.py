@@ -180,26 +180,57 @@ class Recorder:
         keys) keeps primal intermediates for backward; intermediates not
         retained are recomputed there.
         """
-        if len(inputs) != len(graph.input_keys):
-            raise EagerError(f"{graph!r} has {len(graph.input_keys)} inputs; "
-                             f"record_graph got {len(inputs)}")
-        n_out = graph.output_count
-        if len(outputs) != n_out:
-            raise EagerError(f"{graph!r} has {n_out} outputs; record_graph got {len(outputs)}")
-        active = []
         for position, item in enumerate(inputs):
-            if not isinstance(item.key, ValueKey):
+            if not item.requires_grad and not isinstance(item.key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
                                       f"{item.key!r} is not a ValueKey")
-            if item.requires_grad:
-                active.append(position)
+        trace = self.record(graph, inputs, outputs, retained_values)
+        if trace is None:
+            keys = self._fresh_keys(graph.output_count)
+            return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
+        return [EagerOutput(key, trace, True, slot) for slot, key in enumerate(trace.output_keys)]
+
+    def record(self, graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence,
+               retained_values: Mapping[ValueKey, Any] | None = None) -> Trace | None:
+        """:meth:`record_graph` without the ``EagerOutput`` records: the trace node, or ``None``.
+
+        The outputs' eager keys are ``trace.output_keys``. This is the fast
+        path for frontends; ``inputs`` may be any objects with ``EagerInput``'s
+        four attributes (``key`` is read only where ``requires_grad`` is set).
+        Returns ``None``, recording nothing, when no input requires grad.
+
+        >>> from primitives.scalar import ScalarOp
+        >>> recorder = Recorder()
+        >>> [k] = recorder.fresh_input_keys(1)
+        >>> x = EagerInput(Input(k), None, True, 0.5)
+        >>> recorded = RecordedGraph.from_primitive(ScalarOp.NEG, ["a"])
+        >>> trace = recorder.record(recorded, [x], [-0.5])
+        >>> len(trace.output_keys), recorder.record(recorded, [EagerInput(None, None, False, 0.5)], [-0.5])
+        (1, None)
+        """
+        if len(inputs) != len(graph.input_keys) or len(outputs) != graph.output_count:
+            raise _count_error(graph, inputs, outputs)
+        active = tuple([position for position, item in enumerate(inputs) if item.requires_grad])
+        if not active:
+            return None
+        for position in active:
+            if not isinstance(inputs[position].key, ValueKey):
+                raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
+                                      f"{inputs[position].key!r} is not a ValueKey")
+        return Trace(graph, tuple(inputs), active, self._fresh_keys(graph.output_count),
+                     tuple(outputs), retained_values)
+
+    def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source
         fresh = source.fresh_input_key
         # The default source's keys are new objects: no need to look them up first.
         as_input = fresh_input if type(source) is CounterKeySource else intern_input
-        keys = tuple([as_input(fresh()) for _ in range(n_out)])
-        if not active:
-            return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
-        trace = Trace(graph, tuple(inputs), tuple(active), keys, tuple(outputs), retained_values)
-        return [EagerOutput(key, trace, True, slot) for slot, key in enumerate(keys)]
+        if count == 1:
+            return (as_input(fresh()),)
+        return tuple([as_input(fresh()) for _ in range(count)])
 
+
+def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> EagerError:
+    if len(inputs) != len(graph.input_keys):
+        return EagerError(f"{graph!r} has {len(graph.input_keys)} inputs; got {len(inputs)}")
+    return EagerError(f"{graph!r} has {graph.output_count} outputs; got {len(outputs)}")

@@ -112,13 +112,24 @@ def _on_dead(_ref) -> None:
 
 
 def _sweep_if_needed() -> None:
-    """Drop dead entries once deaths outnumber half the live table. Call under ``_lock``."""
-    global _input_table, _op_table, _collisions
+    """Drop dead entries once deaths outnumber half the live table. Call under ``_lock``.
+
+    Entries are deleted in place (never by rebinding a table), so an operation
+    key published without the lock (see :func:`intern_operation_outputs`) is never lost.
+    """
     if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
         _dead[0] = 0
-        _op_table = {k: r for k, r in _op_table.items() if r() is not None}
-        _input_table = {k: r for k, r in _input_table.items() if r() is not None}
-        _collisions = {k: r for k, r in _collisions.items() if r() is not None}
+        for table in (_op_table, _input_table, _collisions):
+            for structure, ref in list(table.items()):
+                if ref() is None and table.get(structure) is ref:
+                    del table[structure]
+
+
+def _sweep_soon() -> None:
+    """Sweep (taking the lock) if enough keys died; cheap to call when none did."""
+    if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
+        with _lock:
+            _sweep_if_needed()
 
 
 def interned_count() -> int:
@@ -186,6 +197,9 @@ def fresh_input(key: Hashable) -> Input:
     Skips the lookup and the lock: no other thread can hold a key object that
     was just made. Passing a key that is already interned breaks identity.
     """
+    if _dead[0] > _SWEEP_MIN:
+        with _lock:
+            _sweep_if_needed()
     found = object.__new__(Input)
     found._key = key
     _input_table[key] = weakref.ref(found, _on_dead)
@@ -266,6 +280,66 @@ def intern_operation(operation, inputs: tuple, role: OperationRole,
             if other is operation or other == operation:
                 return found
     return _intern_operation_slow(struct, operation, inputs, role, output_count)
+
+
+def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
+                             output_count: int) -> tuple[OperationKey, tuple | None]:
+    """``(op_key, outputs)``: :func:`intern_operation`, and whether this call made the key.
+
+    ``outputs`` is ``None`` when the key already existed; otherwise the key is new
+    (so no builder holds it yet) and ``outputs`` holds its ``Derived`` keys, made
+    with it before it is published: the path builders take for every operation.
+    """
+    n = len(inputs)
+    if n == 1:
+        struct = (hash(operation), id(role), id(inputs[0]))
+    elif n == 2:
+        struct = (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
+    else:
+        struct = (hash(operation), id(role), *map(id, inputs))
+    ref = _op_table.get(struct)
+    if ref is not None or _collisions:
+        found = ref() if ref is not None else None
+        if found is not None:
+            other = found._operation
+            if other is operation or other == operation:
+                return found, None
+        return _intern_operation_slow(struct, operation, inputs, role, output_count), None
+    key, outputs = _new_key_with_outputs(operation, inputs, role, output_count)
+    # Published without the lock: setdefault is atomic, an entry is only ever
+    # replaced under the lock, and sweeps delete in place.
+    ref = weakref.ref(key, _on_dead)
+    if _op_table.setdefault(struct, ref) is ref:
+        if _dead[0] > _SWEEP_MIN:
+            _sweep_soon()
+        return key, outputs
+    # another thread interned this structure since our lookup, or its entry is dead
+    return _intern_operation_slow(struct, operation, inputs, role, output_count), None
+
+
+def _new_key_with_outputs(operation, inputs, role, output_count) -> tuple:
+    """A new, not yet published operation key and its ``Derived`` keys."""
+    key = object.__new__(OperationKey)
+    key._operation = operation
+    key._inputs = inputs
+    key._role = role
+    key._serial = next(_serials)
+    key._n_out = output_count
+    if output_count == 1:
+        found = object.__new__(Derived)
+        found._operation = key
+        found._slot = 0
+        key._out = weakref.ref(found)
+        return key, (found,)
+    key._out = [None] * output_count
+    outputs = []
+    for slot in range(output_count):
+        found = object.__new__(Derived)
+        found._operation = key
+        found._slot = slot
+        key._out[slot] = weakref.ref(found)
+        outputs.append(found)
+    return key, tuple(outputs)
 
 
 def _live(ref):

@@ -119,27 +119,58 @@ class Program:
         for key, _ in self.loads:
             if key not in position:
                 raise MissingValueError(f"{key!r} is loaded by the program but not an input key")
-        n_registers = self.n_registers
         loads = tuple((position[key], slot) for key, slot in self.loads)
-        steps = tuple((operation.eval, operation, reads, writes, frees)
-                      for operation, reads, writes, frees in self.steps)
-        outputs = self.outputs
+        if len(self.steps) <= _STRAIGHT_LINE_MAX_STEPS:
+            return _straight_line(loads, self.steps, self.outputs, ctx)
+        return _interpreter(loads, self.steps, self.outputs, self.n_registers, ctx)
 
-        def run(values: Sequence[Any]) -> list:
-            env = [None] * n_registers
-            for i, slot in loads:
-                env[slot] = values[i]
-            for evaluate, operation, reads, writes, frees in steps:
-                results = evaluate(ctx, [env[r] for r in reads])
-                if len(results) != len(writes):
-                    raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} "
-                                          f"values for {len(writes)} outputs")
-                for w, result in zip(writes, results):
-                    env[w] = result
-                for r in frees:
-                    env[r] = None
-            return [env[r] for r in outputs]
-        return run
+
+# Small programs (eager backward's per-node work) run as generated straight-line
+# Python: no environment list, no loop. Larger ones loop over their steps.
+_STRAIGHT_LINE_MAX_STEPS = 64
+
+
+def _straight_line(loads, steps, outputs, ctx) -> Callable[[Sequence[Any]], list]:
+    """``steps`` as the source of one Python function over local variables ``r<register>``."""
+    namespace: dict = {"ctx": ctx, "_check": _check_output_count}
+    lines = ["def run(values):"]
+    lines += [f"    r{slot} = values[{i}]" for i, slot in loads]
+    for k, (operation, reads, writes, frees) in enumerate(steps):
+        namespace[f"op{k}"] = operation
+        namespace[f"eval{k}"] = operation.eval
+        lines.append(f"    out = eval{k}(ctx, [{', '.join(f'r{r}' for r in reads)}])")
+        lines.append(f"    if len(out) != {len(writes)}: _check(op{k}, out, {len(writes)})")
+        lines += [f"    r{w} = out[{j}]" for j, w in enumerate(writes)]
+        lines += [f"    r{r} = None" for r in frees]          # release big values early
+    lines.append(f"    return [{', '.join(f'r{r}' for r in outputs)}]")
+    exec("\n".join(lines), namespace)
+    return namespace["run"]
+
+
+def _check_output_count(operation, results, expected: int) -> None:
+    raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} values for "
+                          f"{expected} outputs")
+
+
+def _interpreter(loads, steps, outputs, n_registers, ctx) -> Callable[[Sequence[Any]], list]:
+    """A loop over ``steps`` with values in a list indexed by register."""
+    steps = tuple((operation.eval, operation, reads, writes, frees)
+                  for operation, reads, writes, frees in steps)
+
+    def run(values: Sequence[Any]) -> list:
+        env = [None] * n_registers
+        for i, slot in loads:
+            env[slot] = values[i]
+        for evaluate, operation, reads, writes, frees in steps:
+            results = evaluate(ctx, [env[r] for r in reads])
+            if len(results) != len(writes):
+                _check_output_count(operation, results, len(writes))
+            for w, result in zip(writes, results):
+                env[w] = result
+            for r in frees:
+                env[r] = None
+        return [env[r] for r in outputs]
+    return run
 
 
 def _ordered(keys: set, graph_keys, index) -> list:
