@@ -10,13 +10,12 @@ from tidu.eager import (
     CounterKeySource,
     EagerInput,
     EagerOutput,
-    FreshKey,
     RecordedGraph,
     Recorder,
     Trace,
     try_backward,
 )
-from tidu.graph import Graph, GraphBuilder, Input, Local, ValueKey
+from tidu.graph import FreshInput, Graph, GraphBuilder, Input, Local, ValueKey
 
 
 def leaf(recorder, value, requires_grad=True) -> EagerInput:
@@ -35,7 +34,7 @@ def test_fresh_input_keys_are_distinct():
     recorder = Recorder()
     keys = recorder.fresh_input_keys(100)
     assert len(keys) == 100 and len(set(keys)) == 100
-    assert all(isinstance(k, FreshKey) for k in keys)
+    assert all(isinstance(k, FreshInput) for k in keys)
     # the default counter is process-wide: another recorder never repeats a key
     other = Recorder().fresh_input_keys(100)
     assert not set(keys) & set(other)
@@ -86,7 +85,7 @@ def test_eager_keys_are_fresh_not_structural():
     recorded = RecordedGraph.from_primitive(ScalarOp.MUL, keys)
     [y1] = recorder.record_graph(recorded, [x, x], [9.0])
     [y2] = recorder.record_graph(recorded, [x, x], [9.0])    # the same invocation again
-    assert isinstance(y1.key, Input) and isinstance(y1.key.key, FreshKey)
+    assert isinstance(y1.key, Input) and y1.key.key is y1.key
     assert isinstance(y1.key, ValueKey)
     assert y1.key != y2.key
     assert y1.key not in recorded.output_keys

@@ -17,7 +17,6 @@ from tidu.eager.record import (
     EagerError,
     EagerInput,
     EagerOutput,
-    FreshKey,
     KeySource,
     RecordedGraph,
     Recorder,
@@ -25,7 +24,7 @@ from tidu.eager.record import (
 from tidu.eager.trace import Trace
 
 __all__ = [
-    "KeySource", "CounterKeySource", "FreshKey", "RecordedGraph", "EagerInput", "EagerOutput",
+    "KeySource", "CounterKeySource", "RecordedGraph", "EagerInput", "EagerOutput",
     "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "EagerError",
     "ImmediateBuilder",
 ]

@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Protocol, Sequence
 
 from tidu.errors import ArityError, InvalidKeyError, TiduError
 from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.builder import operation_counts
-from tidu.graph.keys import fresh_input, intern_input, intern_operation
+from tidu.graph.keys import FreshInput, intern_input, intern_operation
 from tidu.graph.operation import op_name
 from tidu.eager.trace import Trace
 
@@ -39,25 +38,11 @@ class KeySource(Protocol):
     def fresh_input_key(self) -> Hashable: ...
 
 
-class FreshKey:
-    """A key from :class:`CounterKeySource`: unique by identity, shown as ``%n``."""
-
-    __slots__ = ("n",)
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __repr__(self) -> str:
-        return f"%{self.n}"
-
-
 class CounterKeySource:
-    """The default :class:`KeySource`: ``FreshKey`` objects numbered by a process-wide counter."""
+    """The default :class:`KeySource`: every key is a new :class:`tidu.graph.FreshInput`."""
 
-    _counter = itertools.count()
-
-    def fresh_input_key(self) -> FreshKey:
-        return FreshKey(next(self._counter))
+    def fresh_input_key(self) -> FreshInput:
+        return FreshInput()
 
 
 _counts: dict = {}       # op -> (input_count, output_count), checked once per op
@@ -222,12 +207,10 @@ class Recorder:
 
     def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source
+        if type(source) is CounterKeySource:      # its keys are their own Input keys
+            return (FreshInput(),) if count == 1 else tuple([FreshInput() for _ in range(count)])
         fresh = source.fresh_input_key
-        # The default source's keys are new objects: no need to look them up first.
-        as_input = fresh_input if type(source) is CounterKeySource else intern_input
-        if count == 1:
-            return (as_input(fresh()),)
-        return tuple([as_input(fresh()) for _ in range(count)])
+        return tuple([intern_input(fresh()) for _ in range(count)])
 
 
 def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> EagerError:

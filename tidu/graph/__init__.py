@@ -13,6 +13,7 @@ from tidu.graph.format import format_graph
 from tidu.graph.keys import (
     PRIMARY,
     Derived,
+    FreshInput,
     Input,
     Linearized,
     OperationKey,
@@ -26,7 +27,7 @@ from tidu.graph.resolve import ResolvedView, ValueDefinition, resolve
 
 __all__ = [
     "GraphOperation", "EvaluableGraphOperation",
-    "ValueKey", "Input", "Derived", "OperationKey",
+    "ValueKey", "Input", "FreshInput", "Derived", "OperationKey",
     "OperationRole", "PRIMARY", "Linearized",
     "Local", "External",
     "GraphBuilder", "Graph", "ValueNode", "OperationNode",

@@ -171,6 +171,8 @@ class Input(ValueKey):
 
 def intern_input(key: Hashable) -> Input:
     """The one ``Input`` for ``key`` (what ``Input(key)`` returns)."""
+    if type(key) is FreshInput:
+        return key
     try:
         ref = _input_table.get(key)
     except TypeError:
@@ -191,19 +193,34 @@ def intern_input(key: Hashable) -> Input:
         return found
 
 
-def fresh_input(key: Hashable) -> Input:
-    """``Input(key)`` for a ``key`` never interned before (eager recording's fresh keys).
+class FreshInput(Input):
+    """A new input key, unique by identity, that is its own key: ``Input(k) is k``.
 
-    Skips the lookup and the lock: no other thread can hold a key object that
-    was just made. Passing a key that is already interned breaks identity.
+    Eager recording names every value it makes with one (the default
+    :class:`tidu.eager.CounterKeySource` gives them). No table is involved, so
+    making one costs one small object; it shows as ``%n``.
+
+    >>> k = FreshInput()
+    >>> Input(k) is k and k.key is k, k == FreshInput()
+    (True, False)
     """
-    if _dead[0] > _SWEEP_MIN:
-        with _lock:
-            _sweep_if_needed()
-    found = object.__new__(Input)
-    found._key = key
-    _input_table[key] = weakref.ref(found, _on_dead)
-    return found
+
+    __slots__ = ()
+    key = property(lambda self: self)
+
+    def __new__(cls) -> "FreshInput":
+        key = object.__new__(cls)
+        key._key = next(_fresh_serials)     # only for display
+        return key
+
+    def __repr__(self) -> str:
+        return f"%{self._key}"
+
+    def __reduce__(self):
+        return (FreshInput, ())             # unpickled, it is a new key (shared within one pickle)
+
+
+_fresh_serials = itertools.count()
 
 
 class OperationKey:
@@ -464,7 +481,7 @@ def flatten(keys) -> tuple[list, list]:
     row = {op_key: i for i, op_key in enumerate(op_keys)}
 
     def ref(key):
-        return ("i", key._key) if type(key) is Input else ("d", row[key._operation], key._slot)
+        return ("i", key.key) if isinstance(key, Input) else ("d", row[key._operation], key._slot)
 
     table = [(op_key._operation, op_key._role, op_key._n_out, tuple(map(ref, op_key._inputs)))
              for op_key in op_keys]
