@@ -22,10 +22,9 @@ from tidu._gc import gc_paused
 from tidu.errors import ADRuleError, ADRuleKind, UnknownValueError
 from tidu.graph.operation import op_name
 from tidu.graph import Derived, Input, ValueKey, resolve
-from tidu.graph.keys import derived_key
 from tidu.graph.walk import postorder
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder, check_rule_results
+from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
 from tidu.rules.keys import fresh_pass_id, tangent_key
 
 
@@ -84,7 +83,8 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
         target = alias_keys.get(key)
         return (target,) if target is not None else ()
 
-    visited_ops = set()
+    produced = builder._keys                   # its ids are 0 .. len(produced) - 1
+    visited_ops = set()                        # ops with several outputs are met once per output
     for key in postorder(outputs, dependencies):
         if type(key) is not Derived:
             target = alias_keys.get(key)
@@ -92,21 +92,23 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
                 tangents[key] = tangents[target]
             continue
         op_key = key._operation
-        if op_key in visited_ops:
-            continue
-        visited_ops.add(op_key)
-        tangent_in = [tangents.get(k) for k in op_key._inputs]
+        n_out = op_key._n_out
+        if n_out != 1:
+            if op_key in visited_ops:
+                continue
+            visited_ops.add(op_key)
+        tangent_in = list(map(tangents.get, op_key._inputs))
         if tangent_in.count(None) == len(tangent_in):
             continue
         operation = op_key._operation
-        n_out = op_key._n_out
-        primal_outputs = [derived_key(op_key, slot) for slot in range(n_out)]
+        primal_outputs = [key] if n_out == 1 else list(op_key.output_keys())
         jvp_rule = getattr(operation, "jvp_rule", None)
         if jvp_rule is None:
             raise ADRuleError(op_name(operation), ADRuleKind.JVP, "it is not a tidu.Primitive")
         tangent_out = jvp_rule(builder, op_key._inputs, primal_outputs, tangent_in, ctx)
-        tangent_out = check_rule_results(tangent_out, n_out, builder, operation, ADRuleKind.JVP,
-                                         "tangents")
+        if not are_ids(tangent_out, n_out, len(produced)):
+            tangent_out = check_rule_results(tangent_out, n_out, builder, operation,
+                                             ADRuleKind.JVP, "tangents")
         for out_key, tangent in zip(primal_outputs, tangent_out):
             if tangent is not None:
                 tangents[out_key] = tangent

@@ -24,9 +24,8 @@ from tidu._gc import gc_paused
 from tidu.errors import ADRuleError, ADRuleKind, GraphError
 from tidu.graph.operation import op_name
 from tidu.graph import External, Local, resolve
-from tidu.graph.keys import existing_derived
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder, check_rule_results
+from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
 from tidu.rules.helpers import BOTH_LINEAR
 from tidu.rules.keys import CotangentSeed, fresh_pass_id
 
@@ -68,17 +67,21 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             op_type = _some_op_type(graph) if key in cotangents else None
             accumulate(key, seed, op_type)
 
-    for op_key in reversed(graph.operation_keys):
+    size = _size_function(builder)
+    op_keys = graph.operation_keys
+    op_first = graph._op_first                # op index -> local id of its first output
+    for index in range(len(op_keys) - 1, -1, -1):
+        op_key = op_keys[index]
+        first = op_first[index]
         n_out = op_key._n_out
         if n_out == 1:
-            out_key = existing_derived(op_key, 0)
-            cotangent_out = [cotangents.pop(out_key, None)]
-            if cotangent_out[0] is None:
+            cotangent = cotangents.pop(keys[first], None)
+            if cotangent is None:
                 continue
+            cotangent_out = [cotangent]
         else:
-            cotangent_out = [cotangents.pop(existing_derived(op_key, slot), None)
-                             for slot in range(n_out)]
-            if all(c is None for c in cotangent_out):
+            cotangent_out = [cotangents.pop(key, None) for key in keys[first:first + n_out]]
+            if cotangent_out.count(None) == n_out:
                 continue
         operation = op_key._operation
         inputs = op_key._inputs
@@ -86,16 +89,31 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
         if transpose_rule is None:
             raise ADRuleError(op_name(operation), ADRuleKind.TRANSPOSE,
                               "it is not a tidu.Primitive")
-        cotangent_in = transpose_rule(builder, cotangent_out, [External(k) for k in inputs],
+        cotangent_in = transpose_rule(builder, cotangent_out, list(map(External, inputs)),
                                       op_key._role, ctx)
-        cotangent_in = check_rule_results(cotangent_in, len(inputs), builder, operation,
-                                          ADRuleKind.TRANSPOSE, "cotangents")
-        op_type = type(operation)
+        if not are_ids(cotangent_in, len(inputs), size()):
+            cotangent_in = check_rule_results(cotangent_in, len(inputs), builder, operation,
+                                              ADRuleKind.TRANSPOSE, "cotangents")
         for key, cotangent in zip(inputs, cotangent_in):
             if cotangent is not None:
-                accumulate(key, cotangent, op_type)
+                if key in cotangents:
+                    accumulate(key, cotangent, type(operation))
+                else:
+                    cotangents[key] = cotangent
 
     return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
+
+
+def _size_function(builder):
+    """A function giving how many ids ``builder`` has produced so far (``-1``: unknown)."""
+    produced = getattr(builder, "_keys", None)
+    if type(builder) is GraphPrimitiveBuilder and type(produced) is list:
+        return produced.__len__
+    return _unknown_size
+
+
+def _unknown_size() -> int:
+    return -1
 
 
 def _some_op_type(graph):

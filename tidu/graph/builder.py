@@ -42,7 +42,7 @@ from tidu.graph.keys import (
     derived_key,
     flatten,
     intern_input,
-    intern_operation,
+    intern_operation_outputs,
     unflatten,
 )
 from tidu.graph.operation import GraphOperation, op_name
@@ -94,7 +94,7 @@ class GraphBuilder:
     """
 
     __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "_index",
-                 "_op_outputs", "_inputs", "_outputs", "_parents", "_counts")
+                 "_inputs", "_outputs", "_parents", "_counts")
 
     def __init__(self) -> None:
         self._keys: list[ValueKey] = []          # local id -> key
@@ -102,7 +102,6 @@ class GraphBuilder:
         self._op_keys: list[OperationKey] = []    # op index -> key
         self._op_first: list[int] = []           # op index -> local id of its first output
         self._index: dict[ValueKey, int] = {}     # key -> local id
-        self._op_outputs: dict[OperationKey, int] = {}  # key -> op index
         self._inputs: list[int] = []
         self._outputs: tuple[int, ...] = ()
         self._parents: list[Graph] = []
@@ -138,43 +137,37 @@ class GraphBuilder:
         if role is not PRIMARY and (type(role) is not Linearized
                                     or len(role._active_mask) != n_in):
             self._check_role(op, role, n_in)
-        op_key = intern_operation(op, self._input_keys(op, inputs), role, n_out)
-        op_index = self._op_outputs.get(op_key)
-        if op_index is not None:
-            first = self._op_first[op_index]
-            return [first] if n_out == 1 else list(range(first, first + n_out))
-
-        op_index = len(self._op_keys)
-        keys = self._keys
-        first = len(keys)
-        self._op_keys.append(op_key)
-        self._op_first.append(first)
-        self._op_outputs[op_key] = op_index
-        if n_out == 1:
-            key = derived_key(op_key, 0)
-            self._index[key] = first
-            keys.append(key)
-            self._value_op.append(op_index)
-            return [first]
-        for slot in range(n_out):
-            key = derived_key(op_key, slot)
-            self._index[key] = len(keys)
-            keys.append(key)
-            self._value_op.append(op_index)
-        return list(range(first, first + n_out))
-
-    def _input_keys(self, op, inputs: Sequence) -> tuple:
         keys = self._keys
         n_values = len(keys)
-        found = []
-        for ref in inputs:                     # fast path: every input a valid Local
-            if type(ref) is Local and 0 <= ref < n_values:
-                found.append(keys[ref])
+        input_keys = []
+        for ref in inputs:
+            kind = type(ref)
+            if kind is Local and 0 <= ref < n_values:
+                input_keys.append(keys[ref])
+            elif kind is External and isinstance(ref[0], ValueKey):
+                input_keys.append(ref[0])
             else:
-                break
-        else:
-            return tuple(found)
-        found = []
+                self._raise_bad_input(op, inputs)
+        op_key, made = intern_operation_outputs(op, tuple(input_keys), role, n_out)
+        if made is None:                   # an existing key: maybe already in this builder
+            made = [derived_key(op_key, slot) for slot in range(n_out)]
+            first = self._index.get(made[0])
+            if first is not None:
+                return [first] if n_out == 1 else list(range(first, first + n_out))
+        op_index = len(self._op_keys)
+        self._op_keys.append(op_key)
+        self._op_first.append(n_values)
+        index = self._index
+        value_op = self._value_op
+        for key in made:
+            index[key] = len(keys)
+            keys.append(key)
+            value_op.append(op_index)
+        return [n_values] if n_out == 1 else list(range(n_values, n_values + n_out))
+
+    def _raise_bad_input(self, op, inputs: Sequence) -> None:
+        """Raise the error naming the first input that is not a valid reference."""
+        n_values = len(self._keys)
         for position, ref in enumerate(inputs):
             kind = type(ref)
             if kind is Local:
@@ -183,7 +176,6 @@ class GraphBuilder:
                         f"input {position} of {op_name(op)}: {ref!r} is not a value "
                         f"of this builder (it has {n_values} values)"
                     )
-                found.append(keys[ref])
             elif kind is External:
                 key = ref[0]
                 if not isinstance(key, ValueKey):
@@ -191,12 +183,11 @@ class GraphBuilder:
                         f"input {position} of {op_name(op)}: External({key!r}) does not hold "
                         "a ValueKey"
                     )
-                found.append(key)
             else:
                 raise InvalidReferenceError(
                     f"input {position} of {op_name(op)} is {ref!r}; expected Local or External"
                 )
-        return tuple(found)
+        raise AssertionError("unreachable: every input is valid")
 
     @staticmethod
     def _check_role(op, role, n_in: int) -> None:

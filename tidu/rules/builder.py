@@ -34,6 +34,19 @@ class GraphPrimitiveBuilder(GraphBuilder):
     add_primitive = GraphBuilder.add_operation
 
 
+def are_ids(results, expected: int, size: int) -> bool:
+    """Whether ``results`` is a list of ``expected`` entries, each ``None`` or an id below ``size``.
+
+    The quick test transforms make before the full :func:`check_rule_results`.
+    """
+    if type(results) is not list or len(results) != expected:
+        return False
+    for value in results:
+        if value is not None and not (type(value) is int and 0 <= value < size):
+            return False
+    return True
+
+
 def check_rule_results(results, expected: int, builder, op, kind, what: str) -> list:
     """The rule contract: ``expected`` entries, each ``None`` or an id ``builder`` produced.
 
