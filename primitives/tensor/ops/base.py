@@ -19,6 +19,7 @@ import numpy as np
 
 from tidu import Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
+from primitives.tensor.buffers import output_like
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
@@ -33,6 +34,26 @@ class OpParameterError(TiduError, ValueError):
 def emit(builder, op, inputs, role=PRIMARY) -> int:
     """Emit a one-output op; return its id."""
     return builder.add_primitive(op, inputs, role)[0]
+
+
+def apply_ufunc(ufunc, x, *others):
+    """``ufunc(x, *others)``; a big result goes into a reused buffer (:mod:`..buffers`).
+
+    The buffer is used only when the result is sure to have ``x``'s shape and
+    dtype: every other operand is an array of that shape and dtype, or a real
+    Python number, and ``ufunc`` keeps a floating dtype (as arithmetic does).
+    """
+    if type(x) is np.ndarray:
+        out = output_like(x)
+        if out is not None and all(_same_layout(o, x) for o in others):
+            return ufunc(x, *others, out=out)
+    return ufunc(x, *others)
+
+
+def _same_layout(other, x) -> bool:
+    if type(other) is np.ndarray:
+        return other.shape == x.shape and other.dtype == x.dtype
+    return type(other) in (int, float)
 
 
 def linear_mask(op, role) -> tuple:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
+from primitives.tensor.buffers import MIN_BYTES, empty
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     LIN,
@@ -37,6 +38,16 @@ from primitives.tensor.ops.base import (
     tensor_op,
 )
 from primitives.tensor.ops.shape import Transpose
+
+
+def _matmul(x, y):
+    """``np.matmul`` of two arrays; a big result of two 2-d operands of one dtype goes
+    into a reused buffer (see :mod:`primitives.tensor.buffers`)."""
+    if (type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2
+            and x.dtype == y.dtype and x.dtype.kind in "fc"
+            and x.shape[0] * y.shape[1] * x.itemsize >= MIN_BYTES):
+        return np.matmul(x, y, out=empty((x.shape[0], y.shape[1]), x.dtype))
+    return np.matmul(x, y)
 
 
 def _argsort(values) -> tuple:
@@ -100,16 +111,12 @@ class DotGeneral(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         x, y = inputs
-        if (self.dimension_numbers == (((1,), (0,)), ((), ()))
-                and len(self.lhs_shape) == 2 and len(self.rhs_shape) == 2):
-            return [np.matmul(x, y)]
         lperm, rperm, lhs3, rhs3, out_shape = self._plan()
         if lperm is not None:
             x = np.transpose(x, lperm)
         if rperm is not None:
             y = np.transpose(y, rperm)
-        out = np.matmul(np.reshape(x, lhs3), np.reshape(y, rhs3))
-        return [np.reshape(out, out_shape)]
+        return [np.reshape(_matmul(np.reshape(x, lhs3), np.reshape(y, rhs3)), out_shape)]
 
     # --- rules --------------------------------------------------------------------
 

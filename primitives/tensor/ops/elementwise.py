@@ -15,6 +15,7 @@ multiplication by ``c`` transposes to multiplication by ``conj(c)`` (``mul_conj`
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -28,6 +29,7 @@ from primitives.tensor.ops.base import (
     LIN_TT,
     LinearOp,
     TensorPrimitive,
+    apply_ufunc,
     emit,
     linear_mask,
     tensor_op,
@@ -98,6 +100,15 @@ class _UnaryRules(NamedTuple):
 
 _UNARY: dict[str, _UnaryRules] = {}
 
+# Ufuncs whose result has their floating operands' dtype: their big results can go
+# into reused buffers (apply_ufunc).
+_KEEP_DTYPE = {np.negative, np.exp, np.log, np.sin, np.cos, np.tanh, np.sqrt,
+               np.add, np.subtract, np.multiply, np.divide}
+
+
+def _buffered(fn: Callable) -> Callable:
+    return partial(apply_ufunc, fn) if fn in _KEEP_DTYPE else fn
+
 
 @tensor_op
 class Unary(TensorPrimitive):
@@ -133,7 +144,7 @@ def unary(name: str, fn: Callable, *, deriv: Callable | None = None, jvp: Callab
         def jvp(builder, x, y, t, _deriv=deriv):
             factor = _deriv(Sym(builder, External(x)), Sym(builder, External(y)))
             return scale_tangent(builder, t, factor)
-    _UNARY[name] = _UnaryRules(fn, jvp, transpose)
+    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose)
     return Unary(name)
 
 
@@ -187,7 +198,8 @@ class Affine(TensorPrimitive):
     name = "affine"
 
     def eval(self, ctx, inputs):
-        out = inputs[0] * self.scale if self.scale != 1 else np.array(inputs[0], copy=True)
+        x = inputs[0]
+        out = apply_ufunc(np.multiply, x, self.scale) if self.scale != 1 else np.array(x, copy=True)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
         return [out]
 
@@ -277,7 +289,7 @@ class Binary(TensorPrimitive):
 
 def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = None) -> Binary:
     """Register an elementwise binary op and return it."""
-    _BINARY[name] = _BinaryRules(fn, jvp, transpose)
+    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose)
     return Binary(name)
 
 
@@ -356,7 +368,7 @@ def _div_transpose(b, ct, x, y, mask):
 
 
 def _mul_conj_fn(a, b):
-    return a * np.conj(b) if np.iscomplexobj(b) else a * b
+    return apply_ufunc(np.multiply, a, np.conj(b) if np.iscomplexobj(b) else b)
 
 
 add = binary("add", np.add, _add_jvp, _add_transpose)
