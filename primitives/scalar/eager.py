@@ -100,7 +100,10 @@ def apply(op, *args) -> Any:
     Real operands meeting complex ones (or an op that takes complex operands)
     are promoted with ``TO_COMPLEX`` first.
     """
-    args = [a if type(a) is Scalar else _lift(a) for a in args]
+    for a in args:
+        if type(a) is not Scalar:
+            args = tuple(map(_lift, args))
+            break
     recorded, complex_only = _op_info(op)
     values = [a.data for a in args]
     if (complex_only or complex in map(type, values)) and op is not ScalarOp.TO_COMPLEX:

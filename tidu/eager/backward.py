@@ -293,18 +293,21 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     get = cotangents.get
 
     for node in _nodes_last_first(output_trace):
-        cotangent_out = [get(key) for key in node.output_keys]
-        if len(cotangent_out) == 1:
-            if cotangent_out[0] is None:
+        output_keys = node.output_keys
+        if len(output_keys) == 1:
+            cotangent = get(output_keys[0])
+            if cotangent is None:
                 continue
+            cotangent_out = [cotangent]
             active_outputs = _FIRST_ONLY
         else:
+            cotangent_out = [get(key) for key in output_keys]
             active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
             if not active_outputs:
                 continue
         op = node.recorded.primitive
-        plan = op is not None and _plans.get((op, node.active_inputs, active_outputs))
-        if not plan:
+        plan = _plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
+        if plan is None:
             plan = backward_plan(node, node.active_inputs, active_outputs, ctx)
         if fused:
             cotangent_in = _run_fused(node, plan, cotangent_out, executor, ctx)
