@@ -10,7 +10,7 @@ array([1., 1.])
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,18 @@ class NumpyExecutor(BackwardExecutor):
     def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
                         ) -> Mapping[ValueKey, Any]:
         return dict(zip(graph.output_keys, map(_array, compiled(graph).run(initial_data))))
+
+    def compile_graph(self, graph: Graph, input_keys: Sequence[ValueKey]
+                      ) -> Callable[[Sequence[Any]], list]:
+        """``graph``'s compiled program as a function of the values of ``input_keys``, in order.
+
+        Like :meth:`execute_forward`, every value it returns is an ``np.ndarray``.
+        """
+        run = compiled(graph).runner(input_keys)
+
+        def run_to_arrays(values: Sequence[Any]) -> list:
+            return [v if type(v) is np.ndarray else np.asarray(v) for v in run(values)]
+        return run_to_arrays
 
     def add_operands(self, a, b):
         return _array(np.add(a, b))
