@@ -56,27 +56,30 @@ class Scalar:
     def __repr__(self) -> str:
         return f"Scalar({self.data!r}{', requires_grad=True' if self.requires_grad else ''})"
 
-    def __add__(self, other): return apply(ScalarOp.ADD, self, other)
-    def __radd__(self, other): return apply(ScalarOp.ADD, other, self)
-    def __sub__(self, other): return apply(ScalarOp.SUB, self, other)
-    def __rsub__(self, other): return apply(ScalarOp.SUB, other, self)
-    def __mul__(self, other): return apply(ScalarOp.MUL, self, other)
-    def __rmul__(self, other): return apply(ScalarOp.MUL, other, self)
-    def __truediv__(self, other): return apply(ScalarOp.DIV, self, other)
-    def __rtruediv__(self, other): return apply(ScalarOp.DIV, other, self)
-    def __neg__(self): return apply(ScalarOp.NEG, self)
+    def __add__(self, other): return _apply_real(_ADD, self, other)
+    def __radd__(self, other): return _apply_real(_ADD, other, self)
+    def __sub__(self, other): return _apply_real(_SUB, self, other)
+    def __rsub__(self, other): return _apply_real(_SUB, other, self)
+    def __mul__(self, other): return _apply_real(_MUL, self, other)
+    def __rmul__(self, other): return _apply_real(_MUL, other, self)
+    def __truediv__(self, other): return _apply_real(_DIV, self, other)
+    def __rtruediv__(self, other): return _apply_real(_DIV, other, self)
+    def __neg__(self): return _apply_real(_NEG, self)
 
     def __pow__(self, exponent):
         return apply(Pow(exponent), self)
 
     def apply_op(self, op):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
-        return apply(op, self)
+        return _apply_real(op, self) if op in _REAL_OPS else apply(op, self)
 
 
-def _promoted(args: list) -> list:
+_ADD, _SUB, _MUL, _DIV, _NEG = ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL, ScalarOp.DIV, ScalarOp.NEG
+
+
+def _promoted(args: tuple) -> tuple:
     """Every operand complex: real ones go through ``TO_COMPLEX`` (recorded like any op)."""
-    return [a if type(a.data) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args]
+    return tuple(a if type(a.data) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args)
 
 
 def _op_info(op) -> tuple[RecordedGraph, bool]:
@@ -105,17 +108,29 @@ def apply(op, *args) -> Any:
             args = tuple(map(_lift, args))
             break
     recorded, complex_only = _op_info(op)
-    values = [a.data for a in args]
-    if (complex_only or complex in map(type, values)) and op is not ScalarOp.TO_COMPLEX:
+    if op is not ScalarOp.TO_COMPLEX and (complex_only or any(type(a.data) is complex
+                                                              for a in args)):
         args = _promoted(args)
-        values = [a.data for a in args]
-    results = op.eval(None, values)
+    return _run(op, recorded, args)
+
+
+def _run(op, recorded: RecordedGraph, args: tuple) -> Any:
+    """Evaluate ``op`` on the Scalars ``args`` and record it."""
+    results = op.eval(None, [a.data for a in args])
     trace = _recorder.record(recorded, args, results)
-    if len(results) == 1:
-        return Scalar(results[0]) if trace is None else _result(results[0], trace, trace.output_keys[0])
     if trace is None:
-        return tuple(Scalar(v) for v in results)
-    return tuple(_result(v, trace, key) for v, key in zip(results, trace.output_keys))
+        outs = [Scalar(v) for v in results]
+    else:
+        outs = [_result(v, trace, key) for v, key in zip(results, trace.output_keys)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _apply_real(op, *args) -> Any:
+    """``apply(op, *args)``, faster when every operand is a real ``Scalar`` holding a float."""
+    for a in args:
+        if type(a) is not Scalar or type(a.data) is not float:
+            return apply(op, *args)
+    return _run(op, _REAL_OPS[op], args)
 
 
 def _lift(value) -> Scalar:
@@ -127,3 +142,8 @@ def _result(value, trace, key) -> Scalar:
     out.trace = trace
     out.key = key
     return out
+
+
+# Ops that take real operands, with their shared recorded graphs: _apply_real's fast path.
+_REAL_OPS = {op: _op_info(op)[0] for op in ScalarOp
+             if op not in (ScalarOp.REAL, ScalarOp.IMAG, ScalarOp.TO_COMPLEX)}

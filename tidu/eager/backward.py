@@ -168,12 +168,12 @@ class BackwardPlan:
             builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs],
                                   op_key.role)
         builder.set_outputs([builder.local_id(key) for key in targets])
-        self.backward_graph = builder.build()
         self.load_keys = self.input_keys + self.output_keys + self.data_keys + seed_keys
         outputs = iter(range(len(targets)))
         self.cotangent_outputs = tuple(None if key is None else next(outputs)
                                        for key in transposed.tangent_output_keys)
         self.all_outputs = self.cotangent_outputs == tuple(range(len(targets)))
+        self.backward_graph = builder.build()     # last: other threads test it to skip _fuse
 
     def runner(self, executor: "BackwardExecutor", ctx=None
                ) -> Callable[[Sequence[Any]], Sequence[Any]]:
