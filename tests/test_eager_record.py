@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from primitives.scalar import Pow, ScalarExecutor, ScalarOp
 from primitives.scalar.eager import Scalar, sin, sincos
 from tidu.eager import (
@@ -15,6 +17,7 @@ from tidu.eager import (
     Trace,
     try_backward,
 )
+from tidu import TiduError
 from tidu.graph import FreshInput, Graph, GraphBuilder, Input, Local, ValueKey
 
 
@@ -201,3 +204,60 @@ def test_input_order_follows_recorded_input_keys():
     grads = try_backward(q.key, q.trace, 1.0, ScalarExecutor())
     assert grads[numer.key] == 0.25
     assert grads[denom.key] == -3.0 / 16.0
+
+
+# --- FreshInput: the default eager keys ------------------------------------------------
+
+
+def test_fresh_input_is_its_own_input_key():
+    import pickle
+
+    k = FreshInput()
+    assert Input(k) is k and k.key is k and isinstance(k, ValueKey)
+    assert k != FreshInput() and repr(k).startswith("%")
+    builder = GraphBuilder()
+    i = builder.add_input(k)                       # works as a graph input key
+    builder.set_outputs(builder.add_operation(ScalarOp.SIN, [Local(i)]))
+    graph = builder.build()
+    assert graph.input_keys == (k,)
+    # pickled with its graph, a fresh key stays one key, distinct from the original
+    copy = pickle.loads(pickle.dumps(graph))
+    [copied] = copy.input_keys
+    assert type(copied) is FreshInput and copied is not k
+    assert copy.output_keys[0].operation.inputs == (copied,)
+    two = pickle.loads(pickle.dumps([k, k]))
+    assert two[0] is two[1]
+
+
+# --- Recorder.record: the frontends' fast path -------------------------------------------
+
+
+def test_record_returns_the_trace_or_none():
+    recorder = Recorder()
+    recorded = RecordedGraph.from_primitive(ScalarOp.MUL, ["a", "b"])
+    x, c = leaf(recorder, 3.0), leaf(recorder, 2.0, requires_grad=False)
+    trace = recorder.record(recorded, [x, c], [6.0])
+    assert isinstance(trace, Trace) and len(trace.output_keys) == 1
+    assert trace.active_inputs == (0,)
+    [key] = trace.output_keys
+    assert try_backward(key, trace, 1.0, ScalarExecutor()) == {key: 1.0, x.key: 2.0}
+    assert recorder.record(recorded, [c, c], [4.0]) is None
+
+
+def test_record_takes_any_object_with_the_eager_input_attributes():
+    class Value:                                   # a frontend's own value type
+        def __init__(self, data, requires_grad, key=None, trace=None):
+            self.data, self.requires_grad, self.key, self.trace = data, requires_grad, key, trace
+
+    recorder = Recorder()
+    [k] = recorder.fresh_input_keys(1)
+    x = Value(0.7, True, k)
+    constant = Value(2.0, False)                   # a key is only needed where grad flows
+    recorded = RecordedGraph.from_primitive(ScalarOp.MUL, ["a", "b"])
+    trace = recorder.record(recorded, [x, constant], [1.4])
+    grads = try_backward(trace.output_keys[0], trace, 1.0, ScalarExecutor())
+    assert grads[k] == 2.0
+    bad = Value(0.7, True, "not a key")
+    with pytest.raises(TiduError) as info:
+        recorder.record(recorded, [bad, constant], [1.4])
+    assert "'not a key'" in str(info.value) and "input 0" in str(info.value)
