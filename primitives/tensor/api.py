@@ -74,16 +74,18 @@ def broadcast_to(x, shape):
     return _first(bind(BroadcastInDim(shape, dims, old), x))
 
 
+def _agree(first, second=None, *rest) -> bool:
+    """Whether two operands (arrays, tensors, tracers) have one shape and one dtype."""
+    try:
+        return not rest and first.shape == second.shape and first.dtype == second.dtype
+    except AttributeError:                      # a Python number or a list
+        return False
+
+
 def _elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
-    first = args[0]
-    if not _is_python_scalar(first):            # fast path: operands already agree
-        try:
-            shape, dtype = first.shape, first.dtype
-            if all(a.shape == shape and a.dtype == dtype for a in args[1:]):
-                return _first(bind(op, *args))
-        except AttributeError:                  # a Python number among the operands
-            pass
+    if _agree(*args):                           # fast path: nothing to promote or broadcast
+        return bind(op, *args)[0]
     dtype = result_dtype(*args)
     try:
         shape = np.broadcast_shapes(*[shape_of(a) for a in args])
@@ -101,6 +103,8 @@ def _float_dtype(x) -> np.dtype:
 
 def _unary_float(op):
     def fn(x):
+        if getattr(x, "dtype", None) is not None and x.dtype.kind in "fc":   # fast path
+            return bind(op, x)[0]
         return _first(bind(op, astype(x, _float_dtype(x))))
     fn.__name__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."

@@ -32,6 +32,28 @@ class BackwardError(TiduError, ValueError):
     """Backward was asked for something it cannot do (no seed for a non-scalar, a bad seed)."""
 
 
+_recorded: dict = {}           # op -> its one-op RecordedGraph (shared: keys are placeholders)
+
+
+def _recorded_graph(op) -> RecordedGraph:
+    try:
+        recorded = _recorded.get(op)
+    except TypeError:                      # an unhashable op: from_primitive says so
+        recorded = None
+    if recorded is None:
+        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[op.input_count()])
+        if len(_recorded) < 4096:          # ops carry shapes, so a program can make many
+            _recorded[op] = recorded
+    return recorded
+
+
+def _traced(data: np.ndarray, trace, key) -> "Tensor":
+    """A tensor requiring grad, made by the recorded ``trace`` as its value ``key``."""
+    t = Tensor.__new__(Tensor)
+    t.data, t.requires_grad, t.grad, t._key, t._trace = data, True, None, key, trace
+    return t
+
+
 class Tensor(ArrayOperators, Frontend):
     """A NumPy array that records the ops applied to it when it requires grad."""
 
@@ -91,18 +113,18 @@ class Tensor(ArrayOperators, Frontend):
     def bind(cls, op, args) -> list:
         data = [a.data if isinstance(a, Tensor) else np.asarray(a) for a in args]
         results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
-        if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        inputs = []
+        requires_grad = False
+        for a, d in zip(args, data):
+            if isinstance(a, Tensor) and a.requires_grad:
+                requires_grad = True
+                inputs.append(EagerInput(a.key, a._trace, True, d))
+            else:
+                inputs.append(EagerInput(_CONSTANT, None, False, d))
+        if not requires_grad:
             return [Tensor(r) for r in results]
-        inputs = [EagerInput(a.key, a._trace, a.requires_grad, d) if isinstance(a, Tensor)
-                  else EagerInput(_CONSTANT, None, False, d) for a, d in zip(args, data)]
-        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[len(args)])
-        outs = []
-        for result, record in zip(results, _recorder.record_graph(recorded, inputs, results)):
-            t = Tensor.__new__(Tensor)
-            t.data, t.requires_grad, t.grad = result, True, None
-            t._key, t._trace = record.key, record.trace
-            outs.append(t)
-        return outs
+        trace = _recorder.record(_recorded_graph(op), inputs, results)
+        return [_traced(result, trace, key) for result, key in zip(results, trace.output_keys)]
 
     def backward(self, seed=None) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
