@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tidu import TiduError
 from tidu.errors import EvalOutputError, MissingValueError
-from tidu.graph import EvaluableGraphOperation, GraphBuilder, Input, Local, compiled, evaluate
+from tidu.graph import (PRIMARY, EvaluableGraphOperation, External, GraphBuilder, Input, Local,
+                        OperationKey, compiled, evaluate)
 from tidu.graph import program as program_module
 
 from graph_ops import ScalarOp, build_chain
@@ -134,3 +135,23 @@ def test_runner_releases_intermediates(form):
         tracemalloc.stop()
     np.testing.assert_array_equal(result, x)           # an even number of NEG
     assert peak < 4 * MB, f"peak {peak / MB:.1f} MB"
+
+
+def test_a_value_read_before_it_is_produced_is_loaded(form):
+    # The shape of a fused backward graph: an op reads sincos(x)[0] as External (the
+    # caller has it), and a later op recomputes sincos(x) for its other output.
+    x = Input("x")
+    sincos = OperationKey(ScalarOp.SINCOS, (x,), PRIMARY)
+    sin_x, cos_x = sincos.output_keys()
+    builder = GraphBuilder()
+    builder.add_input("x")
+    [early] = builder.add_operation(ScalarOp.NEG, [External(sin_x)])
+    _, cos_id = builder.add_operation(ScalarOp.SINCOS, [External(x)])
+    [late] = builder.add_operation(ScalarOp.ADD, [Local(early), Local(cos_id)])
+    builder.set_outputs([late])
+    graph = builder.build()
+    assert graph.value_keys[cos_id] is cos_x
+    run = compiled(graph).runner([x, sin_x])
+    assert run([0.5, math.sin(0.5)]) == [-math.sin(0.5) + math.cos(0.5)]
+    with pytest.raises(MissingValueError):
+        compiled(graph).runner([x])

@@ -55,9 +55,15 @@ class Program:
                 kept.append(op_key)
                 needed.update(op_key.inputs)
         kept.reverse()
-        produced = {k for op_key in kept for k in op_key.output_keys()}
-        # Values read but not produced are loaded from the caller's data.
-        self.loads = tuple((key, register(key)) for key in _ordered(needed - produced, keys, index))
+        # Values read before any kept op produces them are loaded from the caller's data.
+        # (A graph may read a value as External and produce it again later.)
+        produced: set = set()
+        loaded: set = set()
+        for op_key in kept:
+            loaded.update(k for k in op_key.inputs if k not in produced)
+            produced.update(op_key.output_keys())
+        loaded.update(k for k in out_keys if k not in produced)
+        self.loads = tuple((key, register(key)) for key in _ordered(loaded, keys, index))
         last_read: dict = {}
         for position, op_key in enumerate(kept):
             for key in op_key.inputs:
