@@ -246,7 +246,8 @@ def format_table(result: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
     parser.add_argument("--json", default=None, help="write the results here as JSON")
     args = parser.parse_args(argv)

@@ -100,7 +100,6 @@ def torch_peer():
 
 def autograd_peer():
     try:
-        import autograd
         import autograd.numpy as anp
         from autograd.core import make_vjp
     except ImportError:

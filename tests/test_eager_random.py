@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import assume, given
 
-from primitives.scalar import ScalarExecutor, ScalarOp
+from primitives.scalar import ScalarExecutor
 from primitives.scalar.eager import Scalar, apply
 from tidu.eager import BackwardExecutor, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input, compiled, evaluate

@@ -190,8 +190,10 @@ class Recorder:
         >>> x = EagerInput(Input(k), None, True, 0.5)
         >>> recorded = RecordedGraph.from_primitive(ScalarOp.NEG, ["a"])
         >>> trace = recorder.record(recorded, [x], [-0.5])
-        >>> len(trace.output_keys), recorder.record(recorded, [EagerInput(None, None, False, 0.5)], [-0.5])
-        (1, None)
+        >>> len(trace.output_keys)
+        1
+        >>> recorder.record(recorded, [EagerInput(None, None, False, 0.5)], [-0.5]) is None
+        True
         """
         if len(inputs) != len(graph.input_keys) or len(outputs) != graph.output_count:
             raise _count_error(graph, inputs, outputs)
