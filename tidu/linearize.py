@@ -19,12 +19,12 @@ from __future__ import annotations
 from typing import Any, Hashable, Mapping, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import ADRuleError, ADRuleKind, UnknownValueError
-from tidu.graph.operation import op_name
+from tidu.errors import UnknownValueError
 from tidu.graph import Derived, Input, ValueKey, resolve
 from tidu.graph.walk import postorder
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
+from tidu.rules.builder import GraphPrimitiveBuilder
+from tidu.rules.replay import RuleRunner
 from tidu.rules.keys import fresh_pass_id, tangent_key
 
 
@@ -83,7 +83,7 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
         target = alias_keys.get(key)
         return (target,) if target is not None else ()
 
-    produced = builder._keys                   # its ids are 0 .. len(produced) - 1
+    rules = RuleRunner(builder, ctx)
     visited_ops = set()                        # ops with several outputs are met once per output
     for key in postorder(outputs, dependencies):
         if type(key) is not Derived:
@@ -100,15 +100,8 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
         tangent_in = list(map(tangents.get, op_key._inputs))
         if tangent_in.count(None) == len(tangent_in):
             continue
-        operation = op_key._operation
         primal_outputs = [key] if n_out == 1 else list(op_key.output_keys())
-        jvp_rule = getattr(operation, "jvp_rule", None)
-        if jvp_rule is None:
-            raise ADRuleError(op_name(operation), ADRuleKind.JVP, "it is not a tidu.Primitive")
-        tangent_out = jvp_rule(builder, op_key._inputs, primal_outputs, tangent_in, ctx)
-        if not are_ids(tangent_out, n_out, len(produced)):
-            tangent_out = check_rule_results(tangent_out, n_out, builder, operation,
-                                             ADRuleKind.JVP, "tangents")
+        tangent_out = rules.jvp(op_key._operation, op_key._inputs, primal_outputs, tangent_in)
         for out_key, tangent in zip(primal_outputs, tangent_out):
             if tangent is not None:
                 tangents[out_key] = tangent

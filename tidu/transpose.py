@@ -22,10 +22,10 @@ from typing import Any, Sequence
 
 from tidu._gc import gc_paused
 from tidu.errors import ADRuleError, ADRuleKind, GraphError
-from tidu.graph.operation import op_name
-from tidu.graph import External, Local, resolve
+from tidu.graph import Local, resolve
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
+from tidu.rules.builder import GraphPrimitiveBuilder
+from tidu.rules.replay import RuleRunner
 from tidu.rules.helpers import BOTH_LINEAR
 from tidu.rules.keys import CotangentSeed, fresh_pass_id
 
@@ -67,7 +67,7 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             op_type = _some_op_type(graph) if key in cotangents else None
             accumulate(key, seed, op_type)
 
-    size = _size_function(builder)
+    rules = RuleRunner(builder, ctx)
     op_keys = graph.operation_keys
     op_first = graph._op_first                # op index -> local id of its first output
     for index in range(len(op_keys) - 1, -1, -1):
@@ -85,15 +85,7 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                 continue
         operation = op_key._operation
         inputs = op_key._inputs
-        transpose_rule = getattr(operation, "transpose_rule", None)
-        if transpose_rule is None:
-            raise ADRuleError(op_name(operation), ADRuleKind.TRANSPOSE,
-                              "it is not a tidu.Primitive")
-        cotangent_in = transpose_rule(builder, cotangent_out, list(map(External, inputs)),
-                                      op_key._role, ctx)
-        if not are_ids(cotangent_in, len(inputs), size()):
-            cotangent_in = check_rule_results(cotangent_in, len(inputs), builder, operation,
-                                              ADRuleKind.TRANSPOSE, "cotangents")
+        cotangent_in = rules.transpose(operation, cotangent_out, inputs, op_key._role)
         for key, cotangent in zip(inputs, cotangent_in):
             if cotangent is not None:
                 if key in cotangents:
@@ -102,18 +94,6 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                     cotangents[key] = cotangent
 
     return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
-
-
-def _size_function(builder):
-    """A function giving how many ids ``builder`` has produced so far (``-1``: unknown)."""
-    produced = getattr(builder, "_keys", None)
-    if type(builder) is GraphPrimitiveBuilder and type(produced) is list:
-        return produced.__len__
-    return _unknown_size
-
-
-def _unknown_size() -> int:
-    return -1
 
 
 def _some_op_type(graph):

@@ -148,22 +148,34 @@ class GraphBuilder:
                 input_keys.append(ref[0])
             else:
                 self._raise_bad_input(op, inputs)
-        op_key, made = intern_operation_outputs(op, tuple(input_keys), role, n_out)
+        first = self.add_checked(op, tuple(input_keys), role, n_out)
+        return [first] if n_out == 1 else list(range(first, first + n_out))
+
+    def add_checked(self, op, input_keys: tuple, role: OperationRole, n_out: int) -> int:
+        """``add_operation`` without its checks; return the first output's id.
+
+        For callers that already know the op has ``n_out`` outputs and takes
+        ``len(input_keys)`` inputs in ``role``, and whose ``input_keys`` are value
+        keys of this builder or of another graph (e.g. replayed rule templates).
+        """
+        keys = self._keys
+        op_key, made = intern_operation_outputs(op, input_keys, role, n_out)
         if made is None:                   # an existing key: maybe already in this builder
             made = [derived_key(op_key, slot) for slot in range(n_out)]
             first = self._index.get(made[0])
             if first is not None:
-                return [first] if n_out == 1 else list(range(first, first + n_out))
+                return first
+        first = len(keys)
         op_index = len(self._op_keys)
         self._op_keys.append(op_key)
-        self._op_first.append(n_values)
+        self._op_first.append(first)
         index = self._index
         value_op = self._value_op
         for key in made:
             index[key] = len(keys)
             keys.append(key)
             value_op.append(op_index)
-        return [n_values] if n_out == 1 else list(range(n_values, n_values + n_out))
+        return first
 
     def _raise_bad_input(self, op, inputs: Sequence) -> None:
         """Raise the error naming the first input that is not a valid reference."""

@@ -47,6 +47,20 @@ class Primitive(GraphOperation):
         """The op ``linear_transpose`` uses to sum cotangents (two inputs, one output)."""
         raise ADRuleError(cls.__name__, ADRuleKind.TRANSPOSE, "the set defines no add()")
 
+    def structural_rules(self) -> bool:
+        """Whether this op's rules may be recorded once and replayed (default ``False``).
+
+        Return ``True`` only if, for a given op, role and pattern of zero
+        (``None``) tangents or cotangents, the rules emit the same operations in
+        the same order at every node: they name values only by position
+        (``External`` of the keys they are given, ``Local`` of the ids they are
+        given or get back from ``add_primitive``), never look inside keys or at id
+        values, and use no builder method but ``add_primitive``. Transforms then
+        call each rule once per pattern and replay what it emitted for the other
+        nodes, which is much faster and gives the same graph.
+        """
+        return False
+
     def jvp_rule(self, builder, primal_inputs: Sequence[ValueKey],
                  primal_outputs: Sequence[ValueKey], tangent_inputs: Sequence[int | None],
                  ctx: Any) -> Sequence[int | None]:
