@@ -7,6 +7,7 @@ tangent keys. Every expected number is derived by hand in a comment.
 
 from __future__ import annotations
 
+import gc
 import math
 
 import pytest
@@ -403,3 +404,39 @@ def test_empty_wrt_and_empty_outputs():
     lin = linearize(g, [], ["x"])
     assert lin.tangent_outputs == [] and len(lin.graph.operations) == 0
     assert linear_transpose(lin).tangent_outputs == [None]
+
+
+# --- the garbage collector ---------------------------------------------------------------
+
+
+def long_chain(n=4000):
+    b = GraphBuilder()
+    x = b.add_input("x")
+    for _ in range(n):
+        [x] = b.add_operation(ScalarOp.SIN, [Local(x)])
+    b.set_outputs([x])
+    return b.build()
+
+
+def test_gc_state_is_restored_after_a_transform():
+    graph = long_chain()
+    assert gc.isenabled()
+    linearize(graph, graph.output_keys, ["x"])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        linearize(graph, graph.output_keys, ["x"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_programs_frozen_objects_stay_frozen():
+    graph = long_chain()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        linearize(graph, graph.output_keys, ["x"])
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
