@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import resource
 import statistics
 import time
 
@@ -52,7 +53,8 @@ def numpy_forward(params, x, onehot):
     return -(log_probs * onehot).sum() / len(x)
 
 
-def tidu_runs(params, x, onehot, repeat):
+def tidu_model(params, x, onehot):
+    """The tidu forward pass and training step (forward, backward, grads reset) as functions."""
     from primitives import tensor as tnp
 
     ps = [tnp.tensor(p, requires_grad=True) for p in params]
@@ -71,12 +73,26 @@ def tidu_runs(params, x, onehot, repeat):
         for p in ps:
             p.grad = None
 
+    return forward, step
+
+
+def tidu_runs(params, x, onehot, repeat):
+    forward, step = tidu_model(params, x, onehot)
     loss = forward()
     assert loss.dtype == np.float32
     assert abs(loss.item() - numpy_forward(params, x, onehot)) < 1e-4
     fwd = median_ms(forward, repeat)
     total = median_ms(step, repeat)
     return fwd, total
+
+
+def page_faults_per_step(step, steps: int = 10) -> float:
+    """Minor page faults per call of ``step`` after a warm-up call (memory the OS maps in)."""
+    step()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(steps):
+        step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / steps
 
 
 def torch_runs(params, x, onehot, repeat):
@@ -148,6 +164,7 @@ def main(argv=None) -> None:
 
     numpy_fwd = median_ms(lambda: numpy_forward(params, x, onehot), args.repeat)
     tidu_fwd, tidu_total = tidu_runs(params, x, onehot, args.repeat)
+    tidu_faults = page_faults_per_step(tidu_model(params, x, onehot)[1])
     rows = [("numpy forward only", numpy_fwd, None),
             ("tidu eager forward", tidu_fwd, None),
             ("tidu eager forward + backward", tidu_total, None)]
@@ -173,6 +190,7 @@ def main(argv=None) -> None:
         ratio = f"{tidu_total / ms:8.2f}" if peer else ""
         print(f"{name:34s} {ms:8.2f}   {ratio}")
     print(f"tidu backward / forward: {(tidu_total - tidu_fwd) / tidu_fwd:.2f}")
+    print(f"tidu page faults per step: {tidu_faults:.0f}")
     for note in notes:
         print(note)
 

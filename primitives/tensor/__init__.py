@@ -71,6 +71,7 @@ from primitives.tensor.api import (
 from primitives.tensor.eager import BackwardError, Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
+from primitives.tensor.buffers import release_cached_arrays, set_cache_limit
 from primitives.tensor.functional import (
     FunctionalError,
     grad,
@@ -83,6 +84,8 @@ from primitives.tensor.functional import (
 
 __all__ = [
     "retain_freed_memory",
+    "release_cached_arrays",
+    "set_cache_limit",
     "TensorNotSupportedError",
     "TensorIndexError",
     "TensorShapeError",

@@ -10,9 +10,9 @@ nobody else references any more (its own reference is the only one left), or
 makes and keeps a new one. Only the outputs of tidu's tensor ops go through
 it; the process's ``malloc`` policy is not touched.
 
-Idle cached arrays stay allocated until reused: at most ``limit_bytes`` (see
-:func:`set_cache_limit`) are ever kept, and :func:`release_cached_arrays`
-drops the idle ones.
+Idle cached arrays stay allocated until reused: the cache keeps at most 256 MiB
+of arrays (:func:`set_cache_limit` changes that; 0 turns it off), and
+:func:`release_cached_arrays` drops the idle ones.
 
 >>> a = output_like(np.zeros((512, 512), np.float32))
 >>> a.shape, a.dtype.name
@@ -34,7 +34,7 @@ MIN_BYTES = 1 << 17
 _MAX_PER_SHAPE = 64          # bounds the scan for an idle array
 _lock = threading.Lock()
 _cached: dict = {}           # (shape, dtype) -> list of arrays this cache made
-_limits = {"bytes": 1 << 30, "held": 0}
+_limits = {"bytes": 256 << 20, "held": 0}
 
 
 def _first_refcount(arrays) -> int:
@@ -66,6 +66,8 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
             return array
     array = np.empty(shape, dtype)
     with _lock:
+        if _limits["held"] + array.nbytes > _limits["bytes"]:
+            _drop_idle()                   # make room: idle arrays of other shapes go first
         arrays = _cached.setdefault(key, [])
         if len(arrays) < _MAX_PER_SHAPE and _limits["held"] + array.nbytes <= _limits["bytes"]:
             arrays.append(array)
@@ -85,17 +87,21 @@ def output_like(x) -> np.ndarray | None:
 
 def release_cached_arrays() -> int:
     """Drop the cache's idle arrays (back to ``malloc``); returns the bytes freed."""
-    freed = 0
     with _lock:
-        for key in list(_cached):
-            kept = []
-            for array in _cached[key]:
-                if sys.getrefcount(array) <= _IDLE_REFS:
-                    freed += array.nbytes
-                else:
-                    kept.append(array)
-            _cached[key] = kept
-        _limits["held"] -= freed
+        return _drop_idle()
+
+
+def _drop_idle() -> int:
+    freed = 0
+    for key in list(_cached):
+        kept = []
+        for array in _cached[key]:
+            if sys.getrefcount(array) <= _IDLE_REFS:
+                freed += array.nbytes
+            else:
+                kept.append(array)
+        _cached[key] = kept
+    _limits["held"] -= freed
     return freed
 
 
