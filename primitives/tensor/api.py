@@ -341,9 +341,24 @@ def dot_general(x, y, dimension_numbers):
     """``lax.dot_general``: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; the result has the batch, then lhs free, then rhs free axes."""
     (x, y), dtype = _promoted(x, y)
-    xs, ys = shape_of(x), shape_of(y)
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
+    xs, ys = shape_of(x), shape_of(y)
+    key = (lc, rc, lb, rb, xs, ys, dtype.name)
+    op = _dot_ops.get(key)
+    if op is None:
+        op = _dot_general_op(lc, rc, lb, rb, xs, ys, dtype.name)
+        if len(_dot_ops) < 4096:
+            _dot_ops[key] = op
+    return _first(bind(op, x, y))
+
+
+# Checked ops by (axes, shapes, dtype): a training loop reuses a few, with their cached plans.
+_dot_ops: dict = {}
+
+
+def _dot_general_op(lc, rc, lb, rb, xs, ys, dtype: str) -> DotGeneral:
+    """The ``DotGeneral`` op for these axes and operand shapes, after checking they fit."""
     for axes, shape, what in ((lc, xs, "lhs"), (lb, xs, "lhs"), (rc, ys, "rhs"), (rb, ys, "rhs")):
         if any(not 0 <= a < len(shape) for a in axes):
             raise np.exceptions.AxisError(f"dot_general: axes {axes} out of range for the {what} "
@@ -352,9 +367,8 @@ def dot_general(x, y, dimension_numbers):
         raise TensorShapeError(f"dot_general: shapes {xs} and {ys} do not match on contracting "
                                f"axes {lc}/{rc} and batch axes {lb}/{rb}")
     if len(set(lc + lb)) != len(lc + lb) or len(set(rc + rb)) != len(rc + rb):
-        raise TensorShapeError(f"dot_general: repeated axes in {dimension_numbers}")
-    op = DotGeneral(((lc, rc), (lb, rb)), xs, ys, dtype.name)
-    return _first(bind(op, x, y))
+        raise TensorShapeError(f"dot_general: repeated axes in {((lc, rc), (lb, rb))}")
+    return DotGeneral(((lc, rc), (lb, rb)), xs, ys, dtype)
 
 
 def matmul(x, y):
