@@ -120,8 +120,9 @@ def _sweep_if_needed() -> None:
     if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
         _dead[0] = 0
         for table in (_op_table, _input_table, _collisions):
-            for structure, ref in list(table.items()):
-                if ref() is None and table.get(structure) is ref:
+            dead = [(structure, ref) for structure, ref in list(table.items()) if ref() is None]
+            for structure, ref in dead:
+                if table.get(structure) is ref:
                     del table[structure]
 
 
@@ -322,7 +323,20 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
             if other is operation or other == operation:
                 return found, None
         return _intern_operation_slow(struct, operation, inputs, role, output_count), None
-    key, outputs = _new_key_with_outputs(operation, inputs, role, output_count)
+    if output_count == 1:                  # most ops: made inline, this is the hot path
+        key = object.__new__(OperationKey)
+        key._operation = operation
+        key._inputs = inputs
+        key._role = role
+        key._serial = next(_serials)
+        key._n_out = 1
+        derived = object.__new__(Derived)
+        derived._operation = key
+        derived._slot = 0
+        key._out = weakref.ref(derived)
+        outputs = (derived,)
+    else:
+        key, outputs = _new_key_with_outputs(operation, inputs, role, output_count)
     # Published without the lock: setdefault is atomic, an entry is only ever
     # replaced under the lock, and sweeps delete in place.
     ref = weakref.ref(key, _on_dead)
@@ -336,25 +350,16 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
 
 def _new_key_with_outputs(operation, inputs, role, output_count) -> tuple:
     """A new, not yet published operation key and its ``Derived`` keys."""
-    key = object.__new__(OperationKey)
-    key._operation = operation
-    key._inputs = inputs
-    key._role = role
-    key._serial = next(_serials)
-    key._n_out = output_count
-    if output_count == 1:
-        found = object.__new__(Derived)
-        found._operation = key
-        found._slot = 0
-        key._out = weakref.ref(found)
-        return key, (found,)
-    key._out = [None] * output_count
+    key = _new_operation_key(operation, inputs, role, output_count)
     outputs = []
     for slot in range(output_count):
         found = object.__new__(Derived)
         found._operation = key
         found._slot = slot
-        key._out[slot] = weakref.ref(found)
+        if output_count == 1:
+            key._out = weakref.ref(found)
+        else:
+            key._out[slot] = weakref.ref(found)
         outputs.append(found)
     return key, tuple(outputs)
 
