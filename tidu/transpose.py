@@ -21,13 +21,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import ADRuleError, ADRuleKind, GraphError
-from tidu.graph import Local, resolve
+from tidu.errors import GraphError
+from tidu.graph import resolve
 from tidu.linearized import LinearizedGraph
 from tidu.rules.builder import GraphPrimitiveBuilder
-from tidu.rules.replay import RuleRunner
-from tidu.rules.helpers import BOTH_LINEAR
 from tidu.rules.keys import CotangentSeed, fresh_pass_id
+from tidu.rules.replay import RuleRunner
 
 
 def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[int | None],
@@ -43,21 +42,12 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
         raise GraphError(f"{len(cotangent_seeds)} cotangent seeds given for "
                          f"{len(linear.tangent_outputs)} tangent outputs")
     cotangents: dict = {}                     # value key -> cotangent id; absent means zero
-    adders: dict = {}                          # op type -> its set's add()
+    rules = RuleRunner(builder, ctx)
 
     def accumulate(key, cotangent, op_type):
         existing = cotangents.get(key)
-        if existing is None:
-            cotangents[key] = cotangent
-            return
-        add = adders.get(op_type)
-        if add is None:
-            if not hasattr(op_type, "add"):
-                raise ADRuleError(op_type.__name__, ADRuleKind.TRANSPOSE,
-                                  "its set defines no add() to sum cotangents")
-            add = adders[op_type] = op_type.add()
-        [cotangents[key]] = builder.add_primitive(add, [Local(existing), Local(cotangent)],
-                                                  BOTH_LINEAR)
+        cotangents[key] = cotangent if existing is None else rules.add(op_type, existing,
+                                                                        cotangent)
 
     # Seeds of an output listed twice are summed with the add() of the op set that
     # the linear graph (or, when it has no operations, its primal graphs) is made of.
@@ -67,7 +57,6 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             op_type = _some_op_type(graph) if key in cotangents else None
             accumulate(key, seed, op_type)
 
-    rules = RuleRunner(builder, ctx)
     op_keys = graph.operation_keys
     op_first = graph._op_first                # op index -> local id of its first output
     for index in range(len(op_keys) - 1, -1, -1):
@@ -88,10 +77,9 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
         cotangent_in = rules.transpose(operation, cotangent_out, inputs, op_key._role)
         for key, cotangent in zip(inputs, cotangent_in):
             if cotangent is not None:
-                if key in cotangents:
-                    accumulate(key, cotangent, type(operation))
-                else:
-                    cotangents[key] = cotangent
+                existing = cotangents.get(key)
+                cotangents[key] = cotangent if existing is None else rules.add(
+                    type(operation), existing, cotangent)
 
     return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
 

@@ -5,10 +5,10 @@ they touch. When an op's rules are structural (see
 :meth:`tidu.Primitive.structural_rules`), the first call for an (op, role,
 zero pattern) is recorded: each operation it emitted, with every input named by
 position (a tangent or cotangent it was given, a primal value it was given, or
-an output of an earlier emission), and where its results came from. Later nodes
-with the same op, role and zero pattern replay that template straight into the
-graph builder, which gives exactly the operations the rule would emit, without
-calling the rule or re-checking what it emits.
+an output of an earlier emission), and where its results came from. The record
+is compiled into a small straight-line function that later nodes with the same
+op, role and zero pattern call to emit the same operations straight into the
+graph builder, without calling the rule or re-checking what it emits.
 
 A template is recorded only when every id and key the rule was given is
 distinct and everything it emitted can be named by position; otherwise the rule
@@ -17,7 +17,7 @@ is called for every node, as for ops whose rules are not structural.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from functools import partial
 from operator import is_
 from typing import Any
@@ -26,6 +26,7 @@ from tidu.errors import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from tidu.graph.operation import op_name
 from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
+from tidu.rules.helpers import BOTH_LINEAR
 
 _is_none = partial(is_, None)
 _CALL = "call"          # templates[...] value: record nothing, call the rule every time
@@ -34,71 +35,94 @@ _CALL = "call"          # templates[...] value: record nothing, call the rule ev
 class RuleRunner:
     """Calls the JVP and transpose rules of one transform, emitting into ``builder``."""
 
-    __slots__ = ("_can_replay", "_size", "builder", "ctx", "templates")
+    __slots__ = ("_add", "_adders", "_can_replay", "_keys", "_size", "builder", "ctx",
+                 "templates")
 
     def __init__(self, builder, ctx: Any) -> None:
         self.builder = builder
         self.ctx = ctx
-        self.templates: dict = {}           # (op, role, zero pattern) -> RuleTemplate or _CALL
+        self.templates: dict = {}   # (op, role, zero pattern) -> compiled template or _CALL
+        self._adders: dict = {}     # op type -> its set's add(), once it added fine
         self._can_replay = type(builder) is GraphPrimitiveBuilder
-        self._size = builder._keys.__len__ if self._can_replay else _unknown_size
+        if self._can_replay:
+            self._keys = builder._keys          # ids are positions in this list
+            self._add = builder.add_checked
+            self._size = self._keys.__len__
+        else:
+            self._size = _unknown_size
 
     def jvp(self, operation, primal_inputs: tuple, primal_outputs: list,
             tangents: list) -> list:
         """The output tangent ids of ``operation``'s JVP (``None`` for zeros)."""
         rule_key = (operation, None, tuple(map(_is_none, tangents)))
-        template = self.templates.get(rule_key)
-        if type(template) is RuleTemplate:
-            return template.replay(self.builder, tangents, primal_inputs + tuple(primal_outputs))
+        replay = self.templates.get(rule_key)
+        if replay is not None and replay is not _CALL:
+            return replay(self._keys, self._add, tangents, primal_inputs, primal_outputs)
         rule = getattr(operation, "jvp_rule", None)
         if rule is None:
             raise ADRuleError(op_name(operation), ADRuleKind.JVP, "it is not a tidu.Primitive")
         recorder = None
-        if template is None:
-            recorder = self._recorder(rule_key, tangents, primal_inputs + tuple(primal_outputs))
-        results = rule(self.builder if recorder is None else recorder, primal_inputs, primal_outputs, tangents,
-                       self.ctx)
+        if replay is None:
+            recorder = self._recorder(rule_key, tangents, primal_inputs, primal_outputs)
+        results = rule(self.builder if recorder is None else recorder, primal_inputs,
+                       primal_outputs, tangents, self.ctx)
         results = self._checked(results, len(primal_outputs), operation, ADRuleKind.JVP,
                                 "tangents")
         if recorder is not None:
-            self.templates[rule_key] = recorder.template(results)
+            self.templates[rule_key] = recorder.compile(results)
         return results
 
     def transpose(self, operation, cotangents: list, inputs: tuple, role) -> list:
         """The input cotangent ids of linear ``operation``'s transpose (``None`` for zeros)."""
         rule_key = (operation, role, tuple(map(_is_none, cotangents)))
-        template = self.templates.get(rule_key)
-        if type(template) is RuleTemplate:
-            return template.replay(self.builder, cotangents, inputs)
+        replay = self.templates.get(rule_key)
+        if replay is not None and replay is not _CALL:
+            return replay(self._keys, self._add, cotangents, inputs, ())
         rule = getattr(operation, "transpose_rule", None)
         if rule is None:
             raise ADRuleError(op_name(operation), ADRuleKind.TRANSPOSE,
                               "it is not a tidu.Primitive")
         recorder = None
-        if template is None:
-            recorder = self._recorder(rule_key, cotangents, inputs)
-        results = rule(self.builder if recorder is None else recorder, cotangents, list(map(External, inputs)), role,
-                       self.ctx)
+        if replay is None:
+            recorder = self._recorder(rule_key, cotangents, inputs, ())
+        results = rule(self.builder if recorder is None else recorder, cotangents,
+                       list(map(External, inputs)), role, self.ctx)
         results = self._checked(results, len(inputs), operation, ADRuleKind.TRANSPOSE,
                                 "cotangents")
         if recorder is not None:
-            self.templates[rule_key] = recorder.template(results)
+            self.templates[rule_key] = recorder.compile(results)
         return results
+
+    def add(self, op_type, first: int, second: int) -> int:
+        """The id of ``first + second``, summed with the ``add()`` of ``op_type``'s set."""
+        add = self._adders.get(op_type)
+        if add is not None and self._can_replay:
+            keys = self._keys
+            return self._add(add, (keys[first], keys[second]), BOTH_LINEAR, 1)
+        if add is None:
+            if not hasattr(op_type, "add"):
+                raise ADRuleError(op_type.__name__, ADRuleKind.TRANSPOSE,
+                                  "its set defines no add() to sum cotangents")
+            add = op_type.add()
+        [total] = self.builder.add_primitive(add, [Local(first), Local(second)], BOTH_LINEAR)
+        self._adders[op_type] = add             # checked by add_primitive: one output
+        return total
 
     def _checked(self, results, expected: int, operation, kind, what: str) -> list:
         if are_ids(results, expected, self._size()):
             return results
         return check_rule_results(results, expected, self.builder, operation, kind, what)
 
-    def _recorder(self, rule_key, local_ids: list, external_keys: tuple):
+    def _recorder(self, rule_key, local_ids: list, keys: tuple, more_keys: list | tuple):
         """A recording builder for this rule call, or ``None`` when none can be recorded."""
         if not self._can_replay or not _structural(rule_key[0]):
             self.templates[rule_key] = _CALL
             return None
         ids = [i for i in local_ids if i is not None]
-        if len(set(ids)) != len(ids) or len(set(external_keys)) != len(external_keys):
+        all_keys = (*keys, *more_keys)
+        if len(set(ids)) != len(ids) or len(set(all_keys)) != len(all_keys):
             return None                      # ambiguous here; maybe not at another node
-        return _RecordingBuilder(self.builder, local_ids, external_keys)
+        return _RecordingBuilder(self.builder, local_ids, keys, more_keys)
 
 
 def _structural(operation) -> bool:
@@ -110,60 +134,24 @@ def _unknown_size() -> int:
     return -1
 
 
-class RuleTemplate:
-    """What one rule call emitted, by position; :meth:`replay` emits it again.
+class _RecordingBuilder:
+    """Forwards ``add_primitive`` to a builder and records each call by position.
 
-    Positions (slots) are: ``0`` for a zero, then one per given local id (tangent
-    or cotangent, in order), one per given key (primal values), then one per
-    output of each step, in order.
+    Positions (slots) are: ``0`` for a zero, then one per local id given
+    (tangent or cotangent, in order), one per key given (primal values, in
+    order), then one per output of each recorded operation, in order.
     """
 
-    __slots__ = ("dense", "results", "steps")
+    __slots__ = ("inner", "next_slot", "replayable", "shape", "slot_of_id", "slot_of_key",
+                 "steps")
 
-    def __init__(self, steps: tuple, results: tuple, dense: bool) -> None:
-        self.steps = steps          # (op, role, output count, input slots) per emission
-        self.results = results      # a slot per result
-        self.dense = dense          # whether every local id given is an id (no zero)
-
-    def replay(self, builder, local_ids: Sequence, external_keys: tuple) -> list:
-        """Emit the steps for a node given these ids and keys; return its result ids."""
-        keys = builder._keys
-        if self.dense:                     # no zero among the local ids
-            slot_keys = [None, *map(keys.__getitem__, local_ids), *external_keys]
-        else:
-            slot_keys = [None, *[None if i is None else keys[i] for i in local_ids],
-                         *external_keys]
-        add = builder.add_checked
-        key_at = slot_keys.__getitem__
-        for op, role, n_out, input_slots in self.steps:
-            first = add(op, tuple(map(key_at, input_slots)), role, n_out)
-            if n_out == 1:
-                slot_keys.append(keys[first])
-            else:
-                slot_keys += keys[first:first + n_out]
-        # every slot's key is a value of the builder but the zero slot's None
-        return list(map(builder._index.get, map(key_at, self.results)))
-
-
-class _RecordingBuilder:
-    """Forwards ``add_primitive`` to a builder and records each call by position."""
-
-    __slots__ = (
-        "dense",
-        "inner",
-        "next_slot",
-        "replayable",
-        "slot_of_id",
-        "slot_of_key",
-        "steps",
-    )
-
-    def __init__(self, inner, local_ids: list, external_keys: tuple) -> None:
+    def __init__(self, inner, local_ids: list, keys: tuple, more_keys: list | tuple) -> None:
         self.inner = inner
+        self.shape = (len(local_ids), len(keys), len(more_keys))
         self.slot_of_id = {i: slot for slot, i in enumerate(local_ids, 1) if i is not None}
-        self.slot_of_key = {k: slot for slot, k in enumerate(external_keys, 1 + len(local_ids))}
-        self.next_slot = 1 + len(local_ids) + len(external_keys)
-        self.dense = None not in local_ids
+        self.slot_of_key = {k: slot for slot, k in enumerate((*keys, *more_keys),
+                                                             1 + len(local_ids))}
+        self.next_slot = 1 + len(local_ids) + len(keys) + len(more_keys)
         self.steps: list = []
         self.replayable = True
 
@@ -199,9 +187,63 @@ class _RecordingBuilder:
         self.replayable = False
         return local_id in self.inner
 
-    def template(self, results: list) -> RuleTemplate | str:
-        """The template of the recorded call, or ``_CALL`` if it cannot be replayed."""
+    def compile(self, results: list) -> Callable | str:
+        """The compiled template of the recorded call, or ``_CALL`` if it cannot be replayed."""
         result_slots = tuple(0 if r is None else self.slot_of_id.get(r) for r in results)
         if not self.replayable or None in result_slots:
             return _CALL
-        return RuleTemplate(tuple(self.steps), result_slots, self.dense)
+        template = (tuple(self.steps), result_slots, self.shape)
+        replay = _compiled.get(template)
+        if replay is None:
+            if len(_compiled) > _MAX_COMPILED:
+                _compiled.clear()
+            replay = _compiled[template] = compile_template(*template)
+        return replay
+
+
+_compiled: dict = {}        # (steps, result slots, shape) -> replay function, shared by transforms
+_MAX_COMPILED = 4096
+
+
+def compile_template(steps: tuple, result_slots: tuple, shape: tuple) -> Callable:
+    """A straight-line function ``replay(keys, add, local_ids, keys_a, keys_b) -> result ids``.
+
+    ``steps`` holds ``(op, role, output count, input slots)`` per operation;
+    ``shape`` is ``(len(local_ids), len(keys_a), len(keys_b))``. ``add`` is a
+    builder's ``add_checked`` and ``keys`` its list of value keys. For the JVP of
+    ``x * y`` with both tangents the source reads::
+
+        def replay(keys, add, local_ids, keys_a, keys_b):
+            s1, s2, = local_ids
+            s3, s4, = keys_a
+            s5, = keys_b
+            v0 = add(op0, (keys[s1], s4, ), role0, 1)
+            v1 = add(op1, (s3, keys[s2], ), role1, 1)
+            v2 = add(op2, (keys[v0], keys[v1], ), role2, 1)
+            return [v2]
+    """
+    id_of: dict = {0: "None"}        # slot -> expression of its id (local ids, outputs)
+    key_of: dict = {}                # slot -> expression of its key (keys given)
+    lines = []
+    slot = 1
+    for source, count, names in (("local_ids", shape[0], id_of), ("keys_a", shape[1], key_of),
+                                 ("keys_b", shape[2], key_of)):
+        if count:
+            lines.append("".join(f"s{slot + i}, " for i in range(count)) + f"= {source}")
+        for i in range(count):
+            names[slot + i] = f"s{slot + i}"
+        slot += count
+    namespace: dict = {}
+    for index, (op, role, n_out, input_slots) in enumerate(steps):
+        namespace[f"op{index}"] = op
+        namespace[f"role{index}"] = role
+        inputs = "".join(f"{key_of[s] if s in key_of else f'keys[{id_of[s]}]'}, "
+                         for s in input_slots)
+        lines.append(f"v{index} = add(op{index}, ({inputs}), role{index}, {n_out})")
+        for output in range(n_out):
+            id_of[slot] = f"v{index} + {output}" if output else f"v{index}"
+            slot += 1
+    lines.append(f"return [{', '.join(id_of[s] for s in result_slots)}]")
+    source = "def replay(keys, add, local_ids, keys_a, keys_b):\n    " + "\n    ".join(lines)
+    exec(compile(source, "<tidu rule template>", "exec"), namespace)  # noqa: S102
+    return namespace["replay"]
