@@ -184,6 +184,7 @@ def memory_workload(n_ops):
 
     size = 1 << 17                                   # 131072 float64 = 1 MB
     gc.collect()
+    tnp.release_cached_arrays()      # arrays cached before tracing started would go unseen
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     x = tnp.tensor(np.full(size, 0.5), requires_grad=True)
