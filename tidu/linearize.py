@@ -83,7 +83,8 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
         target = alias_keys.get(key)
         return (target,) if target is not None else ()
 
-    rules = RuleRunner(builder, ctx)
+    jvp = RuleRunner(builder, ctx).jvp
+    tangent_of = tangents.get
     visited_ops = set()                        # ops with several outputs are met once per output
     for key in postorder(outputs, dependencies):
         if type(key) is not Derived:
@@ -92,16 +93,19 @@ def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
                 tangents[key] = tangents[target]
             continue
         op_key = key._operation
-        n_out = op_key._n_out
-        if n_out != 1:
-            if op_key in visited_ops:
-                continue
-            visited_ops.add(op_key)
-        tangent_in = list(map(tangents.get, op_key._inputs))
+        tangent_in = list(map(tangent_of, op_key._inputs))
         if tangent_in.count(None) == len(tangent_in):
             continue
-        primal_outputs = [key] if n_out == 1 else list(op_key.output_keys())
-        tangent_out = rules.jvp(op_key._operation, op_key._inputs, primal_outputs, tangent_in)
+        if op_key._n_out == 1:
+            [tangent] = jvp(op_key._operation, op_key._inputs, [key], tangent_in)
+            if tangent is not None:
+                tangents[key] = tangent
+            continue
+        if op_key in visited_ops:
+            continue
+        visited_ops.add(op_key)
+        primal_outputs = list(op_key.output_keys())
+        tangent_out = jvp(op_key._operation, op_key._inputs, primal_outputs, tangent_in)
         for out_key, tangent in zip(primal_outputs, tangent_out):
             if tangent is not None:
                 tangents[out_key] = tangent

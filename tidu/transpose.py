@@ -57,27 +57,25 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             op_type = _some_op_type(graph) if key in cotangents else None
             accumulate(key, seed, op_type)
 
-    op_keys = graph.operation_keys
-    op_first = graph._op_first                # op index -> local id of its first output
-    for index in range(len(op_keys) - 1, -1, -1):
-        op_key = op_keys[index]
-        first = op_first[index]
+    pop, get, transpose = cotangents.pop, cotangents.get, rules.transpose
+    # graph._op_first: op index -> local id of the op's first output
+    for op_key, first in zip(reversed(graph.operation_keys), reversed(graph._op_first)):
         n_out = op_key._n_out
         if n_out == 1:
-            cotangent = cotangents.pop(keys[first], None)
+            cotangent = pop(keys[first], None)
             if cotangent is None:
                 continue
             cotangent_out = [cotangent]
         else:
-            cotangent_out = [cotangents.pop(key, None) for key in keys[first:first + n_out]]
+            cotangent_out = [pop(key, None) for key in keys[first:first + n_out]]
             if cotangent_out.count(None) == n_out:
                 continue
         operation = op_key._operation
         inputs = op_key._inputs
-        cotangent_in = rules.transpose(operation, cotangent_out, inputs, op_key._role)
+        cotangent_in = transpose(operation, cotangent_out, inputs, op_key._role)
         for key, cotangent in zip(inputs, cotangent_in):
             if cotangent is not None:
-                existing = cotangents.get(key)
+                existing = get(key)
                 cotangents[key] = cotangent if existing is None else rules.add(
                     type(operation), existing, cotangent)
 

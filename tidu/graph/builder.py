@@ -169,12 +169,15 @@ class GraphBuilder:
         op_index = len(self._op_keys)
         self._op_keys.append(op_key)
         self._op_first.append(first)
-        index = self._index
-        value_op = self._value_op
+        if n_out == 1:
+            self._index[made[0]] = first
+            keys.append(made[0])
+            self._value_op.append(op_index)
+            return first
         for key in made:
-            index[key] = len(keys)
+            self._index[key] = len(keys)
             keys.append(key)
-            value_op.append(op_index)
+            self._value_op.append(op_index)
         return first
 
     def _raise_bad_input(self, op, inputs: Sequence) -> None:
