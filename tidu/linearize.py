@@ -2,7 +2,8 @@
 
 Walk what the outputs depend on, dependencies first; at every operation with a
 non-zero input tangent call its JVP rule, which emits the tangent work into the
-linear graph; zeros (``None``) cost nothing.
+linear graph; zeros (``None``) cost nothing. Structural rules are called once per
+pattern of zeros and replayed after that (:mod:`tidu.rules.replay`).
 
 >>> from tidu.graph import Input
 >>> from primitives.scalar import ScalarOp, trace_scalar

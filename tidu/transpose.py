@@ -1,8 +1,9 @@
 """``linear_transpose``: from a linear graph to the graph of its transpose.
 
 Walk the linear graph's operations last to first; every operation whose
-outputs received a cotangent gets its transpose rule; cotangents flowing into
-the same value (fan-out) are summed with the primitive set's ``add()``.
+outputs received a cotangent gets its transpose rule (replayed, for structural
+rules, see :mod:`tidu.rules.replay`); cotangents flowing into the same value
+(fan-out) are summed with the primitive set's ``add()``.
 
 >>> from tidu.graph import Input, evaluate
 >>> from tidu import linearize
