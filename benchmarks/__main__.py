@@ -98,41 +98,20 @@ def transform_workload(sizes, repeat):
 
 
 def eager_workload(sizes, repeat):
+    """Each implementation in a fresh process (see ``benchmarks/eager.py``)."""
     from benchmarks import eager as bench_eager
-    from primitives import tensor as tnp
 
-    def tensor_record(steps):
-        y0 = tnp.tensor(np.float64(bench_eager.Y0), requires_grad=True)
-        c = tnp.tensor(np.float64(bench_eager.C0), requires_grad=True)
-        y = y0
-        for _ in range(steps):
-            y = tnp.sin(y) * y + c
-        return y0, c, y
-
-    def tensor_backward(state):
-        y0, c, y = state
-        grads = y.backward()
-        return float(grads.grad(y0)), float(grads.grad(c))
-
-    peers = [p for p in (bench_eager.torch_peer(), bench_eager.autograd_peer()) if p]
+    measured = {name: bench_eager.run_apart(name, sizes, repeat)
+                for name in bench_eager.IMPLEMENTATIONS}
     rows = []
     for n in sizes:
-        expected = bench_eager.reference(n // 3)
-        results = {}
-        for label, record, backward in [("scalar frontend", bench_eager.tidu_record,
-                                         bench_eager.tidu_backward),
-                                        ("0-d tensor", tensor_record, tensor_backward)]:
-            rec, bwd, grads = bench_eager.measure(record, backward, n, repeat)
-            if not bench_eager.agrees(grads, expected):
-                raise AssertionError(f"eager {label}: gradients {grads} != {expected}")
-            results[label] = rec + bwd
-        peer_times = {}
-        for label, record, backward in peers:
-            rec, bwd, grads = bench_eager.measure(record, backward, n, repeat)
-            peer_times[label.split()[0]] = rec + bwd
-        for label, total in results.items():
-            rows.append({"workload": "eager scalar", "case": label, "n_ops": 3 * (n // 3),
-                         "tidu_us_per_op": total, "peers": dict(peer_times)})
+        peer_times = {name: sum(result["sizes"][n]) for name, result in measured.items()
+                      if result is not None and name in ("torch", "autograd")}
+        for name, case in (("scalar", "scalar frontend"), ("tensor", "0-d tensor")):
+            record, backward = measured[name]["sizes"][n]
+            rows.append({"workload": "eager scalar", "case": case, "n_ops": 3 * (n // 3),
+                         "tidu_us_per_op": record + backward, "record_us_per_op": record,
+                         "backward_us_per_op": backward, "peers": dict(peer_times)})
     return rows
 
 

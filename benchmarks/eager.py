@@ -13,28 +13,33 @@ Peers, each skipped with a note when not installed:
 - ``autograd`` (HIPS): ``autograd.core.make_vjp`` of the chain (record = the
   traced forward pass), then the returned VJP with seed 1.0 (backward).
 
-Every peer's gradients are checked against tidu's. Ratios are tidu / peer
-(below 1 means tidu is faster). tidu is measured first, before any peer is
-imported, since a peer's import leaves many long-lived objects that each full
-collection of the garbage collector scans; ``--no-gc`` turns the collector
-off during the runs for all of them.
+tidu runs the chain twice: with the scalar frontend (``primitives.scalar.eager``)
+and with 0-d ``primitives.tensor`` tensors. Every implementation's gradients are
+checked against hand-derived ones. Ratios are tidu / peer (below 1 means tidu is
+faster).
 
-    python benchmarks/eager.py [--sizes 3000 30000] [--repeat 5]
+Each implementation runs in a fresh Python process of its own, importing only
+what it needs: with the collector on, every full collection walks all live
+objects, so a peer's imports (or tidu's) would otherwise slow the others down.
+``--no-gc`` turns the collector off during the runs; ``--impl NAME`` runs one
+implementation here and prints its figures as JSON.
+
+    python benchmarks/eager.py [--sizes 3000 30000] [--repeat 5] [--no-gc]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from primitives.scalar.eager import Scalar, sin  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Y0, C0 = 0.5, 0.1
 
@@ -51,22 +56,47 @@ def timed(record, backward, steps: int) -> tuple[float, float, tuple]:
     return t1 - t0, t2 - t1, grads
 
 
-# --- tidu ----------------------------------------------------------------------------
+# --- tidu ---------------------------------------------------------------------------
 
 
-def tidu_record(steps: int):
-    y0 = Scalar(Y0, requires_grad=True)
-    c = Scalar(C0, requires_grad=True)
-    y = y0
-    for _ in range(steps):
-        y = sin(y) * y + c
-    return y0, c, y
+def scalar_frontend():
+    from primitives.scalar.eager import Scalar, sin
+
+    def record(steps: int):
+        y0 = Scalar(Y0, requires_grad=True)
+        c = Scalar(C0, requires_grad=True)
+        y = y0
+        for _ in range(steps):
+            y = sin(y) * y + c
+        return y0, c, y
+
+    def backward(state):
+        y0, c, y = state
+        grads = y.backward()
+        return grads.get(y0.key, 0.0), grads[c.key]
+
+    return "tidu scalar frontend", record, backward
 
 
-def tidu_backward(state):
-    y0, c, y = state
-    grads = y.backward()
-    return grads.get(y0.key, 0.0), grads[c.key]
+def zero_d_tensors():
+    import numpy as np
+
+    from primitives import tensor as tnp
+
+    def record(steps: int):
+        y0 = tnp.tensor(np.float64(Y0), requires_grad=True)
+        c = tnp.tensor(np.float64(C0), requires_grad=True)
+        y = y0
+        for _ in range(steps):
+            y = tnp.sin(y) * y + c
+        return y0, c, y
+
+    def backward(state):
+        y0, c, y = state
+        grads = y.backward()
+        return float(grads.grad(y0)), float(grads.grad(c))
+
+    return "tidu 0-d tensors", record, backward
 
 
 # --- torch ---------------------------------------------------------------------------
@@ -153,54 +183,78 @@ def agrees(a: tuple, b: tuple) -> bool:
     return all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a, b))
 
 
+IMPLEMENTATIONS = {"scalar": scalar_frontend, "tensor": zero_d_tensors,
+                   "torch": torch_peer, "autograd": autograd_peer}
+
+
+def run_here(name: str, sizes, repeat: int) -> dict | None:
+    """Measure implementation ``name`` in this process: ``{label, sizes: {n: [rec, bwd]}}``."""
+    made = IMPLEMENTATIONS[name]()
+    if made is None:
+        return None
+    label, record, backward = made
+    figures = {}
+    for n_ops in sizes:
+        rec, bwd, grads = measure(record, backward, n_ops, repeat)
+        want = reference(n_ops // 3)
+        if not agrees(grads, want):
+            raise SystemExit(f"{label}: gradients {grads} differ from the hand-derived {want}")
+        figures[n_ops] = [rec, bwd]
+    return {"label": label, "sizes": figures}
+
+
+def run_apart(name: str, sizes, repeat: int, no_gc: bool = False) -> dict | None:
+    """:func:`run_here` in a fresh Python process (``None``: the peer is not installed)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--impl", name,
+               "--repeat", str(repeat), "--sizes", *map(str, sizes)]
+    if no_gc:
+        command.append("--no-gc")
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"eager benchmark {name} failed:\n{done.stderr}")
+    result = json.loads(done.stdout)
+    if result is not None:
+        result["sizes"] = {int(n): v for n, v in result["sizes"].items()}
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[3_000, 30_000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-gc", action="store_true",
                         help="disable the garbage collector during the timed runs")
+    parser.add_argument("--impl", choices=sorted(IMPLEMENTATIONS),
+                        help="measure one implementation in this process; print JSON")
     args = parser.parse_args()
     repeat = max(3, args.repeat)
-    if args.no_gc:
-        gc.disable()
+    if args.impl:
+        sys.path.insert(0, str(ROOT))
+        if args.no_gc:
+            gc.disable()
+        print(json.dumps(run_here(args.impl, args.sizes, repeat)))
+        return
 
-    # tidu first, before any peer is imported: a peer's import leaves many long-lived
-    # objects that every full collection of the garbage collector then scans.
-    table: dict = {}
-    for n_ops in args.sizes:
-        want = reference(n_ops // 3)
-        rec, bwd, grads = measure(tidu_record, tidu_backward, n_ops, repeat)
-        if not agrees(grads, want):
-            raise SystemExit(f"tidu's gradients {grads} differ from the hand-derived {want}")
-        table[n_ops] = [("tidu", rec, bwd)]
-
-    notes = []
-    for name, make in (("torch", torch_peer), ("autograd", autograd_peer)):
-        peer = make()
-        if peer is None:
-            notes.append(f"note: {name} is not installed; skipped")
-            continue
-        label, record, backward = peer
-        for n_ops in args.sizes:
-            rec, bwd, grads = measure(record, backward, n_ops, repeat)
-            want = reference(n_ops // 3)
-            if not agrees(grads, want):
-                raise SystemExit(f"{label}'s gradients {grads} differ from the hand-derived {want}")
-            table[n_ops].append((label, rec, bwd))
-
-    for note in notes:
-        print(note)
+    results = {name: run_apart(name, args.sizes, repeat, args.no_gc) for name in IMPLEMENTATIONS}
+    for name, result in results.items():
+        if result is None:
+            print(f"note: {name} is not installed; skipped")
     print(f"python {sys.version.split()[0]}; chain y = sin(y) * y + c; median of {repeat} runs; "
-          f"garbage collector {'off' if args.no_gc else 'on'}; µs per primal op")
-    print(f"{'N ops':>7}  {'impl':<16} {'record':>8} {'backward':>9} {'total':>8}"
-          "   ratio tidu/peer: record / backward / total")
-    for n_ops, rows in table.items():
-        _, t_rec, t_bwd = rows[0]
-        for label, rec, bwd in rows:
-            line = f"{n_ops:>7}  {label:<16} {rec:>8.2f} {bwd:>9.2f} {rec + bwd:>8.2f}"
-            if label != "tidu":
-                line += (f"   {t_rec / rec:.2f} / {t_bwd / bwd:.2f} / "
-                         f"{(t_rec + t_bwd) / (rec + bwd):.2f}")
+          f"garbage collector {'off' if args.no_gc else 'on'}; one process per implementation; "
+          "µs per primal op")
+    print(f"{'N ops':>7}  {'impl':<22} {'record':>8} {'backward':>9} {'total':>8}"
+          "   ratio to torch: record / backward / total")
+    torch = results.get("torch")
+    for n_ops in args.sizes:
+        for result in results.values():
+            if result is None:
+                continue
+            rec, bwd = result["sizes"][n_ops]
+            line = f"{n_ops:>7}  {result['label']:<22} {rec:>8.2f} {bwd:>9.2f} {rec + bwd:>8.2f}"
+            if torch is not None and result is not torch:
+                t_rec, t_bwd = torch["sizes"][n_ops]
+                line += (f"   {rec / t_rec:.2f} / {bwd / t_bwd:.2f} / "
+                         f"{(rec + bwd) / (t_rec + t_bwd):.2f}")
             print(line)
 
 
