@@ -71,7 +71,10 @@ class Scalar:
 
     def apply_op(self, op):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
-        return _apply_real(op, self) if op in _REAL_OPS else apply(op, self)
+        recorded = _REAL_OPS.get(op)
+        if recorded is not None and type(self.data) is float:
+            return _run(op, recorded, (self,))
+        return apply(op, self)
 
 
 _ADD, _SUB, _MUL, _DIV, _NEG = ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL, ScalarOp.DIV, ScalarOp.NEG
@@ -118,11 +121,12 @@ def _run(op, recorded: RecordedGraph, args: tuple) -> Any:
     """Evaluate ``op`` on the Scalars ``args`` and record it."""
     results = op.eval(None, [a.data for a in args])
     trace = _recorder.record(recorded, args, results)
+    if len(results) == 1:
+        return Scalar(results[0]) if trace is None else _result(results[0], trace,
+                                                                trace.output_keys[0])
     if trace is None:
-        outs = [Scalar(v) for v in results]
-    else:
-        outs = [_result(v, trace, key) for v, key in zip(results, trace.output_keys)]
-    return outs[0] if len(outs) == 1 else tuple(outs)
+        return tuple(Scalar(v) for v in results)
+    return tuple(_result(v, trace, key) for v, key in zip(results, trace.output_keys))
 
 
 def _apply_real(op, *args) -> Any:
@@ -138,10 +142,15 @@ def _lift(value) -> Scalar:
 
 
 def _result(value, trace, key) -> Scalar:
-    out = Scalar(value, True)
+    out = _new_scalar(Scalar)
+    out.data = value
+    out.requires_grad = True
     out.trace = trace
     out.key = key
     return out
+
+
+_new_scalar = object.__new__
 
 
 # Ops that take real operands, with their shared recorded graphs: _apply_real's fast path.

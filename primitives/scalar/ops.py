@@ -319,7 +319,7 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
         return _RULES[self].outputs
 
     def eval(self, ctx, inputs):
-        return _RULES[self].eval(*inputs)
+        return self._eval(*inputs)
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         return _RULES[self].jvp(builder, primal_inputs, primal_outputs, tangent_inputs)
@@ -355,6 +355,8 @@ _RULES = {
     ScalarOp.SQRT: _Rules(1, 1, lambda a: [_sqrt(a)], _sqrt_jvp, None),
     ScalarOp.TANH: _Rules(1, 1, lambda a: [_tanh(a)], _tanh_jvp, None),
 }
+for _op, _rules in _RULES.items():
+    _op._eval = _rules.eval          # eval is the hot path of eager runs: skip the lookup
 
 
 # --- ops with a parameter ---------------------------------------------------------
