@@ -123,7 +123,7 @@ def _run(op, recorded: RecordedGraph, args: tuple) -> Any:
     trace = _recorder.record(recorded, args, results)
     if len(results) == 1:
         return Scalar(results[0]) if trace is None else _result(results[0], trace,
-                                                                trace.output_keys[0])
+                                                                trace.output_key)
     if trace is None:
         return tuple(Scalar(v) for v in results)
     return tuple(_result(v, trace, key) for v, key in zip(results, trace.output_keys))

@@ -293,15 +293,15 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     get = cotangents.get
 
     for node in _nodes_last_first(output_trace):
-        output_keys = node.output_keys
-        if len(output_keys) == 1:
-            cotangent = get(output_keys[0])
+        key = node.output_key
+        if key is not None:                 # one output
+            cotangent = get(key)
             if cotangent is None:
                 continue
             cotangent_out = [cotangent]
             active_outputs = _FIRST_ONLY
         else:
-            cotangent_out = [get(key) for key in output_keys]
+            cotangent_out = [get(key) for key in node.output_keys]
             active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
             if not active_outputs:
                 continue
