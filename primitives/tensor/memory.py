@@ -3,8 +3,10 @@
 NumPy allocates every large array with ``malloc``; glibc serves big requests
 with fresh ``mmap`` pages and hands freed ones back to the OS, so a training
 step that allocates the same large temporaries each time page-faults them in
-again every step. PyTorch avoids this with a caching allocator. Here the same
-effect is one call: ask glibc to keep freed memory for reuse.
+again every step. PyTorch avoids this with a caching allocator. The tensor
+ops' own big results already reuse cached buffers
+(:mod:`primitives.tensor.buffers`); this call extends the same effect to every
+other NumPy allocation in the process by asking glibc to keep freed memory.
 
 It changes the process-wide ``malloc`` policy (memory is returned to the OS
 less eagerly), so it is off unless you call it.

@@ -105,6 +105,9 @@ _op_table: dict = {}        # (hash(op), id(role), id(input)...) -> weakref(Oper
 _collisions: dict = {}      # (op, id(role), id(input)...) -> weakref(OperationKey)
 _dead = [0]                 # weakref callbacks count deaths; tables are swept lazily
 _SWEEP_MIN = 4096
+# Deaths above which a sweep is worth checking for. Tables only shrink in sweeps, so
+# the sweep threshold never falls below a bar computed since the last sweep.
+_sweep_bar = [_SWEEP_MIN]
 
 
 def _on_dead(_ref) -> None:
@@ -117,20 +120,23 @@ def _sweep_if_needed() -> None:
     Entries are deleted in place (never by rebinding a table), so an operation
     key published without the lock (see :func:`intern_operation_outputs`) is never lost.
     """
-    if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
-        _dead[0] = 0
-        for table in (_op_table, _input_table, _collisions):
-            dead = [(structure, ref) for structure, ref in list(table.items()) if ref() is None]
-            for structure, ref in dead:
-                if table.get(structure) is ref:
-                    del table[structure]
+    threshold = max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2)
+    if _dead[0] <= threshold:
+        _sweep_bar[0] = threshold
+        return
+    _dead[0] = 0
+    _sweep_bar[0] = _SWEEP_MIN
+    for table in (_op_table, _input_table, _collisions):
+        dead = [(structure, ref) for structure, ref in list(table.items()) if ref() is None]
+        for structure, ref in dead:
+            if table.get(structure) is ref:
+                del table[structure]
 
 
 def _sweep_soon() -> None:
-    """Sweep (taking the lock) if enough keys died; cheap to call when none did."""
-    if _dead[0] > max(_SWEEP_MIN, (len(_op_table) + len(_input_table)) // 2):
-        with _lock:
-            _sweep_if_needed()
+    """Sweep (taking the lock) if enough keys died."""
+    with _lock:
+        _sweep_if_needed()
 
 
 def interned_count() -> int:
@@ -186,7 +192,7 @@ def intern_input(key: Hashable) -> Input:
         ref = _input_table.get(key)
         found = ref() if ref is not None else None
         if found is None:
-            if _dead[0] > _SWEEP_MIN:
+            if _dead[0] > _sweep_bar[0]:
                 _sweep_if_needed()
             found = object.__new__(Input)
             found._key = key
@@ -341,7 +347,7 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
     # replaced under the lock, and sweeps delete in place.
     ref = weakref.ref(key, _on_dead)
     if _op_table.setdefault(struct, ref) is ref:
-        if _dead[0] > _SWEEP_MIN:
+        if _dead[0] > _sweep_bar[0]:
             _sweep_soon()
         return key, outputs
     # another thread interned this structure since our lookup, or its entry is dead
@@ -372,7 +378,7 @@ def _intern_operation_slow(struct, operation, inputs, role, output_count) -> Ope
     if output_count is None:
         output_count = _output_count_of(operation)
     with _lock:
-        if _dead[0] > _SWEEP_MIN:
+        if _dead[0] > _sweep_bar[0]:
             _sweep_if_needed()
         ref = _op_table.get(struct)
         found = ref() if ref is not None else None
