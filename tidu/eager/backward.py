@@ -3,9 +3,14 @@
 ``try_backward`` walks the trace from an output back to the leaves, last node
 first. At each node it takes a cached *backward plan* for the node's structure
 and the slots that carry cotangents: the node's linear graph and a small
-forward graph of the primal values that linear graph reads. The executor
-recomputes those values (``execute_forward``), runs the transposed linear map
-(``run_transposed_linear``) and sums cotangents (``add_operands``).
+forward graph of the primal values that linear graph reads.
+
+By default the plan fuses that forward graph with the transposed linear graph
+into one backward graph, which the executor compiles once (``compile_graph``)
+and runs at every node with the plan. An executor that overrides
+``run_transposed_linear`` gets the steps apart instead: it recomputes the
+values (``execute_forward``), then runs the transposed linear map. Either way
+it sums cotangents (``add_operands``).
 """
 
 from __future__ import annotations
