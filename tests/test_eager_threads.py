@@ -13,6 +13,8 @@ import math
 import sys
 import threading
 
+import pytest
+
 from primitives.scalar import ImmediateScalarBuilder, Pow, Scale, ScalarExecutor, ScalarOp
 from primitives.scalar.eager import Scalar, apply, exp, sin, sincos
 from tidu import linear_transpose_with_builder
@@ -121,3 +123,31 @@ def test_eight_threads_record_and_backward_concurrently():
     # eager keys made concurrently never collide
     all_keys = [k for per_thread in keys for k in per_thread]
     assert len(set(all_keys)) == len(all_keys)
+
+
+@pytest.mark.parametrize("make_leaf", ["scalar", "tensor"])
+def test_a_leaf_gets_one_key_when_threads_ask_at_once(make_leaf):
+    from primitives import tensor as tnp
+
+    make = {"scalar": lambda: Scalar(1.0, requires_grad=True),
+            "tensor": lambda: tnp.tensor(1.0, requires_grad=True)}[make_leaf]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)          # switch threads as often as possible
+    try:
+        for _ in range(200):
+            x = make()
+            seen = []
+            start = threading.Barrier(4)
+
+            def ask():
+                start.wait()
+                seen.append(x.key)
+
+            threads = [threading.Thread(target=ask) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len({id(k) for k in seen}) == 1 and seen[0] is x.key
+    finally:
+        sys.setswitchinterval(old)

@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+import threading
 from operator import attrgetter
 from typing import Any
 
@@ -43,11 +44,16 @@ class Scalar:
     value = property(attrgetter("data"), doc="The number.")
 
     def __getattr__(self, name: str):
-        # Only reached while the ``key`` slot is unset: a leaf's key is made on first use.
+        # Only reached while the ``key`` slot is unset: a leaf's key is made on first use,
+        # under a lock so that two threads asking at once get the same key.
         if name != "key":
             raise AttributeError(f"'Scalar' object has no attribute {name!r}")
-        key = self.key = Input(_recorder.key_source.fresh_input_key())
-        return key
+        with _leaf_key_lock:
+            try:
+                return _key_slot.__get__(self, Scalar)
+            except AttributeError:
+                key = self.key = Input(_recorder.key_source.fresh_input_key())
+                return key
 
     def backward(self, seed=1.0, executor=None) -> dict:
         """Cotangents of every value this one depends on, by key (``grads[x.key]``)."""
@@ -151,6 +157,8 @@ def _result(value, trace, key) -> Scalar:
 
 
 _new_scalar = object.__new__
+_key_slot = Scalar.key             # the slot itself, past __getattr__
+_leaf_key_lock = threading.Lock()
 
 
 # Ops that take real operands, with their shared recorded graphs: _apply_real's fast path.

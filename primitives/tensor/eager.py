@@ -10,6 +10,7 @@ array([2., 4.])
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -26,6 +27,7 @@ _executor = NumpyExecutor()
 _CONSTANT = Input("tensor-constant")      # the key of every constant operand (never differentiated)
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(8)]
 _leaves: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+_leaf_key_lock = threading.Lock()
 
 
 class BackwardError(TiduError, ValueError):
@@ -86,11 +88,16 @@ class Tensor(ArrayOperators, Frontend):
     @property
     def key(self):
         """This tensor's eager value key (made on first use for leaves)."""
-        if self._key is None:
-            self._key = Input(_recorder.key_source.fresh_input_key())
-            if self.requires_grad:
-                _leaves[self._key] = self
-        return self._key
+        key = self._key
+        if key is None:
+            with _leaf_key_lock:        # two threads asking at once get the same key
+                key = self._key
+                if key is None:
+                    key = Input(_recorder.key_source.fresh_input_key())
+                    if self.requires_grad:
+                        _leaves[key] = self
+                    self._key = key
+        return key
 
     def detach(self) -> "Tensor":
         """The same data, cut from the recorded history."""
