@@ -185,28 +185,17 @@ def test_structural_rule_is_called_once_per_pattern():
     assert count_ops(lin.graph, Op.DOUBLE) == 10 and count_ops(tr.graph, Op.DOUBLE) == 10
 
 
-def test_rule_whose_emission_is_found_built_is_called_every_time():
+@pytest.mark.parametrize("op, emitted, count", [
+    (Op.TWICE, Op.DOUBLE, 10),       # its emission is found already built
+    (Op.SIZED, Op.DOUBLE, 10),       # it uses builder methods other than add_primitive
+    (Op.PEEK, Op.IDENT, 9),          # not structural; all but the first read a Derived key
+])
+def test_rules_that_cannot_be_replayed_are_called_every_time(op, emitted, count):
     CALLS.clear()
-    graph = op_chain(Op.TWICE)
+    graph = op_chain(op)
     lin = linearize(graph, graph.output_keys, ["x"])
-    assert CALLS[Op.TWICE, "jvp"] == 10
-    assert count_ops(lin.graph, Op.DOUBLE) == 10
-
-
-def test_rule_using_other_builder_methods_is_called_every_time():
-    CALLS.clear()
-    graph = op_chain(Op.SIZED)
-    lin = linearize(graph, graph.output_keys, ["x"])
-    assert CALLS[Op.SIZED, "jvp"] == 10
-    assert count_ops(lin.graph, Op.DOUBLE) == 10
-
-
-def test_rule_that_is_not_structural_is_called_every_time():
-    CALLS.clear()
-    graph = op_chain(Op.PEEK)
-    lin = linearize(graph, graph.output_keys, ["x"])
-    assert CALLS[Op.PEEK, "jvp"] == 10
-    assert count_ops(lin.graph, Op.IDENT) == 9       # all but the first read a Derived key
+    assert CALLS[op, "jvp"] == 10
+    assert count_ops(lin.graph, emitted) == count
 
 
 def test_failing_structural_rule_raises_at_every_node():

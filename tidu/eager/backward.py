@@ -344,9 +344,7 @@ def _seeds(groups, cotangent_out: list, executor: BackwardExecutor) -> list:
 def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
                ctx) -> list:
     """The active inputs' cotangents, from one run of the plan's compiled backward graph."""
-    compiled = plan._compiled
-    run = compiled[1] if compiled is not None and compiled[0] is executor else plan.runner(
-        executor, ctx)
+    run = plan.runner(executor, ctx)
     values = [item.data for item in node.inputs]
     values += node.output_data
     if plan.data_keys:

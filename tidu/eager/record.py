@@ -204,11 +204,8 @@ class Recorder:
             if not isinstance(inputs[position].key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
                                       f"{inputs[position].key!r} is not a ValueKey")
-        if graph.output_count == 1 and type(self.key_source) is CounterKeySource:
-            keys = (FreshInput(),)                  # the common case, inline
-        else:
-            keys = self._fresh_keys(graph.output_count)
-        return Trace(graph, tuple(inputs), active, keys, tuple(outputs), retained_values)
+        return Trace(graph, tuple(inputs), active, self._fresh_keys(graph.output_count),
+                     tuple(outputs), retained_values)
 
     def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source

@@ -286,16 +286,17 @@ def _output_count_of(operation) -> int:
     return 1  # plain hashables work as operation labels in keys
 
 
+def _structure(operation, inputs: tuple, role: OperationRole) -> tuple:
+    """The intern-table key of an operation: ``(hash(op), id(role), id(input)...)``."""
+    if len(inputs) == 2:
+        return (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
+    return (hash(operation), id(role), *map(id, inputs))
+
+
 def intern_operation(operation, inputs: tuple, role: OperationRole,
                      output_count: int | None = None) -> OperationKey:
     """The one ``OperationKey`` for this structure; ``inputs`` must be a tuple of value keys."""
-    n = len(inputs)
-    if n == 1:
-        struct = (hash(operation), id(role), id(inputs[0]))
-    elif n == 2:
-        struct = (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
-    else:
-        struct = (hash(operation), id(role), *map(id, inputs))
+    struct = _structure(operation, inputs, role)
     ref = _op_table.get(struct)
     if ref is not None:
         found = ref()
@@ -314,13 +315,7 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
     (so no builder holds it yet) and ``outputs`` holds its ``Derived`` keys, made
     with it before it is published: the path builders take for every operation.
     """
-    n = len(inputs)
-    if n == 1:
-        struct = (hash(operation), id(role), id(inputs[0]))
-    elif n == 2:
-        struct = (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
-    else:
-        struct = (hash(operation), id(role), *map(id, inputs))
+    struct = _structure(operation, inputs, role)
     ref = _op_table.get(struct)
     if ref is not None or _collisions:
         found = ref() if ref is not None else None
