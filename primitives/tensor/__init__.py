@@ -9,18 +9,24 @@ array([1.        , 2.71828183])
 array([1.        , 2.71828183])
 """
 
-from primitives.tensor.api import (
-    TensorNotSupportedError,
+from primitives.tensor.errors import (
+    TensorAxisError,
     TensorIndexError,
+    TensorNotSupportedError,
     TensorShapeError,
     TensorTypeError,
+)
+from primitives.tensor.api import (
     abs,
     absolute,
     add,
     amax,
     amin,
+    array,
+    asarray,
     astype,
     broadcast_to,
+    clip,
     concatenate,
     conj,
     conjugate,
@@ -51,6 +57,7 @@ from primitives.tensor.api import (
     not_equal,
     outer,
     pad,
+    positive,
     power,
     real,
     reshape,
@@ -86,6 +93,7 @@ __all__ = [
     "retain_freed_memory",
     "release_cached_arrays",
     "set_cache_limit",
+    "TensorAxisError",
     "TensorNotSupportedError",
     "TensorIndexError",
     "TensorShapeError",
@@ -95,8 +103,11 @@ __all__ = [
     "add",
     "amax",
     "amin",
+    "array",
+    "asarray",
     "astype",
     "broadcast_to",
+    "clip",
     "concatenate",
     "conj",
     "conjugate",
@@ -127,6 +138,7 @@ __all__ = [
     "not_equal",
     "outer",
     "pad",
+    "positive",
     "power",
     "real",
     "reshape",

@@ -12,33 +12,71 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import operator
+import sys
 
 import numpy as np
 
-from tidu import TiduError
-
-from primitives.tensor.core import bind, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
+                                      TensorShapeError, TensorTypeError)
+from primitives.tensor.interop import array_function, array_ufunc, constant_data, implements
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
-
-
-class TensorShapeError(TiduError, ValueError):
-    """Shapes or arguments that do not fit an operation (a ``ValueError``, as in NumPy)."""
-
-
-class TensorTypeError(TiduError, TypeError):
-    """An argument of the wrong type for an operation (a ``TypeError``, as in NumPy)."""
-
-
-class TensorIndexError(TiduError, IndexError):
-    """An index that does not fit the array (an ``IndexError``, as in NumPy)."""
 
 
 def _first(results):
     return results[0]
 
 
+# --- operands: Python sequences of tensors stack, as NumPy's array() would ----------------
+
+
+def _public_caller() -> str:
+    """The name of the innermost public function of this module on the stack (for errors)."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_name.startswith(("_", "<")) or
+                                 frame.f_globals is not globals()):
+        frame = frame.f_back
+    return frame.f_code.co_name if frame is not None else "tnp"
+
+
+def _holds_frontend(seq) -> bool:
+    """Whether a (nested) list or tuple holds a tensor or traced value anywhere."""
+    pending = [seq]
+    while pending:
+        for item in pending.pop():
+            if isinstance(item, Frontend):
+                return True
+            if isinstance(item, (list, tuple)):
+                pending.append(item)
+    return False
+
+
+_ARRAY_LIKE = (Frontend, np.ndarray, np.generic, numbers.Number)
+
+
+def _operand(x, fn: str | None = None):
+    """Python sequences become arrays (``stack``-ed, with gradients, when they hold tensors or
+    traced values); arrays, numbers and frontend values pass through; anything else (``None``,
+    strings, generators...) is a ``TensorTypeError`` naming the tnp function."""
+    if isinstance(x, _ARRAY_LIKE):
+        return x
+    if not isinstance(x, (list, tuple)):
+        raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
+                              f"list of them, got {type(x).__name__}")
+    if not _holds_frontend(x):
+        return np.asarray(x)
+    if not x:
+        raise TensorShapeError("array: an empty sequence holds nothing to stack")
+    return stack([_operand(item) for item in x])
+
+
 # --- promotion and broadcasting -----------------------------------------------------
+
+
+def _is_array_like(value) -> bool:
+    return isinstance(value, (Frontend, np.ndarray, np.generic, numbers.Number, list, tuple))
 
 
 def _is_python_scalar(value) -> bool:
@@ -53,6 +91,7 @@ def result_dtype(*args) -> np.dtype:
 def astype(x, dtype):
     """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes)."""
     dtype = np.dtype(dtype)
+    x = _operand(x)
     if _is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or dtype.kind == "c" \
             else np.asarray(np.real(x), dtype=dtype)
@@ -64,7 +103,8 @@ def astype(x, dtype):
 
 def broadcast_to(x, shape):
     """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes."""
-    shape = tuple(int(s) for s in shape)
+    x = _operand(x)
+    shape = _shape_tuple(shape, "broadcast_to")
     old = shape_of(x)
     if old == shape:
         return x
@@ -86,6 +126,7 @@ def _elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
+    args = [_operand(a) for a in args]
     dtype = result_dtype(*args)
     try:
         shape = np.broadcast_shapes(*[shape_of(a) for a in args])
@@ -105,10 +146,11 @@ def _unary_float(op):
     def fn(x):
         if getattr(x, "dtype", None) is not None and x.dtype.kind in "fc":   # fast path
             return bind(op, x)[0]
+        x = _operand(x, op.name)
         return _first(bind(op, astype(x, _float_dtype(x))))
     fn.__name__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."
-    return fn
+    return implements(getattr(np, op.name))(fn)
 
 
 # --- elementwise ----------------------------------------------------------------------
@@ -121,38 +163,59 @@ tanh = _unary_float(ew.tanh)
 sqrt = _unary_float(ew.sqrt)
 
 
+@implements(np.negative)
 def negative(x):
-    return _first(bind(ew.neg, x))
+    """``np.negative``."""
+    return _first(bind(ew.neg, _operand(x)))
 
 
+@implements(np.positive)
+def positive(x):
+    """``np.positive``: ``x`` itself."""
+    return _operand(x)
+
+
+@implements(np.conj)
 def conj(x):
     """``np.conj``: the identity on real values."""
+    x = _operand(x)
     return _first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) else x
 
 
 conjugate = conj
 
 
+@implements(np.add)
 def add(x, y):
+    """``np.add``."""
     return _elementwise(ew.add, x, y)
 
 
+@implements(np.subtract)
 def subtract(x, y):
+    """``np.subtract``."""
     return _elementwise(ew.sub, x, y)
 
 
+@implements(np.multiply)
 def multiply(x, y):
+    """``np.multiply``."""
     return _elementwise(ew.mul, x, y)
 
 
+@implements(np.divide)
 def divide(x, y):
+    """``np.divide`` (true division: integers divide as float64)."""
+    x, y = _operand(x), _operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = astype(x, np.float64), astype(y, np.float64)
     return _elementwise(ew.div, x, y)
 
 
+@implements(np.power)
 def power(x, p):
     """``x ** p`` for a constant exponent ``p``."""
+    x = _operand(x)
     if not _is_python_scalar(p):
         raise TensorTypeError("power: the exponent must be a Python number")
     if isinstance(p, numbers.Integral):
@@ -163,21 +226,46 @@ def power(x, p):
 # --- reductions and shapes -------------------------------------------------------------
 
 
+def _axis(axis, ndim: int, fn: str) -> int:
+    """One axis in ``range(ndim)``: NumPy's ``AxisError`` if out of range, a ``TypeError``
+    if not an integer."""
+    if isinstance(axis, (bool, np.bool_)):
+        raise TensorTypeError(f"{fn}: axis must be an integer, got {axis!r}")
+    try:
+        index = operator.index(axis)
+    except TypeError:
+        raise TensorTypeError(f"{fn}: axis must be an integer, got {axis!r}") from None
+    if not -ndim <= index < ndim:
+        raise TensorAxisError(fn, index, ndim)
+    return index % ndim
+
+
 def _axes(axis, ndim: int, fn: str) -> tuple:
+    """Sorted, distinct axes in ``range(ndim)`` from an int, a sequence of ints or ``None``
+    (all axes); a repeated axis is NumPy's ``ValueError``."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
-    normalized = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(f"{fn}: axis {a} is out of bounds for array of "
-                                          f"dimension {ndim}")
-        normalized.append(int(a) % ndim)
-    return tuple(sorted(set(normalized)))
+    many = isinstance(axis, (tuple, list))
+    axes = [_axis(a, ndim, fn) for a in (axis if many else (axis,))]
+    if len(set(axes)) != len(axes):
+        raise TensorShapeError(f"{fn}: duplicate value in 'axis': {axis}")
+    return tuple(sorted(axes))
 
 
+def _shape_tuple(shape, fn: str) -> tuple:
+    """A shape argument as a tuple of Python ints (an int is a 1-d shape)."""
+    try:
+        dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+        return tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise TensorTypeError(f"{fn}: a shape must be an integer or a sequence of integers, "
+                              f"got {shape!r}") from None
+
+
+@implements(np.sum)
 def sum(x, axis=None, keepdims: bool = False):
     """``np.sum``."""
+    x = _operand(x)
     shape = shape_of(x)
     axes = _axes(axis, len(shape), "sum")
     out = _first(bind(ReduceSum(axes, shape), x)) if axes else x
@@ -186,18 +274,22 @@ def sum(x, axis=None, keepdims: bool = False):
     return out
 
 
+@implements(np.mean)
 def mean(x, axis=None, keepdims: bool = False):
     """``np.mean``."""
+    x = _operand(x)
     shape = shape_of(x)
     count = int(np.prod([shape[a] for a in _axes(axis, len(shape), "mean")], dtype=np.int64))
     total = sum(astype(x, _float_dtype(x)), axis, keepdims)
     return multiply(total, 1.0 / count) if count else divide(total, 0.0)
 
 
+@implements(np.reshape)
 def reshape(x, shape):
     """``np.reshape`` (one ``-1`` allowed)."""
+    x = _operand(x)
     old = shape_of(x)
-    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    shape = _shape_tuple(shape, "reshape")
     try:
         new = np.empty(old, dtype=np.int8).reshape(shape).shape if 0 not in old else \
             np.reshape(np.empty(old), shape).shape
@@ -207,12 +299,20 @@ def reshape(x, shape):
     return x if new == old else _first(bind(Reshape(tuple(new), old), x))
 
 
+@implements(np.transpose)
 def transpose(x, axes=None):
     """``np.transpose``."""
+    x = _operand(x)
     ndim = len(shape_of(x))
-    perm = tuple(reversed(range(ndim))) if axes is None else tuple(int(a) % ndim for a in axes)
-    if sorted(perm) != list(range(ndim)):
-        raise TensorShapeError(f"transpose: axes {axes} are not a permutation of {ndim} axes")
+    if axes is None:
+        perm = tuple(reversed(range(ndim)))
+    else:
+        if not isinstance(axes, (tuple, list)) or len(axes) != ndim:
+            raise TensorShapeError(f"transpose: axes {axes!r} don't match an array of {ndim} "
+                                   "dimensions")
+        perm = tuple(_axis(a, ndim, "transpose") for a in axes)
+        if len(set(perm)) != ndim:
+            raise TensorShapeError(f"transpose: repeated axis in {axes!r}")
     return x if perm == tuple(range(ndim)) else _first(bind(Transpose(perm), x))
 
 
@@ -235,6 +335,7 @@ class ArrayOperators:
     def __neg__(self): return negative(self)
     def __pos__(self): return self
     def __pow__(self, p): return power(self, p)
+    def __rpow__(self, base): return power(base, self)
 
     @property
     def T(self):
@@ -260,20 +361,43 @@ class ArrayOperators:
     def conj(self): return conj(self)
     def astype(self, dtype): return astype(self, dtype)
 
-    # NumPy defers to the reflected operators below (``array + tensor`` is a tensor) instead
-    # of converting the operand with ``__array__`` and dropping it from the recording.
-    __array_ufunc__ = None
+    # NumPy's functions and ufuncs dispatch here (NEP 18, NEP 13): a differentiable tnp
+    # version runs, or a clear error; never a silent conversion (see primitives.tensor.interop).
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return array_function(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        data = np.asarray(constant_data(self, "converting to a NumPy array (np.asarray, "
+                                              "np.array, Tensor.numpy(), a NumPy function)"))
+        return data if dtype is None else data.astype(dtype)
+
+    def __float__(self): return float(constant_data(self, "float()"))
+    def __int__(self): return int(constant_data(self, "int()"))
+    def __complex__(self): return complex(constant_data(self, "complex()"))
+    def __index__(self): return operator.index(constant_data(self, "using as an index"))
 
     def __matmul__(self, other): return matmul(self, other)
     def __rmatmul__(self, other): return matmul(other, self)
     def __abs__(self): return abs(self)
     def __getitem__(self, key): return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        raise TensorTypeError(f"{type(self).__name__}s are immutable: x[{key!r}] = ... cannot "
+                              "be recorded; build the new value instead, e.g. with tnp.where "
+                              "or tnp.concatenate")
     def __lt__(self, other): return less(self, other)
     def __le__(self, other): return less_equal(self, other)
     def __gt__(self, other): return greater(self, other)
     def __ge__(self, other): return greater_equal(self, other)
-    def __eq__(self, other): return equal(self, other)          # elementwise, as in NumPy
-    def __ne__(self, other): return not_equal(self, other)
+    def __eq__(self, other):                                     # elementwise, as in NumPy
+        return equal(self, other) if _is_array_like(other) else NotImplemented
+
+    def __ne__(self, other):
+        return not_equal(self, other) if _is_array_like(other) else NotImplemented
+
     __hash__ = object.__hash__                                   # by identity, as torch.Tensor
 
     def __bool__(self) -> bool:
@@ -309,15 +433,6 @@ from primitives.tensor.ops import select as sel  # noqa: E402
 from primitives.tensor.ops.dot import DotGeneral  # noqa: E402
 from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, Slice  # noqa: E402
 from primitives.tensor.ops.reduce import ReduceMax, ReduceMin  # noqa: E402
-
-
-class TensorNotSupportedError(TiduError, NotImplementedError):
-    """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""
-
-
-def _operand(x):
-    """Python sequences become arrays; arrays, numbers and frontend values pass through."""
-    return np.asarray(x) if isinstance(x, (list, tuple)) else x
 
 
 def _promoted(*args):
@@ -361,8 +476,7 @@ def _dot_general_op(lc, rc, lb, rb, xs, ys, dtype: str) -> DotGeneral:
     """The ``DotGeneral`` op for these axes and operand shapes, after checking they fit."""
     for axes, shape, what in ((lc, xs, "lhs"), (lb, xs, "lhs"), (rc, ys, "rhs"), (rb, ys, "rhs")):
         if any(not 0 <= a < len(shape) for a in axes):
-            raise np.exceptions.AxisError(f"dot_general: axes {axes} out of range for the {what} "
-                                          f"of shape {shape}")
+            raise TensorAxisError(f"dot_general ({what} of shape {shape})", axes, len(shape))
     if len(lc) != len(rc) or len(lb) != len(rb) or any(xs[a] != ys[b] for a, b in zip(lc + lb, rc + rb)):
         raise TensorShapeError(f"dot_general: shapes {xs} and {ys} do not match on contracting "
                                f"axes {lc}/{rc} and batch axes {lb}/{rb}")
@@ -371,6 +485,7 @@ def _dot_general_op(lc, rc, lb, rb, xs, ys, dtype: str) -> DotGeneral:
     return DotGeneral(((lc, rc), (lb, rb)), xs, ys, dtype)
 
 
+@implements(np.matmul)
 def matmul(x, y):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
     (x, y), _ = _promoted(x, y)
@@ -397,6 +512,7 @@ def matmul(x, y):
     return dot_general(x, y, (((nb + 1,), (nb,)), (batch_axes, batch_axes)))
 
 
+@implements(np.dot)
 def dot(a, b):
     """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
     the sum over the last axis of ``a`` and the second-to-last of ``b``."""
@@ -411,6 +527,7 @@ def dot(a, b):
     return dot_general(a, b, (((a_axis,), (b_axis,)), ((), ())))
 
 
+@implements(np.tensordot)
 def tensordot(a, b, axes=2):
     """``np.tensordot``."""
     a, b = _operand(a), _operand(b)
@@ -432,16 +549,10 @@ def tensordot(a, b, axes=2):
     return dot_general(a, b, ((a_axes, b_axes), ((), ())))
 
 
+@implements(np.outer)
 def outer(a, b):
     """``np.outer`` (operands are flattened)."""
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
-
-
-def _axis(axis, ndim: int, fn: str) -> int:
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{fn}: axis {axis} is out of bounds for array of "
-                                      f"dimension {ndim}")
-    return int(axis) % ndim
 
 
 # --- einsum -------------------------------------------------------------------------------
@@ -514,6 +625,7 @@ def _einsum_diagonal(x, term: str):
     return x, term
 
 
+@implements(np.einsum)
 def einsum(subscripts: str, *operands, optimize=None):
     """``np.einsum`` for one or more operands, lowered to ``dot_general``, ``transpose``,
     ``reshape`` and ``reduce_sum`` (repeated indices within an operand take diagonals).
@@ -597,11 +709,13 @@ def _reduce_extremum(cls, fn: str, x, axis, keepdims):
     return out
 
 
+@implements(np.max, np.amax)
 def max(x, axis=None, keepdims: bool = False):
     """``np.max``; the gradient is shared evenly among tied maxima (as in JAX)."""
     return _reduce_extremum(ReduceMax, "max", x, axis, keepdims)
 
 
+@implements(np.min, np.amin)
 def min(x, axis=None, keepdims: bool = False):
     """``np.min``; the gradient is shared evenly among tied minima (as in JAX)."""
     return _reduce_extremum(ReduceMin, "min", x, axis, keepdims)
@@ -610,13 +724,17 @@ def min(x, axis=None, keepdims: bool = False):
 amax, amin = max, min
 
 
+@implements(np.maximum)
 def maximum(x, y):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
+    x, y = _operand(x), _operand(y)
     return _elementwise(sel.Maximum(result_dtype(x, y).name), x, y)
 
 
+@implements(np.minimum)
 def minimum(x, y):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
+    x, y = _operand(x), _operand(y)
     return _elementwise(sel.Minimum(result_dtype(x, y).name), x, y)
 
 
@@ -651,6 +769,7 @@ def stop_gradient(x):
 # --- selection and comparisons --------------------------------------------------------------
 
 
+@implements(np.where)
 def where(condition, x=None, y=None):
     """``np.where(condition, x, y)``; the condition is not differentiated."""
     if x is None or y is None:
@@ -668,10 +787,10 @@ def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
     def fn(x, y):
-        return _elementwise(op, _operand(x), _operand(y))
+        return _elementwise(op, _operand(x, np_name), _operand(y, np_name))
     fn.__name__ = np_name
     fn.__doc__ = f"``np.{np_name}``: a boolean result, not differentiated."
-    return fn
+    return implements(getattr(np, np_name))(fn)
 
 
 equal = _comparison("eq", "equal")
@@ -685,6 +804,7 @@ greater_equal = _comparison("ge", "greater_equal")
 # --- absolute value, sign, complex parts ------------------------------------------------------
 
 
+@implements(np.abs)
 def abs(x):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
     x = _operand(x)
@@ -697,6 +817,7 @@ def abs(x):
 absolute = abs
 
 
+@implements(np.sign)
 def sign(x):
     """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
     x = _operand(x)
@@ -707,6 +828,7 @@ def sign(x):
     return where(zero, 0, divide(x, where(zero, 1, magnitude)))
 
 
+@implements(np.real)
 def real(x):
     """``np.real``: the identity on real values."""
     x = _operand(x)
@@ -714,6 +836,7 @@ def real(x):
     return _first(bind(sel.Real(dtype.name), x)) if dtype.kind == "c" else x
 
 
+@implements(np.imag)
 def imag(x):
     """``np.imag``: zeros (with no derivative) for real values."""
     x = _operand(x)
@@ -725,6 +848,7 @@ def imag(x):
 # --- shapes: squeeze, expand_dims, joining, padding ------------------------------------------
 
 
+@implements(np.squeeze)
 def squeeze(x, axis=None):
     """``np.squeeze``."""
     shape = shape_of(x)
@@ -739,6 +863,7 @@ def squeeze(x, axis=None):
     return reshape(x, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
+@implements(np.expand_dims)
 def expand_dims(x, axis):
     """``np.expand_dims``."""
     shape = shape_of(x)
@@ -751,6 +876,7 @@ def expand_dims(x, axis):
     return reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim)))
 
 
+@implements(np.concatenate)
 def concatenate(arrays, axis=0):
     """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
     arrays = [_operand(a) for a in arrays]
@@ -775,6 +901,7 @@ def concatenate(arrays, axis=0):
     return _first(bind(Concatenate(axis, tuple(shapes), dtype.name), *arrays))
 
 
+@implements(np.stack)
 def stack(arrays, axis=0):
     """``np.stack``."""
     arrays = [_operand(a) for a in arrays]
@@ -788,6 +915,7 @@ def stack(arrays, axis=0):
     return concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
+@implements(np.pad)
 def pad(x, pad_width, mode: str = "constant", constant_values=0):
     """``np.pad`` in ``"constant"`` mode with one scalar ``constant_values``."""
     if mode != "constant":
@@ -980,6 +1108,7 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
     return reshape(x, tuple(out))
 
 
+@implements(np.take)
 def take(a, indices, axis=None):
     """``np.take`` with an integer index array (``axis=None`` indexes the flattened array)."""
     a = _operand(a)
@@ -992,3 +1121,41 @@ def take(a, indices, axis=None):
         raise TensorIndexError("take: indices must be integers")
     index = np.ascontiguousarray(_index_array(index, shape[axis], axis))
     return _first(bind(Gather(axis, shape, index.shape), a, index))
+
+
+@implements(np.broadcast_to)
+def _broadcast_to(array, shape):
+    return broadcast_to(array, shape)
+
+
+@implements(np.clip)
+def clip(a, a_min=None, a_max=None):
+    """``np.clip``; the derivative goes to ``a`` where ``a_min <= a <= a_max`` (bounds
+    included, as in PyTorch's ``clamp``) and to the bound where it is taken."""
+    a = _operand(a)
+    if a_min is None and a_max is None:
+        raise TensorShapeError("clip: one of a_min and a_max must be given")
+    if a_min is not None:
+        a = where(less(a, a_min), a_min, a)
+    if a_max is not None:
+        a = where(greater(a, a_max), a_max, a)
+    return a
+
+
+def array(object, dtype=None, copy=True):
+    """``np.array``: nested lists and tuples holding tensors or traced values stack, with
+    gradients; a tensor or traced value passes through (converted to ``dtype``).
+
+    >>> t = array([np.float64(1.0), np.array(2.0)])
+    >>> t
+    array([1., 2.])
+    """
+    value = _operand(object) if isinstance(object, (list, tuple)) else object
+    if isinstance(value, Frontend):
+        return value if dtype is None else astype(value, dtype)
+    return np.array(value, dtype=dtype, copy=copy)
+
+
+def asarray(a, dtype=None):
+    """``np.asarray``, with :func:`array`'s handling of tensors and traced values."""
+    return array(a, dtype=dtype, copy=None)

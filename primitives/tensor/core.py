@@ -27,8 +27,13 @@ class Frontend:
     __slots__ = ()
     level = 0
 
+    @property
+    def carries_gradient(self) -> bool:
+        """Whether a derivative can flow through this value (so it may not become a constant)."""
+        return False
+
     @classmethod
-    def bind(cls, op, args: Sequence, frontend_level: int) -> list:
+    def bind(cls, op, args: Sequence) -> list:
         raise NotImplementedError
 
 

@@ -1,5 +1,14 @@
 """Functional transforms with JAX's semantics: grad, value_and_grad, jvp, vjp, hvp.
 
+One difference, for complex inputs: reverse mode is the adjoint under the real inner
+product ``Re<a, b>`` (PyTorch's and ChainRules' convention), so ``grad`` and ``vjp``
+return the complex conjugate of what ``jax.grad`` and ``jax.vjp`` return
+(``jax_grad == np.conj(tidu_grad)``). Forward mode (``jvp``) agrees with JAX.
+
+A transformed function must return arrays or numbers (``grad``: a real float
+scalar), and traced values must not outlive their transform ("escaped tracers"):
+both raise :class:`FunctionalError` instead of giving zero derivatives.
+
 ``f`` is traced into a tidu graph (with concrete values, so Python control
 flow works), then ``linearize`` and ``linear_transpose`` give its derivatives.
 The linear and transposed graphs are run through ``bind``, so transforms nest:
@@ -13,6 +22,7 @@ array([2., 4.])
 
 from __future__ import annotations
 
+import functools
 import itertools
 import numbers
 from typing import Any, Callable, Sequence
@@ -22,20 +32,29 @@ import numpy as np
 from tidu import TiduError, linear_transpose, linearize
 from tidu.graph import Graph, GraphBuilder, Local
 from primitives.tensor.api import ArrayOperators
+from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.core import Frontend, dtype_of, interpret, level_of, shape_of
 
 _levels = itertools.count(2)
 
 
-class FunctionalError(TiduError, ValueError, TypeError):
-    """A functional transform used on something it does not support."""
+class FunctionalError(TiduError, TypeError):
+    """A functional transform used on something it does not support (a ``TypeError``, as
+    JAX raises for bad arguments and escaped tracers)."""
 
 
 class GraphTrace:
-    """The graph being recorded while ``f`` runs on tracers; ``values`` holds what they saw."""
+    """The graph being recorded while ``f`` runs on tracers; ``values`` holds what they saw.
 
-    def __init__(self, capture: Callable[[Any], bool] | None = None) -> None:
+    ``transform`` names the transform that records it, for errors; once it has
+    traced ``f``, ``active`` is false and its tracers can no longer be used.
+    """
+
+    def __init__(self, capture: Callable[[Any], bool] | None = None,
+                 transform: str = "a transform") -> None:
         self.level = next(_levels)
+        self.transform = transform
+        self.active = True
         self.builder = GraphBuilder()
         self.values: dict = {}          # value key -> value one level below
         self._constants = itertools.count()
@@ -84,11 +103,25 @@ class Tracer(ArrayOperators, Frontend):
     def dtype(self) -> np.dtype:
         return dtype_of(self.value_below)
 
+    @property
+    def carries_gradient(self) -> bool:
+        return self.dtype.kind in "fc"
+
     @classmethod
     def bind(cls, op, args) -> list:
         from primitives.tensor.core import bind
 
-        trace = max((a for a in args if isinstance(a, Tracer)), key=level_of).trace
+        top = None
+        for a in args:
+            if isinstance(a, Tracer):
+                if not a.trace.active:
+                    raise FunctionalError(
+                        f"escaped tracer: a value traced inside {a.trace.transform} was used "
+                        f"by {op!r} after that transform returned (it was stored outside f, "
+                        "e.g. in a list or a global); return it from f instead")
+                if top is None or a.level > top.level:
+                    top = a
+        trace = top.trace
         lifted = [trace.lift(a) for a in args]
         results = bind(op, *[t.value_below for t in lifted])
         ids = trace.builder.add_operation(op, [Local(t.id) for t in lifted])
@@ -105,14 +138,20 @@ class Tracer(ArrayOperators, Frontend):
 class Traced:
     """``f`` traced at some primals: its graph, and its linearization and transpose on demand."""
 
-    def __init__(self, f: Callable, primals: Sequence, capture=None) -> None:
-        self.trace = GraphTrace(capture)
+    def __init__(self, f: Callable, primals: Sequence, capture=None,
+                 transform: str = "make_graph") -> None:
+        self.trace = GraphTrace(capture, transform)
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
-        out = f(*tracers)
-        self.single_output = not isinstance(out, (tuple, list))
-        outs = [out] if self.single_output else list(out)
-        outs = [self.trace.lift(o) for o in outs]
+        try:
+            out = f(*tracers)
+            self.single_output = not isinstance(out, (tuple, list))
+            outs = [out] if self.single_output else list(out)
+            for position, o in enumerate(outs):
+                _check_output(o, transform, f, None if self.single_output else position)
+            outs = [self.trace.lift(o) for o in outs]
+        finally:
+            self.trace.active = False
         self.graph = self.trace.build(outs)
         self.output_keys = list(self.graph.output_keys)
         self.outputs = [self.trace.values[k] for k in self.output_keys]
@@ -135,10 +174,31 @@ class Traced:
         return outs[0] if self.single_output else tuple(outs)
 
 
-def trace(f: Callable, *primals) -> Traced:
+def trace(f: Callable, *primals, transform: str = "trace") -> Traced:
     """Trace ``f`` at ``primals`` for inspection: ``.graph``, ``.linearized(argnums)``,
     ``.transposed(argnums)``."""
-    return Traced(f, [_as_value(p) for p in primals])
+    return Traced(f, [_as_value(p) for p in primals], transform=transform)
+
+
+def _function_name(f) -> str:
+    return getattr(f, "__qualname__", None) or type(f).__name__
+
+
+def _check_output(value, transform: str, f, position: int | None) -> None:
+    """A traced function returns arrays, numbers or traced values (JAX's rule): not ``None``,
+    strings or other objects, which would otherwise become silent zero derivatives."""
+    where = "" if position is None else f" at position {position}"
+    if isinstance(value, Tracer) and not value.trace.active:
+        raise FunctionalError(f"{transform}: {_function_name(f)} returned{where} an escaped "
+                              f"tracer of {value.trace.transform}, which has already returned")
+    if isinstance(value, Frontend):
+        return
+    if isinstance(value, (np.ndarray, np.generic, numbers.Number)) and \
+            np.asarray(value).dtype.kind in "biufc":
+        return
+    raise FunctionalError(f"{transform}: {_function_name(f)} returned "
+                          f"{type(value).__name__}{where}; a transformed function must return "
+                          "arrays or numbers (or a tuple or list of them)")
 
 
 def _check_differentiable(primals: Sequence, what: str) -> None:
@@ -170,10 +230,14 @@ def _cast_like(value, like):
     return astype(value, dtype_of(like))
 
 
-def vjp(f: Callable, *primals):
-    """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple."""
-    _check_differentiable([_as_value(p) for p in primals], "vjp")
-    traced = trace(f, *primals)
+def vjp(f: Callable, *primals, transform: str = "vjp"):
+    """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple.
+
+    For complex inputs this is the adjoint under ``Re<a, b>`` (PyTorch's convention):
+    ``jax.vjp`` returns the complex conjugate of it.
+    """
+    _check_differentiable([_as_value(p) for p in primals], transform)
+    traced = trace(f, *primals, transform=transform)
     argnums = tuple(range(len(primals)))
     transposed = traced.transposed(argnums)
     linear = traced.linearized(argnums)
@@ -188,7 +252,7 @@ def vjp(f: Callable, *primals):
         seeds = iter(transposed.tangent_input_keys)
         for output_id, ct, out in zip(linear.tangent_outputs, cts, traced.outputs):
             if shape_of(ct) != shape_of(out):
-                raise FunctionalError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
+                raise TensorShapeError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
                                       f"of shape {shape_of(out)}")
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
@@ -201,37 +265,55 @@ def vjp(f: Callable, *primals):
     return traced.output(), vjp_fn
 
 
-def _check_scalar(out):
-    if shape_of(out) != () or np.issubdtype(dtype_of(out), np.complexfloating):
-        raise FunctionalError(f"grad needs a function returning a real scalar; it returned "
-                              f"shape {shape_of(out)}, dtype {dtype_of(out)}")
+def _check_scalar(out, f, transform: str):
+    if shape_of(out) != () or dtype_of(out).kind != "f":
+        raise FunctionalError(f"{transform}: {_function_name(f)} must return a real floating "
+                              f"point scalar; it returned shape {shape_of(out)}, dtype "
+                              f"{dtype_of(out)}")
+
+
+def _argnums(argnums, count: int, transform: str) -> tuple:
+    nums = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
+    if not isinstance(nums, (tuple, list)):
+        raise FunctionalError(f"{transform}: argnums must be an int or a tuple of ints, got "
+                              f"{argnums!r}")
+    for n in nums:
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+            raise FunctionalError(f"{transform}: argnums must be ints, got {n!r}")
+        if not -count <= n < count:
+            raise FunctionalError(f"{transform}: argnums {n} out of range for {count} "
+                                  "arguments")
+    return tuple(int(n) % count for n in nums)
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """``(f(x), df/dx)`` with JAX's semantics: ``argnums`` an int gives one gradient,
-    a tuple gives a tuple."""
-    def wrapped(*args):
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        for n in nums:
-            if not -len(args) <= n < len(args):
-                raise FunctionalError(f"argnums {n} out of range for {len(args)} arguments")
-        nums = tuple(n % len(args) for n in nums)
+    a tuple gives a tuple (an argument named twice gets its gradient twice).
 
+    For complex inputs the gradient is the conjugate of ``jax.grad``'s (see :func:`vjp`).
+    """
+    def wrapped(*args):
+        nums = _argnums(argnums, len(args), "value_and_grad")
+        distinct = tuple(dict.fromkeys(nums))
+
+        @functools.wraps(f)
         def partial(*chosen):
             full = list(args)
-            for n, value in zip(nums, chosen):
+            for n, value in zip(distinct, chosen):
                 full[n] = value
             return f(*full)
 
-        out, vjp_fn = vjp(partial, *[args[n] for n in nums])
-        _check_scalar(out)
-        grads = vjp_fn(np.ones((), dtype=dtype_of(out)))
-        return out, grads[0] if isinstance(argnums, int) else grads
+        out, vjp_fn = vjp(partial, *[args[n] for n in distinct], transform="grad")
+        _check_scalar(out, f, "grad")
+        by_num = dict(zip(distinct, vjp_fn(np.ones((), dtype=dtype_of(out)))))
+        grads = tuple(by_num[n] for n in nums)
+        return out, grads[0] if isinstance(argnums, numbers.Integral) else grads
     return wrapped
 
 
 def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The gradient of a real scalar function (JAX's ``jax.grad``)."""
+    """The gradient of a real scalar function (``jax.grad``; for complex inputs its conjugate,
+    PyTorch's convention)."""
     value_and_grad_f = value_and_grad(f, argnums)
 
     def wrapped(*args):
@@ -249,11 +331,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     if len(primals) != len(tangents):
         raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     _check_differentiable([_as_value(p) for p in primals], "jvp")
-    traced = trace(f, *primals)
     for p, t in zip(primals, tangents):
         if shape_of(p) != shape_of(t):
-            raise FunctionalError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
-                                  f"{shape_of(p)}")
+            raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
+                                   f"{shape_of(p)}")
+    traced = trace(f, *primals, transform="jvp")
     linear = traced.linearized(range(len(primals)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangents, primals):

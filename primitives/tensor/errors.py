@@ -1,0 +1,35 @@
+"""The errors the tensor front ends raise on misuse: each a ``TiduError`` with one builtin base.
+
+>>> from tidu import TiduError
+>>> issubclass(TensorAxisError, TiduError) and issubclass(TensorAxisError, np.exceptions.AxisError)
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import TiduError
+
+
+class TensorShapeError(TiduError, ValueError):
+    """Shapes or arguments that do not fit an operation (a ``ValueError``, as in NumPy)."""
+
+
+class TensorTypeError(TiduError, TypeError):
+    """An argument of the wrong type for an operation (a ``TypeError``, as in NumPy)."""
+
+
+class TensorIndexError(TiduError, IndexError):
+    """An index that does not fit the array (an ``IndexError``, as in NumPy)."""
+
+
+class TensorAxisError(TiduError, np.exceptions.AxisError):
+    """An axis out of range for the array (NumPy's ``AxisError``)."""
+
+    def __init__(self, fn: str, axis, ndim: int) -> None:
+        super().__init__(f"{fn}: axis {axis} is out of bounds for array of dimension {ndim}")
+
+
+class TensorNotSupportedError(TiduError, NotImplementedError):
+    """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""

@@ -1,0 +1,146 @@
+"""NumPy functions applied to tensors and traced values: they differentiate or they raise.
+
+A ``Tensor`` or tracer handed to a NumPy function goes through NumPy's dispatch
+protocols (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``) to here:
+
+- a NumPy function with a differentiable ``tnp`` version (registered with
+  :func:`implements`) runs that version, so ``np.where(v > 0, v, 0.0)`` records
+  ``where`` and its gradient flows;
+- a function whose result carries no derivative (``np.shape``, ``np.argmax``,
+  boolean ufuncs such as ``np.isnan``...) runs on the data;
+- anything else raises :class:`TensorNotSupportedError` naming the NumPy function,
+  rather than computing on the data and dropping the derivative.
+
+Values that carry no gradient (a ``Tensor`` that does not require grad, an integer
+tracer) are plain data to every NumPy function. Converting a value that carries a
+gradient to an array (``np.asarray``, ``float()``...) raises: see :func:`constant_data`.
+
+>>> import primitives.tensor as tnp
+>>> t = tnp.tensor([-1.0, 2.0], requires_grad=True)
+>>> y = np.where(t > 0, t, 0.0)          # dispatched to tnp.where: y has history
+>>> y.backward(np.ones(2)).grad(t)
+array([0., 1.])
+>>> np.argmax(t)                           # no derivative to lose
+np.int64(1)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from primitives.tensor.core import Frontend, data_of
+from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
+
+_IMPLEMENTATIONS: dict = {}      # NumPy function or ufunc -> its differentiable tnp version
+
+# NumPy functions whose results are shapes, indices or booleans: no derivative to lose.
+_NOT_DIFFERENTIABLE = {
+    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal,
+    np.array_equiv, np.iscomplexobj, np.isrealobj, np.searchsorted, np.isneginf,
+    np.isposinf, np.may_share_memory, np.shares_memory, np.array2string, np.array_repr,
+    np.array_str, np.result_type,
+}
+
+
+def implements(*numpy_functions) -> Callable:
+    """Register the decorated function as the differentiable version of ``numpy_functions``.
+
+    >>> @implements(np.negative)
+    ... def negative(x): ...
+    >>> _IMPLEMENTATIONS[np.negative] is negative
+    True
+    """
+    def register(fn: Callable) -> Callable:
+        for numpy_function in numpy_functions:
+            _IMPLEMENTATIONS[numpy_function] = fn
+        return fn
+    return register
+
+
+def _qualified(fn) -> str:
+    module = getattr(fn, "__module__", None) or "numpy"
+    return f"{module}.{fn.__name__}"
+
+
+def _not_supported(name: str, short: str) -> TensorNotSupportedError:
+    import primitives.tensor as tnp
+
+    found = tnp
+    for part in short.split("."):
+        found = getattr(found, part, None)
+    instead = (f"use tnp.{short}" if callable(found)
+               else f"tnp has no {short} yet: write it with tnp functions")
+    return TensorNotSupportedError(
+        f"{name} has no differentiable tidu version and would drop the derivative; {instead}, "
+        "or pass the value on as a constant on purpose with tnp.stop_gradient(x)")
+
+
+def carries_gradient(value) -> bool:
+    """Whether ``value`` is a frontend value a derivative can flow through."""
+    return isinstance(value, Frontend) and value.carries_gradient
+
+
+def constant_data(value, what: str):
+    """The data under ``value`` for a conversion named ``what``; raises if that would drop
+    a derivative (the value carries a gradient).
+
+    >>> constant_data(np.ones(2), "float()")
+    array([1., 1.])
+    """
+    if carries_gradient(value):
+        kind = type(value).__name__
+        raise TensorTypeError(f"{what} on a {kind} that carries a gradient would drop its "
+                              "derivative; use tnp functions on it, or take its value as a "
+                              "constant on purpose with tnp.stop_gradient(x) (or .detach() "
+                              "and .item() on a Tensor)")
+    return data_of(value)
+
+
+def _plain(value):
+    return data_of(value) if isinstance(value, Frontend) else value
+
+
+def array_function(func, args: tuple, kwargs: dict):
+    """NEP 18: ``func(*args, **kwargs)`` where some argument is a tensor or tracer."""
+    impl = _IMPLEMENTATIONS.get(func)
+    if impl is not None:
+        return _call(impl, _qualified(func), args, kwargs)
+    if func in _NOT_DIFFERENTIABLE or not any(map(carries_gradient, args)) and \
+            not any(map(carries_gradient, kwargs.values())):
+        return func(*map(_plain, args), **{k: _plain(v) for k, v in kwargs.items()})
+    name = _qualified(func)
+    raise _not_supported(name, name.removeprefix("numpy."))
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
+    """NEP 13: ``ufunc`` (or its ``method``, e.g. ``reduce``) applied to tensors or tracers."""
+    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    impl = _IMPLEMENTATIONS.get(ufunc) if method == "__call__" else None
+    if impl is not None and "out" not in kwargs:
+        return _call(impl, name, inputs, kwargs)
+    if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
+        return getattr(ufunc, method)(*map(_plain, inputs),
+                                      **{k: _plain(v) for k, v in kwargs.items()})
+    if "out" in kwargs:
+        raise TensorNotSupportedError(f"{name} with out=: writing a differentiable result into "
+                                      "an existing array would drop its derivative; assign "
+                                      f"the result instead (y = tnp.{ufunc.__name__}(...))")
+    raise _not_supported(name, name.removeprefix("numpy."))
+
+
+def _call(impl: Callable, name: str, args: tuple, kwargs: dict):
+    try:
+        return impl(*args, **kwargs)
+    except TypeError as error:
+        import inspect
+
+        try:
+            inspect.signature(impl).bind(*args, **kwargs)
+        except TypeError:
+            raise TensorNotSupportedError(
+                f"{name}: {error}; tnp.{impl.__name__} takes {inspect.signature(impl)}"
+            ) from None
+        raise
