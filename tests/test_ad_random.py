@@ -135,6 +135,7 @@ def test_random_real_dags(case):
     graph, wrt, primals, seed = case
     assume(bounded(graph, primals))
     outputs = list(graph.output_keys)
+    assume(any(t is not None for t in linearize(graph, outputs, wrt).tangent_outputs))
     rng = np.random.default_rng(seed)
     check_jvp(graph, outputs, primals, {k: float(rng.standard_normal()) for k in wrt},
               rng=seed)
@@ -149,6 +150,7 @@ def test_random_complex_dags(case):
     graph, wrt, primals, seed = case
     assume(bounded(graph, primals, limit=1e2))
     outputs = list(graph.output_keys)
+    assume(any(t is not None for t in linearize(graph, outputs, wrt).tangent_outputs))
     check_jvp(graph, outputs, primals, rng=seed)
     lin = linearize(graph, outputs, wrt)
     check_transpose(graph, lin, primals, rng=seed)

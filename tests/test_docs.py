@@ -10,6 +10,9 @@
   limits them.
 - Every page in the ``mkdocs.yml`` nav exists, every page under ``docs/`` is in
   the nav, and every relative Markdown link in the docs resolves to a file.
+- When mkdocs is installed, the site builds with ``mkdocs build --strict`` and
+  no page loads a script, stylesheet or font from another host (mermaid is
+  served by the site itself: ``docs/hooks/local_scripts.py``).
 
 Docstring examples run separately: ``pytest`` is configured with
 ``--doctest-modules`` over ``tidu`` and ``primitives`` (see ``pyproject.toml``).
@@ -21,6 +24,8 @@ import contextlib
 import io
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,7 +81,8 @@ def test_page_code_runs(page: Path, tmp_path, monkeypatch):
     for line, source, runs in python_blocks(page):
         if not runs:
             continue
-        code = compile(source, f"{page.relative_to(ROOT)}:{line}", "exec")
+        # dont_inherit: the blocks run as plain Python, without this file's __future__ imports
+        code = compile(source, f"{page.relative_to(ROOT)}:{line}", "exec", dont_inherit=True)
         with contextlib.redirect_stdout(io.StringIO()):
             exec(code, namespace)                # noqa: S102 - executing our own docs
 
@@ -141,3 +147,80 @@ def test_images_exist():
             if not (page.parent / on_disk).is_file():
                 missing.append(f"{page.relative_to(ROOT)}: {src}")
     assert not missing, missing
+
+
+# --- the built site ----------------------------------------------------------------------
+
+REMOTE = re.compile(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)=["']?(https?:)?//""",
+                    re.IGNORECASE)
+SCRIPT_SRC = re.compile(r"""<script\b[^>]*\bsrc=["']([^"']+)["']""", re.IGNORECASE)
+
+
+def test_built_site_loads_nothing_from_other_hosts(tmp_path):
+    """``mkdocs build --strict`` passes and no page loads a script, stylesheet or font from a CDN.
+
+    mkdocs-material would fetch mermaid from unpkg.com and fonts from Google;
+    docs/hooks/local_scripts.py serves mermaid from the site and mkdocs.yml
+    turns the web fonts off. Pages with a diagram must load the site's own
+    mermaid before the theme's script (which otherwise falls back to the CDN).
+    """
+    pytest.importorskip("mkdocs", reason="building the site needs mkdocs (the docs extra)")
+    pytest.importorskip("material", reason="the site's theme is mkdocs-material (the docs extra)")
+    site = tmp_path / "site"
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+                            "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+                           capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    if build.returncode != 0 and ("npm is not installed" in build.stderr
+                                  or "npm pack mermaid" in build.stderr):
+        pytest.skip("mermaid cannot be fetched here (no npm or no registry): "
+                    + build.stderr.strip().splitlines()[-1])
+    assert build.returncode == 0, build.stderr
+
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 20
+    remote = [f"{p.relative_to(site)}: {m.group(0)}" for p in pages
+              for m in REMOTE.finditer(p.read_text(encoding="utf-8"))]
+    assert not remote, remote
+
+    with_diagrams = 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        if 'class="mermaid"' not in html:
+            continue
+        with_diagrams += 1
+        scripts = SCRIPT_SRC.findall(html)
+        mermaid = [s for s in scripts if s.endswith("mermaid.min.js")]
+        theme = [i for i, s in enumerate(scripts) if "/bundle." in s or s.startswith("bundle.")]
+        assert mermaid, f"{page.relative_to(site)} has a diagram but does not load mermaid"
+        assert scripts.index(mermaid[0]) < theme[0], f"{page.relative_to(site)}: mermaid after the theme"
+        served = (page.parent / mermaid[0]).resolve()
+        assert served.is_file() and served.stat().st_size > 1_000_000, served
+    assert with_diagrams >= 1, "no page has a mermaid diagram: the check above checked nothing"
+    assert (site / "assets" / "javascripts" / "mermaid.LICENSE.txt").is_file()
+
+
+def install_block(path: Path) -> str:
+    """The first ``sh`` block under the page's ``## Install`` heading."""
+    text = path.read_text(encoding="utf-8")
+    section = text[text.index("## Install"):]
+    return re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL).group(1)
+
+
+def test_readme_and_getting_started_give_the_same_install_commands():
+    readme, guide = install_block(ROOT / "README.md"), install_block(DOCS / "getting-started.md")
+    assert readme == guide
+    assert "pip install ." in readme
+
+
+def test_every_extra_the_docs_name_exists():
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = config[config.index("[project.optional-dependencies]"):]
+    table = table[:table.index("\n[", 1)]
+    defined = set(re.findall(r"^(\w+)\s*=", table, flags=re.MULTILINE))
+    named = {extra for page in pages()
+             for group in re.findall(r"""pip install (?:-e )?["']?\.\[([\w,]+)\]""",
+                                     page.read_text(encoding="utf-8"))
+             for extra in group.split(",")}
+    assert {"test", "docs", "viz"} <= named
+    assert named <= defined, f"extras named in the docs but not in pyproject.toml: {named - defined}"

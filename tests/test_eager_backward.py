@@ -21,7 +21,7 @@ import pytest
 from primitives.scalar import ImmediateScalarBuilder, Pow, ScalarExecutor, ScalarOp
 from primitives.scalar.eager import Scalar, apply, conj, cos, exp, sin, sincos
 from tidu import linear_transpose_with_builder
-from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
+from tidu.eager import EagerError, EagerInput, RecordedGraph, Recorder, try_backward
 from tidu.graph import GraphBuilder, Input, Local
 
 
@@ -519,7 +519,8 @@ def test_detached_value_blocks_its_history():
 def test_no_trace_when_nothing_requires_grad():
     y = Scalar(2.0) * Scalar(3.0)
     assert y.value == 6.0 and y.trace is None and not y.requires_grad
-    assert y.backward(seed=5.0) == {y.key: 5.0}
+    with pytest.raises(EagerError, match=r"Scalar\(6\.0\).*does not require grad"):
+        y.backward(seed=5.0)                 # as in PyTorch: nothing to differentiate
 
     recorder = Recorder()
     x = leaf(recorder, 2.0, requires_grad=False)

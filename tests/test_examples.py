@@ -90,3 +90,31 @@ def test_train_mlp_reaches_95_percent_on_digits():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main(["--epochs", "30"]) > 0.95
+
+
+def run_show_graphs(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    script = ROOT / "examples" / "show_graphs.py"
+    if missing_imports(script):
+        pytest.skip("show_graphs.py needs the viz extra (matplotlib)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_show_graphs_cli(tmp_path):
+    """--help works; the default folder is build/graphs (git-ignored); --format picks formats."""
+    shown = run_show_graphs(["--help"], tmp_path)
+    assert shown.returncode == 0 and "build/graphs" in shown.stdout and "--format" in shown.stdout
+    assert not list(tmp_path.iterdir()), "--help wrote files"
+
+    default = run_show_graphs(["--format", "svg", "--engine", "matplotlib"], tmp_path)
+    assert default.returncode == 0, default.stderr
+    written = sorted(p.name for p in (tmp_path / "build" / "graphs").iterdir())
+    assert written == ["f_linearized.svg", "f_merged.svg", "f_primal.svg", "f_transposed.svg"]
+    assert "build/graphs/f_merged.svg" in default.stdout.replace(os.sep, "/")
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert "build/" in ignored or "/build/" in ignored, "the default output folder is not ignored"
+
+    wrong = run_show_graphs(["--format", "jpg"], tmp_path)
+    assert wrong.returncode == 2 and "invalid choice: 'jpg'" in wrong.stderr

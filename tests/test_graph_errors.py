@@ -191,7 +191,7 @@ BUILDER_MISUSES = [
     ("unhashable-input-key", lambda b: b.add_input(["x"]),
      errors.InvalidKeyError, [r"\['x'\]", r"hashable"]),
     ("add-parent-non-graph", lambda b: b.add_parent("g"),
-     errors.GraphError, [r"str"]),
+     errors.InvalidArgumentError, [r"str"]),
 ]
 
 
@@ -336,9 +336,9 @@ def test_eval_returning_a_bare_value_instead_of_a_sequence():
 
 
 def test_resolve_misuse():
-    with pytest.raises(errors.GraphError, match=r"str"):
+    with pytest.raises(errors.InvalidArgumentError, match=r"str"):
         resolve(["not a graph"])
-    with pytest.raises(errors.GraphError, match=r"int"):
+    with pytest.raises(errors.InvalidArgumentError, match=r"int"):
         evaluate([1], [], {})
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from primitives.scalar import Pow, ScalarOp, Scale, exp, imag, real, trace_scalar
 from tidu import linear_transpose, linearize
 from tidu.graph import GraphBuilder, Input, Local, evaluate
-from tidu.testing import check_jvp, check_primitive, check_transpose
+from tidu.testing import CheckUsageError, check_jvp, check_primitive, check_transpose
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -56,6 +56,8 @@ UNARY = {
     S.SINCOS: (REAL, COMPLEX),
     S.SQRT: (POSITIVE, COMPLEX_CUT),
     S.TANH: (REAL_SMALL, COMPLEX_TANH),
+    S.ABS: (NONZERO, COMPLEX_NONZERO),      # not differentiable at 0: see test_scalar_edges
+    S.SIGN: (NONZERO, COMPLEX_NONZERO),
 }
 BINARY = {
     S.ADD: ((REAL, REAL), (COMPLEX, COMPLEX)),
@@ -63,6 +65,7 @@ BINARY = {
     S.MUL: ((REAL, REAL), (COMPLEX, COMPLEX)),
     S.MUL_CONJ: ((REAL, REAL), (COMPLEX, COMPLEX)),
     S.DIV: ((REAL, NONZERO), (COMPLEX, COMPLEX_NONZERO)),
+    S.DIV_OR_ZERO: ((REAL, NONZERO), (COMPLEX, COMPLEX_NONZERO)),
 }
 POW_EXPONENTS = [0, 1, 2, 3, -1, -2, 0.5, 2.5, 1 / 3]
 INTEGER_EXPONENTS = [p for p in POW_EXPONENTS if isinstance(p, int)]
@@ -100,6 +103,9 @@ MATH = {
     S.MUL_CONJ: lambda m, x, y: [x * y.conjugate()],
     S.TO_COMPLEX: lambda m, x: [complex(x)],
     S.DIV: lambda m, x, y: [x / y],
+    S.DIV_OR_ZERO: lambda m, x, y: [x / y],
+    S.ABS: lambda m, x: [abs(x)],
+    S.SIGN: lambda m, x: [x / abs(x)],
 }
 
 
@@ -127,7 +133,8 @@ def test_eval_matches_math(op, points, data):
     got = op.eval(None, args)
     assert got == MATH[op](module, *args)
     for value, arg in zip(got, args):
-        expect_complex = (module is cmath and op not in (S.REAL, S.IMAG)) or op is S.TO_COMPLEX
+        expect_complex = (module is cmath and op not in (S.REAL, S.IMAG, S.ABS)
+                          or op is S.TO_COMPLEX)
         assert isinstance(value, complex if expect_complex else float)
 
 
@@ -183,9 +190,11 @@ def test_scale_rules_real_points(c, x, seed):
 
 
 def test_int_inputs_are_not_differentiated():
-    check_primitive(S.MUL, 3, 2.5, rng=0)
-    check_primitive(Pow(2), 3, rng=0)
-    check_primitive(S.DIV, 2, 4, rng=0)
+    assert check_primitive(S.MUL, 3, 2.5, rng=0).input_slots == 1
+    with pytest.raises(CheckUsageError, match="is differentiable"):
+        check_primitive(Pow(2), 3, rng=0)                 # nothing to check: said, not passed
+    with pytest.raises(CheckUsageError, match="is differentiable"):
+        check_primitive(S.DIV, 2, 4, rng=0)
 
 
 # --- real and complex meet only through TO_COMPLEX ------------------------------------
@@ -225,7 +234,7 @@ def test_imag_of_a_real_traces_through_to_complex_and_has_zero_gradient():
     assert g == 0.0 and isinstance(g, float)
 
 
-@pytest.mark.parametrize("op", list(BINARY))
+@pytest.mark.parametrize("op", [op for op in BINARY if op is not S.DIV_OR_ZERO])  # no operator
 def test_real_with_complex_operand_is_promoted(op):
     fn = {S.ADD: lambda x: x + (1.5 - 0.5j), S.SUB: lambda x: x - (1.5 - 0.5j),
           S.MUL: lambda x: x * (1.5 - 0.5j), S.DIV: lambda x: x / (1.5 - 0.5j),

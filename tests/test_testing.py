@@ -4,7 +4,12 @@ The op set here is NumPy-backed (so it runs on Python numbers, NumPy scalars
 and arrays) and holds right rules next to deliberately wrong ones: a JVP off by
 a factor 2, a JVP wrong for one input slot or one output slot only, a JVP wrong
 only when both inputs are active, wrong transposes (a factor, a wrong shape, a
-transpose that reads the tangent it should be linear in), a JVP of the wrong shape.
+transpose that reads the tangent it should be linear in), a JVP of the wrong shape,
+JVPs that return symbolic zeros, and rules that emit ops without rules of their
+own (caught by ``order=2``, or at first order when the op is transposed).
+
+The checkers also refuse to pass vacuously (``CheckUsageError`` when nothing
+would be compared) and report what they compared (``CheckReport``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from tidu import Primitive, TiduError, linearize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tidu import ADRuleError, ADRuleKind, Primitive, TiduError, linearize
+from tidu.errors import NotEvaluableError
 from tidu.graph import (
     PRIMARY,
     EvaluableGraphOperation,
@@ -27,7 +36,14 @@ from tidu.graph import (
     Local,
     resolve,
 )
-from tidu.testing import CheckFailure, check_jvp, check_primitive, check_transpose
+from tidu.testing import (
+    CheckFailure,
+    CheckReport,
+    CheckUsageError,
+    check_jvp,
+    check_primitive,
+    check_transpose,
+)
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
@@ -69,6 +85,21 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
     SCALE3_BAD = "scale3_bad"      # 3 x, transposed as 2 ct
     LEAKY = "leaky"                # 3 x, transpose multiplies by the tangent it reads
     JVP_SHAPE_BAD = "jvp_shape"    # x elementwise, JVP returns the sum of the tangent
+    SIN_NONE = "sin_none"          # JVP a symbolic zero: "no derivative"
+    MUL_NONE1 = "mul_none1"        # JVP drops input slot 1's tangent
+
+    # ops whose rules emit ops without rules (see "rule closure" below)
+    TWICE_NO_JVP = "twice_no_jvp"  # 2 x, linear; transpose right, no JVP rule
+    TWICE_NO_T = "twice_no_t"      # 2 x, linear; JVP right, no transpose rule
+    TWICE_T_EMITS = "twice_t_emits"  # 2 x, linear; its transpose emits TWICE_NO_JVP
+    SQUARE_A = "square_a"          # x^2; JVP emits TWICE_NO_JVP(x) * t
+    SQUARE_B = "square_b"          # x^2; JVP emits TWICE_NO_T(x t)
+    SQUARE_C = "square_c"          # x^2; JVP emits Opaque(x) * t, and Opaque has no eval
+    SQUARE_D = "square_d"          # x^2; JVP emits TWICE_T_EMITS(x t)
+    NEG_NO_T = "neg_no_t"          # -x, linear; JVP right, no transpose rule
+    SUB_B = "sub_b"                # x - y; JVP emits NEG_NO_T only when y alone has a tangent
+    THREE_SQ = "three_sq"          # 3 x^2 with a wrong JVP (3 x t, not 6 x t)
+    CUBE = "cube"                  # x^3; JVP right, but emits THREE_SQ
 
     @classmethod
     def add(cls) -> "Op":
@@ -80,6 +111,8 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
     def output_count(self) -> int:
         return 2 if self in (Op.SINCOS, Op.SINCOS_BAD) else 1
 
+    # a missing table entry means "no such rule": Primitive's defaults raise ADRuleError
+
     def eval(self, ctx, xs):
         if self is Op.SIN:
             EVAL_DTYPES.append(np.asarray(xs[0]).dtype)
@@ -90,15 +123,19 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
     def jvp_rule(self, b, xs, outs, ts, ctx):
         if self is Op.CTX_SPY:
             CTX_SEEN.append(("jvp", ctx))
+        if self not in _JVP:
+            return super().jvp_rule(b, xs, outs, ts, ctx)
         return _JVP[self](b, xs, outs, ts)
 
     def transpose_rule(self, b, cts, inputs, role, ctx):
         if self is Op.CTX_SPY:
             CTX_SEEN.append(("transpose", ctx))
+        if self not in _TRANSPOSE:
+            return super().transpose_rule(b, cts, inputs, role, ctx)
         return _TRANSPOSE[self](b, cts, inputs, role)
 
 
-_BINARY = {Op.ADD, Op.SUB, Op.MUL, Op.MUL_BAD1, Op.MUL_BAD_BOTH}
+_BINARY = {Op.ADD, Op.SUB, Op.MUL, Op.MUL_BAD1, Op.MUL_BAD_BOTH, Op.MUL_NONE1, Op.SUB_B}
 
 _EVAL = {
     Op.ADD: lambda a, b: [a + b],
@@ -119,6 +156,19 @@ _EVAL = {
     Op.SCALE3_BAD: lambda a: [3 * a],
     Op.LEAKY: lambda a: [3 * a],
     Op.JVP_SHAPE_BAD: lambda a: [a * 1.0],
+    Op.SIN_NONE: lambda a: [np.sin(a)],
+    Op.MUL_NONE1: lambda a, b: [a * b],
+    Op.TWICE_NO_JVP: lambda a: [2 * a],
+    Op.TWICE_NO_T: lambda a: [2 * a],
+    Op.TWICE_T_EMITS: lambda a: [2 * a],
+    Op.SQUARE_A: lambda a: [a * a],
+    Op.SQUARE_B: lambda a: [a * a],
+    Op.SQUARE_C: lambda a: [a * a],
+    Op.SQUARE_D: lambda a: [a * a],
+    Op.NEG_NO_T: lambda a: [-a],
+    Op.SUB_B: lambda a, b: [a - b],
+    Op.THREE_SQ: lambda a: [3 * a * a],
+    Op.CUBE: lambda a: [a * a * a],
 }
 
 
@@ -174,6 +224,20 @@ def _jvp_shape_bad(b, xs, outs, ts):
     return [emit(b, Sum(np.shape(outs[0])), [Local(ts[0])], LIN)]
 
 
+def _mul_by_tangent(b, ts, factor: int) -> int:
+    """``t * factor``, the JVP of an op with derivative ``factor`` (a value id)."""
+    return emit(b, Op.MUL, [Local(ts[0]), Local(factor)], LIN_TF)
+
+
+def _sub_b_jvp(b, xs, outs, ts):
+    tx, ty = ts
+    if tx is None:
+        return [emit(b, Op.NEG_NO_T, [Local(ty)], LIN)]
+    if ty is None:
+        return [tx]
+    return [emit(b, Op.SUB, [Local(tx), Local(ty)], LIN_TT)]
+
+
 _JVP = {
     Op.ADD: lambda b, xs, outs, ts: (
         [ts[0] if ts[1] is None else ts[1]] if None in ts
@@ -198,6 +262,26 @@ _JVP = {
     Op.SCALE3_BAD: _linear_self(Op.SCALE3_BAD),
     Op.LEAKY: _linear_self(Op.LEAKY),
     Op.JVP_SHAPE_BAD: _jvp_shape_bad,
+    Op.SIN_NONE: lambda b, xs, outs, ts: [None],
+    Op.MUL_NONE1: lambda b, xs, outs, ts: (
+        [None] if ts[0] is None else [emit(b, Op.MUL, [Local(ts[0]), External(xs[1])], LIN_TF)]),
+    Op.TWICE_NO_T: _linear_self(Op.TWICE_NO_T),
+    Op.TWICE_T_EMITS: _linear_self(Op.TWICE_T_EMITS),
+    Op.SQUARE_A: lambda b, xs, outs, ts: [
+        _mul_by_tangent(b, ts, emit(b, Op.TWICE_NO_JVP, [External(xs[0])]))],
+    Op.SQUARE_B: lambda b, xs, outs, ts: [emit(
+        b, Op.TWICE_NO_T, [Local(emit(b, Op.MUL, [Local(ts[0]), External(xs[0])], LIN_TF))], LIN)],
+    Op.SQUARE_C: lambda b, xs, outs, ts: [
+        _mul_by_tangent(b, ts, emit(b, Opaque(), [External(xs[0])]))],
+    Op.SQUARE_D: lambda b, xs, outs, ts: [emit(
+        b, Op.TWICE_T_EMITS, [Local(emit(b, Op.MUL, [Local(ts[0]), External(xs[0])], LIN_TF))],
+        LIN)],
+    Op.NEG_NO_T: _linear_self(Op.NEG_NO_T),
+    Op.SUB_B: _sub_b_jvp,
+    Op.THREE_SQ: lambda b, xs, outs, ts: [       # wrong: 3 x t, not 6 x t
+        _mul_by_tangent(b, ts, emit(b, Op.SCALE3, [External(xs[0])]))],
+    Op.CUBE: lambda b, xs, outs, ts: [
+        _mul_by_tangent(b, ts, emit(b, Op.THREE_SQ, [External(xs[0])]))],
 }
 
 
@@ -245,7 +329,30 @@ _TRANSPOSE = {
     Op.SCALE3_BAD: _scale3_bad_t,
     Op.LEAKY: _leaky_t,
     Op.JVP_SHAPE_BAD: _self_t(Op.JVP_SHAPE_BAD),
+    Op.TWICE_NO_JVP: _self_t(Op.TWICE_NO_JVP),
+    Op.TWICE_T_EMITS: _self_t(Op.TWICE_NO_JVP),
 }
+
+
+@dataclass(frozen=True)
+class Opaque(Primitive):
+    """``2 x`` with rules but no ``eval``: a graph holding it cannot run."""
+
+    @classmethod
+    def add(cls):
+        return Op.ADD
+
+    def input_count(self):
+        return 1
+
+    def output_count(self):
+        return 1
+
+    def jvp_rule(self, b, xs, outs, ts, ctx):
+        return [emit(b, self, [Local(ts[0])], LIN)]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        return [emit(b, self, [Local(cts[0])], LIN)]
 
 
 class _ShapeOp(Primitive, EvaluableGraphOperation):
@@ -432,12 +539,12 @@ def test_same_rng_same_numbers():
     assert messages[0] == messages[1]
 
 
-# --- non-differentiable inputs are skipped -------------------------------------------
+# --- non-differentiable inputs get no tangent ----------------------------------------
 
 
-def test_int_inputs_are_skipped():
-    check_primitive(Op.SIN2, 3)                  # nothing differentiable: nothing to check
-    check_primitive(Op.MUL_BAD1, 2.0, 3)         # the wrong slot holds an int: skipped
+def test_int_inputs_get_no_tangent_but_the_rest_is_checked():
+    report = check_primitive(Op.MUL_BAD1, 2.0, 3)   # the wrong slot holds an int: no tangent
+    assert report.input_slots == 1 and report.jvp_comparisons == 1
     check_primitive(Op.MUL_BAD1, 2.0, True)
     check_primitive(Op.MUL_BAD1, np.ones(3), np.arange(3))          # an integer array
     check_primitive(Op.MUL_BAD1, np.ones(3), np.array([True, False, True]))
@@ -445,10 +552,9 @@ def test_int_inputs_are_skipped():
         check_primitive(Op.MUL_BAD1, 2.0, 3.0)
 
 
-def test_int_keys_skipped_in_check_jvp():
+def test_int_keys_get_no_default_tangent_in_check_jvp():
     g = graph_of(Op.MUL_BAD1, keys=["x", "n"])
-    check_jvp(g, g.output_keys, {"x": 0.5, "n": 4})
-    check_jvp(g, g.output_keys, {"x": 0.5, "n": 4}, {"x": 1.0, "n": 1.0})   # tangent ignored
+    assert check_jvp(g, g.output_keys, {"x": 0.5, "n": 4}).input_slots == 1
     with pytest.raises(CheckFailure, match="input 'n'"):
         check_jvp(g, g.output_keys, {"x": 0.5, "n": 4.0})
 
@@ -576,20 +682,358 @@ def test_complex_cotangent_of_a_real_scalar_is_caught():
 
 
 def test_bad_arguments():
-    from tidu.testing import CheckUsageError
-
     assert issubclass(CheckUsageError, TiduError)
-    with pytest.raises(TypeError, match="SIN takes 1 inputs, got 2"):
+    with pytest.raises(CheckUsageError, match="SIN takes 1 inputs, got 2"):
         check_primitive(Op.SIN, 1.0, 2.0)
     g = graph_of(Op.SIN, keys=["x"])
-    with pytest.raises(KeyError):
+    with pytest.raises(CheckUsageError, match="'z', which has no primal value"):
         check_jvp(g, g.output_keys, {"x": 1.0}, {"z": 1.0})
-    with pytest.raises(TypeError, match="complex tangent"):
+    with pytest.raises(CheckUsageError, match="complex tangent"):
         check_jvp(g, g.output_keys, {"x": 1.0}, {"x": 1j})
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(CheckUsageError, match="shape"):
         check_jvp(g, g.output_keys, {"x": np.ones(2)}, {"x": np.ones(3)})
     lin = linearize(g, g.output_keys, ["x"])
-    with pytest.raises(KeyError):
+    with pytest.raises(CheckUsageError, match="no primal value for 'x'"):
         check_transpose(g, lin, {"y": 1.0})
-    with pytest.raises(ValueError):
+    with pytest.raises(CheckUsageError, match="2 cotangents for 1 tangent outputs"):
         check_transpose(g, lin, {"x": 1.0}, cotangents=[1.0, 2.0])
+    with pytest.raises(CheckUsageError, match="1 tangents for 2"):
+        check_transpose(g, linearize(graph_of(Op.MUL), graph_of(Op.MUL).output_keys,
+                                     ["x0", "x1"]), {"x0": 1.0, "x1": 2.0}, tangents=[1.0])
+
+
+def test_usage_error_has_one_builtin_base():
+    builtin = [c for c in CheckUsageError.__mro__ if c.__module__ == "builtins"]
+    assert builtin == [ValueError, Exception, BaseException, object]
+    assert str(CheckUsageError("a 'quoted' key")) == "a 'quoted' key"      # not KeyError's repr
+
+
+# --- checks that would compare nothing raise CheckUsageError ------------------------
+
+
+@pytest.mark.parametrize("args", [
+    (3,), (True,), (np.int64(3),), (np.arange(3),), (np.array([True, False]),),
+], ids=["int", "bool", "numpy-int", "int-array", "bool-array"])
+def test_check_primitive_with_nothing_differentiable_raises(args):
+    with pytest.raises(CheckUsageError, match=r"no input of SIN2 is differentiable \(got .+\)"):
+        check_primitive(Op.SIN2, *args)          # SIN2's JVP is wrong: a pass would be vacuous
+    with pytest.raises(CheckUsageError, match="no input of MUL_BAD1 is differentiable"):
+        check_primitive(Op.MUL_BAD1, *(args * 2))
+
+
+def test_check_primitive_refuses_other_misuse():
+    with pytest.raises(CheckUsageError, match="order must be 1 or 2, got 3"):
+        check_primitive(Op.SIN, 1.0, order=3)
+    with pytest.raises(CheckUsageError, match="order must be 1 or 2, got True"):
+        check_primitive(Op.SIN, 1.0, order=True)
+    with pytest.raises(CheckUsageError, match="Opaque.* is not an EvaluableGraphOperation"):
+        check_primitive(Opaque(), 1.0)
+    with pytest.raises(CheckUsageError, match="SIN takes 1 inputs, got 0"):
+        check_primitive(Op.SIN)
+    check_primitive(Op.SIN, 1.0)                 # usable afterwards
+
+
+def two_output_graph():
+    """Outputs ``sin(y)`` and ``x * y``; input ``u`` is declared and never read."""
+    b = GraphBuilder()
+    x, y, _ = b.add_input("x"), b.add_input("y"), b.add_input("u")
+    [s] = b.add_operation(Op.SIN, [Local(y)])
+    [p] = b.add_operation(Op.MUL, [Local(x), Local(y)])
+    b.set_outputs([s, p])
+    return b.build()
+
+
+def test_check_jvp_refuses_to_check_nothing():
+    g = two_output_graph()
+    [s, p] = g.output_keys
+    primals = {"x": 0.5, "y": 2.0, "u": 1.0}
+    with pytest.raises(CheckUsageError, match="no outputs given"):
+        check_jvp(g, [], primals)
+    with pytest.raises(CheckUsageError, match="an empty mapping of tangents"):
+        check_jvp(g, g.output_keys, primals, {})
+    with pytest.raises(CheckUsageError, match="tangent given for 'w', which is not an input"):
+        check_jvp(g, g.output_keys, {**primals, "w": 1.0}, {"w": 1.0})
+    with pytest.raises(CheckUsageError, match=r"no output reads any of the inputs given "
+                                              r"tangents \('u'\)"):
+        check_jvp(g, g.output_keys, primals, {"u": 1.0})
+    with pytest.raises(CheckUsageError, match=r"no output reads any of the inputs given "
+                                              r"tangents \('x'\)"):
+        check_jvp(g, [s], primals, {"x": 1.0})   # sin(y) does not read x
+    with pytest.raises(CheckUsageError, match="tangent given for 'x', whose primal 2 .*int.* is "
+                                              "not differentiable"):
+        check_jvp(g, g.output_keys, {**primals, "x": 2}, {"x": 1.0, "y": 1.0})
+    with pytest.raises(CheckUsageError, match="nothing to differentiate: .*'x' = 2 \\(int\\)"):
+        check_jvp(g, [p], {"x": 2, "y": 3, "u": 1.0})    # u is a float, but p does not read it
+    with pytest.raises(CheckUsageError, match="no primal value for 'y'"):
+        check_jvp(g, g.output_keys, {"x": 0.5})
+    with pytest.raises(CheckUsageError, match="output 'p' is not a value of the graphs"):
+        check_jvp(g, ["p"], primals)
+    other = graph_of(Op.COS, keys=["x"])
+    with pytest.raises(CheckUsageError, match="is not a value of the graphs given"):
+        check_jvp(g, other.output_keys, primals)
+    # one read input among unread ones is a real check (the unread one's JVP must be zero)
+    report = check_jvp(g, g.output_keys, primals, {"x": 1.0, "u": 1.0})
+    assert report.input_slots == 2 and report.jvp_comparisons == 2 * 3
+
+
+def test_check_transpose_refuses_to_check_nothing():
+    g = two_output_graph()
+    primals = {"x": 0.5, "y": 2.0, "u": 1.0}
+    with pytest.raises(CheckUsageError, match="expected a LinearizedGraph .* got Graph"):
+        check_transpose(g, g, primals)
+    with pytest.raises(CheckUsageError, match="no tangent inputs"):
+        check_transpose(g, linearize(g, g.output_keys, []), primals)
+    unread = linearize(g, g.output_keys, ["u"])
+    assert unread.tangent_outputs == [None, None]
+    with pytest.raises(CheckUsageError, match="every tangent output .* is a symbolic zero"):
+        check_transpose(g, unread, primals)
+    lin = linearize(g, g.output_keys, ["x"])           # sin(y) has a zero tangent
+    assert lin.tangent_outputs[0] is None
+    with pytest.raises(CheckUsageError, match="tangent given for 'y', which is not a tangent "
+                                              "input"):
+        check_transpose(g, lin, primals, tangents={"y": 1.0})
+    with pytest.raises(CheckUsageError, match="cotangent given for tangent output 0, which is "
+                                              "not a non-zero"):
+        check_transpose(g, lin, primals, cotangents={0: 1.0})
+    with pytest.raises(CheckUsageError, match="cotangent given for tangent output 5"):
+        check_transpose(g, lin, primals, cotangents={5: 1.0})
+    with pytest.raises(CheckUsageError, match="cotangent given for tangent output 0, which is "
+                                              "a symbolic zero"):
+        check_transpose(g, lin, primals, cotangents=[1.0, 2.0])
+    with pytest.raises(CheckUsageError, match="the tangent of 'x' has shape \\(2,\\)"):
+        check_transpose(g, lin, primals, tangents={"x": np.ones(2)})
+    with pytest.raises(CheckUsageError, match="complex tangent given for the real input 'x'"):
+        check_transpose(g, lin, primals, tangents=[1j])
+    report = check_transpose(g, lin, primals, cotangents=[None, 2.0])
+    assert report.output_slots == 1 and report.dot_products == 1
+
+
+# --- a JVP that drops the derivative is caught, not passed -----------------------------
+
+
+def test_a_jvp_of_symbolic_zeros_is_caught():
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.SIN_NONE, 0.3, rng=0)
+    expected, got = expected_and_got(str(info.value))
+    assert "SIN_NONE output 0 wrt input 0" in str(info.value)
+    assert got == 0 and abs(expected) > 0.01
+    with pytest.raises(CheckFailure, match="SIN_NONE output 0 wrt input 0"):
+        check_primitive(Op.SIN_NONE, np.array([0.1, 1.0]) + 0.5j, rng=0)
+    with pytest.raises(CheckFailure, match="MUL_NONE1 output 0 wrt input 1"):
+        check_primitive(Op.MUL_NONE1, 1.5, -2.0, rng=0)
+    g = graph_of(Op.SIN_NONE, keys=["x"])
+    with pytest.raises(CheckFailure, match="SIN_NONE output 0 .* wrt input 'x'") as info:
+        check_jvp(g, g.output_keys, {"x": 0.3}, {"x": 1.0})
+    expected, got = expected_and_got(str(info.value))
+    assert got == 0 and expected == pytest.approx(np.cos(0.3), rel=1e-6)
+
+
+def test_a_zero_derivative_is_still_checked():
+    # SIN at pi/2, where cos is 0: the JVP is compared with a zero finite difference
+    report = check_primitive(Op.SIN, np.pi / 2, rng=0)
+    assert report.jvp_comparisons == 1 and report.worst_error <= report.tolerance
+
+
+# --- reports -----------------------------------------------------------------------
+
+
+def test_reports_of_check_primitive():
+    report = check_primitive(Op.SIN, 0.3, rng=0)
+    assert isinstance(report, CheckReport)
+    assert (report.ops, report.output_slots, report.input_slots, report.points, report.order) \
+        == (("SIN",), 1, 1, 1, 1)
+    assert (report.jvp_comparisons, report.elements, report.dot_products) == (1, 1, 1)
+    assert 0 <= report.worst_error <= report.tolerance
+    assert report.worst_at in ("SIN output 0 wrt input 0",
+                               "transpose of SIN, SIN output 0 and input 0")
+    # two inputs: each alone and both, for the JVP; transposes of the linearizations wrt
+    # input 0, input 1 (one test each) and both (a test per input and one for both)
+    report = check_primitive(Op.MUL, np.ones((2, 3)), np.full((2, 3), 2.0), rng=0)
+    assert (report.input_slots, report.jvp_comparisons, report.elements,
+            report.dot_products) == (2, 3, 18, 5)
+    # two outputs: the transposes of the linearizations of each output alone and both
+    report = check_primitive(Op.SINCOS, 0.5, rng=0)
+    assert (report.output_slots, report.jvp_comparisons, report.dot_products) == (2, 2, 1 + 1 + 3)
+    # an int input adds no slot and no comparison
+    assert check_primitive(Op.MUL, 1.5, 2).input_slots == 1
+
+
+def test_report_of_empty_arrays_says_no_numbers_were_compared():
+    report = check_primitive(Op.SIN, np.ones((0, 3)), rng=0)
+    assert report.jvp_comparisons == 1 and report.elements == 0
+    assert report.worst_at == "" or report.worst_at.startswith("transpose")
+
+
+def test_reports_of_check_jvp_and_check_transpose():
+    g = two_output_graph()
+    primals = {"x": 0.5, "y": 2.0, "u": 1.0}
+    report = check_jvp(g, g.output_keys, primals, rng=0)          # u is not read: no tangent
+    assert (report.ops, report.output_slots, report.input_slots, report.points) == \
+        (("SIN", "MUL"), 2, 2, 1)
+    assert report.jvp_comparisons == 2 * 3 and report.elements == 6
+    assert check_jvp(g, g.output_keys, primals, {"x": 1.0}).ops == ("MUL",)
+    lin = linearize(g, g.output_keys, ["x", "y"])
+    report = check_transpose(g, lin, primals, rng=0)
+    assert report.ops == ("MUL", "ADD")           # COS is PRIMARY work: it is not transposed
+    assert (report.output_slots, report.input_slots, report.dot_products) == (2, 2, 2 * 2 + 1)
+    assert report.worst_error <= report.tolerance and "check_transpose" in report.worst_at
+
+
+def test_report_is_frozen_and_readable():
+    report = check_primitive(Op.MUL, 1.5, -2.0, rng=0)
+    with pytest.raises(AttributeError):
+        report.points = 5
+    text = str(report)
+    assert text.startswith("checked MUL at 1 point: 1 output slot, 2 input slots; "
+                           "3 JVP comparisons (3 numbers) with finite differences, "
+                           "5 dot-product tests; worst |error| ")
+    assert f"(tolerance {report.tolerance:.3g}) at {report.worst_at}" in text
+    assert "to order 2 at 3 points" in str(check_primitive(Op.MUL, 1.5, -2.0, order=2, rng=0))
+
+
+def test_worst_error_is_the_one_closest_to_failing():
+    # MUL_BAD1's slot-1 JVP is off by 2x: loosen the tolerances until it passes, and the
+    # report's worst comparison is that one
+    report = check_primitive(Op.MUL_BAD1, 1.5, -2.0, rng=0, rtol=2.0, atol=0.0)
+    assert report.worst_at == "MUL_BAD1 output 0 wrt input 1"
+    # |2 x t - x t| against 2 |x t| (plus the small finite-difference allowance)
+    assert report.worst_error == pytest.approx(report.tolerance / 2, rel=1e-3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(0, 3), max_size=2).map(tuple),
+       kinds=st.tuples(st.sampled_from(["f", "i", "c"]), st.sampled_from(["f", "i", "c"])),
+       seed=st.integers(0, 2**16))
+def test_report_counts_follow_the_inputs(shape, kinds, seed):
+    rng = np.random.default_rng(seed)
+    if kinds[0] != "f" and kinds[1] != "f" and "c" not in kinds:
+        kinds = ("f", kinds[1])
+    make = {"f": lambda: rng.uniform(-2, 2, shape),
+            "i": lambda: rng.integers(-3, 3, shape),
+            "c": lambda: rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)}
+    x, y = make[kinds[0]](), make[kinds[1]]()
+    if "c" in kinds:                             # MUL's transpose is complex-correct for
+        x, y = x.astype(complex), y.astype(complex)   # complex operands of one kind
+    n = sum(1 for v in (x, y) if v.dtype.kind in "fc")
+    report = check_primitive(Op.MUL, x, y, rng=seed)
+    size = int(np.prod(shape))
+    selections = n + (n > 1)
+    assert report.input_slots == n and report.output_slots == 1
+    assert report.jvp_comparisons == selections and report.elements == selections * size
+    assert report.dot_products == n + (n + 1 if n > 1 else 0)
+
+
+# --- order 2: the rules' emissions have rules of their own -----------------------------
+
+
+def test_order_two_catches_an_emitted_op_without_a_jvp_rule():
+    check_primitive(Op.SQUARE_A, 0.7, rng=0)                  # first order: fine
+    with pytest.raises(ADRuleError) as info:
+        check_primitive(Op.SQUARE_A, 0.7, rng=0, order=2)
+    error = info.value
+    assert (error.op, error.rule) == ("TWICE_NO_JVP", ADRuleKind.JVP)
+    assert str(error).startswith("TWICE_NO_JVP has no jvp rule: emitted by the jvp rule of "
+                                 "SQUARE_A (found while linearizing the linear graph of SQUARE_A")
+    assert "order 2" in str(error)
+    assert isinstance(error.__cause__, ADRuleError)
+
+
+def test_an_emitted_op_without_a_transpose_rule_names_its_emitter():
+    with pytest.raises(ADRuleError) as info:
+        check_primitive(Op.SQUARE_B, 0.7, rng=0)
+    assert (info.value.op, info.value.rule) == ("TWICE_NO_T", ADRuleKind.TRANSPOSE)
+    assert "TWICE_NO_T has no transpose rule: emitted by the jvp rule of SQUARE_B" \
+        in str(info.value)
+
+
+def test_an_emitted_op_without_eval_names_its_emitter():
+    with pytest.raises(NotEvaluableError, match=r"Opaque\(\) has no eval: it is emitted by the "
+                                                r"jvp rule of SQUARE_C"):
+        check_primitive(Op.SQUARE_C, 0.7, rng=0)
+
+
+def test_order_two_names_the_whole_chain_of_emitters():
+    # SQUARE_D's JVP emits TWICE_T_EMITS, whose transpose emits TWICE_NO_JVP: forward
+    # over reverse needs TWICE_NO_JVP's JVP
+    check_primitive(Op.SQUARE_D, 0.7, rng=0)
+    with pytest.raises(ADRuleError) as info:
+        check_primitive(Op.SQUARE_D, 0.7, rng=0, order=2)
+    assert str(info.value).startswith(
+        "TWICE_NO_JVP has no jvp rule: emitted by the transpose rule of TWICE_T_EMITS, which "
+        "the jvp rule of SQUARE_D emits (found while linearizing the transposed graph of SQUARE_D")
+
+
+def test_an_op_emitted_for_one_choice_of_zeros_is_transposed_too():
+    # SUB_B's JVP emits NEG_NO_T only when y alone has a tangent: the transpose of the
+    # linearization wrt both inputs never meets it, the one wrt y alone does
+    g = graph_of(Op.SUB_B)
+    check_transpose(g, linearize(g, g.output_keys, ["x0", "x1"]), {"x0": 1.0, "x1": 2.0})
+    with pytest.raises(ADRuleError, match="NEG_NO_T has no transpose rule: emitted by the jvp "
+                                          "rule of SUB_B"):
+        check_primitive(Op.SUB_B, 1.0, 2.0, rng=0)
+
+
+def test_order_two_catches_a_wrong_second_derivative():
+    # CUBE's JVP is t * THREE_SQ(x), right; THREE_SQ's own JVP is off by 2
+    check_primitive(Op.CUBE, 0.7, rng=0)
+    with pytest.raises(CheckFailure) as info:
+        check_primitive(Op.CUBE, 0.7, rng=0, order=2)
+    message = str(info.value)
+    assert message.startswith("tangent of CUBE output 0 wrt input 0:")
+    expected, got = expected_and_got(message)
+    assert expected != pytest.approx(got, rel=1e-3)
+
+
+def test_order_two_passes_the_right_rules_here():
+    for op, args in [(Op.SIN, (0.3,)), (Op.COS, (0.3 - 1j,)), (Op.SINCOS, (0.5,)),
+                     (Op.MUL, (1.5 + 1j, -2.0 + 0.5j)), (Op.SUB, (1.5, -2.0)),
+                     (Sum((2, 3)), (np.arange(6.0).reshape(2, 3),))]:
+        report = check_primitive(op, *args, rng=0, order=2)
+        assert report.order == 2 and report.points == 3
+
+
+# --- order 2 on the shipped primitive sets --------------------------------------------
+
+
+def _scalar_cases():
+    from primitives.scalar import Pow, ScalarOp, Scale
+
+    real = {1: (0.7,), 2: (0.7, -1.3)}
+    complex_ = {1: (0.7 + 0.4j,), 2: (0.7 + 0.4j, -1.3 + 0.5j)}
+    for op in ScalarOp:
+        n = op.input_count()
+        if op is not ScalarOp.IMAG:              # IMAG of a real: see test_scalar_rules
+            yield pytest.param(op, real[n], id=f"{op.name}-real")
+        if op is not ScalarOp.TO_COMPLEX:        # takes real inputs only
+            yield pytest.param(op, complex_[n], id=f"{op.name}-complex")
+    for op, args in [(Pow(3), (0.7,)), (Pow(0.5), (1.3,)), (Pow(-2), (0.5 - 1j,)),
+                     (Scale(2 - 1j), (0.5 + 1j,)), (Scale(-0.5), (0.3,))]:
+        yield pytest.param(op, args, id=repr(op))
+
+
+@pytest.mark.parametrize("op, args", list(_scalar_cases()))
+def test_order_two_passes_the_scalar_set(op, args):
+    report = check_primitive(op, *args, rng=0, order=2)
+    assert report.order == 2 and report.points == 3 and report.jvp_comparisons >= 3
+
+
+def _tensor_cases():
+    from primitives.tensor.ops import elementwise as ew
+
+    x = np.array([[0.3, 1.2, 2.0], [0.5, 0.9, 1.7]])
+    y = np.array([[-0.5, 0.7, 1.5], [1.1, -0.8, 0.6]])
+    z = x + 1j * y
+    for op in (ew.sin, ew.exp, ew.tanh, ew.log, ew.sqrt):
+        yield pytest.param(op, (x,), id=f"{op.name}-real")
+        yield pytest.param(op, (z,), id=f"{op.name}-complex")
+    for op in (ew.mul, ew.div, ew.sub, ew.mul_conj):
+        yield pytest.param(op, (x, y), id=f"{op.name}-real")
+        yield pytest.param(op, (z, 1j * z + 0.5), id=f"{op.name}-complex")
+    yield pytest.param(ew.abs_real, (y,), id="abs")
+    yield pytest.param(ew.Scale(2.5), (x,), id="scale")
+
+
+@pytest.mark.parametrize("op, args", list(_tensor_cases()))
+def test_order_two_passes_tensor_elementwise_ops(op, args):
+    report = check_primitive(op, *args, rng=0, order=2)
+    assert report.order == 2 and report.elements >= 3 * args[0].size

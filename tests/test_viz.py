@@ -243,9 +243,9 @@ def test_example_script_writes_into_a_directory(tmp_path):
         for fmt in ("svg", "png"):
             path = tmp_path / "pictures" / f"f_{kind}.{fmt}"
             assert path.exists() and str(path) in result.stdout
-    # with no argument it writes into the current directory
+    # with no argument it writes into ./build/graphs (git-ignored)
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "show_graphs.py")],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                             check=False)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "f_merged.png").exists()
+    assert (tmp_path / "build" / "graphs" / "f_merged.svg").exists()

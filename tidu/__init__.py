@@ -19,10 +19,11 @@ from tidu.rules import (
     tangent_key,
 )
 from tidu.transpose import linear_transpose, linear_transpose_with_builder
+from tidu.compile import optimize
 
 __all__ = [
     "TiduError", "ADRuleError", "ADRuleKind", "RuleContractError",
     "Primitive", "PrimitiveBuilder", "PrimitiveValue", "GraphPrimitiveBuilder",
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
-    "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed",
+    "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
 ]

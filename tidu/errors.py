@@ -12,10 +12,42 @@ True
 from __future__ import annotations
 
 import enum
+import reprlib
 
 
 class TiduError(Exception):
     """Base of every error tidu raises on bad use."""
+
+
+class InvalidArgumentError(TiduError, TypeError):
+    """An argument of the wrong kind at an entry point: ``None`` or a ``Graph`` where a
+    ``LinearizedGraph`` belongs, an executor that is not a ``BackwardExecutor``, one key
+    where a sequence of keys belongs.
+    """
+
+
+def sequence_argument(value, function: str, argument: str) -> list:
+    """``value`` as a list: any iterable but a string is read once (a generator gives its items).
+
+    A ``str``, ``bytes`` or non-iterable raises :class:`InvalidArgumentError`
+    naming ``function`` and ``argument``: ``wrt="x"`` is one key, not the keys ``'x'``.
+
+    >>> sequence_argument((key for key in "ab"), "linearize", "wrt")
+    ['a', 'b']
+    >>> sequence_argument("x", "linearize", "wrt")
+    Traceback (most recent call last):
+    ...
+    tidu.errors.InvalidArgumentError: linearize: wrt must be a sequence, got 'x' (for one item, pass ['x'])
+    """
+    if not isinstance(value, (str, bytes)):
+        try:
+            return list(value)
+        except TypeError:
+            if hasattr(value, "__iter__"):
+                raise                          # the iterable itself failed: not our call
+    shown = reprlib.repr(value)
+    hint = f" (for one item, pass [{shown}])" if value is not None else ""
+    raise InvalidArgumentError(f"{function}: {argument} must be a sequence, got {shown}{hint}")
 
 
 # --- graph construction -------------------------------------------------------
@@ -72,10 +104,11 @@ class EvalOutputError(EvaluationError, ValueError):
 
 
 class ADRuleKind(enum.Enum):
-    """Which AD rule of a primitive is meant."""
+    """Which rule of a primitive is meant."""
 
     JVP = "jvp"
     TRANSPOSE = "transpose"
+    SIMPLIFY = "simplify"
 
 
 class ADRuleError(TiduError):

@@ -17,11 +17,12 @@ pattern of zeros and replayed after that (:mod:`tidu.rules.replay`).
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Hashable, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import UnknownValueError
-from tidu.graph import Derived, Input, ValueKey, resolve
+from tidu.errors import InvalidArgumentError, UnknownValueError, sequence_argument
+from tidu.graph import Derived, Input, ResolvedView, ValueKey, resolve
 from tidu.graph.walk import postorder
 from tidu.linearized import LinearizedGraph
 from tidu.rules.builder import GraphPrimitiveBuilder
@@ -39,20 +40,35 @@ def linearize(
 ) -> LinearizedGraph:
     """The linear graph mapping tangents of the ``wrt`` inputs to tangents of ``outputs``.
 
-    ``graphs`` is a ``Graph``, graphs, or a ``ResolvedView``. Each ``wrt`` input
-    key gets a tangent input keyed ``tangent_key(key, pass_id)``; ``pass_id=None``
-    picks a fresh one. ``aliases`` maps an input key to a value key whose tangent
-    that input shares. ``ctx`` is passed to every rule.
+    ``graphs`` is a ``Graph``, graphs, or a ``ResolvedView``. ``outputs`` and
+    ``wrt`` are sequences (any iterable is read once; one key goes in a list:
+    ``wrt=["x"]``). Each ``wrt`` input key gets a tangent input keyed
+    ``tangent_key(key, pass_id)``; ``pass_id=None`` picks a fresh one. ``aliases``
+    maps an input key to a value key whose tangent that input shares. ``ctx`` is
+    passed to every rule.
     """
+    view = _resolved(graphs, "linearize")
+    outputs = sequence_argument(outputs, "linearize", "outputs")
+    wrt = sequence_argument(wrt, "linearize", "wrt")
+    if aliases is not None and not isinstance(aliases, Mapping):
+        raise InvalidArgumentError(f"linearize: aliases must be a mapping from input keys to "
+                                   f"value keys, got {type(aliases).__name__}")
     with gc_paused():
-        return _linearize(resolve(graphs), outputs, wrt, pass_id, ctx, aliases)
+        return _linearize(view, outputs, wrt, pass_id, ctx, aliases)
 
 
-def _linearize(view, outputs, wrt, pass_id, ctx, aliases) -> LinearizedGraph:
+def _resolved(graphs, function: str) -> ResolvedView:
+    """``resolve(graphs)``, with a misuse error that names ``function``."""
+    try:
+        return resolve(graphs)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(f"{function}: {error}") from None
+
+
+def _linearize(view, outputs: list, wrt: list, pass_id, ctx, aliases) -> LinearizedGraph:
     if pass_id is None:
         pass_id = fresh_pass_id()
     aliases = dict(aliases or {})
-    outputs = list(outputs)
     for key in outputs:
         if not isinstance(key, ValueKey) or key not in view:
             raise UnknownValueError(f"linearize output {key!r} is not a value of the graphs given")

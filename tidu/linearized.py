@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from tidu.errors import InvalidArgumentError
 from tidu.graph import Graph
 
 
@@ -30,6 +31,11 @@ class LinearizedGraph:
     tangent_inputs: list[tuple[Any, int]]
     tangent_outputs: list[int | None]
     pass_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.graph, Graph):
+            raise InvalidArgumentError(f"LinearizedGraph needs a Graph, got "
+                                       f"{type(self.graph).__name__}")
 
     @cached_property
     def tangent_input_keys(self) -> list:

@@ -6,16 +6,25 @@ What ChainRulesTestUtils gives Julia rule authors, for tidu primitive sets:
   with central finite differences;
 - :func:`check_transpose` runs the dot-product test ``<ct, J t> == <Jᵀ ct, t>``
   on a :class:`~tidu.LinearizedGraph` and its :func:`~tidu.linear_transpose`;
-- :func:`check_primitive` does both for one operation on given inputs.
+- :func:`check_primitive` does both for one operation on given inputs, and with
+  ``order=2`` differentiates the graphs its rules emitted once more, so every op
+  a rule emits is shown to have working rules of its own.
+
+Each returns a :class:`CheckReport` saying what it compared: the ops, the output
+and input slots, the points, the number of comparisons and the worst error next
+to its tolerance. A check that would compare nothing (no differentiable input,
+a tangent for a key that is not an input, an empty selection) raises
+:class:`CheckUsageError` instead of passing.
 
 Operands may be Python ``float`` and ``complex``, NumPy scalars and NumPy arrays
-(0-d and empty ones too). Complex numbers follow tidu's convention: a JVP is the
-real-linear derivative, so a finite difference along a complex direction ``t``
-measures it exactly, and transposes are taken with respect to the real inner
-product ``<a, b> = Re(conj(a) b)`` (summed over elements). Inputs that cannot be
-differentiated (Python ``int`` and ``bool``, integer and boolean arrays) are
-skipped. Random tangents and cotangents come from
-``numpy.random.default_rng(rng)``, with the shape and dtype of what they stand for.
+(0-d and empty ones too; an empty array has its shapes and kinds checked, but no
+values, and the report's ``elements`` says so). Complex numbers follow tidu's
+convention: a JVP is the real-linear derivative, so a finite difference along a
+complex direction ``t`` measures it exactly, and transposes are taken with
+respect to the real inner product ``<a, b> = Re(conj(a) b)`` (summed over
+elements). Inputs that cannot be differentiated (Python ``int`` and ``bool``,
+integer and boolean arrays) get no tangent. Random tangents and cotangents come
+from ``numpy.random.default_rng(rng)``, with the shape and dtype of what they stand for.
 
 A failed check raises :class:`CheckFailure`, an ``AssertionError`` (so pytest
 shows it as a test failure) naming the op or graph output, the input, and both numbers.
@@ -42,26 +51,56 @@ tidu.testing.CheckFailure: SQUARE output 0 wrt input 0: expected ... (central fi
 
 from __future__ import annotations
 
+import itertools
+import math
 import numbers
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from tidu.errors import TiduError
-from tidu.graph import Derived, GraphBuilder, Input, Local, ValueKey, evaluate, resolve
+from tidu.errors import ADRuleError, ADRuleKind, NotEvaluableError, TiduError
+from tidu.graph import (
+    PRIMARY,
+    Derived,
+    EvaluableGraphOperation,
+    External,
+    Graph,
+    GraphBuilder,
+    Input,
+    Local,
+    ValueKey,
+    evaluate,
+    resolve,
+)
 from tidu.graph.keys import key_inputs
 from tidu.graph.operation import op_name
+from tidu.graph.walk import postorder
 from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph
+from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, TangentKey
 from tidu.transpose import linear_transpose
 
-__all__ = ["CheckFailure", "CheckUsageError", "check_jvp", "check_transpose", "check_primitive"]
+__all__ = ["CheckFailure", "CheckReport", "CheckUsageError", "check_jvp", "check_transpose",
+           "check_primitive"]
 
 
-class CheckUsageError(TiduError, ValueError, TypeError, KeyError):
-    """A checker was called wrongly (a missing primal, a tangent of the wrong shape)."""
+class CheckUsageError(TiduError, ValueError):
+    """A checker was called wrongly, or so that it would check nothing.
 
-    __str__ = Exception.__str__       # not KeyError's quoting
+    Raised for a missing primal, a tangent of the wrong shape, a tangent or
+    cotangent for a key that is no input or output, empty selections, and calls
+    where nothing is differentiable.
+
+    >>> from primitives.scalar import Pow
+    >>> check_primitive(Pow(2), 3)
+    Traceback (most recent call last):
+    ...
+    tidu.testing.CheckUsageError: check_primitive: no input of Pow(exponent=2) is differentiable ...
+    """
+
+    __str__ = Exception.__str__
 
 
 class CheckFailure(TiduError, AssertionError):
@@ -71,6 +110,96 @@ class CheckFailure(TiduError, AssertionError):
     >>> issubclass(CheckFailure, AssertionError)
     True
     """
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What a check compared; every check returns one.
+
+    ``ops`` names the operations whose rules were under test; ``output_slots``
+    and ``input_slots`` count the outputs and the differentiable inputs compared;
+    ``points`` counts the points derivatives were compared at (the primal point,
+    and at ``order=2`` also the points of the linear and transposed graphs);
+    ``jvp_comparisons`` counts (output, tangent choice) pairs compared with finite
+    differences, covering ``elements`` numbers; ``dot_products`` counts dot-product
+    tests. ``worst_error`` is the comparison closest to failing, measured against
+    ``tolerance``, and ``worst_at`` says which it was.
+
+    >>> from primitives.scalar import ScalarOp
+    >>> report = check_primitive(ScalarOp.MUL, 1.5, -0.5, rng=0)
+    >>> report.ops, report.output_slots, report.input_slots, report.points
+    (('MUL',), 1, 2, 1)
+    >>> report.jvp_comparisons, report.dot_products   # x, y, both; x alone, y alone, both (2 + 1)
+    (3, 5)
+    >>> report.worst_error <= report.tolerance
+    True
+    >>> print(report)                                      # doctest: +ELLIPSIS
+    checked MUL at 1 point: 1 output slot, 2 input slots; 3 JVP comparisons (3 numbers)
+    with finite differences, 5 dot-product tests; worst |error| ... (tolerance ...) at ...
+    """
+
+    ops: tuple[str, ...]
+    output_slots: int
+    input_slots: int
+    points: int
+    jvp_comparisons: int
+    elements: int
+    dot_products: int
+    worst_error: float
+    tolerance: float
+    worst_at: str
+    order: int = 1
+
+    def __str__(self) -> str:
+        def count(n: int, noun: str) -> str:
+            return f"{n} {noun}{'' if n == 1 else 's'}"
+
+        order = f" to order {self.order}" if self.order > 1 else ""
+        text = (f"checked {', '.join(self.ops)}{order} at {count(self.points, 'point')}: "
+                f"{count(self.output_slots, 'output slot')}, "
+                f"{count(self.input_slots, 'input slot')}; "
+                f"{count(self.jvp_comparisons, 'JVP comparison')} "
+                f"({count(self.elements, 'number')}) with finite differences, "
+                f"{count(self.dot_products, 'dot-product test')}")
+        if self.worst_at:
+            text += (f"; worst |error| {self.worst_error:.3g} (tolerance {self.tolerance:.3g}) "
+                     f"at {self.worst_at}")
+        return text
+
+
+class _Tally:
+    """What a check has compared so far, and the comparison closest to failing."""
+
+    def __init__(self) -> None:
+        self.jvp_comparisons = 0
+        self.elements = 0
+        self.dot_products = 0
+        self.worst = (-1.0, 0.0, 0.0, "")     # (error / tolerance, error, tolerance, where)
+
+    def saw(self, error: float, tolerance: float, where: str) -> None:
+        if tolerance > 0:
+            ratio = error / tolerance
+        else:
+            ratio = math.inf if error > 0 else 0.0
+        if ratio > self.worst[0]:
+            self.worst = (ratio, error, tolerance, where)
+
+    def saw_elements(self, error: np.ndarray, tolerance: np.ndarray, where: str) -> None:
+        """One JVP comparison, element by element."""
+        self.jvp_comparisons += 1
+        self.elements += int(error.size)
+        if error.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.nan_to_num(error / tolerance, nan=0.0)   # 0/0 where both are NaN
+            index = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            self.saw(float(error[index]), float(tolerance[index]), where)
+
+    def report(self, ops: Sequence[str], output_slots: int, input_slots: int, points: int,
+               order: int = 1) -> CheckReport:
+        _, error, tolerance, where = self.worst
+        return CheckReport(tuple(ops), output_slots, input_slots, points,
+                           self.jvp_comparisons, self.elements, self.dot_products,
+                           float(error), float(tolerance), where, order)
 
 
 # --- values ---------------------------------------------------------------------
@@ -197,6 +326,29 @@ def _default_tolerances(eps_machine: float) -> tuple[float, float, float, float]
     return 5e-2, 1e-3, 1e-2, 1e-3
 
 
+def _inputs_read(outputs: Sequence[ValueKey]) -> set:
+    """The user keys of the graph inputs that ``outputs`` are computed from."""
+    return {key.key for key in postorder(outputs, key_inputs) if type(key) is not Derived}
+
+
+def _ops_between(sources: set, outputs: Sequence[ValueKey]) -> tuple[str, ...]:
+    """Names of the operations on a path from ``sources`` to ``outputs``: those whose rules run."""
+    depends = set(sources)
+    names: dict[str, None] = {}
+    for key in postorder(outputs, key_inputs):
+        if type(key) is Derived and any(k in depends for k in key_inputs(key)):
+            depends.add(key)
+            names.setdefault(op_name(key.operation.operation), None)
+    return tuple(names)
+
+
+def _describe(value) -> str:
+    """``value`` and its type, for messages about what is not differentiable."""
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array"
+    return f"{_fmt(value)} ({type(value).__name__})"
+
+
 # --- labels -----------------------------------------------------------------------
 
 
@@ -215,13 +367,13 @@ def _input_label(key) -> str:
 
 def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, Any],
               tangents: Mapping[Hashable, Any] | None = None, *, eps: float | None = None,
-              rtol: float = 1e-6, atol: float = 1e-9, rng=None, ctx: Any = None) -> None:
+              rtol: float = 1e-6, atol: float = 1e-9, rng=None, ctx: Any = None) -> CheckReport:
     """Check the JVP of ``outputs`` against central finite differences; raise :class:`CheckFailure`.
 
     ``graphs`` is a ``Graph``, graphs, or a ``ResolvedView``; ``outputs`` are value
     keys; ``primals`` maps user input keys (``"x"``; an ``Input("x")`` is unwrapped) to values.
     ``tangents`` maps some of those keys to directions; by default every
-    differentiable primal that is an input of the graphs gets a random one.
+    differentiable primal that the outputs read gets a random one.
 
     Each tangent input is checked alone (the graph linearized with respect to
     that input only, so the rules' symbolic-zero paths run), then all of them
@@ -233,56 +385,109 @@ def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, An
     error (from the same difference at ``2 eps`` and the rounding of the values).
     Each tangent must also have its output's shape, and be real where the output is.
 
+    Raises :class:`CheckUsageError` when there is nothing to check (no outputs,
+    an empty ``tangents``, no differentiable input that an output reads, no
+    output reading any input given a tangent) or a tangent is given for a key
+    that is not an input of the graphs or whose primal is not differentiable.
+    Returns a :class:`CheckReport`.
+
     >>> from primitives.scalar import trace_scalar, sin
     >>> graph = trace_scalar(lambda x, y: sin(x) * y, ["x", "y"])
-    >>> check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0 + 1.0j}, rng=0)
-    >>> check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0}, {"x": 1.0})
+    >>> report = check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0 + 1.0j}, rng=0)
+    >>> report.ops, report.input_slots, report.jvp_comparisons   # x, y, then both together
+    (('SIN', 'MUL'), 2, 3)
+    >>> check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0}, {"x": 1.0}).ops
+    ('SIN', 'MUL')
+    >>> check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0}, {"z": 1.0})
+    Traceback (most recent call last):
+    ...
+    tidu.testing.CheckUsageError: check_jvp: tangent given for 'z', which has no primal value
     """
     view = resolve(graphs)
-    _check_jvp(view, list(outputs), primals, tangents, eps=eps, rtol=rtol, atol=atol,
-               rng=_generator(rng), ctx=ctx, output_label=_output_label, input_label=_input_label)
+    tally = _Tally()
+    outputs = list(outputs)
+    checked = _check_jvp(view, outputs, primals, tangents, eps=eps, rtol=rtol, atol=atol,
+                         rng=_generator(rng), ctx=ctx, output_label=_output_label,
+                         input_label=_input_label, tally=tally, subject="check_jvp")
+    ops = _ops_between({Input(k) for k in checked}, outputs)
+    return tally.report(ops, len(outputs), len(checked), points=1)
+
+
+def _checked_direction(subject: str, what: str, key, direction, primal) -> None:
+    """A given tangent must have its primal's shape, and be real where the primal is."""
+    if np.shape(direction) != np.shape(primal):
+        raise CheckUsageError(f"{subject}: the {what} of {key!r} has shape "
+                              f"{np.shape(direction)}, its primal {np.shape(primal)}")
+    if _is_complex(direction) and not _is_complex(primal):
+        raise CheckUsageError(f"{subject}: complex {what} given for the real input {key!r}")
 
 
 def _check_jvp(view, outputs: list, primals: Mapping, tangents: Mapping | None, *, eps, rtol,
                atol, rng, ctx, output_label: Callable[[int, Any], str],
-               input_label: Callable[[Any], str]) -> None:
+               input_label: Callable[[Any], str], tally: _Tally, subject: str,
+               on_linear: Callable[[LinearizedGraph], None] | None = None) -> list:
+    """Compare; return the keys that got a tangent. ``on_linear`` sees each linear graph first."""
+    if not outputs:
+        raise CheckUsageError(f"{subject}: no outputs given: nothing to check")
+    for key in outputs:
+        if not isinstance(key, ValueKey) or key not in view:
+            raise CheckUsageError(f"{subject}: output {key!r} is not a value of the graphs given")
     primals = {_user_key(k): v for k, v in primals.items()}
+    read = _inputs_read(outputs)
+    missing = sorted((k for k in read if k not in primals), key=repr)
+    if missing:
+        raise CheckUsageError(f"{subject}: no primal value for {missing[0]!r}, an input the "
+                              "outputs read")
     if tangents is None:
         tangents = {k: _random_like(v, rng) for k, v in primals.items()
-                    if _is_differentiable(v) and Input(k) in view}
+                    if _is_differentiable(v) and k in read}
+        if not tangents:
+            inputs = ", ".join(f"{k!r} = {_describe(primals[k])}"
+                               for k in sorted(read, key=repr)) or "none"
+            raise CheckUsageError(f"{subject}: nothing to differentiate: no input the outputs "
+                                  f"read holds a float or complex value (inputs read: {inputs})")
     else:
+        if not tangents:
+            raise CheckUsageError(f"{subject}: an empty mapping of tangents: nothing to check "
+                                  "(pass None for random tangents)")
         given = {}
         for key, direction in tangents.items():
             key = _user_key(key)
             if key not in primals:
-                raise CheckUsageError(f"check_jvp: tangent given for {key!r}, which has no primal value")
-            primal = primals[key]
-            if not _is_differentiable(primal):
-                continue
-            if np.shape(direction) != np.shape(primal):
-                raise CheckUsageError(f"check_jvp: the tangent of {key!r} has shape "
-                                 f"{np.shape(direction)}, its primal {np.shape(primal)}")
-            if _is_complex(direction) and not _is_complex(primal):
-                raise CheckUsageError(f"check_jvp: complex tangent given for the real input {key!r}")
+                raise CheckUsageError(f"{subject}: tangent given for {key!r}, which has no "
+                                      "primal value")
+            if Input(key) not in view:
+                raise CheckUsageError(f"{subject}: tangent given for {key!r}, which is not an "
+                                      "input of the graphs")
+            if not _is_differentiable(primals[key]):
+                raise CheckUsageError(f"{subject}: tangent given for {key!r}, whose primal "
+                                      f"{_describe(primals[key])} is not differentiable")
+            _checked_direction(subject, "tangent", key, direction, primals[key])
             given[key] = direction
+        if not read.intersection(given):
+            raise CheckUsageError(f"{subject}: no output reads any of the inputs given tangents "
+                                  f"({', '.join(map(repr, given))}): nothing to compare")
         tangents = given
-    if not tangents:
-        return
     values = {Input(k): v for k, v in primals.items()}
     primal_out = evaluate(view, outputs, values, ctx)
 
     for key in tangents:
         _compare_jvp(view, outputs, primals, values, primal_out, {key: tangents[key]},
-                     input_label(key), eps, rtol, atol, ctx, output_label, input_label)
+                     input_label(key), eps, rtol, atol, ctx, output_label, input_label, tally,
+                     on_linear)
     if len(tangents) > 1:
         label = "inputs " + ", ".join(input_label(k).removeprefix("input ") for k in tangents)
         _compare_jvp(view, outputs, primals, values, primal_out, tangents, label + " together",
-                     eps, rtol, atol, ctx, output_label, input_label)
+                     eps, rtol, atol, ctx, output_label, input_label, tally, on_linear)
+    return list(tangents)
 
 
 def _compare_jvp(view, outputs, primals, values, primal_out, tangents: dict, in_label: str,
-                 eps, rtol, atol, ctx, output_label, input_label) -> None:
+                 eps, rtol, atol, ctx, output_label, input_label, tally: _Tally,
+                 on_linear) -> None:
     lin = linearize(view, outputs, list(tangents), ctx=ctx)
+    if on_linear is not None:
+        on_linear(lin)
     lin_values = dict(values)
     for (key, _), tangent_key in zip(lin.tangent_inputs, lin.tangent_input_keys):
         lin_values[tangent_key] = tangents[key]
@@ -328,16 +533,16 @@ def _compare_jvp(view, outputs, primals, values, primal_out, tangents: dict, in_
         expected = (p - m) / (2 * h)
         expected_2h = (_wide(plus2[i]) - _wide(minus2[i])) / (4 * h)
         got_w = _wide(got)
-        error = np.abs(got_w - expected)
+        both_nan = np.isnan(got_w) & np.isnan(expected)
+        error = np.where(both_nan, 0.0, np.abs(got_w - expected))
         tolerance = (atol + rtol * np.abs(expected) + 2 * np.abs(expected - expected_2h)
                      + 4 * eps_out * (np.abs(p) + np.abs(m)) / (2 * h)
                      + 4 * input_noise * _max_abs(expected))
-        bad = ~(error <= tolerance) & ~(np.isnan(got_w) & np.isnan(expected))
+        bad = ~(error <= tolerance) & ~both_nan
         if np.any(bad):
             raise CheckFailure(_jvp_message(label, in_label, expected, got_w, error, tolerance,
                                             bad, h, tangents, primals, input_label))
-
-
+        tally.saw_elements(error, tolerance, f"{label} wrt {in_label}")
 def _jvp_message(label, in_label, expected, got, error, tolerance, bad, h, tangents,
                  primals, input_label) -> str:
     where = ""
@@ -360,7 +565,7 @@ def _jvp_message(label, in_label, expected, got, error, tolerance, bad, h, tange
 
 def check_transpose(graphs, linear: LinearizedGraph, primals: Mapping[Hashable, Any], *,
                     cotangents=None, tangents=None, rtol: float = 1e-9, atol: float = 1e-12,
-                    rng=None, ctx: Any = None) -> None:
+                    rng=None, ctx: Any = None) -> CheckReport:
     """The dot-product test ``<ct, J t> == <Jᵀ ct, t>`` for ``linear`` and its transpose.
 
     ``graphs`` are ``linear``'s primal graphs and ``primals`` maps their user
@@ -379,47 +584,75 @@ def check_transpose(graphs, linear: LinearizedGraph, primals: Mapping[Hashable, 
     cotangent its shape and real/complex dtype kind; a real scalar's a real number.
     The transposed graph must not read the tangent inputs (it must be linear in ``ct`` alone).
 
+    Raises :class:`CheckUsageError` when there is nothing to test: ``linear``
+    has no tangent inputs or every tangent output is a symbolic zero, or a
+    tangent or cotangent is given for a key or position that ``linear`` does
+    not have (or whose tangent output is zero). Returns a :class:`CheckReport`.
+
     >>> from tidu import linearize
     >>> from primitives.scalar import trace_scalar, sin
     >>> graph = trace_scalar(lambda x, y: sin(x) * y, ["x", "y"])
     >>> lin = linearize(graph, graph.output_keys, ["x", "y"])
-    >>> check_transpose(graph, lin, {"x": 0.3, "y": 2.0}, rng=0)
-    >>> check_transpose(graph, lin, {"x": 0.3 + 1j, "y": 2.0j}, cotangents=[1.0 - 1j])
+    >>> check_transpose(graph, lin, {"x": 0.3, "y": 2.0}, rng=0).dot_products   # x, y, both
+    3
+    >>> report = check_transpose(graph, lin, {"x": 0.3 + 1j, "y": 2.0j}, cotangents=[1.0 - 1j])
+    >>> report.worst_error <= report.tolerance
+    True
     """
     view = resolve(graphs)
-    _check_transpose(view, linear, primals, cotangents, tangents, rtol=rtol, atol=atol,
-                     rng=_generator(rng), ctx=ctx,
-                     output_label=lambda i: f"tangent output {i} ({linear.tangent_output_keys[i]!r})",
-                     input_label=_input_label, subject="check_transpose")
+    tally = _Tally()
+    active = _check_transpose(view, linear, primals, cotangents, tangents, rtol=rtol, atol=atol,
+                              rng=_generator(rng), ctx=ctx,
+                              output_label=lambda i: f"tangent output {i} "
+                                                     f"({linear.tangent_output_keys[i]!r})",
+                              input_label=_input_label, subject="check_transpose", tally=tally)
+    ops = tuple(dict.fromkeys(op_name(node.operation) for node in linear.graph.operations
+                              if node.role is not PRIMARY))
+    return tally.report(ops, active, len(linear.tangent_inputs), points=1)
 
 
 def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents, tangents, *,
                      rtol, atol, rng, ctx, output_label: Callable[[int], str],
-                     input_label: Callable[[Any], str], subject: str) -> None:
+                     input_label: Callable[[Any], str], subject: str, tally: _Tally,
+                     transposed: LinearizedGraph | None = None) -> int:
+    """Run the dot-product tests; return the number of active tangent outputs."""
+    if not isinstance(linear, LinearizedGraph):
+        raise CheckUsageError(f"{subject}: expected a LinearizedGraph (what tidu.linearize "
+                              f"returns), got {type(linear).__name__}")
     primals = {_user_key(k): v for k, v in primals.items()}
     values = {Input(k): v for k, v in primals.items()}
     keys = [key for key, _ in linear.tangent_inputs]
     tangent_keys = linear.tangent_input_keys
+    active = [i for i, o in enumerate(linear.tangent_outputs) if o is not None]
+    if not keys:
+        raise CheckUsageError(f"{subject}: the linear graph has no tangent inputs: nothing to "
+                              "transpose")
+    if not active:
+        raise CheckUsageError(f"{subject}: every tangent output of the linear graph is a "
+                              "symbolic zero (None): the dot-product test would compare 0 with 0")
     for key in keys:
         if key not in primals:
             raise CheckUsageError(f"{subject}: no primal value for {key!r}, a tangent input of the "
-                           "linear graph")
+                                  "linear graph")
 
     # tangents
     if tangents is None:
         t = [_random_like(primals[k], rng) for k in keys]
     elif isinstance(tangents, Mapping):
         given = {_user_key(k): v for k, v in tangents.items()}
+        for key in given:
+            if key not in keys:
+                raise CheckUsageError(f"{subject}: tangent given for {key!r}, which is not a "
+                                      f"tangent input of the linear graph (those are {keys!r})")
         t = [given[k] if k in given else _random_like(primals[k], rng) for k in keys]
     else:
         t = list(tangents)
         if len(t) != len(keys):
             raise CheckUsageError(f"{subject}: {len(t)} tangents for {len(keys)} tangent inputs")
+    for key, direction in zip(keys, t):
+        _checked_direction(subject, "tangent", key, direction, primals[key])
     zero_t = [_zeros_like(v) for v in t]
 
-    active = [i for i, o in enumerate(linear.tangent_outputs) if o is not None]
-    if not active or not keys:
-        return
     active_keys = [linear.tangent_output_keys[i] for i in active]
     linear_graphs = [linear.graph, *view.graphs]
 
@@ -439,20 +672,30 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
     if cotangents is None:
         ct = [_random_like(jt_all[a], rng) for a in range(len(active))]
     elif isinstance(cotangents, Mapping):
+        for position in cotangents:
+            if position not in active:
+                raise CheckUsageError(f"{subject}: cotangent given for tangent output "
+                                      f"{position!r}, which is not a non-zero tangent output "
+                                      f"(those are at {active})")
         ct = [cotangents[i] if i in cotangents else _random_like(jt_all[a], rng)
               for a, i in enumerate(active)]
     else:
         cotangents = list(cotangents)
         if len(cotangents) != len(linear.tangent_outputs):
             raise CheckUsageError(f"{subject}: {len(cotangents)} cotangents for "
-                             f"{len(linear.tangent_outputs)} tangent outputs")
+                                  f"{len(linear.tangent_outputs)} tangent outputs")
+        for i, cotangent in enumerate(cotangents):
+            if cotangent is not None and i not in active:
+                raise CheckUsageError(f"{subject}: cotangent given for tangent output {i}, "
+                                      "which is a symbolic zero (pass None there)")
         ct = [cotangents[i] for i in active]
     for a in range(len(active)):
         if ct[a] is None:
             ct[a] = _zeros_like(jt_all[a])
     zero_ct = [_zeros_like(c) for c in ct]
 
-    transposed = linear_transpose(linear, ctx)
+    if transposed is None:
+        transposed = linear_transpose(linear, ctx)
     seed_keys = transposed.tangent_input_keys
     out_keys = [k for k in transposed.tangent_output_keys if k is not None]
     _check_reads_no_tangent(out_keys, dict(zip(tangent_keys, keys)), subject, input_label)
@@ -488,6 +731,8 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
                 f"{subject}: dot-product test fails for {out_label} and {in_label}: "
                 f"<ct, J t> = {lhs:.12g} but <J^T ct, t> = {rhs:.12g} "
                 f"(|difference| {abs(lhs - rhs):.3g} > tolerance {tolerance:.3g})")
+        tally.dot_products += 1
+        tally.saw(abs(lhs - rhs), tolerance, f"{subject}, {out_label} and {in_label}")
 
     for a, i in enumerate(active):
         for j, key in enumerate(keys):
@@ -502,6 +747,7 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
         scale = (sum(_abs_inner(c, f) for c, f in zip(ct, jt_all))
                  + sum(_abs_inner(c, tj) for c, tj in zip(ct_all, t)))
         compare(lhs, rhs, scale, "all tangent outputs", "all tangent inputs together")
+    return len(active)
 
 
 def _check_cotangent_kind(primal, cot, subject, out_label, in_label) -> None:
@@ -541,59 +787,275 @@ def _check_reads_no_tangent(out_keys, tangent_keys: dict, subject, input_label) 
         stack.extend(key_inputs(key))
 
 
+# --- which rule emitted an operation ------------------------------------------------
+
+
+class _Stage(NamedTuple):
+    """A graph :func:`check_primitive` made, and the rules whose emissions it holds."""
+
+    graph: Graph
+    rule: ADRuleKind | None     # the kind of rule that emitted its operations; None: the op checked
+    sources: tuple              # the stages whose operations' rules emitted them
+
+
+class _Provenance:
+    """Says which rule emitted an operation at fault, so an error points where the bug is written.
+
+    Worked out only when something fails: every rule that may have emitted the
+    operation is called again on a scratch builder, to see which one does.
+    """
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    @contextmanager
+    def blame(self, stages: Sequence[_Stage], doing: str) -> Iterator[None]:
+        """Re-raise an ``ADRuleError`` for an op of ``stages`` with the rule that emitted it."""
+        try:
+            yield
+        except ADRuleError as error:
+            origin = self._origin_of(error.op, stages)
+            if origin is None:                  # the op checked itself: the error says it all
+                raise
+            detail = f"{error.detail}; " if error.detail else ""
+            raise ADRuleError(error.op, error.rule, f"{detail}{origin} (found {doing})") from error
+
+    def check_evaluable(self, stage: _Stage, doing: str) -> None:
+        """Every operation of ``stage`` must have an ``eval``: the checks run them."""
+        for op_key in stage.graph.operation_keys:
+            if not isinstance(op_key.operation, EvaluableGraphOperation):
+                raise NotEvaluableError(f"{op_name(op_key.operation)} has no eval: it is "
+                                        f"{self._origin(op_key, stage)} (found {doing})")
+
+    def _origin_of(self, name: str, stages: Sequence[_Stage]) -> str | None:
+        for stage in stages:
+            for op_key in stage.graph.operation_keys:
+                if op_name(op_key.operation) == name:
+                    return self._origin(op_key, stage)
+        return None
+
+    def _origin(self, op_key, stage: _Stage) -> str | None:
+        """``"emitted by the jvp rule of MUL, which the transpose rule of ... emits"``."""
+        parts = []
+        while stage.rule is not None:
+            rule = stage.rule.value
+            candidates = [(k, s) for s in stage.sources for k in s.graph.operation_keys
+                          if stage.rule is ADRuleKind.JVP or k.role is not PRIMARY]
+            found = next(((k, s) for k, s in candidates
+                          if self._emits(k, stage.rule, op_key.operation)), None)
+            if found is None:
+                names = ", ".join(dict.fromkeys(op_name(k.operation) for k, _ in candidates))
+                also = " (or by add(), which sums cotangents)" if rule == "transpose" else ""
+                parts.append(f"the {rule} rule of one of {names}{also}")
+                break
+            op_key, stage = found
+            parts.append(f"the {rule} rule of {op_name(op_key.operation)}")
+        if not parts:
+            return None
+        return "emitted by " + ", which ".join(
+            part if i == 0 else part + " emits" for i, part in enumerate(parts))
+
+    def _emits(self, op_key, rule: ADRuleKind, target) -> bool:
+        """Whether ``op_key``'s ``rule``, for some choice of zeros, emits ``target``."""
+        inputs, outputs = op_key.inputs, list(op_key.output_keys())
+        slots = len(inputs) if rule is ADRuleKind.JVP else len(outputs)
+        for live in _live_choices(slots):
+            builder = GraphPrimitiveBuilder()
+            ids = [builder.add_input(("tidu.testing probe", i)) if on else None
+                   for i, on in enumerate(live)]
+            try:
+                if rule is ADRuleKind.JVP:
+                    op_key.operation.jvp_rule(builder, inputs, outputs, ids, self.ctx)
+                else:
+                    op_key.operation.transpose_rule(builder, ids, [External(k) for k in inputs],
+                                                    op_key.role, self.ctx)
+            except Exception:          # noqa: BLE001 -- a choice of zeros it is never given
+                continue
+            if any(k.operation == target for k in builder.build().operation_keys):
+                return True
+        return False
+
+
+def _live_choices(slots: int) -> list[tuple[bool, ...]]:
+    """Which slots carry a (co)tangent: all first, then every other non-empty choice (or, for
+    many slots, each one alone)."""
+    if slots > 4:
+        return [(True,) * slots] + [tuple(i == j for j in range(slots)) for i in range(slots)]
+    return list(itertools.product((True, False), repeat=slots))[:-1]
+
+
+def _subsets(items: list) -> list[list]:
+    """Each item alone, then all of them (once, if there is one)."""
+    return [[item] for item in items] + ([items] if len(items) > 1 else [])
+
+
 # --- check_primitive ----------------------------------------------------------------
 
 
-def check_primitive(op, *primal_inputs, eps: float | None = None, rtol: float | None = None,
-                    atol: float | None = None, rng=None, ctx: Any = None) -> None:
+def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None,
+                    rtol: float | None = None, atol: float | None = None, rng=None,
+                    ctx: Any = None) -> CheckReport:
     """Check ``op``'s JVP rule against finite differences and its linearization's transpose.
 
     Builds a one-operation graph of ``op`` (a ``Primitive`` that is also an
     ``EvaluableGraphOperation``) on inputs keyed ``0, 1, ...`` holding
     ``primal_inputs``, then runs :func:`check_jvp` on every output slot (each
     differentiable input alone, then all together) and :func:`check_transpose` on
-    its linearization with respect to every differentiable input. Tolerances
-    default by precision: ``rtol=1e-6, atol=1e-9`` for the JVP and ``1e-9,
-    1e-12`` for the transpose in double precision, looser in single precision;
-    ``rtol``/``atol`` given here apply to both checks.
+    its linearization with respect to each differentiable input alone and all of
+    them (and, for several outputs, each output alone), so the rules'
+    symbolic-zero paths are transposed too. Tolerances default by precision:
+    ``rtol=1e-6, atol=1e-9`` for the JVP and ``1e-9, 1e-12`` for the transpose
+    in double precision, looser in single precision; ``rtol``/``atol`` given
+    here apply to every check.
+
+    ``order=2`` also differentiates what the rules emitted: the linear graph is
+    checked as a function of the primals and tangents (its JVP against finite
+    differences of the first-order JVP), linearized again and that transposed
+    (the dot-product test), and the transposed graph is checked against finite
+    differences as a function of the primals and cotangents (forward over
+    reverse). So every op ``op``'s rules emit must have an ``eval``, a JVP rule
+    and, where it is linear, a transpose rule. An op without one raises
+    ``NotEvaluableError`` or ``ADRuleError`` naming the rule that emitted it.
+
+    Raises :class:`CheckUsageError` when no input is differentiable (Python
+    ``int``/``bool``, integer and boolean arrays), for a wrong number of inputs,
+    an op without ``eval``, or an ``order`` other than 1 or 2. Returns a
+    :class:`CheckReport`.
 
     >>> from primitives.scalar import ScalarOp, Pow
-    >>> check_primitive(ScalarOp.SIN, 0.3)
-    >>> check_primitive(ScalarOp.SINCOS, 0.5 - 2j, rng=0)
-    >>> check_primitive(ScalarOp.DIV, 1.5, -0.5)
-    >>> check_primitive(Pow(3), 2, rng=1)            # an int input is skipped: nothing to check
+    >>> check_primitive(ScalarOp.SIN, 0.3).jvp_comparisons
+    1
+    >>> report = check_primitive(ScalarOp.SINCOS, 0.5 - 2j, rng=0, order=2)
+    >>> report.output_slots, report.points, report.order
+    (2, 3, 2)
+    >>> check_primitive(ScalarOp.DIV, 1.5, -0.5).input_slots
+    2
+    >>> check_primitive(Pow(3), 2, rng=1)            # an int: nothing to differentiate
+    Traceback (most recent call last):
+    ...
+    tidu.testing.CheckUsageError: check_primitive: no input of Pow(exponent=3) is differentiable ...
     """
+    name = op_name(op)
+    if order not in (1, 2) or isinstance(order, bool):
+        raise CheckUsageError(f"check_primitive: order must be 1 or 2, got {order!r}")
+    if not isinstance(op, EvaluableGraphOperation):
+        raise CheckUsageError(f"check_primitive: {name} is not an EvaluableGraphOperation: "
+                              "finite differences need its eval")
     n_inputs = op.input_count()
     if len(primal_inputs) != n_inputs:
-        raise CheckUsageError(f"check_primitive: {op_name(op)} takes {n_inputs} inputs, "
-                        f"got {len(primal_inputs)}")
+        raise CheckUsageError(f"check_primitive: {name} takes {n_inputs} inputs, "
+                              f"got {len(primal_inputs)}")
+    primals = dict(enumerate(primal_inputs))
+    wrt = [slot for slot, value in primals.items() if _is_differentiable(value)]
+    if not wrt:
+        given = ", ".join(_describe(v) for v in primal_inputs) or "no inputs"
+        raise CheckUsageError(f"check_primitive: no input of {name} is differentiable (got "
+                              f"{given}), so there is nothing to check; pass float or complex "
+                              "values")
     builder = GraphBuilder()
     ids = [builder.add_input(slot) for slot in range(n_inputs)]
     builder.set_outputs(builder.add_operation(op, [Local(i) for i in ids]))
     graph = builder.build()
     outputs = list(graph.output_keys)
-    primals = dict(enumerate(primal_inputs))
-    wrt = [slot for slot, value in primals.items() if _is_differentiable(value)]
-    if not wrt:
-        return
 
-    eps_machine = min(_machine_eps(v) for v in primal_inputs if _is_differentiable(v))
+    eps_machine = min(_machine_eps(primals[slot]) for slot in wrt)
     jvp_rtol, jvp_atol, tr_rtol, tr_atol = _default_tolerances(eps_machine)
-    name = op_name(op)
+    jvp_tolerances = {"rtol": jvp_rtol if rtol is None else rtol,
+                      "atol": jvp_atol if atol is None else atol}
+    transpose_tolerances = {"rtol": tr_rtol if rtol is None else rtol,
+                            "atol": tr_atol if atol is None else atol}
     rng = _generator(rng)
-    view = resolve(graph)
+    tally = _Tally()
+    provenance = _Provenance(ctx)
+    checked = _Stage(graph, None, ())
 
-    def output_label(index, key):
-        return f"{name} output {index}"
+    def input_label(key) -> str:
+        if isinstance(key, TangentKey):
+            return f"tangent of {input_label(key.base)}"
+        if isinstance(key, CotangentSeed):
+            return f"cotangent of {name} output {key.index}"
+        return f"input {key}"
 
-    def input_label(slot):
-        return f"input {slot}"
+    def jvp_check(graphs: list, stages: list, outs: list, values: dict, doing: str,
+                  output_label: Callable[[int, Any], str]) -> None:
+        """``_check_jvp``, with each linear graph it makes checked for evals before it runs."""
+        def evaluable(linear: LinearizedGraph) -> None:
+            provenance.check_evaluable(_Stage(linear.graph, ADRuleKind.JVP, tuple(stages)), doing)
 
-    _check_jvp(view, outputs, primals, None, eps=eps,
-               rtol=jvp_rtol if rtol is None else rtol, atol=jvp_atol if atol is None else atol,
-               rng=rng, ctx=ctx, output_label=output_label, input_label=input_label)
-    linear = linearize(view, outputs, wrt, ctx=ctx)
-    _check_transpose(view, linear, primals, None, None,
-                     rtol=tr_rtol if rtol is None else rtol, atol=tr_atol if atol is None else atol,
-                     rng=rng, ctx=ctx, output_label=lambda i: f"{name} output {i}",
-                     input_label=input_label, subject=f"transpose of {name}")
+        with provenance.blame(stages, doing):
+            _check_jvp(resolve(graphs), outs, values, None, eps=eps, rng=rng, ctx=ctx,
+                       output_label=output_label, input_label=input_label, tally=tally,
+                       subject="check_primitive", on_linear=evaluable, **jvp_tolerances)
+
+    def transpose_check(graphs: list, stages: list, outs: list, keys: list, values: dict,
+                        source: str, output_label: Callable[[int], str], subject: str):
+        """Linearize ``outs`` wrt ``keys``, transpose, run the dot-product test.
+
+        Returns the linear graph, the transposed one and their stages (``None`` if
+        every tangent output is zero: nothing to transpose).
+        """
+        doing = f"while linearizing {source}"
+        with provenance.blame(stages, doing):
+            linear = linearize(graphs, outs, keys, ctx=ctx)
+        linear_stage = _Stage(linear.graph, ADRuleKind.JVP, tuple(stages))
+        provenance.check_evaluable(linear_stage, doing)
+        if all(t is None for t in linear.tangent_outputs):
+            return None
+        doing = f"while transposing the linearization of {source}"
+        with provenance.blame([linear_stage], doing):
+            transposed = linear_transpose(linear, ctx)
+        transposed_stage = _Stage(transposed.graph, ADRuleKind.TRANSPOSE, (linear_stage,))
+        provenance.check_evaluable(transposed_stage, doing)
+        _check_transpose(resolve(graphs), linear, values, None, None, rng=rng, ctx=ctx,
+                         output_label=output_label, input_label=input_label, subject=subject,
+                         tally=tally, transposed=transposed, **transpose_tolerances)
+        return linear, linear_stage, transposed, transposed_stage
+
+    # first order: the JVP, then the transposes of the linearizations wrt each choice
+    # of inputs and outputs, so that the rules' symbolic-zero paths are transposed too
+    jvp_check([graph], [checked], outputs, primals, f"while checking the JVP of {name}",
+              lambda i, key: f"{name} output {i}")
+    first = None
+    for slots in _subsets(list(range(len(outputs)))):
+        for inputs in _subsets(wrt):
+            found = transpose_check([graph], [checked], [outputs[i] for i in slots], inputs,
+                                    primals, name,
+                                    lambda i, slots=slots: f"{name} output {slots[i]}",
+                                    f"transpose of {name}")
+            if len(slots) == len(outputs) and inputs == wrt:
+                first = found
+    if order == 1 or first is None:
+        return tally.report((name,), len(outputs), len(wrt), points=1, order=order)
+
+    # order 2: the linear graph as a function of the primals and tangents ...
+    linear, linear_stage, transposed, transposed_stage = first
+    active = [i for i, t in enumerate(linear.tangent_outputs) if t is not None]
+    tangent_outputs = [linear.tangent_output_keys[i] for i in active]
+    with_tangents = dict(primals)
+    for key, slot in zip(linear.tangent_input_keys, wrt):
+        with_tangents[key.key] = _random_like(primals[slot], rng)
+    source = f"the linear graph of {name}, at order 2"
+    jvp_check([linear.graph, graph], [linear_stage, checked], tangent_outputs, with_tangents,
+              f"while linearizing {source}", lambda i, key: f"tangent of {name} output {active[i]}")
+    read = _inputs_read(tangent_outputs)
+    transpose_check([linear.graph, graph], [linear_stage, checked], tangent_outputs,
+                    [k for k, v in with_tangents.items() if k in read and _is_differentiable(v)],
+                    with_tangents, source,
+                    lambda i: f"second-order tangent of {name} output {active[i]}",
+                    f"transpose of the second-order linearization of {name}")
+    points = 2
+
+    # ... and the transposed graph as a function of the primals and cotangents
+    primal_out = evaluate(graph, outputs, {Input(k): v for k, v in primals.items()}, ctx)
+    with_cotangents = dict(primals)
+    for key, i in zip(transposed.tangent_input_keys, active):
+        with_cotangents[key.key] = _random_like(primal_out[i], rng)
+    cotangent_slots = [slot for slot, c in zip(wrt, transposed.tangent_outputs) if c is not None]
+    if cotangent_slots:
+        jvp_check([transposed.graph, linear.graph, graph],
+                  [transposed_stage, linear_stage, checked],
+                  [k for k in transposed.tangent_output_keys if k is not None], with_cotangents,
+                  f"while linearizing the transposed graph of {name}, at order 2",
+                  lambda i, key: f"cotangent of {name} input {cotangent_slots[i]}")
+        points += 1
+    return tally.report((name,), len(outputs), len(wrt), points=points, order=order)

@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import GraphError
-from tidu.graph import resolve
+from tidu.errors import GraphError, InvalidArgumentError, sequence_argument
+from tidu.graph import Graph, resolve
 from tidu.linearized import LinearizedGraph
 from tidu.rules.builder import GraphPrimitiveBuilder
 from tidu.rules.keys import CotangentSeed, fresh_pass_id
@@ -99,8 +99,18 @@ def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGrap
     ``linear``, in order; its ``tangent_outputs`` line up with ``linear.tangent_inputs``.
     The result refers to ``linear.graph`` (a parent) and its primal graphs by key.
     """
+    _check_linear(linear, "linear_transpose")
     with gc_paused():
         return _linear_transpose(linear, ctx)
+
+
+def _check_linear(linear, function: str) -> None:
+    if isinstance(linear, LinearizedGraph):
+        return
+    hint = " (linearize the graph first: linearize(graph, outputs, wrt))" if isinstance(
+        linear, Graph) else ""
+    raise InvalidArgumentError(f"{function} needs a LinearizedGraph, got "
+                               f"{'None' if linear is None else type(linear).__name__}{hint}")
 
 
 def _linear_transpose(linear: LinearizedGraph, ctx: Any) -> LinearizedGraph:
@@ -131,7 +141,12 @@ def linear_transpose_with_builder(linear: LinearizedGraph, builder,
     ``linear.tangent_outputs``; returns one cotangent id (or ``None``) per
     entry of ``linear.tangent_inputs``.
     """
-    seeds = list(cotangent_seeds)
+    _check_linear(linear, "linear_transpose_with_builder")
+    if not callable(getattr(builder, "add_primitive", None)):
+        raise InvalidArgumentError(f"linear_transpose_with_builder needs a builder with "
+                                   f"add_primitive, got {type(builder).__name__}")
+    seeds = sequence_argument(cotangent_seeds, "linear_transpose_with_builder",
+                              "cotangent_seeds")
     if not hasattr(builder, "__len__"):
         builder = _IdTrackingBuilder(builder, seeds)
     return backward_pass(linear, builder, seeds, ctx)

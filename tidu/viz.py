@@ -44,7 +44,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidu.errors import TiduError
+from tidu.errors import InvalidArgumentError, TiduError
 from tidu.graph.builder import Graph
 from tidu.graph.format import key_label, value_name
 from tidu.graph.keys import PRIMARY, Linearized
@@ -159,11 +159,15 @@ class Layout:
 def _as_graphs(graphs) -> list:
     if isinstance(graphs, Graph) or hasattr(graphs, "tangent_inputs"):
         graphs = [graphs]
+    if not hasattr(graphs, "__iter__") or isinstance(graphs, (str, bytes)):
+        raise InvalidArgumentError(f"cannot draw {graphs!r}: expected a Graph, a "
+                                   "LinearizedGraph or a sequence of them")
     out = []
     for graph in graphs:
         graph = getattr(graph, "graph", graph)   # a LinearizedGraph
         if not isinstance(graph, Graph):
-            raise TiduError(f"cannot draw {graph!r}: expected a Graph or LinearizedGraph")
+            raise InvalidArgumentError(f"cannot draw {graph!r}: expected a Graph or "
+                                       "LinearizedGraph")
         out.append(graph)
     if not out:
         raise TiduError("draw needs at least one graph")

@@ -7,7 +7,7 @@ True
 """
 
 from primitives.scalar.executor import ImmediateScalarBuilder, ScalarExecutor
-from primitives.scalar.ops import Const, Pow, Scale, ScalarOp
+from primitives.scalar.ops import Const, Pow, Scale, ScalarOp, ScalarTypeError
 from primitives.scalar.functions import (
     conj,
     cos,
@@ -15,6 +15,7 @@ from primitives.scalar.functions import (
     imag,
     log,
     real,
+    sign,
     sin,
     sincos,
     sqrt,
@@ -23,7 +24,8 @@ from primitives.scalar.functions import (
 from primitives.scalar.trace import ScalarTracer, trace_scalar
 
 __all__ = [
-    "ScalarOp", "Pow", "Scale", "Const", "ScalarExecutor", "ImmediateScalarBuilder",
+    "ScalarOp", "Pow", "Scale", "Const", "ScalarTypeError",
+    "ScalarExecutor", "ImmediateScalarBuilder",
     "trace_scalar", "ScalarTracer",
-    "exp", "log", "sin", "cos", "sincos", "sqrt", "tanh", "conj", "real", "imag",
+    "exp", "log", "sin", "cos", "sincos", "sqrt", "tanh", "conj", "real", "imag", "sign",
 ]

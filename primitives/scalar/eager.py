@@ -13,17 +13,18 @@ import threading
 from operator import attrgetter
 from typing import Any
 
-from tidu.eager import RecordedGraph, Recorder, try_backward
+from tidu.eager import EagerError, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
-    conj, cos, exp, imag, log, real, sin, sincos, sqrt, tanh)
-from primitives.scalar.ops import Pow, ScalarOp
+    conj, cos, exp, imag, log, real, sign, sin, sincos, sqrt, tanh)
+from primitives.scalar.ops import Pow, ScalarOp, ScalarTypeError
 
 _recorder = Recorder()
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(4)]
 _executor = ScalarExecutor()
 _ops: dict = {}          # op -> (its RecordedGraph, whether it takes complex operands only)
+_OPS_MAX = 1024          # ops with parameters (Pow, Scale) can be many: cache the first ones
 
 
 class Scalar:
@@ -55,9 +56,23 @@ class Scalar:
                 key = self.key = Input(_recorder.key_source.fresh_input_key())
                 return key
 
-    def backward(self, seed=1.0, executor=None) -> dict:
-        """Cotangents of every value this one depends on, by key (``grads[x.key]``)."""
-        return try_backward(self.key, self.trace, seed, executor or _executor)
+    def backward(self, seed=None, executor=None) -> dict:
+        """Cotangents of every value this one depends on, by key (``grads[x.key]``).
+
+        ``seed=None`` means 1, as for ``Tensor.backward``. A seed must be a
+        number, and real for a real value; a ``Scalar`` that does not require grad
+        has nothing to differentiate, and raises (as in PyTorch).
+        """
+        if not self.requires_grad:
+            raise EagerError(f"backward of {self!r}, which does not require grad: nothing "
+                             "was recorded (make an input Scalar(..., requires_grad=True))")
+        if seed is None:
+            seed = 1.0 if type(self.data) is not complex else 1.0 + 0j
+        executor = _executor if executor is None else executor
+        grads = try_backward(self.key, self.trace, seed, executor)  # checks traced values' seeds
+        if self.trace is None:
+            executor.check_seed(seed, self.data)
+        return grads
 
     def __repr__(self) -> str:
         return f"Scalar({self.data!r}{', requires_grad=True' if self.requires_grad else ''})"
@@ -73,7 +88,13 @@ class Scalar:
     def __neg__(self): return _apply_real(_NEG, self)
 
     def __pow__(self, exponent):
+        if isinstance(exponent, Scalar):
+            raise ScalarTypeError(f"{self!r} ** {exponent!r}: the exponent must be a number; "
+                                  "for a differentiable exponent write exp(y * log(x))")
         return apply(Pow(exponent), self)
+
+    def __abs__(self):
+        return self.apply_op(ScalarOp.ABS)
 
     def apply_op(self, op):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
@@ -101,7 +122,7 @@ def _op_info(op) -> tuple[RecordedGraph, bool]:
         parameter = getattr(op, "exponent", getattr(op, "factor", None))
         complex_only = op in (ScalarOp.REAL, ScalarOp.IMAG) or type(parameter) is complex
         info = (recorded, complex_only)
-        if len(_ops) < 1024:          # ops with parameters (Pow, Scale) can be many
+        if len(_ops) < _OPS_MAX:
             _ops[op] = info
     return info
 

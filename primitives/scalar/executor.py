@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+from numbers import Number, Real
 from typing import Any, Callable, Mapping, Sequence
 
 from tidu.eager import BackwardExecutor, ImmediateBuilder
 from tidu.graph import Graph, ValueKey, compiled
+from primitives.scalar.ops import ScalarTypeError
 
 
 class ScalarExecutor(BackwardExecutor):
@@ -30,6 +32,21 @@ class ScalarExecutor(BackwardExecutor):
 
     def add_operands(self, a, b):
         return a + b
+
+    def check_seed(self, seed, output) -> None:
+        """A seed must be a number (not a bool), and real when ``output`` is real.
+
+        >>> ScalarExecutor().check_seed("1", 2.0)
+        Traceback (most recent call last):
+        ...
+        primitives.scalar.ops.ScalarTypeError: backward seed '1' is a str, not a number
+        """
+        if isinstance(seed, bool) or not isinstance(seed, Number):
+            raise ScalarTypeError(f"backward seed {seed!r} is a {type(seed).__name__}, "
+                                  "not a number")
+        if not isinstance(seed, Real) and isinstance(output, Real):
+            raise ScalarTypeError(f"backward seed {seed!r} is complex but the value {output!r} "
+                                  "is real: its cotangent must be real")
 
 
 ImmediateScalarBuilder = ImmediateBuilder

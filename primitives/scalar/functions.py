@@ -36,3 +36,5 @@ tanh = _function(ScalarOp.TANH)
 conj = _function(ScalarOp.CONJ)
 real = _function(ScalarOp.REAL)
 imag = _function(ScalarOp.IMAG)
+sign = _function(ScalarOp.SIGN)
+# |x| is Python's abs(x): Scalar and ScalarTracer define __abs__ (ScalarOp.ABS).

@@ -12,10 +12,31 @@ cotangent real. ``Scale``/``Pow`` with a complex parameter, and ``REAL``/``IMAG`
 take complex inputs. The frontends (``trace_scalar``, the eager ``Scalar``)
 insert ``TO_COMPLEX`` for you.
 
+Edge values follow IEEE 754 as PyTorch and JAX do, never a Python exception:
+where ``math``/``cmath`` would raise, ``eval`` gives NumPy's answer instead, so
+``1/0 = inf``, ``0/0 = nan``, ``log(0) = -inf``, ``log(-1) = sqrt(-1) = nan``,
+``exp(1000) = inf``, ``0.0 ** -1 = inf``; a real base below zero to a
+non-integer power is ``nan`` (not Python's complex result); a complex 0 to a
+power with negative real part is ``inf+nanj`` (PyTorch's value). Derivatives
+then follow: ``sqrt'(0) = inf``, ``log'(0) = inf``, ``(x ** 0)' = 0`` everywhere.
+``ABS`` and ``SIGN`` use PyTorch's convention at 0: ``sign(0) = 0``, so
+``abs'(0) = 0`` for real and complex inputs alike (JAX agrees for complex
+inputs; for real ones ``jax.grad(jnp.abs)(0.0)`` is 1). ``sign(-0.0)`` is
+``-0.0`` and ``sign(nan)`` is ``nan``, as in NumPy and JAX.
+
+The parameter of ``Const``, ``Pow`` and ``Scale`` is compared exactly, type
+included, because equal ops are merged into one graph node: ``Const(0.0)`` and
+``Const(-0.0)`` differ (``1 / -0.0`` is ``-inf``), ``Const(1)``, ``Const(1.0)``
+and ``Const(1+0j)`` differ, and ``Const(nan)`` equals itself.
+
 >>> ScalarOp.MUL.eval(None, [2.0, 3.0])
 [6.0]
 >>> ScalarOp.SINCOS.output_count()
 2
+>>> ScalarOp.DIV.eval(None, [1.0, 0.0]), ScalarOp.LOG.eval(None, [0.0])
+([inf], [-inf])
+>>> Const(0.0) == Const(-0.0), Const(float("nan")) == Const(float("nan"))
+(False, True)
 """
 
 from __future__ import annotations
@@ -23,6 +44,7 @@ from __future__ import annotations
 import cmath
 import enum
 import math
+from math import copysign
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -63,19 +85,69 @@ class _Rules(NamedTuple):
     transpose: Callable | None    # (builder, cts, inputs, role) -> cotangent ids
 
 
-def _cplx(real_fn, complex_fn):
+def _ieee(numpy_name: str, *args):
+    """NumPy's IEEE 754 value of ``numpy.<numpy_name>(*args)`` as a Python number.
+
+    The slow path of ``eval``: taken only where Python raises (``1/0``, ``log(0)``,
+    overflow) instead of giving ``inf`` or ``nan`` as PyTorch and JAX do.
+    """
+    import numpy as np
+
+    kind = np.complex128 if any(isinstance(a, complex) for a in args) else np.float64
+    with np.errstate(all="ignore"):
+        value = getattr(np, numpy_name)(*map(kind, args))
+    return complex(value) if kind is np.complex128 else float(value)
+
+
+def _cplx(real_fn, complex_fn, numpy_name: str):
     def fn(x):
-        return complex_fn(x) if isinstance(x, complex) else real_fn(x)
+        try:
+            return complex_fn(x) if isinstance(x, complex) else real_fn(x)
+        except (ArithmeticError, ValueError):         # e.g. log(0), exp(1000), sin(inf)
+            return _ieee(numpy_name, x)
     fn.__name__ = real_fn.__name__
     return fn
 
 
-_exp = _cplx(math.exp, cmath.exp)
-_log = _cplx(math.log, cmath.log)
-_sin = _cplx(math.sin, cmath.sin)
-_cos = _cplx(math.cos, cmath.cos)
-_sqrt = _cplx(math.sqrt, cmath.sqrt)
-_tanh = _cplx(math.tanh, cmath.tanh)
+_exp = _cplx(math.exp, cmath.exp, "exp")
+_log = _cplx(math.log, cmath.log, "log")
+_sin = _cplx(math.sin, cmath.sin, "sin")
+_cos = _cplx(math.cos, cmath.cos, "cos")
+_sqrt = _cplx(math.sqrt, cmath.sqrt, "sqrt")
+_tanh = _cplx(math.tanh, cmath.tanh, "tanh")
+
+
+def _div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:                          # inf or nan, as in IEEE 754
+        return _ieee("true_divide", a, b)
+
+
+def _div_or_zero(a, b):
+    if b == 0:
+        return 0j if isinstance(a, complex) or isinstance(b, complex) else 0.0
+    return _div(a, b)
+
+
+def _power(x, p):
+    """``x ** p`` with IEEE 754 edge values (see the module docstring)."""
+    try:
+        result = x ** p
+    except (ArithmeticError, ValueError):              # 0 ** -1, overflow
+        if x == 0 and (isinstance(x, complex) or isinstance(p, complex)):
+            return complex(math.inf, math.nan)          # PyTorch's value; NumPy gives nan+nanj
+        return _ieee("power", x, p)
+    if type(result) is complex and not isinstance(x, complex) and not isinstance(p, complex):
+        return math.nan                                # (-8.0) ** (1/3): nan, not complex
+    return result
+
+
+def _sign(x):
+    """``x / abs(x)``, and ``x`` itself at 0 and NaN (``sign(0) = 0``, ``sign(-0.0) = -0.0``)."""
+    if isinstance(x, complex):
+        return x / abs(x) if x != 0 else x
+    return 1.0 if x > 0 else -1.0 if x < 0 else float(x)
 
 
 # --- arithmetic: linear in each input ---------------------------------------------
@@ -191,6 +263,30 @@ def _div_transpose(b, cts, inputs, role):
     return [_emit(b, ScalarOp.DIV, [Local(ct), _conj_of(b, inputs[1].key)], LIN_TF), None]
 
 
+def _div_or_zero_jvp(b, xs, outs, t):
+    # as DIV, with DIV_OR_ZERO throughout: every term is 0 where y is 0
+    x, y = xs
+    tx, ty = t
+    terms = []
+    if tx is not None:
+        terms.append(_emit(b, ScalarOp.DIV_OR_ZERO, [Local(tx), External(y)], LIN_TF))
+    if ty is not None:
+        ratio = _emit(b, ScalarOp.DIV_OR_ZERO, [External(outs[0]), External(y)])
+        scaled = _emit(b, ScalarOp.MUL, [Local(ty), Local(ratio)], LIN_TF)
+        terms.append(_emit(b, ScalarOp.NEG, [Local(scaled)], LIN))
+    if len(terms) == 1:
+        return terms
+    return [_emit(b, ScalarOp.ADD, [Local(terms[0]), Local(terms[1])], LIN_TT)]
+
+
+def _div_or_zero_transpose(b, cts, inputs, role):
+    [ct] = cts
+    if _mask(ScalarOp.DIV_OR_ZERO, role) != (True, False):
+        raise _not_linear(ScalarOp.DIV_OR_ZERO, role, "DIV_OR_ZERO is linear in its numerator only")
+    return [_emit(b, ScalarOp.DIV_OR_ZERO, [Local(ct), _conj_of(b, inputs[1].key)], LIN_TF),
+            None]
+
+
 def _conj_jvp(b, xs, outs, t):
     return [_emit(b, ScalarOp.CONJ, [Local(t[0])], LIN)]
 
@@ -270,6 +366,24 @@ def _sincos_jvp(b, xs, outs, t):
     return [d_sin, d_cos]
 
 
+def _abs_jvp(b, xs, outs, t):
+    # d|x| = Re(conj(sign x) dx): sign(x) dx for real x; 0 at x = 0, where sign is 0
+    sign = _emit(b, ScalarOp.SIGN, [External(xs[0])])
+    product = _emit(b, ScalarOp.MUL_CONJ, [Local(t[0]), Local(sign)], LIN_TF)
+    return [_emit(b, ScalarOp.REAL, [Local(product)], LIN)]
+
+
+def _sign_jvp(b, xs, outs, t):
+    # s = x/|x|: ds = (dx conj(s) - s conj(dx)) / (2 conj(x)), which is 0 for real x,
+    # and 0 at x = 0 by DIV_OR_ZERO (PyTorch's convention for sign and sgn)
+    sign = outs[0]
+    forward = _emit(b, ScalarOp.MUL_CONJ, [Local(t[0]), External(sign)], LIN_TF)
+    backward = _emit(b, ScalarOp.MUL_CONJ, [External(sign), Local(t[0])], LIN_FT)
+    difference = _emit(b, ScalarOp.SUB, [Local(forward), Local(backward)], LIN_TT)
+    twice_conj = _emit(b, Scale(2.0), [_conj_of(b, xs[0])])
+    return [_emit(b, ScalarOp.DIV_OR_ZERO, [Local(difference), Local(twice_conj)], LIN_TF)]
+
+
 def _sqrt_jvp(b, xs, outs, t):
     twice = _emit(b, Scale(2.0), [External(outs[0])])
     return [_emit(b, ScalarOp.DIV, [Local(t[0]), Local(twice)], LIN_TF)]
@@ -290,6 +404,7 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
     MUL = "mul"
     MUL_CONJ = "mul_conj"      # x * conj(y): what MUL's transpose emits
     DIV = "div"
+    DIV_OR_ZERO = "div_or_zero"  # x / y, and 0 where y == 0: what ABS's derivatives use
     NEG = "neg"
     CONJ = "conj"
     TO_COMPLEX = "to_complex"  # real -> complex promotion
@@ -302,6 +417,8 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
     SINCOS = "sincos"
     SQRT = "sqrt"
     TANH = "tanh"
+    ABS = "abs"                # |x|, real for complex x too
+    SIGN = "sign"              # x / |x|, and 0 at 0
 
     __hash__ = object.__hash__   # members are singletons: identity hashing is exact and fast
 
@@ -340,7 +457,9 @@ _RULES = {
     ScalarOp.MUL: _Rules(2, 1, lambda a, b: [a * b], _mul_jvp, _mul_transpose),
     ScalarOp.MUL_CONJ: _Rules(2, 1, lambda a, b: [a * b.conjugate()], _mul_conj_jvp,
                               _mul_conj_transpose),
-    ScalarOp.DIV: _Rules(2, 1, lambda a, b: [a / b], _div_jvp, _div_transpose),
+    ScalarOp.DIV: _Rules(2, 1, lambda a, b: [_div(a, b)], _div_jvp, _div_transpose),
+    ScalarOp.DIV_OR_ZERO: _Rules(2, 1, lambda a, b: [_div_or_zero(a, b)], _div_or_zero_jvp,
+                                 _div_or_zero_transpose),
     ScalarOp.NEG: _Rules(1, 1, lambda a: [-a], _neg_jvp, _neg_transpose),
     ScalarOp.CONJ: _Rules(1, 1, lambda a: [a.conjugate()], _conj_jvp, _conj_transpose),
     ScalarOp.TO_COMPLEX: _Rules(1, 1, lambda a: [_to_complex(a)], _to_complex_jvp,
@@ -354,6 +473,8 @@ _RULES = {
     ScalarOp.SINCOS: _Rules(1, 2, lambda a: [_sin(a), _cos(a)], _sincos_jvp, None),
     ScalarOp.SQRT: _Rules(1, 1, lambda a: [_sqrt(a)], _sqrt_jvp, None),
     ScalarOp.TANH: _Rules(1, 1, lambda a: [_tanh(a)], _tanh_jvp, None),
+    ScalarOp.ABS: _Rules(1, 1, lambda a: [abs(a)], _abs_jvp, None),
+    ScalarOp.SIGN: _Rules(1, 1, lambda a: [_sign(a)], _sign_jvp, None),
 }
 for _op, _rules in _RULES.items():
     _op._eval = _rules.eval          # eval is the hot path of eager runs: skip the lookup
@@ -362,10 +483,54 @@ for _op, _rules in _RULES.items():
 # --- ops with a parameter ---------------------------------------------------------
 
 
+def _exact(value) -> tuple:
+    """What makes two parameters the same: their type and value, with ``-0.0`` apart
+    from ``0.0`` and every NaN equal to every NaN.
+
+    >>> _exact(-0.0) == _exact(0.0), _exact(1) == _exact(1.0), _exact(math.nan) == _exact(-math.nan)
+    (False, False, True)
+    """
+    if isinstance(value, float):
+        return (type(value), _float_identity(value))
+    if isinstance(value, complex):
+        return (type(value), _float_identity(value.real), _float_identity(value.imag))
+    return (type(value), value)
+
+
+def _float_identity(x: float):
+    return (x, copysign(1.0, x)) if x == x else "nan"
+
+
 class _ParameterOp(Primitive, EvaluableGraphOperation):
-    """Shared base of the parameterised scalar ops: one input, one output, sum with ADD."""
+    """Shared base of the parameterised scalar ops: one input, one output, sum with ADD.
+
+    Equal when their parameters are exactly equal (:func:`_exact`): graphs merge
+    equal ops, so ``==`` on numbers (``0.0 == -0.0``, ``1 == 1.0 == 1+0j``,
+    ``nan != nan``) would merge ops that compute different things.
+    """
 
     __slots__ = ()
+
+    _parameter = ""              # the name of the subclass's one field
+
+    def __post_init__(self) -> None:
+        fields = self.__dict__         # frozen: written directly, once
+        parameter = fields[self._parameter]
+        kind = type(parameter)
+        if kind is float:              # the common cases first: this runs per op made
+            exact = (kind, _float_identity(parameter))
+        elif kind is int:
+            exact = (kind, parameter)
+        else:
+            exact = _exact(parameter)
+        fields["_identity"] = (type(self), exact)
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, _ParameterOp)
+                                 and self._identity == other._identity)
+
+    def __hash__(self) -> int:
+        return hash(self._identity)
 
     @classmethod
     def add(cls) -> ScalarOp:
@@ -378,7 +543,7 @@ class _ParameterOp(Primitive, EvaluableGraphOperation):
         return 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pow(_ParameterOp):
     """``x ** exponent`` for a constant exponent.
 
@@ -387,9 +552,10 @@ class Pow(_ParameterOp):
     """
 
     exponent: float | int | complex
+    _parameter = "exponent"
 
     def eval(self, ctx, inputs):
-        return [inputs[0] ** self.exponent]
+        return [_power(inputs[0], self.exponent)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if self.exponent == 0:
@@ -401,7 +567,7 @@ class Pow(_ParameterOp):
         return [_emit(builder, ScalarOp.MUL, [Local(tangent_inputs[0]), Local(factor)], LIN_TF)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scale(_ParameterOp):
     """``factor * x`` for a constant factor: linear, its transpose scales by ``conj(factor)``.
 
@@ -410,6 +576,7 @@ class Scale(_ParameterOp):
     """
 
     factor: float | int | complex
+    _parameter = "factor"
 
     def eval(self, ctx, inputs):
         return [self.factor * inputs[0]]
@@ -422,7 +589,7 @@ class Scale(_ParameterOp):
         return [_emit(builder, Scale(factor), [Local(cotangent_outputs[0])], LIN)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const(_ParameterOp):
     """A constant: no inputs, so it never carries a tangent.
 
@@ -431,6 +598,7 @@ class Const(_ParameterOp):
     """
 
     value: float | int | complex
+    _parameter = "value"
 
     def input_count(self) -> int:
         return 0

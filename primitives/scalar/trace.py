@@ -83,17 +83,19 @@ class ScalarTracer:
 
     def conjugate(self): return self._apply(ScalarOp.CONJ, self)
 
+    def __abs__(self): return self.apply_op(ScalarOp.ABS)
+
     def apply_op(self, op: ScalarOp):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
-        real_result = op in _REAL_RESULT            # REAL/IMAG take a complex operand
-        x = self.as_complex() if real_result else self
+        x = self.as_complex() if op in _COMPLEX_OPERAND else self
         outs = self.builder.add_operation(op, [Local(x.id)])
-        tracers = [ScalarTracer(self.builder, o, x.is_complex and not real_result)
-                   for o in outs]
+        is_complex = x.is_complex and op not in _REAL_RESULT
+        tracers = [ScalarTracer(self.builder, o, is_complex) for o in outs]
         return tracers[0] if len(tracers) == 1 else tuple(tracers)
 
 
-_REAL_RESULT = (ScalarOp.REAL, ScalarOp.IMAG)
+_COMPLEX_OPERAND = (ScalarOp.REAL, ScalarOp.IMAG)            # a real operand is promoted first
+_REAL_RESULT = (ScalarOp.REAL, ScalarOp.IMAG, ScalarOp.ABS)  # real even for a complex operand
 
 
 def trace_scalar(f: Callable, input_keys: Sequence[Hashable],
@@ -104,6 +106,7 @@ def trace_scalar(f: Callable, input_keys: Sequence[Hashable],
     return one scalar or a tuple of them; those are the outputs.
     """
     builder = GraphBuilder()
+    complex_inputs = set(complex_inputs)         # read once: it may be a generator
     args = [ScalarTracer(builder, builder.add_input(key), key in complex_inputs)
             for key in input_keys]
     result = f(*args)

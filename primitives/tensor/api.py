@@ -372,7 +372,9 @@ class ArrayOperators:
     def __array__(self, dtype=None, copy=None):
         data = np.asarray(constant_data(self, "converting to a NumPy array (np.asarray, "
                                               "np.array, Tensor.numpy(), a NumPy function)"))
-        return data if dtype is None else data.astype(dtype)
+        if dtype is not None and data.dtype != dtype:
+            return data.astype(dtype)                  # a new array
+        return data.copy() if copy else data
 
     def __float__(self): return float(constant_data(self, "float()"))
     def __int__(self): return int(constant_data(self, "int()"))

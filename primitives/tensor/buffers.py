@@ -11,8 +11,14 @@ makes and keeps a new one. Only the outputs of tidu's tensor ops go through
 it; the process's ``malloc`` policy is not touched.
 
 Idle cached arrays stay allocated until reused: the cache keeps at most 256 MiB
-of arrays (:func:`set_cache_limit` changes that; 0 turns it off), and
-:func:`release_cached_arrays` drops the idle ones.
+of arrays (:func:`set_cache_limit` changes that; 0 turns it off), at most 64 of
+one shape and dtype, and a table entry only for shapes it holds arrays of (so at
+most 256 MiB / 128 KiB = 2048 entries); :func:`release_cached_arrays` drops the
+idle ones.
+
+An array is handed out again only when the cache's reference is the last one:
+a saved value of a recorded op, a tensor, a view or any other holder keeps it
+from reuse.
 
 >>> a = output_like(np.zeros((512, 512), np.float32))
 >>> a.shape, a.dtype.name
@@ -52,6 +58,8 @@ def _take_idle(arrays):
     """An array of ``arrays`` referenced by nothing but the list, or ``None``."""
     for array in arrays:
         if sys.getrefcount(array) <= _IDLE_REFS:
+            # A tensor that held it may have made it read-only (primitives.tensor.eager).
+            array.flags.writeable = True
             return array
     return None
 
@@ -68,9 +76,10 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     with _lock:
         if _limits["held"] + array.nbytes > _limits["bytes"]:
             _drop_idle()                   # make room: idle arrays of other shapes go first
-        arrays = _cached.setdefault(key, [])
+        arrays = _cached.get(key, [])
         if len(arrays) < _MAX_PER_SHAPE and _limits["held"] + array.nbytes <= _limits["bytes"]:
             arrays.append(array)
+            _cached[key] = arrays          # only shapes with arrays have a key (bounded)
             _limits["held"] += array.nbytes
     return array
 
@@ -100,7 +109,10 @@ def _drop_idle() -> int:
                 freed += array.nbytes
             else:
                 kept.append(array)
-        _cached[key] = kept
+        if kept:
+            _cached[key] = kept
+        else:
+            del _cached[key]               # no key per shape ever seen: the table stays bounded
     _limits["held"] -= freed
     return freed
 

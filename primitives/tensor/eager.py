@@ -6,19 +6,54 @@
 array([2., 4.])
 >>> x.grad
 array([2., 4.])
+
+Data safety
+-----------
+A recorded op keeps the arrays it read and made (its *saved values*) for
+backward. Writing to one of them later would make backward use the new values
+with the old graph: a wrong gradient with no error. PyTorch prevents that with a
+version counter on every in-place op; NumPy writes do not pass through tidu, so
+here every array a ``Tensor`` holds is owned by tidu and reaches the user only
+through ``t.data``, copy-on-write:
+
+- ``tensor(arr)`` and ``Tensor(arr)`` copy ``arr`` (as ``torch.tensor`` does), so
+  writing to ``arr`` later changes nothing. Ops' results are wrapped without a
+  copy; a NumPy array passed to an op that records is copied, since its owner may
+  write to it later (wrap a big constant in ``tensor`` once to avoid that copy).
+- ``t.data`` is a writable handle: ``p.data -= lr * p.grad`` and
+  ``p.data[i] = v`` update ``p`` as in PyTorch. If a recorded op, a view or another
+  tensor still uses ``p``'s array, ``t.data`` first gives ``p`` a copy of its own
+  (copy-on-write): the saved values stay as they were, so backward differentiates
+  the computation that was recorded. Otherwise the array itself is handed out.
+- The handle stays writable until ``t`` is next used by an op; from then on the
+  array is read-only (NumPy raises ``ValueError: assignment destination is
+  read-only`` at the write; call ``t.data`` again for a new handle). So a write
+  through a kept handle can never reach a saved value.
+- ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays.
+- NumPy conversions (``np.asarray(t)``, ``t.numpy()``, ``stop_gradient``) see a
+  read-only view.
+
+The cost on the record path is one attribute test per tensor operand.
+
+``t.grad`` is checked on assignment (same shape and dtype as ``t``, or ``None``),
+and ``backward`` computes every gradient before it changes any ``.grad`` (all or
+nothing), accumulating under a lock so that backward calls from many threads on a
+shared leaf lose nothing. A tensor pickles as a leaf: its data and
+``requires_grad``, not its history (as in PyTorch).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
 import numpy as np
 
-from tidu import TiduError
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input
-from primitives.tensor.api import ArrayOperators, TensorTypeError
+from primitives.tensor.api import ArrayOperators
+from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend
 from primitives.tensor.executor import NumpyExecutor
 
@@ -28,13 +63,11 @@ _CONSTANT = Input("tensor-constant")      # the key of every constant operand (n
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(8)]
 _leaves: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 _leaf_key_lock = threading.Lock()
-
-
-class BackwardError(TiduError, ValueError):
-    """Backward was asked for something it cannot do (no seed for a non-scalar, a bad seed)."""
+_grad_lock = threading.Lock()             # one backward's .grad updates happen as one step
 
 
 _recorded: dict = {}           # op -> its one-op RecordedGraph (shared: keys are placeholders)
+_RECORDED_CACHE_SIZE = 4096    # ops carry shapes, so a program can make many: keep the first
 
 
 def _recorded_graph(op) -> RecordedGraph:
@@ -44,46 +77,146 @@ def _recorded_graph(op) -> RecordedGraph:
         recorded = None
     if recorded is None:
         recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[op.input_count()])
-        if len(_recorded) < 4096:          # ops carry shapes, so a program can make many
+        if len(_recorded) < _RECORDED_CACHE_SIZE:
             _recorded[op] = recorded
     return recorded
 
 
-def _traced(data: np.ndarray, trace, key) -> "Tensor":
-    """A tensor requiring grad, made by the recorded ``trace`` as its value ``key``."""
+def _can_require_grad(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.inexact)
+
+
+def _new(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) -> "Tensor":
+    """A tensor on ``data``, which tidu owns (nothing else writes to it): no copy, no checks.
+
+    An op's output is made with the ``trace`` that recorded it and its eager ``key``.
+    """
     t = Tensor.__new__(Tensor)
-    t.data, t.requires_grad, t.grad, t._key, t._trace = data, True, None, key, trace
+    t._data, t._requires_grad, t._grad, t._key, t._trace = data, requires_grad, None, key, trace
+    t._exposed = False
     return t
 
 
-class Tensor(ArrayOperators, Frontend):
-    """A NumPy array that records the ops applied to it when it requires grad."""
+def _owned_data(t: "Tensor") -> np.ndarray:
+    """``t``'s array, to be saved or shared: a handle that ``t.data`` gave out becomes read-only."""
+    data = t._data
+    if t._exposed:
+        data.flags.writeable = False
+        t._exposed = False
+    return data
 
-    __slots__ = ("data", "requires_grad", "grad", "_key", "_trace", "__weakref__")
+
+def _owned_copy(value) -> np.ndarray:
+    """``value`` as an array no one else can write to: a NumPy array (or a view of one) that
+    the caller holds is copied; a number becomes a new array."""
+    array = np.asarray(value)
+    if array is value or array.base is not None:
+        array = array.copy()
+    return array
+
+
+def _data_refs(t: "Tensor") -> int:
+    return sys.getrefcount(t._data)
+
+
+class Tensor(ArrayOperators, Frontend):
+    """A NumPy array that records the ops applied to it when it requires grad.
+
+    ``Tensor(data)`` copies ``data``; see the module docstring for how ``.data``
+    stays safe to write.
+    """
+
+    __slots__ = ("_data", "_requires_grad", "_grad", "_key", "_trace", "_exposed",
+                 "__weakref__")
     level = 1
 
     def __init__(self, data, requires_grad: bool = False) -> None:
-        data = np.asarray(data)
-        if requires_grad and not np.issubdtype(data.dtype, np.inexact):
-            raise TensorTypeError(f"only floating point and complex tensors can require grad, "
-                            f"got dtype {data.dtype}")
-        self.data = data
-        self.requires_grad = bool(requires_grad)
-        self.grad = None
+        self._data = _copied(data, None, requires_grad)
+        self._requires_grad = bool(requires_grad)
+        self._grad = None
         self._key = None
         self._trace = None
+        self._exposed = False
+
+    @property
+    def data(self) -> np.ndarray:
+        """The array, writable: copied first if a recorded op, a view or another tensor uses it.
+
+        >>> p = tensor([1.0, 2.0], requires_grad=True)
+        >>> y = p * p
+        >>> p.data -= 1.0                     # y's recorded op keeps p's old values
+        >>> p.data, y.backward(np.ones(2)).grad(p)
+        (array([0., 1.]), array([2., 4.]))
+        """
+        if not self._exposed or not self._data.flags.writeable:
+            if _EXACT_REFS and _data_refs(self) <= _SOLE_REFS and self._data.base is None:
+                self._data.flags.writeable = True
+            else:
+                self._data = self._data.copy()
+            self._exposed = True
+        return self._data
+
+    @data.setter
+    def data(self, value) -> None:
+        if value is self._data:               # p.data -= x: the handle t.data gave out
+            return
+        if isinstance(value, Tensor):
+            value = _owned_data(value)
+        array = np.asarray(value)
+        if self._requires_grad and not _can_require_grad(array.dtype):
+            raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
+                                  f"data, got dtype {array.dtype}")
+        if array.base is not None or not array.flags.writeable:
+            array = array.copy()              # a view: its base stays writable elsewhere
+            self._exposed = False
+        else:
+            self._exposed = True              # the caller holds it
+        self._data = array
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded; settable on leaves of a float/complex dtype."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._trace is not None:
+            raise BackwardError("requires_grad can only be changed on leaf tensors; this one "
+                                "was computed by a recorded op (use .detach() for a copy "
+                                "without history)")
+        value = bool(value)
+        if value and not _can_require_grad(self.dtype):
+            raise TensorTypeError(f"only floating point and complex tensors can require grad, "
+                                  f"got dtype {self.dtype}")
+        self._requires_grad = value
+        if value and self._key is not None:
+            _leaves[self._key] = self          # a key made earlier must still find this leaf
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward calls (leaves only), or ``None``.
+
+        Assigning checks it: ``None``, or an array of this tensor's shape and dtype.
+        """
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        self._grad = None if value is None else _checked_gradient(self, value, "assigning .grad")
 
     @property
     def value_below(self):
-        return self.data
+        view = self._data.view()          # for NumPy conversions: they may not write to it
+        view.flags.writeable = False
+        return view
 
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def key(self):
@@ -94,73 +227,150 @@ class Tensor(ArrayOperators, Frontend):
                 key = self._key
                 if key is None:
                     key = Input(_recorder.key_source.fresh_input_key())
-                    if self.requires_grad:
+                    if self._requires_grad:
                         _leaves[key] = self
                     self._key = key
         return key
 
     def detach(self) -> "Tensor":
-        """The same data, cut from the recorded history."""
-        return Tensor(self.data)
+        """The same values, cut from the recorded history (no copy: each side copies on write)."""
+        return _new(_owned_data(self))
+
+    @property
+    def carries_gradient(self) -> bool:
+        return self._requires_grad
 
     def numpy(self) -> np.ndarray:
-        return self.data
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        """The data as a NumPy array; like PyTorch, refused while the tensor requires grad."""
+        return np.asarray(self)
 
     def item(self):
-        return self.data.item()
+        """The value of a one-element tensor as a Python number (explicitly without gradient,
+        as ``torch.Tensor.item``)."""
+        return self._data.item()
 
     def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({np.array2string(self.data, separator=', ')}{grad})"
+        grad = ", requires_grad=True" if self._requires_grad else ""
+        return f"tensor({np.array2string(self._data, separator=', ')}{grad})"
+
+    def __reduce__(self):
+        """Pickle (and deep-copy) as a leaf: the data and ``requires_grad``, no history or
+        ``.grad``, as PyTorch does."""
+        return _leaf, (self._data, self._requires_grad)
+
+    def __copy__(self) -> "Tensor":
+        """A leaf sharing this tensor's array (each side copies it on write)."""
+        return _leaf(_owned_data(self), self._requires_grad)
 
     @classmethod
     def bind(cls, op, args) -> list:
-        data = [a.data if isinstance(a, Tensor) else np.asarray(a) for a in args]
-        results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
-        inputs = []
+        data = []
         requires_grad = False
-        for a, d in zip(args, data):
-            if isinstance(a, Tensor) and a.requires_grad:
-                requires_grad = True
-                inputs.append(EagerInput(a.key, a._trace, True, d))
+        for a in args:
+            if isinstance(a, Tensor):
+                data.append(_owned_data(a) if a._exposed else a._data)
+                if a._requires_grad:
+                    requires_grad = True
             else:
-                inputs.append(EagerInput(_CONSTANT, None, False, d))
+                data.append(a if type(a) is np.ndarray else np.asarray(a))
         if not requires_grad:
-            return [Tensor(r) for r in results]
+            return [_new(r if type(r) is np.ndarray else np.asarray(r))
+                    for r in op.eval(None, data)]
+        inputs = []
+        for position, a in enumerate(args):
+            if isinstance(a, Tensor) and a._requires_grad:
+                inputs.append(EagerInput(a.key, a._trace, True, data[position]))
+                continue
+            d = data[position]
+            if (d is a or d.base is not None) and not isinstance(a, Tensor):
+                d = data[position] = d.copy()      # the caller's array, saved: it may write to it
+            inputs.append(EagerInput(_CONSTANT, None, False, d))
+        results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
         trace = _recorder.record(_recorded_graph(op), inputs, results)
-        return [_traced(result, trace, key) for result, key in zip(results, trace.output_keys)]
+        return [_new(result, True, key, trace) for result, key in zip(results, trace.output_keys)]
 
     def backward(self, seed=None) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
 
-        A non-scalar tensor needs an explicit ``seed`` of its shape.
+        A tensor of one element defaults to a seed of 1; any other needs a ``seed``
+        of its shape, real for a real tensor (a Tensor's value is used as a
+        constant). Every ``.grad`` is updated only once all gradients are known.
         """
-        if seed is None:
-            if self.data.size != 1 or self.data.ndim != 0:
-                raise BackwardError(f"backward of a tensor of shape {self.shape} needs a seed "
-                                    "(only 0-d tensors default to a seed of 1)")
-            seed = np.ones_like(self.data)
-        seed = np.asarray(seed.data if isinstance(seed, Tensor) else seed)
-        if seed.shape != self.shape:
-            raise BackwardError(f"backward: seed of shape {seed.shape} for a tensor of shape "
-                                f"{self.shape}")
-        seed = seed.astype(self.dtype, copy=False)
+        if not self._requires_grad:
+            raise BackwardError("backward of a tensor that does not require grad (no input of "
+                                "the ops that made it requires grad): make the leaves with "
+                                "tnp.tensor(..., requires_grad=True)")
+        seed = _checked_seed(self, seed)
         cotangents = try_backward(self.key, self._trace, seed, _executor)
-        given = set()      # arrays already handed to a leaf: one array never backs two .grad
-        for key, value in cotangents.items():
-            leaf = _leaves.get(key)
-            if leaf is not None and leaf.requires_grad and leaf._trace is None:
-                if leaf.grad is not None:
-                    leaf.grad = leaf.grad + value
-                elif id(value) in given or not value.flags.writeable:
-                    leaf.grad = value.copy()
-                else:
-                    leaf.grad = value
-                given.add(id(leaf.grad))
+        _accumulate_into_leaves(cotangents)
         return Gradients(cotangents)
+
+
+# The count _data_refs gives when only the tensor holds its array (measured, so it is right
+# for this interpreter); exact only with the GIL, so without it t.data always copies.
+_SOLE_REFS = _data_refs(_new(np.empty(0)))
+_EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
+    """A leaf on ``data`` (what a pickled tensor becomes)."""
+    return _new(data, requires_grad)
+
+
+def _checked_gradient(t: Tensor, value, what: str) -> np.ndarray:
+    """``value`` as the gradient of ``t``: an array of ``t``'s shape and dtype, or an error."""
+    array = np.asarray(value)
+    if array.shape != t.shape:
+        raise TensorShapeError(f"{what}: a gradient of shape {array.shape} for a tensor of shape "
+                               f"{t.shape}")
+    if array.dtype != t.dtype:
+        raise TensorTypeError(f"{what}: a gradient of dtype {array.dtype} for a tensor of dtype "
+                              f"{t.dtype}")
+    return array
+
+
+def _checked_seed(t: Tensor, seed) -> np.ndarray:
+    """The seed for ``t.backward``, as a new array of ``t``'s dtype (it may become a ``.grad``)."""
+    if seed is None:
+        if t._data.size != 1:
+            raise BackwardError(f"backward of a tensor of shape {t.shape} needs a seed (only "
+                                "one-element tensors default to a seed of 1)")
+        return np.ones_like(t._data)
+    if isinstance(seed, Tensor):
+        seed = seed._data                    # as PyTorch: its value, not its history
+    try:
+        array = np.asarray(seed)
+    except (TypeError, ValueError) as error:
+        raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
+    if array.dtype.kind not in "biufc":
+        raise BackwardError(f"backward: a seed of dtype {array.dtype}; it must hold numbers")
+    if array.dtype.kind == "c" and t.dtype.kind != "c":
+        raise BackwardError(f"backward: a complex seed ({array.dtype}) for a real tensor "
+                            f"({t.dtype})")
+    if array.shape != t.shape:
+        raise BackwardError(f"backward: seed of shape {array.shape} for a tensor of shape "
+                            f"{t.shape}")
+    return np.array(array, dtype=t.dtype)
+
+
+def _accumulate_into_leaves(cotangents: dict) -> None:
+    """Add each leaf's cotangent to its ``.grad``: all checked first, then all set under a lock."""
+    updates = []
+    for key, value in cotangents.items():
+        leaf = _leaves.get(key)
+        if leaf is None or not leaf._requires_grad or leaf._trace is not None:
+            continue
+        if value.shape != leaf.shape or value.dtype != leaf.dtype:
+            raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is {value.dtype} "
+                                f"of shape {value.shape} but the tensor is now {leaf.dtype} of "
+                                f"shape {leaf.shape} (its .data was replaced after it was used)")
+        updates.append((leaf, value))
+    with _grad_lock:
+        # A new array for each .grad: it never aliases the Gradients or another leaf's .grad.
+        sums = [(leaf, value.copy() if leaf._grad is None else leaf._grad + value)
+                for leaf, value in updates]
+        for leaf, grad in sums:
+            leaf._grad = grad
 
 
 class Gradients:
@@ -180,17 +390,35 @@ class Gradients:
         return self._by_key.pop(t.key, None)
 
     def replace(self, t: Tensor, g) -> None:
-        """Set the gradient of ``t`` to ``g``."""
-        self._by_key[t.key] = np.asarray(g)
+        """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype."""
+        self._by_key[t.key] = _checked_gradient(t, g, "Gradients.replace")
 
     def __contains__(self, t: Tensor) -> bool:
         return t.key in self._by_key
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
-    """A :class:`Tensor` from array-like ``data``."""
-    data = data.data if isinstance(data, Tensor) else data
-    return Tensor(np.asarray(data, dtype=dtype), requires_grad)
+    """A :class:`Tensor` holding a copy of array-like ``data`` (as ``torch.tensor``).
+
+    A tensor that requires grad is refused (its copy would silently lose its
+    history): pass ``t.detach()`` for a constant copy.
+    """
+    return _new(_copied(data, dtype, requires_grad), bool(requires_grad))
+
+
+def _copied(data, dtype, requires_grad: bool) -> np.ndarray:
+    """A new array of ``data`` for a leaf, checked (see :func:`tensor`)."""
+    if isinstance(data, Tensor):
+        if data._requires_grad:
+            raise TensorTypeError("tensor() of a Tensor that requires grad would copy its data "
+                                  "without its history; use t.detach() for a constant copy, "
+                                  "or t itself to keep the gradient")
+        data = data._data
+    array = np.array(data, dtype=dtype)
+    if requires_grad and not _can_require_grad(array.dtype):
+        raise TensorTypeError(f"only floating point and complex tensors can require grad, "
+                              f"got dtype {array.dtype}")
+    return array
 
 
 def checkpoint(f):
@@ -212,27 +440,25 @@ def checkpoint(f):
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
             return f(*args)              # under a functional transform: nothing to checkpoint
-        tensors = [a if isinstance(a, Tensor) else Tensor(np.asarray(a)) for a in args]
+        tensors = [a if isinstance(a, Tensor) else _new(_owned_copy(a)) for a in args]
         # Tensors the function closes over are captured as inputs of the node too.
-        traced = Traced(f, [t.data for t in tensors], capture=lambda v: isinstance(v, Tensor))
+        traced = Traced(f, [_owned_data(t) for t in tensors],
+                        capture=lambda v: isinstance(v, Tensor))
         graph = traced.graph
         by_key = dict(zip(traced.input_keys, tensors))
         by_key.update(traced.trace.captured)
         inputs = []
         for key in graph.input_keys:
             t = by_key.get(key.key)
-            if t is None:
-                inputs.append(EagerInput(_CONSTANT, None, False, traced.trace.values[key]))
+            if t is None:                # a constant f closed over: saved, so owned
+                inputs.append(EagerInput(_CONSTANT, None, False,
+                                         _owned_copy(traced.trace.values[key])))
             else:
-                inputs.append(EagerInput(t.key, t._trace, t.requires_grad, t.data))
+                inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
         records = _recorder.record_graph(recorded, inputs, traced.outputs)
-        outs = []
-        for value, record in zip(traced.outputs, records):
-            t = Tensor(value)
-            t.requires_grad = False
-            t.requires_grad, t._key, t._trace = record.requires_grad, record.key, record.trace
-            outs.append(t)
+        outs = [_new(np.asarray(value), record.requires_grad, record.key, record.trace)
+                for value, record in zip(traced.outputs, records)]
         return outs[0] if traced.single_output else tuple(outs)
 
     return wrapped

@@ -31,5 +31,10 @@ class TensorAxisError(TiduError, np.exceptions.AxisError):
         super().__init__(f"{fn}: axis {axis} is out of bounds for array of dimension {ndim}")
 
 
+class BackwardError(TiduError, ValueError):
+    """Eager autograd asked for something it cannot do (a bad seed, backward of a tensor that
+    does not require grad, changing ``requires_grad`` of a computed tensor)."""
+
+
 class TensorNotSupportedError(TiduError, NotImplementedError):
     """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""

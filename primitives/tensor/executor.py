@@ -16,6 +16,7 @@ import numpy as np
 
 from tidu.eager import BackwardExecutor, ImmediateBuilder
 from tidu.graph import Graph, ValueKey, compiled
+from primitives.tensor.errors import BackwardError
 
 
 def _array(value) -> np.ndarray:
@@ -47,6 +48,21 @@ class NumpyExecutor(BackwardExecutor):
 
     def add_operands(self, a, b):
         return _array(np.add(a, b))
+
+    def check_seed(self, seed, output) -> None:
+        """A seed must be an array of ``output``'s shape that casts to its dtype safely
+        (no complex seed for a real output)."""
+        try:
+            array = np.asarray(seed)
+        except (TypeError, ValueError) as error:
+            raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
+        if array.shape != np.shape(output):
+            raise BackwardError(f"backward: seed of shape {array.shape} for an output of shape "
+                            f"{np.shape(output)}")
+        out_dtype = np.asarray(output).dtype
+        if array.dtype.kind not in "biufc" or (array.dtype.kind == "c" and out_dtype.kind != "c"):
+            raise BackwardError(f"backward: a seed of dtype {array.dtype} for an output of dtype "
+                            f"{out_dtype}")
 
 
 ImmediateNumpyBuilder = ImmediateBuilder

@@ -33,7 +33,7 @@ from tidu import TiduError, linear_transpose, linearize
 from tidu.graph import Graph, GraphBuilder, Local
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
-from primitives.tensor.core import Frontend, dtype_of, interpret, level_of, shape_of
+from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
 
 _levels = itertools.count(2)
 

@@ -20,12 +20,14 @@ import threading
 from operator import attrgetter
 from typing import Any, Callable, Mapping, Sequence
 
-from tidu.errors import MissingValueError, TiduError
+from tidu.errors import InvalidArgumentError, MissingValueError
 from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.evaluate import schedule
 from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph
 from tidu.transpose import linear_transpose
+from tidu.eager.record import EagerError
+from tidu.eager.trace import Trace
 
 
 class BackwardExecutor(abc.ABC):
@@ -36,6 +38,8 @@ class BackwardExecutor(abc.ABC):
     (memoized on it) and runs the transposed graph with ``execute_forward``.
     Override it to execute transposes eagerly, e.g. with
     :func:`tidu.linear_transpose_with_builder` and an immediate builder.
+    ``check_seed`` (optional) refuses seeds that do not fit the output, such as
+    one of the wrong shape or dtype: tidu itself knows neither.
     """
 
     @abc.abstractmethod
@@ -64,6 +68,15 @@ class BackwardExecutor(abc.ABC):
     @abc.abstractmethod
     def add_operands(self, a, b):
         """``a + b`` for two cotangents of the same value."""
+
+    def check_seed(self, seed, output) -> None:
+        """Raise a :class:`tidu.TiduError` if ``seed`` cannot be the cotangent of ``output``.
+
+        ``try_backward`` calls it once, with the recorded output's data, before
+        any work: tidu knows no shapes or dtypes, so the runtime checks that the
+        seed has the output's shape and a dtype its cotangent may have. The default
+        accepts any seed (``None`` is refused by ``try_backward`` itself).
+        """
 
     def compile_graph(self, graph: Graph, input_keys: Sequence[ValueKey]
                       ) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -287,12 +300,32 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     one (leaves and intermediates; inputs with ``requires_grad=False`` get
     none). An output with no trace gets just the seed back. The trace is not
     changed, so calling this twice gives the same result.
+
+    Checked first, at O(1) cost: ``output_key`` is a ``ValueKey`` output by
+    ``output_trace``, ``executor`` a :class:`BackwardExecutor`, ``seed`` not
+    ``None``; then ``executor.check_seed(seed, output_data)`` checks what only the
+    runtime knows (shape, dtype). Misuse raises a :class:`tidu.TiduError`.
     """
+    if not isinstance(output_key, ValueKey):
+        raise InvalidArgumentError(f"try_backward: output_key must be a ValueKey, got "
+                                   f"{output_key!r}")
+    if not isinstance(executor, BackwardExecutor):
+        got = (f"the class {executor.__name__} (pass an instance)" if isinstance(executor, type)
+               else "None" if executor is None else type(executor).__name__)
+        raise InvalidArgumentError(f"try_backward needs a BackwardExecutor, got {got}")
+    if seed is None:
+        raise InvalidArgumentError(f"try_backward: the seed (the cotangent of {output_key!r}) "
+                                   "is None; pass a value, e.g. 1.0 for a real scalar output")
     cotangents: dict[ValueKey, Any] = {output_key: seed}
     if output_trace is None:
         return cotangents
-    if output_key not in output_trace.output_keys:
-        raise TiduError(f"{output_key!r} is not an output of {output_trace!r}")
+    if not isinstance(output_trace, Trace):
+        raise InvalidArgumentError(f"try_backward: output_trace must be a Trace or None, got "
+                                   f"{type(output_trace).__name__}")
+    output_keys = output_trace.output_keys
+    if output_key not in output_keys:
+        raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
+    executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
     fused = type(executor).run_transposed_linear is BackwardExecutor.run_transposed_linear
     add = executor.add_operands
     get = cotangents.get

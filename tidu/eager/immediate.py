@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from tidu.errors import MissingValueError
 from tidu.graph import Local, ValueKey
+from tidu.graph.evaluate import checked_eval_results
 from tidu.graph.operation import op_name
 
 
@@ -56,6 +57,10 @@ class ImmediateBuilder:
             except KeyError:
                 raise MissingValueError(
                     f"{op_name(op)} needs {ref.key!r}, which the executor was not given") from None
+        results = op.eval(self.ctx, args)
+        n_out = op.output_count()
+        if type(results) is not list or len(results) != n_out:
+            results = checked_eval_results(op, results, n_out)
         start = len(self.values)
-        self.values.extend(op.eval(self.ctx, args))
+        self.values.extend(results)
         return list(range(start, len(self.values)))

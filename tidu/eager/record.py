@@ -20,7 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Protocol, Sequence
 
-from tidu.errors import ArityError, InvalidKeyError, TiduError
+from tidu.errors import (
+    ArityError,
+    InvalidArgumentError,
+    InvalidKeyError,
+    TiduError,
+    sequence_argument,
+)
 from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
 from tidu.graph.builder import operation_counts
 from tidu.graph.keys import FreshInput, intern_input, intern_operation
@@ -46,6 +52,7 @@ class CounterKeySource:
 
 
 _counts: dict = {}       # op -> (input_count, output_count), checked once per op
+_COUNTS_MAX = 4096       # ops with parameters (shapes, constants) can be many: start over then
 
 
 class RecordedGraph:
@@ -58,8 +65,8 @@ class RecordedGraph:
     __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count")
 
     def __init__(self, graph: Graph, input_keys: Sequence, output_keys: Sequence[ValueKey]) -> None:
-        input_keys = tuple(input_keys)
-        output_keys = tuple(output_keys)
+        input_keys = tuple(sequence_argument(input_keys, "RecordedGraph", "input_keys"))
+        output_keys = tuple(sequence_argument(output_keys, "RecordedGraph", "output_keys"))
         if not isinstance(graph, Graph):
             raise EagerError(f"RecordedGraph needs a Graph, got {type(graph).__name__}")
         if tuple(Input(k) for k in input_keys) != graph.input_keys:
@@ -80,10 +87,15 @@ class RecordedGraph:
         try:
             counts = _counts[op]
         except KeyError:
-            counts = _counts[op] = operation_counts(op)
+            counts = operation_counts(op)
+            if len(_counts) >= _COUNTS_MAX:
+                _counts.clear()
+            _counts[op] = counts
         except TypeError:
             counts = operation_counts(op)       # raises: the op is not hashable
-        input_keys = tuple(input_keys)
+        if type(input_keys) is not tuple:
+            input_keys = tuple(sequence_argument(input_keys, f"from_primitive({op_name(op)})",
+                                                 "input_keys"))
         if len(input_keys) != counts[0]:
             raise ArityError(f"{op_name(op)} takes {counts[0]} inputs, got {len(input_keys)} "
                              "input keys")
@@ -152,6 +164,8 @@ class Recorder:
 
     def fresh_input_keys(self, count: int) -> list:
         """``count`` fresh input keys."""
+        if type(count) is not int or count < 0:
+            raise InvalidArgumentError(f"fresh_input_keys needs a count >= 0, got {count!r}")
         fresh = self.key_source.fresh_input_key
         return [fresh() for _ in range(count)]
 
@@ -165,6 +179,13 @@ class Recorder:
         keys) keeps primal intermediates for backward; intermediates not
         retained are recomputed there.
         """
+        inputs = sequence_argument(inputs, f"record_graph({graph!r})", "inputs")
+        if not isinstance(outputs, (list, tuple)):
+            if not hasattr(outputs, "__next__"):        # a bare array would give its rows
+                raise InvalidArgumentError(
+                    f"record_graph({graph!r}): outputs must be a list or tuple of output "
+                    f"values, got {type(outputs).__name__}")
+            outputs = list(outputs)
         for position, item in enumerate(inputs):
             if not item.requires_grad and not isinstance(item.key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
@@ -195,7 +216,18 @@ class Recorder:
         >>> recorder.record(recorded, [EagerInput(None, None, False, 0.5)], [-0.5]) is None
         True
         """
-        if len(inputs) != len(graph.input_keys) or len(outputs) != graph.output_count:
+        try:
+            wrong_counts = (len(inputs) != len(graph.input_keys)
+                            or len(outputs) != graph.output_count)
+        except TypeError:                   # a generator, say: read each once
+            if not isinstance(graph, RecordedGraph):
+                raise _not_recorded(graph) from None
+            inputs = sequence_argument(inputs, f"record({graph!r})", "inputs")
+            outputs = sequence_argument(outputs, f"record({graph!r})", "outputs")
+            return self.record(graph, inputs, outputs, retained_values)
+        except AttributeError:
+            raise _not_recorded(graph) from None
+        if wrong_counts:
             raise _count_error(graph, inputs, outputs)
         active = tuple([position for position, item in enumerate(inputs) if item.requires_grad])
         if not active:
@@ -215,7 +247,15 @@ class Recorder:
         return tuple([intern_input(fresh()) for _ in range(count)])
 
 
-def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> EagerError:
+def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> TiduError:
+    if not isinstance(graph, RecordedGraph):
+        return _not_recorded(graph)
     if len(inputs) != len(graph.input_keys):
         return EagerError(f"{graph!r} has {len(graph.input_keys)} inputs; got {len(inputs)}")
     return EagerError(f"{graph!r} has {graph.output_count} outputs; got {len(outputs)}")
+
+
+def _not_recorded(graph) -> InvalidArgumentError:
+    hint = " (wrap it: RecordedGraph(graph, input_keys, output_keys))" if isinstance(
+        graph, Graph) else ""
+    return InvalidArgumentError(f"record needs a RecordedGraph, got {type(graph).__name__}{hint}")

@@ -26,12 +26,13 @@ from collections.abc import Sequence as SequenceABC
 
 from tidu.errors import (
     ArityError,
-    GraphError,
     ImmutableGraphError,
+    InvalidArgumentError,
     InvalidKeyError,
     InvalidOperationError,
     InvalidReferenceError,
     UnknownValueError,
+    sequence_argument,
 )
 from tidu.graph.keys import (
     PRIMARY,
@@ -132,8 +133,13 @@ class GraphBuilder:
         if counts is None:
             counts = self._counts[op] = operation_counts(op)
         n_in, n_out = counts
-        if len(inputs) != n_in:
-            raise ArityError(f"{op_name(op)} takes {n_in} inputs, got {len(inputs)}")
+        try:
+            n_given = len(inputs)
+        except TypeError:                   # a generator, say: read it once
+            inputs = sequence_argument(inputs, f"add_operation({op_name(op)})", "inputs")
+            n_given = len(inputs)
+        if n_given != n_in:
+            raise ArityError(f"{op_name(op)} takes {n_in} inputs, got {n_given}")
         if role is not PRIMARY and (type(role) is not Linearized
                                     or len(role._active_mask) != n_in):
             self._check_role(op, role, n_in)
@@ -218,7 +224,7 @@ class GraphBuilder:
 
     def set_outputs(self, ids: Sequence[int]) -> None:
         """Declare which local values are the graph's outputs."""
-        ids = tuple(ids)
+        ids = tuple(sequence_argument(ids, "set_outputs", "ids"))
         for local_id in ids:
             self._check_id(local_id)
         self._outputs = tuple(map(int, ids))
@@ -226,7 +232,7 @@ class GraphBuilder:
     def add_parent(self, graph: "Graph") -> None:
         """Register ``graph`` as one whose values this graph refers to with ``External``."""
         if not isinstance(graph, Graph):
-            raise GraphError(f"add_parent needs a Graph, got {type(graph).__name__}")
+            raise InvalidArgumentError(f"add_parent needs a Graph, got {type(graph).__name__}")
         if all(parent is not graph for parent in self._parents):
             self._parents.append(graph)
 

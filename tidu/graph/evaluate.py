@@ -20,9 +20,17 @@ is released right after its last use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping as MappingABC
 from typing import Any, Iterable, Mapping, Sequence
 
-from tidu.errors import EvalOutputError, MissingValueError, NotEvaluableError, UnknownValueError
+from tidu.errors import (
+    EvalOutputError,
+    InvalidArgumentError,
+    MissingValueError,
+    NotEvaluableError,
+    UnknownValueError,
+    sequence_argument,
+)
 from tidu.graph.builder import Graph
 from tidu.graph.keys import Derived, OperationKey, ValueKey, existing_derived
 from tidu.graph.operation import EvaluableGraphOperation, op_name
@@ -55,6 +63,22 @@ def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[Operatio
     return postorder(roots, producers)
 
 
+def checked_eval_results(operation, results, n_out: int) -> list | tuple:
+    """``results`` if it is a list or tuple of ``n_out`` values; else :class:`EvalOutputError`.
+
+    Anything else is refused, even when it has a length: a NumPy array returned
+    bare would otherwise be read as one output per row.
+    """
+    if not isinstance(results, (list, tuple)):
+        raise EvalOutputError(
+            f"{op_name(operation)}.eval returned a {type(results).__name__}, not a list or "
+            f"tuple of its {n_out} output(s): wrap a single output as [value]")
+    if len(results) != n_out:
+        raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} values for "
+                              f"{n_out} outputs")
+    return results
+
+
 def evaluate(
     graphs: "Graph | Iterable[Graph] | ResolvedView",
     outputs: Sequence[ValueKey],
@@ -67,7 +91,10 @@ def evaluate(
     producers are then not run. Operations must be :class:`EvaluableGraphOperation`.
     """
     view = resolve(graphs)
-    outputs = list(outputs)
+    outputs = sequence_argument(outputs, "evaluate", "outputs")
+    if not isinstance(values, MappingABC):
+        raise InvalidArgumentError(f"evaluate: values must be a mapping from value keys to "
+                                   f"values, got {type(values).__name__}")
     for key in outputs:
         if not isinstance(key, ValueKey):
             raise UnknownValueError(f"evaluate output {key!r} is not a ValueKey")
@@ -96,18 +123,8 @@ def evaluate(
                 del env[key]
         results = operation.eval(ctx, args)
         del args
-        try:
-            n_results = len(results)
-        except TypeError:
-            raise EvalOutputError(
-                f"{op_name(operation)}.eval returned {type(results).__name__}, not a sequence "
-                f"of {op_key._n_out} outputs"
-            ) from None
-        if n_results != op_key._n_out:
-            raise EvalOutputError(
-                f"{op_name(operation)}.eval returned {len(results)} values for "
-                f"{op_key._n_out} outputs"
-            )
+        if type(results) is not list or len(results) != op_key._n_out:
+            results = checked_eval_results(operation, results, op_key._n_out)
         for slot, result in enumerate(results):
             key = existing_derived(op_key, slot)
             if key is not None and key in uses and key not in values:

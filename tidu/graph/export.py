@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from tidu.errors import InvalidArgumentError
+from tidu.graph.builder import Graph
 from tidu.graph.format import key_label, value_name
 from tidu.graph.keys import PRIMARY
 from tidu.graph.operation import op_name
@@ -24,6 +26,9 @@ def to_networkx(graph):
     ``role`` and ``linear``. Edges follow data flow: ``position`` on edges into an
     operation, ``slot`` on edges out of one.
     """
+    if not isinstance(graph, Graph):
+        hint = " (pass its .graph)" if isinstance(getattr(graph, "graph", None), Graph) else ""
+        raise InvalidArgumentError(f"to_networkx needs a Graph, got {type(graph).__name__}{hint}")
     import networkx
 
     outputs = set(graph.outputs)

@@ -59,7 +59,9 @@ PRIMARY = _Primary()
 class Linearized(OperationRole):
     """Linear work emitted by a JVP rule; ``active_mask[i]`` marks input ``i`` as a tangent.
 
-    Roles are interned, so equal masks give the same object.
+    Roles are interned, so equal masks give the same object. The table holds
+    them weakly and drops dead ones when it has doubled, so it stays within
+    twice the live roles.
 
     >>> Linearized((True, False)) is Linearized([True, False])
     True
@@ -67,8 +69,8 @@ class Linearized(OperationRole):
     (True, False)
     """
 
-    __slots__ = ("_active_mask",)
-    _interned: dict = {}
+    __slots__ = ("_active_mask", "__weakref__")
+    _interned: dict = {}        # mask -> weakref to the one live role with that mask
     active_mask = property(attrgetter("_active_mask"))
 
     def __new__(cls, active_mask) -> "Linearized":
@@ -76,11 +78,17 @@ class Linearized(OperationRole):
         # checked before the lookup: (1, 0) would find the role interned for (True, False)
         if not all(type(flag) is bool for flag in mask):
             raise InvalidKeyError(f"Linearized active_mask must hold bools, got {mask!r}")
-        role = cls._interned.get(mask)
+        ref = cls._interned.get(mask)
+        role = ref() if ref is not None else None
         if role is None:
-            role = object.__new__(cls)
-            role._active_mask = mask
-            role = cls._interned.setdefault(mask, role)
+            with _lock:
+                ref = cls._interned.get(mask)
+                role = ref() if ref is not None else None
+                if role is None:
+                    role = object.__new__(cls)
+                    role._active_mask = mask
+                    _sweep_roles_if_needed()
+                    cls._interned[mask] = weakref.ref(role)
         return role
 
     def __repr__(self) -> str:
@@ -88,6 +96,20 @@ class Linearized(OperationRole):
 
     def __reduce__(self):
         return (Linearized, (self._active_mask,))
+
+
+_roles_bar = [64]          # table size at which the next new role sweeps dead entries
+
+
+def _sweep_roles_if_needed() -> None:
+    """Drop dead roles once the table doubled since the last sweep. Call under ``_lock``."""
+    table = Linearized._interned
+    if len(table) < _roles_bar[0]:
+        return
+    for mask, ref in list(table.items()):
+        if ref() is None:
+            del table[mask]
+    _roles_bar[0] = max(64, 2 * len(table))
 
 
 # --- interning -----------------------------------------------------------------

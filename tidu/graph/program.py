@@ -25,8 +25,14 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
-from tidu.errors import EvalOutputError, MissingValueError, NotEvaluableError
+from tidu.errors import (
+    InvalidArgumentError,
+    MissingValueError,
+    NotEvaluableError,
+    sequence_argument,
+)
 from tidu.graph.builder import Graph
+from tidu.graph.evaluate import checked_eval_results
 from tidu.graph.operation import EvaluableGraphOperation, op_name
 
 
@@ -36,6 +42,8 @@ class Program:
     __slots__ = ("loads", "steps", "outputs", "n_registers", "__weakref__")
 
     def __init__(self, graph: Graph, outputs: Sequence | None = None) -> None:
+        if not isinstance(graph, Graph):
+            raise InvalidArgumentError(f"Program needs a Graph, got {type(graph).__name__}")
         keys = graph.value_keys
         index = graph._index
         out_keys = graph.output_keys if outputs is None else tuple(outputs)
@@ -91,11 +99,13 @@ class Program:
                 env[slot] = values[key]
             except KeyError:
                 raise MissingValueError(f"no value given for {key!r}") from None
+            except TypeError:
+                raise InvalidArgumentError(f"Program.run: values must be a mapping from value "
+                                           f"keys to values, got {type(values).__name__}") from None
         for operation, reads, writes, frees in self.steps:
             results = operation.eval(ctx, [env[r] for r in reads])
-            if len(results) != len(writes):
-                raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} values "
-                                      f"for {len(writes)} outputs")
+            if type(results) is not list or len(results) != len(writes):
+                results = checked_eval_results(operation, results, len(writes))
             for w, result in zip(writes, results):
                 env[w] = result
             for r in frees:
@@ -106,7 +116,8 @@ class Program:
         """A function from the values of ``input_keys`` (in order) to the outputs' values.
 
         Like :meth:`run` with the lookups by key done once, here; every key the
-        program loads must be among ``input_keys``.
+        program loads must be among ``input_keys``. The function takes exactly one
+        value per input key; another count raises :class:`~tidu.errors.InvalidArgumentError`.
 
         >>> import enum
         >>> from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local
@@ -121,14 +132,16 @@ class Program:
         >>> compiled(g).runner([g.input_keys[1], g.input_keys[0]])([1.0, 5.0])
         [4.0]
         """
+        input_keys = sequence_argument(input_keys, "Program.runner", "input_keys")
         position = {key: i for i, key in enumerate(input_keys)}
         for key, _ in self.loads:
             if key not in position:
                 raise MissingValueError(f"{key!r} is loaded by the program but not an input key")
         loads = tuple((position[key], slot) for key, slot in self.loads)
         if len(self.steps) <= _STRAIGHT_LINE_MAX_STEPS:
-            return _straight_line(loads, self.steps, self.outputs, ctx)
-        return _interpreter(loads, self.steps, self.outputs, self.n_registers, ctx)
+            return _straight_line(loads, len(input_keys), self.steps, self.outputs, ctx)
+        return _interpreter(loads, len(input_keys), self.steps, self.outputs, self.n_registers,
+                            ctx)
 
 
 # Small programs (eager backward's per-node work) run as generated straight-line
@@ -136,16 +149,29 @@ class Program:
 _STRAIGHT_LINE_MAX_STEPS = 64
 
 
-def _straight_line(loads, steps, outputs, ctx) -> Callable[[Sequence[Any]], list]:
-    """``steps`` as the source of one Python function over local variables ``r<register>``."""
-    namespace: dict = {"ctx": ctx, "_check": _check_output_count}
-    lines = ["def run(values):"]
-    lines += [f"    r{slot} = values[{i}]" for i, slot in loads]
+def _straight_line(loads, n_values: int, steps, outputs, ctx) -> Callable[[Sequence[Any]], list]:
+    """``steps`` as the source of one Python function over local variables ``r<register>``.
+
+    The values arrive by one unpacking (``[r0, _, r1] = values``), which also checks
+    their number; a step whose ``eval`` did not return a list of the right length
+    goes through :func:`checked_eval_results`.
+    """
+    namespace: dict = {"ctx": ctx, "_checked": checked_eval_results,
+                       "_wrong_count": _wrong_value_count}
+    targets = ["_"] * n_values
+    for i, slot in loads:
+        targets[i] = f"r{slot}"
+    lines = ["def run(values):",
+             "    try:",
+             f"        [{', '.join(targets)}] = values",
+             "    except (TypeError, ValueError):",
+             f"        _wrong_count(values, {n_values})"]
     for k, (operation, reads, writes, frees) in enumerate(steps):
         namespace[f"op{k}"] = operation
         namespace[f"eval{k}"] = operation.eval
         lines.append(f"    out = eval{k}(ctx, [{', '.join(f'r{r}' for r in reads)}])")
-        lines.append(f"    if len(out) != {len(writes)}: _check(op{k}, out, {len(writes)})")
+        lines.append(f"    if type(out) is not list or len(out) != {len(writes)}: "
+                     f"out = _checked(op{k}, out, {len(writes)})")
         lines += [f"    r{w} = out[{j}]" for j, w in enumerate(writes)]
         lines += [f"    r{r} = None" for r in frees]          # release big values early
     lines.append(f"    return [{', '.join(f'r{r}' for r in outputs)}]")
@@ -153,24 +179,35 @@ def _straight_line(loads, steps, outputs, ctx) -> Callable[[Sequence[Any]], list
     return namespace["run"]
 
 
-def _check_output_count(operation, results, expected: int) -> None:
-    raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} values for "
-                          f"{expected} outputs")
+def _wrong_value_count(values, expected: int) -> None:
+    """Raise the error for a runner called with other than one value per input key."""
+    try:
+        given = f"{len(values)} values"
+    except TypeError:
+        given = type(values).__name__
+    raise InvalidArgumentError(f"this runner takes a sequence of {expected} values, one per "
+                               f"input key; got {given}")
 
 
-def _interpreter(loads, steps, outputs, n_registers, ctx) -> Callable[[Sequence[Any]], list]:
+def _interpreter(loads, n_values: int, steps, outputs, n_registers, ctx
+                 ) -> Callable[[Sequence[Any]], list]:
     """A loop over ``steps`` with values in a list indexed by register."""
     steps = tuple((operation.eval, operation, reads, writes, frees)
                   for operation, reads, writes, frees in steps)
 
     def run(values: Sequence[Any]) -> list:
+        try:
+            if len(values) != n_values:
+                _wrong_value_count(values, n_values)
+        except TypeError:
+            _wrong_value_count(values, n_values)
         env = [None] * n_registers
         for i, slot in loads:
             env[slot] = values[i]
         for evaluate, operation, reads, writes, frees in steps:
             results = evaluate(ctx, [env[r] for r in reads])
-            if len(results) != len(writes):
-                _check_output_count(operation, results, len(writes))
+            if type(results) is not list or len(results) != len(writes):
+                results = checked_eval_results(operation, results, len(writes))
             for w, result in zip(writes, results):
                 env[w] = result
             for r in frees:
@@ -190,7 +227,10 @@ _lock = threading.Lock()
 
 def compiled(graph: Graph) -> Program:
     """The :class:`Program` computing ``graph``'s outputs, compiled once and kept on the graph."""
-    program = graph._program
+    try:
+        program = graph._program
+    except AttributeError:
+        raise InvalidArgumentError(f"compiled needs a Graph, got {type(graph).__name__}") from None
     if program is None:
         with _lock:
             program = graph._program

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from tidu.errors import GraphError
+from tidu.errors import InvalidArgumentError
 from tidu.graph.builder import Graph
 from tidu.graph.keys import OperationRole, ValueKey
 
@@ -41,13 +41,16 @@ class ResolvedView:
     def __init__(self, graphs: Iterable[Graph]) -> None:
         ordered: list[Graph] = []
         seen: set[int] = set()
+        if isinstance(graphs, (str, bytes)) or not hasattr(graphs, "__iter__"):
+            raise InvalidArgumentError(
+                f"resolve needs a Graph, graphs or a ResolvedView, got {_kind(graphs)}")
         queue = list(graphs)
         position = 0
         while position < len(queue):
             graph = queue[position]
             position += 1
             if not isinstance(graph, Graph):
-                raise GraphError(f"resolve needs Graphs, got {type(graph).__name__}")
+                raise InvalidArgumentError(f"resolve needs Graphs, got {_kind(graph)}")
             if id(graph) in seen:
                 continue
             seen.add(id(graph))
@@ -83,8 +86,18 @@ class ResolvedView:
         return f"<ResolvedView of {len(self.graphs)} graphs>"
 
 
+def _kind(value) -> str:
+    """How an error names a wrong argument: its type, with a hint for the likely mix-ups."""
+    if hasattr(value, "tangent_inputs") and isinstance(getattr(value, "graph", None), Graph):
+        return f"a {type(value).__name__} (pass its .graph)"
+    return "None" if value is None else type(value).__name__
+
+
 def resolve(graphs: "Graph | Iterable[Graph] | ResolvedView") -> ResolvedView:
-    """A :class:`ResolvedView` over ``graphs`` (a graph, an iterable of graphs, or a view)."""
+    """A :class:`ResolvedView` over ``graphs`` (a graph, an iterable of graphs, or a view).
+
+    An iterable is read once, so a generator works.
+    """
     if isinstance(graphs, ResolvedView):
         return graphs
     if isinstance(graphs, Graph):

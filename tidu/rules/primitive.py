@@ -47,6 +47,29 @@ class Primitive(GraphOperation):
         """The op ``linear_transpose`` uses to sum cotangents (two inputs, one output)."""
         raise ADRuleError(cls.__name__, ADRuleKind.TRANSPOSE, "the set defines no add()")
 
+    @classmethod
+    def constant(cls, value: Any) -> "Primitive | None":
+        """An operation with no inputs and one output whose value is ``value``, or ``None``.
+
+        :func:`tidu.optimize` folds an operation whose inputs are all constants
+        (outputs of operations with no inputs) into the constants this returns,
+        one per output. The default, ``None``, leaves it alone; so may a set for
+        values too large to keep in a program.
+        """
+        return None
+
+    def simplify(self, rewriter, inputs: Sequence[ValueKey], role, ctx: Any
+                 ) -> Sequence[ValueKey] | None:
+        """A cheaper way to compute this op on ``inputs``: one value key per output, or ``None``.
+
+        Called by :func:`tidu.optimize` with the op's input keys, already
+        simplified. Return keys the program holds (an input, or an input of an
+        input's producer: see :func:`tidu.compile.producer`) or keys of new
+        operations made with ``rewriter.emit(op, input_keys, role)``, which are
+        simplified in turn. A rule must make progress. Default: ``None``, no rewrite.
+        """
+        return None
+
     def structural_rules(self) -> bool:
         """Whether this op's rules may be recorded once and replayed (default ``False``).
 

@@ -367,6 +367,28 @@ def _div_transpose(b, ct, x, y, mask):
     return (emit(b, div, [Local(ct), Local(emit(b, conj, [y]))], LIN_TF), None)
 
 
+def _div_or_zero_fn(x, y):
+    out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y))
+    return np.divide(x, y, out=out, where=np.asarray(y) != 0)
+
+
+def _div_or_zero_jvp(b, x, y, out, tx, ty):
+    # as div's, with div_or_zero throughout: every term is 0 where y is 0
+    terms = None if tx is None else emit(b, div_or_zero, [Local(tx), External(y)], LIN_TF)
+    if ty is not None:
+        ratio = emit(b, div_or_zero, [External(out), External(y)])
+        scaled = emit(b, mul, [Local(ty), Local(ratio)], LIN_TF)
+        terms = _sum_terms(b, terms, emit(b, neg, [Local(scaled)], LIN))
+    return terms
+
+
+def _div_or_zero_transpose(b, ct, x, y, mask):
+    if mask != (True, False):
+        raise ADRuleError("div_or_zero", ADRuleKind.TRANSPOSE,
+                          "div_or_zero is linear in its numerator only")
+    return (emit(b, div_or_zero, [Local(ct), Local(emit(b, conj, [y]))], LIN_TF), None)
+
+
 def _mul_conj_fn(a, b):
     return apply_ufunc(np.multiply, a, np.conj(b) if np.iscomplexobj(b) else b)
 
@@ -376,6 +398,8 @@ sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose)
 mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose)
 mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose)
 div = binary("div", np.divide, _div_jvp, _div_transpose)
+div_or_zero = binary("div_or_zero", _div_or_zero_fn, _div_or_zero_jvp, _div_or_zero_transpose)
+"""``x / y``, and 0 where ``y`` is 0: ``|z|``'s derivatives are 0 at 0 with it (PyTorch's)."""
 
 
 # --- dtype conversion -----------------------------------------------------------------

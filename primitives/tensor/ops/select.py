@@ -226,7 +226,8 @@ class Minimum(_Extremum):
 
 @tensor_op
 class ComplexAbs(TensorPrimitive):
-    """``|z|`` of complex ``z`` of ``dtype``: real result; ``d|z| = Re(conj(z) dz) / |z|``."""
+    """``|z|`` of complex ``z`` of ``dtype``: real result; ``d|z| = Re(conj(z) dz) / |z|``,
+    and 0 at ``z = 0`` (PyTorch's convention; JAX gives NaN there)."""
 
     dtype: str
     name = "complex_abs"
@@ -237,7 +238,7 @@ class ComplexAbs(TensorPrimitive):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         z, r = External(primal_inputs[0]), External(primal_outputs[0])
         as_complex = ew.ConvertElementType(self.dtype, real_dtype_name(self.dtype))
-        unit = emit(builder, ew.div, [z, Local(emit(builder, as_complex, [r]))])     # z / |z|
+        unit = emit(builder, ew.div_or_zero, [z, Local(emit(builder, as_complex, [r]))])  # z/|z|
         projected = emit(builder, ew.mul_conj, [Local(tangent_inputs[0]), Local(unit)], LIN_TF)
         return [emit(builder, Real(self.dtype), [Local(projected)], LIN)]
 
