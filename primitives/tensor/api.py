@@ -403,7 +403,7 @@ class ArrayOperators:
     __hash__ = object.__hash__                                   # by identity, as torch.Tensor
 
     def __bool__(self) -> bool:
-        return bool(data_of(self))
+        return bool(data_of(self, "bool() (an if or while on a traced value)"))
 
     def __iter__(self):
         if not self.shape:
@@ -744,7 +744,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     """``scipy.special.logsumexp``: ``log(sum(exp(x)))`` computed stably.
 
     The shift by the maximum is a constant (its derivative cancels exactly), so
-    it is taken from the data and does not enter the derivative.
+    it goes through :func:`stop_gradient` and does not enter the derivative.
     """
     x = _operand(x)
     if np.issubdtype(dtype_of(x), np.complexfloating):
@@ -752,19 +752,25 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     x = astype(x, _float_dtype(x))
     shape = shape_of(x)
     axes = _axes(axis, len(shape), "logsumexp")
-    data = np.asarray(data_of(x))
     kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
     if any(shape[a] == 0 for a in axes):
-        shift = np.zeros(kept_shape, dtype=data.dtype)
+        shift = np.zeros(kept_shape, dtype=dtype_of(x))
     else:
-        shift = np.max(data, axis=axes, keepdims=True) if axes else data
-        shift = np.where(np.isfinite(shift), shift, 0).astype(data.dtype)
+        shift = max(stop_gradient(x), axes, keepdims=True) if axes else stop_gradient(x)
+        shift = where(less(abs(shift), np.inf), shift, 0.0)     # no shift by inf or nan
     out = add(log(sum(exp(subtract(x, shift)), axes, keepdims=True)), shift)
     return out if keepdims else reshape(out, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
 def stop_gradient(x):
-    """The value of ``x`` as a constant NumPy array: no derivative flows through it."""
+    """``x`` as a constant: no derivative flows through it.
+
+    For an array or a ``Tensor``, its data as a NumPy array; for a traced value,
+    a ``stop_gradient`` op (its value where the data is not known yet, under ``jit``).
+    """
+    x = _operand(x)
+    if isinstance(x, Frontend) and x.is_tracer:
+        return _first(bind(sel.stop_gradient, x))
     return np.asarray(data_of(x))
 
 
@@ -1123,6 +1129,47 @@ def take(a, indices, axis=None):
         raise TensorIndexError("take: indices must be integers")
     index = np.ascontiguousarray(_index_array(index, shape[axis], axis))
     return _first(bind(Gather(axis, shape, index.shape), a, index))
+
+
+@implements(np.zeros_like)
+def zeros_like(a, dtype=None):
+    """``np.zeros_like``: a constant array (its values do not depend on ``a``'s)."""
+    a = _operand(a)
+    return np.zeros(shape_of(a), dtype=dtype_of(a) if dtype is None else dtype)
+
+
+@implements(np.ones_like)
+def ones_like(a, dtype=None):
+    """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
+    a = _operand(a)
+    return np.ones(shape_of(a), dtype=dtype_of(a) if dtype is None else dtype)
+
+
+@implements(np.full_like)
+def full_like(a, fill_value, dtype=None):
+    """``np.full_like`` with a constant ``fill_value``."""
+    a = _operand(a)
+    return np.full(shape_of(a), fill_value, dtype=dtype_of(a) if dtype is None else dtype)
+
+
+@implements(np.shape)
+def shape(a) -> tuple:
+    """``np.shape`` (known under ``jit`` too)."""
+    return shape_of(_operand(a))
+
+
+@implements(np.ndim)
+def ndim(a) -> int:
+    """``np.ndim``."""
+    return len(shape(a))
+
+
+@implements(np.size)
+def size(a, axis=None) -> int:
+    """``np.size``."""
+    dims = shape(a)
+    return int(np.prod(dims, dtype=np.int64)) if axis is None else dims[_axis(axis, len(dims),
+                                                                               "size")]
 
 
 @implements(np.broadcast_to)

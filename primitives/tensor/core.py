@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from tidu import TiduError
 from tidu.graph import Derived, ValueKey
 from tidu.graph.evaluate import schedule
 
@@ -26,6 +27,7 @@ class Frontend:
 
     __slots__ = ()
     level = 0
+    is_tracer = False       # a value of a functional transform's trace (not an eager Tensor)
 
     @property
     def carries_gradient(self) -> bool:
@@ -76,8 +78,19 @@ def dtype_of(value) -> np.dtype:
     return np.asarray(value).dtype
 
 
-def data_of(value):
-    """The level-0 data under any frontend value."""
+class ConcretizationError(TiduError, TypeError):
+    """The data of a value is needed while ``jit`` traces, where only its shape and dtype
+    are known (JAX's ``ConcretizationTypeError``)."""
+
+
+def data_of(value, what: str = "reading its data"):
+    """The level-0 data under any frontend value; under ``jit``, a :class:`ConcretizationError`
+    naming ``what`` needed it."""
     while isinstance(value, Frontend):
+        if value.is_tracer and value.trace.abstract:
+            raise ConcretizationError(
+                f"{what}: the values of an array traced by {value.trace.transform} are not "
+                "known while it traces, only its shape and dtype; compute with tnp functions "
+                "(tnp.where instead of if), or mark the argument static (static_argnums)")
         value = value.value_below
     return value

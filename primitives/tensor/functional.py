@@ -51,10 +51,11 @@ class GraphTrace:
     """
 
     def __init__(self, capture: Callable[[Any], bool] | None = None,
-                 transform: str = "a transform") -> None:
+                 transform: str = "a transform", abstract: bool = False) -> None:
         self.level = next(_levels)
         self.transform = transform
         self.active = True
+        self.abstract = abstract        # values not to be read: jit's trace is for any input
         self.builder = GraphBuilder()
         self.values: dict = {}          # value key -> value one level below
         self._constants = itertools.count()
@@ -88,6 +89,7 @@ class Tracer(ArrayOperators, Frontend):
     """A value inside a traced function: a graph value plus what it is one level down."""
 
     __slots__ = ("trace", "id", "value_below", "level")
+    is_tracer = True
 
     def __init__(self, trace: GraphTrace, id: int, value) -> None:
         self.trace = trace
@@ -148,7 +150,7 @@ class Traced:
             self.single_output = not isinstance(out, (tuple, list))
             outs = [out] if self.single_output else list(out)
             for position, o in enumerate(outs):
-                _check_output(o, transform, f, None if self.single_output else position)
+                check_output(o, transform, f, None if self.single_output else position)
             outs = [self.trace.lift(o) for o in outs]
         finally:
             self.trace.active = False
@@ -184,7 +186,7 @@ def _function_name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
-def _check_output(value, transform: str, f, position: int | None) -> None:
+def check_output(value, transform: str, f, position: int | None) -> None:
     """A traced function returns arrays, numbers or traced values (JAX's rule): not ``None``,
     strings or other objects, which would otherwise become silent zero derivatives."""
     where = "" if position is None else f" at position {position}"

@@ -96,7 +96,7 @@ def constant_data(value, what: str):
                               "derivative; use tnp functions on it, or take its value as a "
                               "constant on purpose with tnp.stop_gradient(x) (or .detach() "
                               "and .item() on a Tensor)")
-    return data_of(value)
+    return data_of(value, what)
 
 
 def _plain(value):

@@ -79,6 +79,9 @@ def zeros(builder, shape, dtype) -> int:
 zeros_like = ew.unary("zeros_like", np.zeros_like, jvp=lambda b, x, y, t: None)
 """Zeros of the operand's shape and dtype; its derivative is zero (``np.imag`` of a real array)."""
 
+stop_gradient = ew.unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
+"""The operand itself, with derivative zero (``lax.stop_gradient``)."""
+
 
 # --- select -------------------------------------------------------------------------
 

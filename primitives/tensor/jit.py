@@ -1,0 +1,146 @@
+"""``jit``: trace a function once per argument signature, optimize the graph, run it compiled.
+
+``jit(f)`` traces ``f`` the first time it sees a signature (the structure of the
+arguments, each array's shape and dtype, the values of ``static_argnums``),
+hands the graph to :func:`tidu.optimize` and compiles the result into a
+:class:`tidu.graph.Program`. Later calls with that signature run the program:
+``f``'s Python code, and so its side effects, run once per trace, as in JAX.
+
+While ``jit`` traces, only shapes and dtypes are known: Python control flow on a
+traced value (``if x > 0``), ``float(x)`` or traced index arrays raise
+:class:`~primitives.tensor.core.ConcretizationError` instead of baking the
+first call's values into the program. Mark such arguments static.
+
+Called on tensors or on other transforms' traced values (``grad(jit(f))``,
+``jit`` on eager ``Tensor``s), the traced graph is replayed through their front
+end, so derivatives flow through it; ``jit(grad(f))`` compiles the whole
+gradient computation into one program.
+
+>>> import numpy as np
+>>> import primitives.tensor as tnp
+>>> calls = []
+>>> @jit
+... def f(x):
+...     calls.append(1)                       # a side effect: runs once per trace
+...     return tnp.sum(tnp.sin(x) * x)
+>>> float(f(np.ones(3))), float(f(np.zeros(3))), len(calls)
+(2.5244129544236893, 0.0, 1)
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tidu import optimize
+from tidu.graph import compiled
+from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
+from primitives.tensor.functional import FunctionalError, GraphTrace, check_output
+from primitives.tensor.pytree import tree_flatten, tree_unflatten
+
+_CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
+
+
+def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+    """``f`` traced and compiled once per (argument structure, shapes, dtypes, static args).
+
+    ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
+    of them; the arguments at ``static_argnums`` are passed to ``f`` as they are
+    (they must be hashable) and a new value traces again.
+    """
+    statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
+        else tuple(static_argnums)
+    cache: dict = {}
+
+    @functools.wraps(f)
+    def jitted(*args, **kwargs):
+        static_positions = {_static_position(n, len(args), f) for n in statics}
+        static = tuple((n, args[n]) for n in sorted(static_positions))
+        dynamic = [a for n, a in enumerate(args) if n not in static_positions]
+        leaves, structure = tree_flatten((dynamic, kwargs))
+        leaves = [_leaf(leaf, f) for leaf in leaves]
+        signature = (structure, static,
+                     tuple((shape_of(leaf), dtype_of(leaf).str) for leaf in leaves))
+        try:
+            traced = cache.get(signature)
+        except TypeError:
+            raise FunctionalError(f"jit of {_name(f)}: a static argument is not hashable "
+                                  f"({[type(v).__name__ for _, v in static]})") from None
+        if traced is None:
+            traced = _Traced(f, static, structure, leaves)
+            if traced.reusable:
+                if len(cache) >= _CACHE_SIZE:
+                    cache.pop(next(iter(cache)))
+                cache[signature] = traced
+            return traced.first_result
+        return traced(leaves)
+
+    return jitted
+
+
+def _static_position(n, count: int, f) -> int:
+    if not isinstance(n, numbers.Integral) or not -count <= n < count:
+        raise FunctionalError(f"jit of {_name(f)}: static_argnums {n!r} out of range for "
+                              f"{count} arguments")
+    return int(n) % count
+
+
+def _leaf(value, f):
+    if isinstance(value, Frontend):
+        return value
+    if isinstance(value, (np.ndarray, np.generic, numbers.Number)):
+        return np.asarray(value)
+    raise FunctionalError(f"jit of {_name(f)}: an argument holds a {type(value).__name__}; "
+                          "pass arrays and numbers (or mark the argument static)")
+
+
+def _name(f) -> str:
+    return getattr(f, "__qualname__", None) or type(f).__name__
+
+
+class _Traced:
+    """``f`` traced at one signature: its optimized graph and compiled program."""
+
+    def __init__(self, f, static: tuple, structure, leaves: list) -> None:
+        trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
+        tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
+        dynamic, kwargs = tree_unflatten(structure, tracers)
+        args = list(dynamic)
+        for position, value in static:
+            args.insert(position, value)
+        try:
+            out = f(*args, **kwargs)
+            out_leaves, self.out_structure = tree_flatten(out)
+            for position, value in enumerate(out_leaves):
+                check_output(value, "jit", f, position)
+            outs = [trace.lift(o) for o in out_leaves]
+        finally:
+            trace.active = False
+        graph = trace.build(outs)
+        self.first_result = tree_unflatten(
+            self.out_structure, [_result(trace.values[k]) for k in graph.output_keys])
+        self.arg_keys = list(graph.input_keys[:len(leaves)])
+        constant_keys = list(graph.input_keys[len(leaves):])
+        self.constants = [trace.values[k] for k in constant_keys]
+        # a closed-over tensor or traced value changes from call to call: trace again
+        self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
+        self.graph = optimize(graph, graph.output_keys)
+        self.input_keys = self.arg_keys + constant_keys
+        self.run = compiled(self.graph).runner(self.input_keys)
+
+    def __call__(self, leaves: list):
+        values = leaves + self.constants
+        if any(isinstance(v, Frontend) for v in leaves):
+            # replay through the callers' front end, so their derivatives flow through
+            outs = interpret(self.graph.output_keys, dict(zip(self.input_keys, values)))
+        else:
+            outs = self.run(values)
+        return tree_unflatten(self.out_structure, [_result(o) for o in outs])
+
+
+def _result(value):
+    """Top-level results are arrays (0-d arrays, not NumPy scalars) or front-end values."""
+    return np.asarray(value) if isinstance(value, (np.generic, numbers.Number)) else value

@@ -1,0 +1,89 @@
+"""Nested containers of arrays ("pytrees", as JAX calls them): flatten to leaves and back.
+
+Tuples, lists and dicts (keys sorted, as in JAX) are nodes, ``None`` is an empty
+node, anything else is a leaf. The structure is a hashable :class:`TreeDef`, so
+it can key a cache.
+
+>>> leaves, tree = tree_flatten({"b": (1, 2), "a": [3, None]})
+>>> leaves
+[3, 1, 2]
+>>> tree_unflatten(tree, [30, 10, 20])
+{'a': [30, None], 'b': (10, 20)}
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class TreeDef(NamedTuple):
+    """A pytree's structure: ``kind`` is "leaf", "none", "tuple", "list" or "dict"; ``keys``
+    the dict's keys (sorted); ``children`` the children's structures."""
+
+    kind: str
+    keys: tuple = ()
+    children: tuple = ()
+
+    def __repr__(self) -> str:
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children)) \
+            if self.kind == "dict" else ", ".join(map(repr, self.children))
+        return {"tuple": f"({inner})", "list": f"[{inner}]", "dict": f"{{{inner}}}"}[self.kind]
+
+
+LEAF = TreeDef("leaf")
+
+
+def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
+    """The leaves of ``tree`` in order, and its structure."""
+    leaves: list = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(tree, leaves: list) -> TreeDef:
+    # recursion follows the nesting of containers, not the size of any graph
+    if tree is None:
+        return TreeDef("none")
+    if type(tree) in (tuple, list):
+        return TreeDef(type(tree).__name__, (), tuple(_flatten(t, leaves) for t in tree))
+    if type(tree) is dict:
+        keys = tuple(sorted(tree))
+        return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    leaves.append(tree)
+    return LEAF
+
+
+def tree_unflatten(tree: TreeDef, leaves) -> Any:
+    """The pytree of structure ``tree`` with ``leaves`` in order."""
+    it = iter(leaves)
+    out = _unflatten(tree, it)
+    if next(it, _END) is not _END:
+        raise ValueError(f"tree_unflatten: more leaves than the structure {tree!r} holds")
+    return out
+
+
+_END = object()
+
+
+def _unflatten(tree: TreeDef, it) -> Any:
+    if tree.kind == "leaf":
+        return next(it)
+    if tree.kind == "none":
+        return None
+    children = [_unflatten(c, it) for c in tree.children]
+    if tree.kind == "dict":
+        return dict(zip(tree.keys, children))
+    return tuple(children) if tree.kind == "tuple" else children
+
+
+def tree_map(fn, tree: Any) -> Any:
+    """``tree`` with ``fn`` applied to every leaf.
+
+    >>> tree_map(lambda x: x * 2, (1, [2]))
+    (2, [4])
+    """
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [fn(leaf) for leaf in leaves])

@@ -1,0 +1,238 @@
+"""``jit``: the same results as the function, traced once per signature, composing with the
+other transforms in both orders, and refusing to bake traced values into the program."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import primitives.tensor as tnp
+from primitives.tensor import FunctionalError, jit
+from primitives.tensor.core import ConcretizationError
+from tidu import TiduError
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal(6)
+M = RNG.standard_normal((3, 4))
+N = RNG.standard_normal((4, 2))
+
+# (name, function, arguments): every front-end function, through jit
+CASES = [
+    ("exp", lambda a: tnp.exp(a), (X,)),
+    ("log", lambda a: tnp.log(tnp.abs(a) + 1.0), (X,)),
+    ("sin-cos", lambda a: tnp.sin(a) * tnp.cos(a), (X,)),
+    ("tanh-sqrt", lambda a: tnp.tanh(a) + tnp.sqrt(a * a + 1.0), (X,)),
+    ("arith", lambda a, b: (a + b) * (a - b) / (b * b + 1.0) - (-a), (X, X[::-1].copy())),
+    ("power", lambda a: a ** 3 + tnp.power(a * a + 1.0, 0.5), (X,)),
+    ("abs-sign", lambda a: tnp.abs(a) * tnp.sign(a), (X,)),
+    ("max-min", lambda a: tnp.maximum(a, 0.1) + tnp.minimum(a, -0.1), (X,)),
+    ("where", lambda a: tnp.where(a > 0, a, 2 * a), (X,)),
+    ("clip", lambda a: tnp.clip(a, -0.5, 0.5), (X,)),
+    ("sum-mean", lambda a: tnp.sum(a, axis=0) + tnp.mean(a, axis=1, keepdims=True), (M,)),
+    ("reduce-max", lambda a: tnp.max(a, axis=1) - tnp.min(a), (M,)),
+    ("logsumexp", lambda a: tnp.logsumexp(a, axis=1), (M,)),
+    ("reshape-transpose", lambda a: tnp.transpose(tnp.reshape(a, (4, 3))) * 2.0, (M,)),
+    ("broadcast", lambda a: tnp.broadcast_to(a[0], (3, 4)) + tnp.expand_dims(a[:, 0], 1), (M,)),
+    ("squeeze", lambda a: tnp.squeeze(a[:1]), (M,)),
+    ("matmul", lambda a, b: a @ b, (M, N)),
+    ("dot-outer", lambda a: tnp.dot(a, a) + tnp.outer(a, a), (X,)),
+    ("tensordot", lambda a, b: tnp.tensordot(a, b, axes=1), (M, N)),
+    ("einsum", lambda a, b: tnp.einsum("ij,jk->ik", a, b) + tnp.einsum("ii", a[:, :3]), (M, N)),
+    ("indexing", lambda a: a[1:, ::2] + a[[0, 2], 1:3].sum() + a[..., None][0, 0], (M,)),
+    ("take", lambda a: tnp.take(a, [3, 0, 0]), (X,)),
+    ("concat-stack", lambda a: tnp.concatenate([a, a * 2]) + tnp.stack([a, a])[1].sum(), (X,)),
+    ("pad", lambda a: tnp.pad(a, 1, constant_values=0.5), (X,)),
+    ("astype", lambda a: tnp.astype(a, np.float32) * 2, (X,)),
+    ("complex", lambda a: tnp.real(a * (1 + 2j)) + tnp.imag(tnp.conj(a * 1j)), (X,)),
+    ("numpy-dispatch", lambda a: np.sum(np.where(a > 0, np.exp(a), a)), (X,)),
+    ("list-stack", lambda a: tnp.sum([a, 2 * a], axis=0), (X,)),
+    ("stop-gradient", lambda a: a * tnp.stop_gradient(a), (X,)),
+]
+
+
+@pytest.mark.parametrize("name, f, args", CASES, ids=[c[0] for c in CASES])
+def test_jit_gives_the_functions_results(name, f, args):
+    expected = f(*args)
+    jitted = jit(f)
+    for _ in range(2):                          # the trace, then the compiled program
+        got = jitted(*args)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+    shifted = [a + 0.25 for a in args]          # same signature, new values: no stale data
+    np.testing.assert_allclose(jitted(*shifted), f(*shifted), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, f, args", [c for c in CASES if c[0] not in (
+    "astype", "numpy-dispatch")], ids=[c[0] for c in CASES if c[0] not in ("astype",
+                                                                          "numpy-dispatch")])
+def test_jit_of_grad_and_grad_of_jit(name, f, args):
+    loss = lambda *a: tnp.sum(tnp.real(f(*a)) ** 2)      # noqa: E731
+    expected = tnp.grad(loss, argnums=tuple(range(len(args))))(*args)
+    for transformed in (jit(tnp.grad(loss, argnums=tuple(range(len(args))))),
+                        tnp.grad(jit(loss), argnums=tuple(range(len(args))))):
+        for _ in range(2):
+            got = transformed(*args)
+            for g, e in zip(got, expected):
+                np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def _loss(w, x):
+    return tnp.sum(tnp.tanh(x @ w) ** 2)
+
+
+W = RNG.standard_normal((4, 2))
+
+
+def _no_jit(f, static_argnums=()):
+    return f
+
+
+@pytest.mark.parametrize("compose", [
+    lambda j: j(tnp.value_and_grad(_loss)),
+    lambda j: tnp.value_and_grad(j(_loss)),
+    lambda j: j(j(tnp.grad(_loss))),
+    lambda j: j(lambda w, x: tnp.hvp(lambda v: _loss(v, x), [w], [np.ones_like(w)])),
+    lambda j: lambda w, x: tnp.hvp(j(lambda v: _loss(v, x)), [w], [np.ones_like(w)]),
+    lambda j: lambda w, x: tnp.jvp(j(_loss), (w, x), (np.ones_like(w), np.zeros_like(x))),
+    lambda j: j(lambda w, x: tnp.jvp(_loss, (w, x), (np.ones_like(w), np.zeros_like(x)))),
+    lambda j: lambda w, x: tnp.vjp(j(_loss), w, x)[1](np.float64(1.0)),
+    lambda j: j(lambda w, x: tnp.vjp(_loss, w, x)[1](np.float64(1.0))),
+], ids=["jit(value_and_grad)", "value_and_grad(jit)", "jit(jit(grad))", "jit(hvp)",
+        "hvp(jit)", "jvp(jit)", "jit(jvp)", "vjp(jit)", "jit(vjp)"])
+def test_compositions_agree_with_the_untransformed_function(compose):
+    """Each composition with ``jit`` against the same composition without it."""
+    reference = _leaves(compose(_no_jit)(W, M))
+    transformed = compose(jit)
+    for _ in range(2):                          # the trace, then the compiled program
+        got = _leaves(transformed(W, M))
+        assert len(got) == len(reference)
+        for g, r in zip(got, reference):
+            np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-12)
+
+
+def _leaves(tree):
+    from primitives.tensor.pytree import tree_flatten
+    return tree_flatten(tree)[0]
+
+
+def test_traced_once_per_signature():
+    calls = []
+
+    @jit
+    def f(x, scale):
+        calls.append((np.shape(x), x.dtype))
+        return tnp.sum(x * scale)
+
+    f(np.ones(3), 2.0)
+    f(np.zeros(3), 5.0)                               # same shapes and dtypes
+    assert len(calls) == 1
+    f(np.ones(4), 2.0)                                # new shape
+    f(np.ones(3, np.float32), 2.0)                    # new dtype
+    f(np.ones(3), np.float32(2.0))                    # scale's dtype changed
+    assert len(calls) == 4
+    assert float(f(np.full(3, 2.0), 3.0)) == 18.0 and len(calls) == 4
+
+
+def test_static_arguments_are_part_of_the_signature():
+    calls = []
+
+    def f(x, n, mode="sum"):
+        calls.append(n)
+        out = x ** n
+        return tnp.sum(out) if mode == "sum" else tnp.mean(out)
+    g = jit(f, static_argnums=1)
+    assert float(g(np.full(2, 2.0), 2)) == 8.0 and float(g(np.full(2, 2.0), 3)) == 16.0
+    assert float(g(np.full(2, 3.0), 2)) == 18.0 and calls == [2, 3]
+    h = jit(f, static_argnums=(1, -1))
+    assert float(h(np.full(2, 2.0), 2, "mean")) == 4.0
+    with pytest.raises(FunctionalError, match="not hashable"):
+        jit(lambda x, s: x, static_argnums=1)(np.ones(2), [1, 2])
+    with pytest.raises(FunctionalError, match="static_argnums"):
+        jit(lambda x: x, static_argnums=3)(np.ones(2))
+
+
+def test_pytrees_in_and_out():
+    params = {"w": W, "b": np.zeros(2), "layers": [np.ones(2), None]}
+
+    def f(p, x, *, scale):
+        y = tnp.tanh(x @ p["w"] + p["b"]) * p["layers"][0] * scale
+        return {"sum": tnp.sum(y), "parts": (y, [p["b"]])}
+    got = jit(f)(params, M, scale=2.0)
+    want = f(params, M, scale=2.0)
+    assert set(got) == {"sum", "parts"} and isinstance(got["parts"], tuple)
+    np.testing.assert_allclose(got["sum"], want["sum"])
+    np.testing.assert_allclose(got["parts"][0], want["parts"][0])
+    grads = jit(tnp.grad(lambda w, b: tnp.sum(f({"w": w, "b": b, "layers": [np.ones(2)]},
+                                                   M, scale=1.0)["parts"][0]),
+                         argnums=(0, 1)))(W, np.zeros(2))
+    assert grads[0].shape == W.shape and grads[1].shape == (2,)
+
+
+@pytest.mark.parametrize("body, what", [
+    (lambda v: v if tnp.sum(v) > 0 else -v, "bool()"),
+    (lambda v: v * float(tnp.sum(v)), "float()"),
+    (lambda v: v[int(tnp.argmax(v)) if hasattr(tnp, "argmax") else int(tnp.sum(v > 0))], "int()"),
+    (lambda v: np.asarray(v) * 2, "NumPy array"),
+    (lambda v: v[np.asarray([0, 1]) + (tnp.astype(v[:2], np.int64))], "index"),
+    (lambda v: np.unique(v), "numpy.unique"),
+])
+def test_values_are_not_read_while_jit_traces(body, what):
+    x = np.arange(1.0, 4.0)
+    with pytest.raises(TiduError) as info:
+        jit(body)(x)
+    assert isinstance(info.value, (ConcretizationError, TiduError))
+    assert "jit" in str(info.value) or "drop" in str(info.value) or "numpy" in str(info.value)
+    np.testing.assert_allclose(jit(lambda v: v * 2)(x), 2 * x)        # still usable
+
+
+def test_integer_arguments_and_static_branching():
+    def f(x, n):
+        for _ in range(n):                     # Python control flow on a static value
+            x = tnp.sin(x)
+        return x
+    g = jit(f, static_argnums=1)
+    np.testing.assert_allclose(g(X, 3), np.sin(np.sin(np.sin(X))))
+    with pytest.raises(ConcretizationError, match="static"):
+        jit(f)(X, 3)                           # n traced: range(n) needs its value
+
+
+def test_eager_tensors_through_jit_keep_their_gradients():
+    f = jit(lambda w, x: tnp.sum(tnp.tanh(x @ w) ** 2))
+    f(W, M)                                    # traced with arrays
+    w = tnp.tensor(W, requires_grad=True)
+    loss = f(w, tnp.tensor(M))                 # replayed on tensors: recorded eagerly
+    np.testing.assert_allclose(loss.backward().grad(w), tnp.grad(_loss)(W, M))
+    w2 = tnp.tensor(W, requires_grad=True)
+    f2 = jit(lambda x: tnp.sum(tnp.tanh(x @ w2) ** 2))   # closes over a tensor
+    np.testing.assert_allclose(f2(M).backward().grad(w2), tnp.grad(_loss)(W, M))
+    np.testing.assert_allclose(f2(M).backward().grad(w2), tnp.grad(_loss)(W, M))
+
+
+def test_transform_errors_under_jit():
+    assert jit(lambda v: None)(X) is None                 # an empty pytree, as in JAX
+    with pytest.raises(FunctionalError, match="returned str"):
+        jit(lambda v: "loss")(X)
+    with pytest.raises(FunctionalError, match="str"):
+        jit(lambda v: v)("abc")
+    leak = []
+    jit(lambda v: (leak.append(v), v)[1])(X)
+    with pytest.raises(FunctionalError, match="escaped tracer"):
+        leak[0] + 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["sin", "exp", "square", "sum0", "neg", "where", "mul"]),
+                min_size=1, max_size=6),
+       st.integers(1, 4), st.integers(1, 3))
+def test_random_programs_jit_like_the_function(names, n, m):
+    steps = {"sin": tnp.sin, "exp": lambda v: tnp.exp(v * 0.3), "square": lambda v: v * v,
+             "sum0": lambda v: tnp.sum(v, axis=0, keepdims=True) + v, "neg": lambda v: -v,
+             "where": lambda v: tnp.where(v > 0.2, v, v * 0.5), "mul": lambda v: v * v[:1]}
+
+    def program(v):
+        for name in names:
+            v = steps[name](v)
+        return tnp.sum(v * v)
+    x = np.random.default_rng(len(names) * 7 + n).standard_normal((n, m))
+    np.testing.assert_allclose(jit(program)(x), program(x), rtol=1e-12)
+    np.testing.assert_allclose(jit(tnp.grad(program))(x), tnp.grad(program)(x), rtol=1e-10)
+    np.testing.assert_allclose(tnp.grad(jit(program))(x), tnp.grad(program)(x), rtol=1e-10)
