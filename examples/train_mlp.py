@@ -7,7 +7,9 @@ finite differences. Run:
     pip install ".[examples]" && python examples/train_mlp.py
 
 Options: --epochs N (default 40), --subset N (train on the first N images),
---hidden N (default 64), --seed N.
+--hidden N (default 64), --seed N, --jit (the functional route: parameters are
+NumPy arrays and each step is one compiled ``jit(value_and_grad(loss))`` program
+instead of eager tensors).
 """
 
 from __future__ import annotations
@@ -67,29 +69,28 @@ def check_first_gradient(params, x, onehot, rng, count=6, eps=1e-6) -> float:
 
 
 class Adam:
-    """Adam on NumPy arrays (the tensors' .data), reading .grad."""
+    """Adam on NumPy arrays, updated in place."""
 
-    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
-        self.m = [np.zeros_like(p.data) for p in params]
-        self.v = [np.zeros_like(p.data) for p in params]
+    def __init__(self, shapes, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
+        self.m = [np.zeros(shape) for shape in shapes]
+        self.v = [np.zeros(shape) for shape in shapes]
 
-    def step(self):
+    def step(self, arrays, grads):
         self.t += 1
         b1, b2 = self.betas
-        for p, m, v in zip(self.params, self.m, self.v):
+        for a, g, m, v in zip(arrays, grads, self.m, self.v):
             m *= b1
-            m += (1 - b1) * p.grad
+            m += (1 - b1) * g
             v *= b2
-            v += (1 - b2) * p.grad ** 2
+            v += (1 - b2) * g ** 2
             m_hat = m / (1 - b1 ** self.t)
             v_hat = v / (1 - b2 ** self.t)
-            p.data -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
-            p.grad = None
+            a -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 def accuracy(params, x, labels) -> float:
-    predictions = np.argmax(logits(params, tnp.tensor(x)).data, axis=1)
+    predictions = np.argmax(tnp.stop_gradient(logits(params, x)), axis=1)
     return float(np.mean(predictions == labels))
 
 
@@ -100,6 +101,8 @@ def main(argv=None) -> float:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jit", action="store_true",
+                        help="train with jit(value_and_grad(loss)) on NumPy arrays")
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
@@ -120,7 +123,24 @@ def main(argv=None) -> float:
     print(f"first gradient vs finite differences: worst relative error {worst:.2e}")
     assert worst < 1e-6, "backward disagrees with finite differences"
 
-    optimizer = Adam(params)
+    optimizer = Adam([p.shape for p in params])
+    if args.jit:                      # parameters as arrays; one compiled program per step
+        params = [p.detach().numpy().copy() for p in params]
+        value_and_grad = tnp.jit(tnp.value_and_grad(loss_fn))
+
+        def train_step(x, onehot):
+            loss, grads = value_and_grad(params, x, onehot)
+            optimizer.step(params, grads)
+            return float(loss)
+    else:
+        def train_step(x, onehot):
+            loss = loss_fn(params, tnp.tensor(x), onehot)
+            loss.backward()
+            optimizer.step([p.data for p in params], [p.grad for p in params])
+            for p in params:
+                p.grad = None
+            return loss.item()
+
     for epoch in range(1, args.epochs + 1):
         perm = rng.permutation(len(x_train))
         batches = range(0, len(perm), args.batch)
@@ -128,11 +148,9 @@ def main(argv=None) -> float:
         total = 0.0
         for start in bar:
             idx = perm[start:start + args.batch]
-            loss = loss_fn(params, tnp.tensor(x_train[idx]), onehot_train[idx])
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(idx)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            loss = train_step(x_train[idx], onehot_train[idx])
+            total += loss * len(idx)
+            bar.set_postfix(loss=f"{loss:.3f}")
         if epoch == 1 or epoch == args.epochs or epoch % 10 == 0:
             tqdm.write(f"epoch {epoch:3d}: train loss {total / len(x_train):.4f}, "
                        f"test accuracy {accuracy(params, x_test, y_test):.3f}")

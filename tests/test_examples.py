@@ -92,6 +92,23 @@ def test_train_mlp_reaches_95_percent_on_digits():
     assert module.main(["--epochs", "30"]) > 0.95
 
 
+def test_train_mlp_with_jit_learns_exactly_as_eager(capsys):
+    """--jit runs the same arithmetic through one compiled program per step."""
+    script = ROOT / "examples" / "train_mlp.py"
+    if missing_imports(script):
+        pytest.skip("train_mlp.py needs the examples extra")
+    spec = importlib.util.spec_from_file_location("train_mlp", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    eager = module.main(["--epochs", "2", "--subset", "400"])
+    eager_out = capsys.readouterr().out
+    jitted = module.main(["--epochs", "2", "--subset", "400", "--jit"])
+    jit_out = capsys.readouterr().out
+    assert eager == jitted
+    loss_lines = lambda out: [line for line in out.splitlines() if "train loss" in line]  # noqa
+    assert loss_lines(eager_out) == loss_lines(jit_out) and loss_lines(jit_out)
+
+
 def run_show_graphs(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     script = ROOT / "examples" / "show_graphs.py"
     if missing_imports(script):

@@ -325,13 +325,22 @@ def test_sequences_that_do_not_stack_raise():
 # --- errors of the transforms ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("result", [None, "loss", object(), {"a": 1.0}, ((1.0,),)],
-                         ids=["None", "str", "object", "dict", "nested"])
+@pytest.mark.parametrize("result", ["loss", object(), {"a": "b"}, ((1.0, None, int),)],
+                         ids=["str", "object", "dict-of-str", "nested-type"])
 def test_transforms_reject_non_array_outputs(result):
     for transform in (lambda f: tnp.grad(f)(X), lambda f: tnp.vjp(f, X),
                       lambda f: tnp.jvp(f, (X,), (X,))):
         with pytest.raises(FunctionalError, match="return"):
             transform(lambda v: result)
+
+
+@pytest.mark.parametrize("result", [None, {"a": 1.0}, ((1.0,),)], ids=["None", "dict", "nested"])
+def test_grad_rejects_pytree_outputs_that_vjp_and_jvp_accept(result):
+    with pytest.raises(FunctionalError, match="real floating point scalar"):
+        tnp.grad(lambda v: result)(X)
+    out, _ = tnp.vjp(lambda v: result, X)
+    assert type(out) is type(result)
+    assert type(tnp.jvp(lambda v: result, (X,), (X,))[1]) is type(result)
 
 
 @pytest.mark.parametrize("output", [

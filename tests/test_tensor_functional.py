@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from primitives import tensor as tnp
+from primitives.tensor import FunctionalError
 from tidu.testing import check_jvp, check_transpose
 
 from tensor_helpers import abs2, random
@@ -361,3 +362,49 @@ def test_numpy_array_on_the_left():
     np.testing.assert_allclose(tnp.grad(lambda y: tnp.sum(np.float64(2.5) * y))(y), [2.5, 2.5])
     g1 = tnp.grad(lambda x, y: tnp.sum(x * x * y + tnp.sin(x) * y ** 3), argnums=1)(X, Y)
     np.testing.assert_allclose(g1, df2(X, Y)[1], rtol=1e-12)
+
+
+# --- pytrees: nested tuples, lists and dicts of arrays ---------------------------------------
+
+
+def test_grad_of_a_dict_of_parameters():
+    params = {"w": np.array([[1.0, 2.0], [3.0, 4.0]]), "b": [np.array([0.5, -0.5]), None]}
+    x = np.array([1.0, -1.0])
+
+    def loss(p, x):
+        return tnp.sum(tnp.tanh(p["w"] @ x + p["b"][0]) ** 2)
+    g = tnp.grad(loss)(params, x)
+    assert set(g) == {"w", "b"} and g["b"][1] is None
+    h = np.tanh(params["w"] @ x + params["b"][0])
+    dz = 2 * h * (1 - h ** 2)
+    np.testing.assert_allclose(g["w"], np.outer(dz, x))
+    np.testing.assert_allclose(g["b"][0], dz)
+    value, (gp, gx) = tnp.value_and_grad(loss, argnums=(0, 1))(params, x)
+    np.testing.assert_allclose(gx, params["w"].T @ dz)
+    np.testing.assert_allclose(value, np.sum(h ** 2))
+
+
+def test_vjp_and_jvp_of_pytree_functions():
+    def f(a, pair):
+        return {"sum": tnp.sum(a * pair[0]), "both": (a * pair[1], pair[0])}
+    a, pair = np.array([1.0, 2.0]), (np.array([3.0, 4.0]), np.array([5.0, 6.0]))
+    out, vjp_fn = tnp.vjp(f, a, pair)
+    assert set(out) == {"sum", "both"} and isinstance(out["both"], tuple)
+    ct = {"sum": np.float64(1.0), "both": (np.ones(2), np.zeros(2))}
+    ga, (g0, g1) = vjp_fn(ct)
+    np.testing.assert_allclose(ga, pair[0] + pair[1])
+    np.testing.assert_allclose(g0, a)
+    np.testing.assert_allclose(g1, a)
+    with pytest.raises(FunctionalError, match="structure"):
+        vjp_fn((np.float64(1.0),))
+    _, tangent = tnp.jvp(f, (a, pair), (np.ones(2), (np.zeros(2), np.ones(2))))
+    np.testing.assert_allclose(tangent["sum"], np.sum(pair[0]))
+    np.testing.assert_allclose(tangent["both"][0], pair[1] + a)
+    with pytest.raises(FunctionalError, match="structure"):
+        tnp.jvp(f, (a, pair), (np.ones(2), np.zeros(2)))
+    # dot-product test through the pytree plumbing
+    t = (np.array([0.3, -0.7]), (np.array([1.1, 0.2]), np.array([-0.4, 0.9])))
+    _, jt = tnp.jvp(f, (a, pair), t)
+    lhs = float(jt["sum"]) * 1.0 + float(np.dot(jt["both"][0], ct["both"][0]))
+    rhs = float(np.dot(ga, t[0]) + np.dot(g0, t[1][0]) + np.dot(g1, t[1][1]))
+    assert abs(lhs - rhs) < 1e-12

@@ -33,6 +33,7 @@ from tidu import TiduError, linear_transpose, linearize
 from tidu.graph import Graph, GraphBuilder, Local
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
 
 _levels = itertools.count(2)
@@ -232,39 +233,69 @@ def _cast_like(value, like):
     return astype(value, dtype_of(like))
 
 
+class _Flat:
+    """``f`` as a function of the leaves of its (pytree) arguments, returning the leaves of
+    its result; the structures, to rebuild both sides."""
+
+    def __init__(self, f: Callable, args: Sequence) -> None:
+        self.f = f
+        self.leaves, self.in_trees = [], []
+        for arg in args:
+            leaves, tree = tree_flatten(arg)
+            self.leaves += leaves
+            self.in_trees.append((tree, len(leaves)))
+        self.out_tree = None
+        functools.update_wrapper(self, f)
+
+    def __call__(self, *leaves):
+        out_leaves, self.out_tree = tree_flatten(self.f(*self.unflatten_inputs(leaves)))
+        return list(out_leaves)
+
+    def unflatten_inputs(self, leaves) -> list:
+        it = iter(leaves)
+        return [tree_unflatten(tree, [next(it) for _ in range(n)]) for tree, n in self.in_trees]
+
+    def flatten_like_output(self, value, what: str) -> list:
+        leaves, tree = tree_flatten(value)
+        if tree != self.out_tree:
+            raise FunctionalError(f"{what} of structure {tree!r} ({len(leaves)} arrays) for an "
+                                  f"output of structure {self.out_tree!r}")
+        return leaves
+
+
 def vjp(f: Callable, *primals, transform: str = "vjp"):
     """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple.
 
-    For complex inputs this is the adjoint under ``Re<a, b>`` (PyTorch's convention):
-    ``jax.vjp`` returns the complex conjugate of it.
+    Primals, outputs and cotangents may be pytrees (nested tuples, lists and
+    dicts of arrays). For complex inputs this is the adjoint under ``Re<a, b>``
+    (PyTorch's convention): ``jax.vjp`` returns the complex conjugate of it.
     """
-    _check_differentiable([_as_value(p) for p in primals], transform)
-    traced = trace(f, *primals, transform=transform)
-    argnums = tuple(range(len(primals)))
+    flat = _Flat(f, primals)
+    _check_differentiable([_as_value(p) for p in flat.leaves], transform)
+    traced = trace(flat, *flat.leaves, transform=transform)
+    argnums = tuple(range(len(flat.leaves)))
     transposed = traced.transposed(argnums)
     linear = traced.linearized(argnums)
     primal_values = [traced.trace.values[k] for k in traced.graph.input_keys]
 
     def vjp_fn(cotangent):
-        cts = [cotangent] if traced.single_output else list(cotangent)
-        if len(cts) != len(traced.outputs):
-            raise FunctionalError(f"vjp_fn expects {len(traced.outputs)} cotangents, "
-                                  f"got {len(cts)}")
+        cts = flat.flatten_like_output(cotangent, "vjp_fn: cotangent")
         values = dict(traced.trace.values)
         seeds = iter(transposed.tangent_input_keys)
         for output_id, ct, out in zip(linear.tangent_outputs, cts, traced.outputs):
             if shape_of(ct) != shape_of(out):
                 raise TensorShapeError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
-                                      f"of shape {shape_of(out)}")
+                                       f"of shape {shape_of(out)}")
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
         keys = transposed.tangent_output_keys
         computed = interpret([k for k in keys if k is not None], values)
         it = iter(computed)
-        return tuple(_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
-                     for k, p in zip(keys, primal_values))
+        leaves = [_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
+                  for k, p in zip(keys, primal_values)]
+        return tuple(flat.unflatten_inputs(leaves))
 
-    return traced.output(), vjp_fn
+    return tree_unflatten(flat.out_tree, list(traced.output())), vjp_fn
 
 
 def _check_scalar(out, f, transform: str):
@@ -324,29 +355,34 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
-    """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``)."""
+    """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``); primals and tangents may be pytrees."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
                               f"per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
-    primals, tangents = list(primals), list(tangents)
     if len(primals) != len(tangents):
         raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    _check_differentiable([_as_value(p) for p in primals], "jvp")
-    for p, t in zip(primals, tangents):
+    flat = _Flat(f, primals)
+    tangent_leaves, tangent_tree = tree_flatten(list(tangents))
+    if tangent_tree != tree_flatten(list(primals))[1]:
+        raise FunctionalError(f"jvp: tangents of structure {tangent_tree!r} for primals of "
+                              f"structure {tree_flatten(list(primals))[1]!r}")
+    _check_differentiable([_as_value(p) for p in flat.leaves], "jvp")
+    for p, t in zip(flat.leaves, tangent_leaves):
         if shape_of(p) != shape_of(t):
             raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
                                    f"{shape_of(p)}")
-    traced = trace(f, *primals, transform="jvp")
-    linear = traced.linearized(range(len(primals)))
+    traced = trace(flat, *flat.leaves, transform="jvp")
+    linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
-    for key, t, p in zip(linear.tangent_input_keys, tangents, primals):
+    for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
         values[key] = _cast_like(_as_value(t), p)
     keys = linear.tangent_output_keys
     computed = iter(interpret([k for k in keys if k is not None], values))
     tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
-    return traced.output(), tangent_out[0] if traced.single_output else tuple(tangent_out)
+    return (tree_unflatten(flat.out_tree, list(traced.output())),
+            tree_unflatten(flat.out_tree, tangent_out))
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence):
