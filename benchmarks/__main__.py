@@ -8,6 +8,8 @@ Workloads (each peer is skipped with a note when it is not installed):
   0-d ``primitives.tensor`` tensors, against PyTorch 0-d float64 tensors and autograd;
 - mlp: forward + backward of a 784-512-512-10 tanh MLP, batch 256, float32,
   against PyTorch, JAX (eager and jit) and autograd;
+- mlp jit: the same step as one ``jit(value_and_grad(loss))`` program, against
+  PyTorch eager and ``jax.jit``;
 - memory: peak memory of backward through a chain of 1 MB arrays, against what
   the forward pass holds.
 
@@ -140,7 +142,11 @@ def mlp_workload(repeat):
             row["peers"]["jax eager"], row["peers"]["jax jit"] = first, second
         else:
             row["peers"][name] = second
-    return [row]
+    jit_row = {"workload": "mlp jit", "case": "jit(value_and_grad(loss)), same MLP",
+               "tidu_ms": mlp.tidu_jit_runs(params, x, onehot, repeat),
+               "peers": {peer: row["peers"][peer] for peer in ("torch", "jax jit")
+                         if peer in row["peers"]}}
+    return [row, jit_row]
 
 
 def _mlp_retaining_memory(repeat) -> float:
@@ -209,6 +215,8 @@ def format_table(result: dict) -> str:
     for row in result["rows"]:
         if row["workload"] in ("transform", "eager scalar"):
             value = f"{row['tidu_us_per_op']:9.2f} µs/op"
+        elif row["workload"] == "mlp jit":
+            value = f"{row['tidu_ms']:9.2f} ms"
         elif row["workload"] == "mlp":
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
                      f"backward/forward {row['backward_over_forward']:.2f}; with "

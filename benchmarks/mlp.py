@@ -1,6 +1,7 @@
 """Forward + backward of a 784-512-512-10 tanh MLP with softmax cross-entropy.
 
-Batch 256, float32. tidu's eager ``Tensor`` against NumPy's forward pass alone,
+Batch 256, float32. tidu's eager ``Tensor`` and ``jit(value_and_grad(loss))``
+against NumPy's forward pass alone,
 PyTorch CPU eager, HIPS autograd and JAX (eager and jit), each when installed
 (`pip install ".[bench]"`); missing peers are skipped with a note. Prints the
 median of several runs in ms and ratios to each peer measured in the same run.
@@ -86,6 +87,24 @@ def tidu_runs(params, x, onehot, repeat):
     return fwd, total
 
 
+def tidu_jit_runs(params, x, onehot, repeat):
+    """One training step's work, ``jit(value_and_grad(loss))``, on NumPy arrays: ms."""
+    from primitives import tensor as tnp
+
+    def loss(ps, x, onehot):
+        h = x
+        for i in range(0, len(ps) - 2, 2):
+            h = tnp.tanh(tnp.matmul(h, ps[i]) + ps[i + 1])
+        z = tnp.matmul(h, ps[-2]) + ps[-1]
+        return -tnp.sum((z - tnp.logsumexp(z, axis=1, keepdims=True)) * onehot) / len(x)
+
+    step = tnp.jit(tnp.value_and_grad(loss))
+    value, grads = step(params, x, onehot)                 # the trace
+    assert abs(float(value) - numpy_forward(params, x, onehot)) < 1e-4
+    assert all(g.shape == p.shape and g.dtype == p.dtype for g, p in zip(grads, params))
+    return median_ms(lambda: step(params, x, onehot), repeat)
+
+
 def page_faults_per_step(step, steps: int = 10) -> float:
     """Minor page faults per call of ``step`` after a warm-up call (memory the OS maps in)."""
     step()
@@ -165,9 +184,11 @@ def main(argv=None) -> None:
     numpy_fwd = median_ms(lambda: numpy_forward(params, x, onehot), args.repeat)
     tidu_fwd, tidu_total = tidu_runs(params, x, onehot, args.repeat)
     tidu_faults = page_faults_per_step(tidu_model(params, x, onehot)[1])
+    tidu_jit = tidu_jit_runs(params, x, onehot, args.repeat)
     rows = [("numpy forward only", numpy_fwd, None),
             ("tidu eager forward", tidu_fwd, None),
-            ("tidu eager forward + backward", tidu_total, None)]
+            ("tidu eager forward + backward", tidu_total, None),
+            ("tidu jit(value_and_grad)", tidu_jit, None)]
     notes = []
     for name, runner in (("torch", torch_runs), ("autograd", autograd_runs), ("jax", jax_runs)):
         try:
@@ -185,9 +206,9 @@ def main(argv=None) -> None:
 
     print(f"MLP {'-'.join(map(str, SIZES))} tanh, softmax cross-entropy, batch {BATCH}, "
           f"float32; median of {args.repeat} runs")
-    print(f"{'':34s} {'ms':>8s}   tidu fwd+bwd / this")
+    print(f"{'':34s} {'ms':>8s}   tidu eager / this   tidu jit / this")
     for name, ms, peer in rows:
-        ratio = f"{tidu_total / ms:8.2f}" if peer else ""
+        ratio = f"{tidu_total / ms:8.2f}            {tidu_jit / ms:8.2f}" if peer else ""
         print(f"{name:34s} {ms:8.2f}   {ratio}")
     print(f"tidu backward / forward: {(tidu_total - tidu_fwd) / tidu_fwd:.2f}")
     print(f"tidu page faults per step: {tidu_faults:.0f}")
