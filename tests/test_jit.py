@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import primitives.tensor as tnp
 from primitives.tensor import FunctionalError, jit
-from primitives.tensor.core import ConcretizationError
+from primitives.tensor import ConcretizationError
 from tidu import TiduError
 
 RNG = np.random.default_rng(0)

@@ -10,6 +10,8 @@ array([1.        , 2.71828183])
 """
 
 from primitives.tensor.errors import (
+    BackwardError,
+    ConcretizationError,
     TensorAxisError,
     TensorIndexError,
     TensorNotSupportedError,
@@ -81,7 +83,7 @@ from primitives.tensor.api import (
     where,
     zeros_like,
 )
-from primitives.tensor.eager import BackwardError, Gradients, Tensor, checkpoint, tensor
+from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
 from primitives.tensor.buffers import release_cached_arrays, set_cache_limit
@@ -100,6 +102,7 @@ __all__ = [
     "retain_freed_memory",
     "release_cached_arrays",
     "set_cache_limit",
+    "ConcretizationError",
     "TensorAxisError",
     "TensorNotSupportedError",
     "TensorIndexError",

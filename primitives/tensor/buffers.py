@@ -18,7 +18,9 @@ idle ones.
 
 An array is handed out again only when the cache's reference is the last one:
 a saved value of a recorded op, a tensor, a view or any other holder keeps it
-from reuse.
+from reuse. The same test, :func:`unshared`, tells an op whether it may write
+its result into an input that a compiled program no longer reads (the
+program's memory plan, ``tidu.graph.program``).
 
 >>> a = output_like(np.zeros((512, 512), np.float32))
 >>> a.shape, a.dtype.name
@@ -40,6 +42,7 @@ MIN_BYTES = 1 << 17
 _MAX_PER_SHAPE = 64          # bounds the scan for an idle array
 _lock = threading.Lock()
 _cached: dict = {}           # (shape, dtype) -> list of arrays this cache made
+_cached_ids: set = set()     # id() of each array in _cached: they have one reference more
 _limits = {"bytes": 256 << 20, "held": 0}
 
 
@@ -52,6 +55,28 @@ def _first_refcount(arrays) -> int:
 # measured with the same code shape, so it is right for this interpreter.
 _IDLE_REFS = _first_refcount([np.empty(0)])
 _ENABLED = getattr(sys, "_is_gil_enabled", lambda: True)()   # refcounts are exact under the GIL
+
+
+def _refs_of_item(values, i: int) -> int:
+    return sys.getrefcount(values[i])
+
+
+# The reference count of an array held by nothing but one list, as _refs_of_item sees it.
+_LIST_ONLY_REFS = _refs_of_item([np.empty(0)], 0)
+
+
+def unshared(values: list, i: int) -> bool:
+    """Whether nothing but the list ``values`` (and this cache) references ``values[i]``:
+    no variable, view, tensor or other list, so writing into it changes no one else's value.
+
+    >>> unshared([np.zeros(3)], 0)
+    True
+    >>> a = np.zeros(3)
+    >>> unshared([a], 0)                 # the name ``a`` holds it too
+    False
+    """
+    return _ENABLED and (_refs_of_item(values, i)
+                         <= _LIST_ONLY_REFS + (id(values[i]) in _cached_ids))
 
 
 def _take_idle(arrays):
@@ -79,6 +104,7 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
         arrays = _cached.get(key, [])
         if len(arrays) < _MAX_PER_SHAPE and _limits["held"] + array.nbytes <= _limits["bytes"]:
             arrays.append(array)
+            _cached_ids.add(id(array))
             _cached[key] = arrays          # only shapes with arrays have a key (bounded)
             _limits["held"] += array.nbytes
     return array
@@ -107,6 +133,7 @@ def _drop_idle() -> int:
         for array in _cached[key]:
             if sys.getrefcount(array) <= _IDLE_REFS:
                 freed += array.nbytes
+                _cached_ids.discard(id(array))
             else:
                 kept.append(array)
         if kept:

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tidu import TiduError
 from tidu.graph import Derived, ValueKey
+from primitives.tensor.errors import ConcretizationError
 from tidu.graph.evaluate import schedule
 
 
@@ -76,11 +76,6 @@ def dtype_of(value) -> np.dtype:
     if hasattr(value, "dtype"):
         return np.dtype(value.dtype)
     return np.asarray(value).dtype
-
-
-class ConcretizationError(TiduError, TypeError):
-    """The data of a value is needed while ``jit`` traces, where only its shape and dtype
-    are known (JAX's ``ConcretizationTypeError``)."""
 
 
 def data_of(value, what: str = "reading its data"):

@@ -36,5 +36,10 @@ class BackwardError(TiduError, ValueError):
     does not require grad, changing ``requires_grad`` of a computed tensor)."""
 
 
+class ConcretizationError(TiduError, TypeError):
+    """The data of a value is needed while ``jit`` traces, where only its shape and dtype
+    are known (JAX's ``ConcretizationTypeError``)."""
+
+
 class TensorNotSupportedError(TiduError, NotImplementedError):
     """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""

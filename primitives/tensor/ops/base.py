@@ -19,7 +19,7 @@ import numpy as np
 
 from tidu import Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
-from primitives.tensor.buffers import output_like
+from primitives.tensor.buffers import output_like, unshared
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
@@ -54,6 +54,31 @@ def _same_layout(other, x) -> bool:
     if type(other) is np.ndarray:
         return other.shape == x.shape and other.dtype == x.dtype
     return type(other) in (int, float)
+
+
+def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
+    """An input array an elementwise op may write its result into, or ``None``.
+
+    ``reusable`` are positions a compiled program will not read again
+    (``eval_reusing``'s argument). Such an input qualifies when nothing else
+    references it (no register, view or tensor: :func:`..buffers.unshared`), it
+    owns writable floating-point memory, and every input is an array of its shape
+    and dtype or a real Python number, so that a dtype-keeping ufunc's result
+    has its shape and dtype too.
+
+    >>> reusable_output([np.ones(2), np.ones(2)], (1,))
+    array([1., 1.])
+    >>> reusable_output([np.ones(2), np.ones(3)], (1,)) is None     # another shape
+    True
+    """
+    for i in reusable:
+        if not unshared(inputs, i):
+            continue
+        out = inputs[i]
+        if (type(out) is np.ndarray and out.base is None and out.flags.writeable
+                and out.dtype.kind in "fc" and all(_same_layout(o, out) for o in inputs)):
+            return out
+    return None
 
 
 def linear_mask(op, role) -> tuple:
@@ -98,6 +123,19 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
 
     def output_count(self) -> int:
         return 1
+
+    def simplify(self, rewriter, inputs, role, ctx):
+        """``tidu.optimize``'s rewrite hook: the set's patterns live in :mod:`.simplify`."""
+        from primitives.tensor.ops.simplify import simplify
+
+        return simplify(self, rewriter, inputs, role, ctx)
+
+    @classmethod
+    def constant(cls, value):
+        """``tidu.optimize``'s folding hook: see :func:`.simplify.constant_op`."""
+        from primitives.tensor.ops.simplify import constant_op
+
+        return constant_op(value)
 
     def params(self) -> str:
         """The parameters shown in listings (override for a terser form)."""

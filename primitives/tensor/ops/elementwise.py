@@ -31,6 +31,7 @@ from primitives.tensor.ops.base import (
     TensorPrimitive,
     apply_ufunc,
     emit,
+    reusable_output,
     linear_mask,
     tensor_op,
 )
@@ -96,18 +97,24 @@ class _UnaryRules(NamedTuple):
     fn: Callable
     jvp: Callable | None         # (builder, x_key, y_key, tangent) -> tangent id | None
     transpose: Callable | None   # (builder, cotangent, x_key) -> cotangent id | None
+    into: Callable | None        # fn(x, out=buffer), for ufuncs that keep the dtype
 
 
 _UNARY: dict[str, _UnaryRules] = {}
 
 # Ufuncs whose result has their floating operands' dtype: their big results can go
-# into reused buffers (apply_ufunc).
+# into reused buffers (apply_ufunc), and into inputs a compiled program no longer
+# reads (eval_reusing).
 _KEEP_DTYPE = {np.negative, np.exp, np.log, np.sin, np.cos, np.tanh, np.sqrt,
                np.add, np.subtract, np.multiply, np.divide}
 
 
 def _buffered(fn: Callable) -> Callable:
     return partial(apply_ufunc, fn) if fn in _KEEP_DTYPE else fn
+
+
+def _into(fn: Callable) -> Callable | None:
+    return fn if fn in _KEEP_DTYPE else None
 
 
 @tensor_op
@@ -118,6 +125,12 @@ class Unary(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         return [_UNARY[self.name].fn(inputs[0])]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into the input when a compiled program no longer reads it and it fits."""
+        into = _UNARY[self.name].into
+        out = None if into is None else reusable_output(inputs, reusable)
+        return self.eval(ctx, inputs) if out is None else [into(inputs[0], out=out)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         rule = _UNARY[self.name].jvp
@@ -144,7 +157,7 @@ def unary(name: str, fn: Callable, *, deriv: Callable | None = None, jvp: Callab
         def jvp(builder, x, y, t, _deriv=deriv):
             factor = _deriv(Sym(builder, External(x)), Sym(builder, External(y)))
             return scale_tangent(builder, t, factor)
-    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose)
+    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose, _into(fn))
     return Unary(name)
 
 
@@ -170,6 +183,11 @@ abs_real = unary("abs", np.abs, deriv=lambda x, y: x.apply(sign))
 # --- ops with a scalar parameter ------------------------------------------------------
 
 
+def _is_real(number) -> bool:
+    """A real Python number: multiplying a float array by it keeps the array's dtype."""
+    return type(number) in (int, float)
+
+
 @tensor_op
 class Scale(LinearOp):
     """``factor * x`` for a constant: linear; transposes to ``conj(factor) * ct``."""
@@ -179,6 +197,13 @@ class Scale(LinearOp):
 
     def eval(self, ctx, inputs):
         return [inputs[0] * self.factor]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into the input when a compiled program no longer reads it and it fits."""
+        out = reusable_output(inputs, reusable) if _is_real(self.factor) else None
+        if out is None:
+            return self.eval(ctx, inputs)
+        return [np.multiply(inputs[0], self.factor, out=out)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, Scale(np.conj(self.factor).item() if isinstance(self.factor, complex)
@@ -201,6 +226,16 @@ class Affine(TensorPrimitive):
         x = inputs[0]
         out = apply_ufunc(np.multiply, x, self.scale) if self.scale != 1 else np.array(x, copy=True)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
+        return [out]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into the input when a compiled program no longer reads it and it fits."""
+        fits = _is_real(self.scale) and _is_real(self.offset)
+        out = reusable_output(inputs, reusable) if fits else None
+        if out is None:
+            return self.eval(ctx, inputs)
+        np.multiply(inputs[0], self.scale, out=out)
+        out += self.offset
         return [out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
@@ -258,6 +293,7 @@ class _BinaryRules(NamedTuple):
     fn: Callable
     jvp: Callable          # (builder, x, y, out, tx, ty) -> tangent id | None
     transpose: Callable | None   # (builder, ct, x, y, mask) -> (ct_x, ct_y)
+    into: Callable | None        # fn(x, y, out=buffer), when the result has x's dtype
 
 
 _BINARY: dict[str, _BinaryRules] = {}
@@ -275,6 +311,13 @@ class Binary(TensorPrimitive):
     def eval(self, ctx, inputs):
         return [_BINARY[self.name].fn(inputs[0], inputs[1])]
 
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into an input a compiled program no longer reads, when it fits; so a
+        cotangent sum (``add``) accumulates in place."""
+        into = _BINARY[self.name].into
+        out = None if into is None else reusable_output(inputs, reusable)
+        return self.eval(ctx, inputs) if out is None else [into(inputs[0], inputs[1], out=out)]
+
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         x, y = primal_inputs
         return [_BINARY[self.name].jvp(builder, x, y, primal_outputs[0], *tangent_inputs)]
@@ -287,9 +330,11 @@ class Binary(TensorPrimitive):
         return list(rule(builder, cotangent_outputs[0], x, y, linear_mask(self, role)))
 
 
-def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = None) -> Binary:
-    """Register an elementwise binary op and return it."""
-    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose)
+def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = None,
+           into: Callable | None = None) -> Binary:
+    """Register an elementwise binary op and return it (``into``: ``fn`` with ``out=``,
+    by default ``fn`` itself for the ufuncs that keep the dtype)."""
+    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose, into or _into(fn))
     return Binary(name)
 
 
@@ -393,10 +438,15 @@ def _mul_conj_fn(a, b):
     return apply_ufunc(np.multiply, a, np.conj(b) if np.iscomplexobj(b) else b)
 
 
+def _mul_conj_into(a, b, out):
+    return np.multiply(a, np.conj(b) if np.iscomplexobj(b) else b, out=out)
+
+
 add = binary("add", np.add, _add_jvp, _add_transpose)
 sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose)
 mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose)
-mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose)
+mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose,
+                  _mul_conj_into)
 div = binary("div", np.divide, _div_jvp, _div_transpose)
 div_or_zero = binary("div_or_zero", _div_or_zero_fn, _div_or_zero_jvp, _div_or_zero_transpose)
 """``x / y``, and 0 where ``y`` is 0: ``|z|``'s derivatives are 0 at 0 with it (PyTorch's)."""
