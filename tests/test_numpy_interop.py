@@ -507,3 +507,14 @@ def test_comparing_with_non_arrays_is_not_elementwise():
     t = tnp.tensor(X, requires_grad=True)
     assert (t == "a") is False and (t != None) is True         # noqa: E711
     assert t in [t] and t not in ["a"]
+
+
+def test_item_and_tolist_are_explicit_for_tensors_and_refused_for_traced_values():
+    t = tnp.tensor(X, requires_grad=True)
+    assert t.tolist() == X.tolist() and tnp.sum(t).item() == pytest.approx(1.5)
+    for read in (lambda v: tnp.sum(v).item(), lambda v: v.tolist()):
+        with pytest.raises(TensorTypeError, match="drop its derivative"):
+            tnp.grad(lambda v: tnp.sum(v) * read(v))(X)
+    seen = []
+    tnp.grad(lambda v: (seen.append((v > 0).tolist()), tnp.sum(v))[1])(X)   # bools: fine
+    assert seen == [[False, True, True]]

@@ -376,6 +376,15 @@ class ArrayOperators:
             return data.astype(dtype)                  # a new array
         return data.copy() if copy else data
 
+    def item(self):
+        """The value of a one-element array as a Python number (refused where it would drop
+        a derivative: use ``tnp.stop_gradient(x).item()`` to mean it)."""
+        return np.asarray(constant_data(self, "item()")).item()
+
+    def tolist(self):
+        """The values as nested Python lists (refused where it would drop a derivative)."""
+        return np.asarray(constant_data(self, "tolist()")).tolist()
+
     def __float__(self): return float(constant_data(self, "float()"))
     def __int__(self): return int(constant_data(self, "int()"))
     def __complex__(self): return complex(constant_data(self, "complex()"))

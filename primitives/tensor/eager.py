@@ -249,6 +249,10 @@ class Tensor(ArrayOperators, Frontend):
         as ``torch.Tensor.item``)."""
         return self._data.item()
 
+    def tolist(self):
+        """The values as nested Python lists (explicitly without gradient, as PyTorch's)."""
+        return self._data.tolist()
+
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self._requires_grad else ""
         return f"tensor({np.array2string(self._data, separator=', ')}{grad})"
