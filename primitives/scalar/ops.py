@@ -1,7 +1,8 @@
 """The scalar primitive set: ops over Python ``float`` and ``complex``, each with its rules.
 
 Complex numbers follow tidu's convention (JAX's forward mode, the real inner
-product ``<a, b> = Re(conj(a) b)`` for transposes): a JVP is the real-linear
+product ``<a, b> = Re(conj(a) b)`` for transposes, so reverse mode is PyTorch's
+and ChainRules': ``jax.grad`` returns its conjugate): a JVP is the real-linear
 derivative ``f_z dz + f_zbar conj(dz)``; the transpose of ``t -> c*t`` is
 ``ct -> conj(c)*ct``. Rules are closed over the set, so any order works.
 
@@ -29,6 +30,21 @@ included, because equal ops are merged into one graph node: ``Const(0.0)`` and
 ``Const(-0.0)`` differ (``1 / -0.0`` is ``-inf``), ``Const(1)``, ``Const(1.0)``
 and ``Const(1+0j)`` differ, and ``Const(nan)`` equals itself.
 
+For ``tidu.optimize``, ``constant(value)`` makes ``Const(value)`` and
+``simplify`` rewrites (see :func:`_simplify_mul` and the functions beside it):
+``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` and
+``Pow(1)(x)`` to ``x``; ``NEG(NEG x)`` and ``CONJ(CONJ x)`` to ``x``;
+``Scale(1)(x)`` to ``x``; ``Scale(a)(Scale(b)(x))`` to ``Scale(a*b)(x)`` when
+``a`` or ``b`` is ``-1``; ``NEG(Scale(c)(x))`` and ``Scale(c)(NEG x)`` to
+``Scale(-c)(x)``. Each gives the value the original gives for every input,
+inf and NaN included, as ``==`` compares numbers (NaN matching NaN), with the
+exceptions IEEE 754 leaves open: ``-0.0 + 0`` is ``+0.0`` where ``x + 0 -> x``
+keeps ``-0.0``, and a complex value with an infinite or NaN part times a real
+``1`` is a full complex product (``(inf+0j) * 1.0`` is ``inf+nanj``) where the
+rules keep the value. ``x * 0`` is left alone (``inf * 0`` is NaN), and so is
+``Scale(a)(Scale(b)(x))`` for other factors (it rounds twice, and can overflow
+in between).
+
 >>> ScalarOp.MUL.eval(None, [2.0, 3.0])
 [6.0]
 >>> ScalarOp.SINCOS.output_count()
@@ -49,6 +65,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
+from tidu.compile import producer
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, Linearized, Local
 
 LIN = Linearized((True,))
@@ -447,6 +464,14 @@ class ScalarOp(Primitive, EvaluableGraphOperation, enum.Enum):
             raise ADRuleError(self.name, ADRuleKind.TRANSPOSE, f"{self.name} is not linear")
         return rule(builder, cotangent_outputs, inputs, role)
 
+    @classmethod
+    def constant(cls, value) -> "Const | None":
+        return _constant(value)
+
+    def simplify(self, rewriter, inputs, role, ctx):
+        rule = _SIMPLIFY.get(self)
+        return None if rule is None else rule(rewriter, inputs, role)
+
     def __repr__(self) -> str:
         return f"ScalarOp.{self.name}"
 
@@ -536,6 +561,10 @@ class _ParameterOp(Primitive, EvaluableGraphOperation):
     def add(cls) -> ScalarOp:
         return ScalarOp.ADD
 
+    @classmethod
+    def constant(cls, value) -> "Const | None":
+        return _constant(value)
+
     def input_count(self) -> int:
         return 1
 
@@ -556,6 +585,10 @@ class Pow(_ParameterOp):
 
     def eval(self, ctx, inputs):
         return [_power(inputs[0], self.exponent)]
+
+    def simplify(self, rewriter, inputs, role, ctx):
+        """``Pow(1)(x) -> x``."""
+        return [inputs[0]] if _is_real_number(self.exponent, 1) else None
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if self.exponent == 0:
@@ -588,6 +621,22 @@ class Scale(_ParameterOp):
         factor = self.factor.conjugate() if isinstance(self.factor, complex) else self.factor
         return [_emit(builder, Scale(factor), [Local(cotangent_outputs[0])], LIN)]
 
+    def simplify(self, rewriter, inputs, role, ctx):
+        """``Scale(1)(x) -> x``; ``Scale(a)(Scale(b)(x)) -> Scale(a*b)(x)`` when ``a`` or
+        ``b`` is ``-1``; ``Scale(c)(NEG x) -> Scale(-c)(x)``."""
+        factor = self.factor
+        if _is_real_number(factor, 1):
+            return [inputs[0]]
+        inner = _made_by(inputs[0], Scale, role)
+        if inner is not None:
+            other = inner.operation.factor
+            if _is_real_number(factor, -1) or _is_real_number(other, -1):
+                return rewriter.emit(Scale(factor * other), inner.inputs, role)
+        negated = _made_by(inputs[0], ScalarOp.NEG, role)
+        if negated is not None:
+            return rewriter.emit(Scale(-factor), negated.inputs, role)
+        return None
+
 
 @dataclass(frozen=True, eq=False)
 class Const(_ParameterOp):
@@ -605,3 +654,99 @@ class Const(_ParameterOp):
 
     def eval(self, ctx, inputs):
         return [self.value]
+
+
+# --- simplification: the hooks of tidu.optimize ---------------------------------------
+
+
+def _constant(value) -> Const | None:
+    """``Const(value)`` for a Python number; ``None`` (no folding) for anything else."""
+    return Const(value) if type(value) in (int, float, complex) else None
+
+
+def _is_const(key, number) -> bool:
+    """Whether a ``Const`` equal to ``number`` makes ``key``."""
+    made = producer(key)
+    return made is not None and type(made.operation) is Const and made.operation.value == number
+
+
+def _is_real_number(number, value) -> bool:
+    """Whether ``number`` is the int or float ``value`` (not a complex or bool one)."""
+    return type(number) in (int, float) and number == value
+
+
+def _made_by(key, op, role):
+    """The producer of ``key`` if it is ``op`` (a ``ScalarOp``, or a class) with ``role``."""
+    made = producer(key)
+    if made is None or made.role != role:
+        return None
+    found = made.operation
+    return made if found is op or (isinstance(op, type) and type(found) is op) else None
+
+
+def _forward(inputs, role, index: int):
+    """``[inputs[index]]`` as the op's result if the role allows it, else ``None``.
+
+    In linear work only a linear (active) input may stand for the op's output:
+    a primal value there would make the program untransposable.
+    """
+    if type(role) is Linearized and not role.active_mask[index]:
+        return None
+    return [inputs[index]]
+
+
+def _simplify_add(rewriter, inputs, role):
+    """``x + 0 -> x`` and ``0 + x -> x``."""
+    if _is_const(inputs[1], 0):
+        return _forward(inputs, role, 0)
+    if _is_const(inputs[0], 0):
+        return _forward(inputs, role, 1)
+    return None
+
+
+def _simplify_sub(rewriter, inputs, role):
+    """``x - 0 -> x``."""
+    return _forward(inputs, role, 0) if _is_const(inputs[1], 0) else None
+
+
+def _simplify_mul(rewriter, inputs, role):
+    """``x * 1 -> x`` and ``1 * x -> x`` (``x * 0`` stays: ``inf * 0`` is NaN)."""
+    if _is_const(inputs[1], 1):
+        return _forward(inputs, role, 0)
+    if _is_const(inputs[0], 1):
+        return _forward(inputs, role, 1)
+    return None
+
+
+def _simplify_by_one(rewriter, inputs, role):
+    """``x / 1 -> x``, and ``x * conj(1) -> x`` for ``MUL_CONJ``."""
+    return _forward(inputs, role, 0) if _is_const(inputs[1], 1) else None
+
+
+def _simplify_neg(rewriter, inputs, role):
+    """``NEG(NEG x) -> x``; ``NEG(Scale(c)(x)) -> Scale(-c)(x)``."""
+    inner = _made_by(inputs[0], ScalarOp.NEG, role)
+    if inner is not None:
+        return [inner.inputs[0]]
+    scaled = _made_by(inputs[0], Scale, role)
+    if scaled is not None:
+        return rewriter.emit(Scale(-scaled.operation.factor), scaled.inputs, role)
+    return None
+
+
+def _simplify_conj(rewriter, inputs, role):
+    """``CONJ(CONJ x) -> x``."""
+    inner = _made_by(inputs[0], ScalarOp.CONJ, role)
+    return None if inner is None else [inner.inputs[0]]
+
+
+_SIMPLIFY = {
+    ScalarOp.ADD: _simplify_add,
+    ScalarOp.SUB: _simplify_sub,
+    ScalarOp.MUL: _simplify_mul,
+    ScalarOp.MUL_CONJ: _simplify_by_one,
+    ScalarOp.DIV: _simplify_by_one,
+    ScalarOp.DIV_OR_ZERO: _simplify_by_one,
+    ScalarOp.NEG: _simplify_neg,
+    ScalarOp.CONJ: _simplify_conj,
+}
