@@ -236,3 +236,12 @@ def test_random_programs_jit_like_the_function(names, n, m):
     np.testing.assert_allclose(jit(program)(x), program(x), rtol=1e-12)
     np.testing.assert_allclose(jit(tnp.grad(program))(x), tnp.grad(program)(x), rtol=1e-10)
     np.testing.assert_allclose(tnp.grad(jit(program))(x), tnp.grad(program)(x), rtol=1e-10)
+
+
+def test_a_returned_constant_cannot_be_changed_through_the_result():
+    table = np.arange(3.0)
+    f = jit(lambda v: (v * 2, table))
+    f(X[:3])
+    first = f(X[:3])[1]
+    first[:] = -1.0                            # the caller owns what it got
+    np.testing.assert_array_equal(f(X[:3])[1], np.arange(3.0))

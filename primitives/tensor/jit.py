@@ -138,6 +138,9 @@ class _Traced:
             outs = interpret(self.graph.output_keys, dict(zip(self.input_keys, values)))
         else:
             outs = self.run(values)
+            # a constant returned as it is would let the caller write into the next call's
+            constant_ids = {id(c) for c in self.constants}
+            outs = [o.copy() if id(o) in constant_ids else o for o in outs]
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
 
 
