@@ -6,8 +6,8 @@ linear graph; zeros (``None``) cost nothing. Structural rules are called once pe
 pattern of zeros and replayed after that (:mod:`tidu.rules.replay`).
 
 >>> from tidu.graph import Input
->>> from primitives.scalar import ScalarOp, trace_scalar
->>> graph = trace_scalar(lambda x: x * x, ["x"])
+>>> from tidu.example_ops import trace
+>>> graph = trace(lambda x: x * x, ["x"])
 >>> lin = linearize(graph, graph.output_keys, ["x"])
 >>> from tidu.graph import evaluate
 >>> [tx_key] = lin.tangent_input_keys

@@ -93,11 +93,11 @@ class CheckUsageError(TiduError, ValueError):
     cotangent for a key that is no input or output, empty selections, and calls
     where nothing is differentiable.
 
-    >>> from primitives.scalar import Pow
-    >>> check_primitive(Pow(2), 3)
+    >>> from tidu.example_ops import Op
+    >>> check_primitive(Op.MUL, 3, 2)
     Traceback (most recent call last):
     ...
-    tidu.testing.CheckUsageError: check_primitive: no input of Pow(exponent=2) is differentiable ...
+    tidu.testing.CheckUsageError: check_primitive: no input of MUL is differentiable ...
     """
 
     __str__ = Exception.__str__
@@ -125,8 +125,8 @@ class CheckReport:
     tests. ``worst_error`` is the comparison closest to failing, measured against
     ``tolerance``, and ``worst_at`` says which it was.
 
-    >>> from primitives.scalar import ScalarOp
-    >>> report = check_primitive(ScalarOp.MUL, 1.5, -0.5, rng=0)
+    >>> from tidu.example_ops import Op
+    >>> report = check_primitive(Op.MUL, 1.5, -0.5, rng=0)
     >>> report.ops, report.output_slots, report.input_slots, report.points
     (('MUL',), 1, 2, 1)
     >>> report.jvp_comparisons, report.dot_products   # x, y, both; x alone, y alone, both (2 + 1)
@@ -391,8 +391,8 @@ def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, An
     that is not an input of the graphs or whose primal is not differentiable.
     Returns a :class:`CheckReport`.
 
-    >>> from primitives.scalar import trace_scalar, sin
-    >>> graph = trace_scalar(lambda x, y: sin(x) * y, ["x", "y"])
+    >>> from tidu.example_ops import trace, sin
+    >>> graph = trace(lambda x, y: sin(x) * y, ["x", "y"])
     >>> report = check_jvp(graph, graph.output_keys, {"x": 0.3, "y": 2.0 + 1.0j}, rng=0)
     >>> report.ops, report.input_slots, report.jvp_comparisons   # x, y, then both together
     (('SIN', 'MUL'), 2, 3)
@@ -590,8 +590,8 @@ def check_transpose(graphs, linear: LinearizedGraph, primals: Mapping[Hashable, 
     not have (or whose tangent output is zero). Returns a :class:`CheckReport`.
 
     >>> from tidu import linearize
-    >>> from primitives.scalar import trace_scalar, sin
-    >>> graph = trace_scalar(lambda x, y: sin(x) * y, ["x", "y"])
+    >>> from tidu.example_ops import trace, sin
+    >>> graph = trace(lambda x, y: sin(x) * y, ["x", "y"])
     >>> lin = linearize(graph, graph.output_keys, ["x", "y"])
     >>> check_transpose(graph, lin, {"x": 0.3, "y": 2.0}, rng=0).dot_products   # x, y, both
     3
@@ -922,18 +922,18 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
     an op without ``eval``, or an ``order`` other than 1 or 2. Returns a
     :class:`CheckReport`.
 
-    >>> from primitives.scalar import ScalarOp, Pow
-    >>> check_primitive(ScalarOp.SIN, 0.3).jvp_comparisons
+    >>> from tidu.example_ops import Op
+    >>> check_primitive(Op.SIN, 0.3).jvp_comparisons
     1
-    >>> report = check_primitive(ScalarOp.SINCOS, 0.5 - 2j, rng=0, order=2)
+    >>> report = check_primitive(Op.SINCOS, 0.5 - 2j, rng=0, order=2)
     >>> report.output_slots, report.points, report.order
     (2, 3, 2)
-    >>> check_primitive(ScalarOp.DIV, 1.5, -0.5).input_slots
+    >>> check_primitive(Op.MUL, 1.5, -0.5).input_slots
     2
-    >>> check_primitive(Pow(3), 2, rng=1)            # an int: nothing to differentiate
+    >>> check_primitive(Op.NEG, 2, rng=1)            # an int: nothing to differentiate
     Traceback (most recent call last):
     ...
-    tidu.testing.CheckUsageError: check_primitive: no input of Pow(exponent=3) is differentiable ...
+    tidu.testing.CheckUsageError: check_primitive: no input of NEG is differentiable ...
     """
     name = op_name(op)
     if order not in (1, 2) or isinstance(order, bool):

@@ -7,8 +7,8 @@ rules, see :mod:`tidu.rules.replay`); cotangents flowing into the same value
 
 >>> from tidu.graph import Input, evaluate
 >>> from tidu import linearize
->>> from primitives.scalar import trace_scalar
->>> graph = trace_scalar(lambda x: x * x, ["x"])
+>>> from tidu.example_ops import trace
+>>> graph = trace(lambda x: x * x, ["x"])
 >>> lin = linearize(graph, graph.output_keys, ["x"])
 >>> tr = linear_transpose(lin)
 >>> [(seed_key, _)] = tr.tangent_inputs

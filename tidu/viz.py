@@ -23,8 +23,8 @@ Graphs with more than ``max_nodes`` nodes (default 1500) raise
 :class:`~tidu.errors.TiduError` rather than produce an unreadable picture;
 pass ``max_nodes=None`` to draw them anyway (slowly, and very large).
 
->>> from primitives.scalar import trace_scalar
->>> g = trace_scalar(lambda x, y: x * y, ["x", "y"])
+>>> from tidu.example_ops import trace
+>>> g = trace(lambda x, y: x * y, ["x", "y"])
 >>> lay = layout(g)
 >>> sorted(node.kind for node in lay.nodes.values())
 ['input', 'input', 'operation', 'output']

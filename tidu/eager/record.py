@@ -205,11 +205,11 @@ class Recorder:
         four attributes (``key`` is read only where ``requires_grad`` is set).
         Returns ``None``, recording nothing, when no input requires grad.
 
-        >>> from primitives.scalar import ScalarOp
+        >>> from tidu.example_ops import Op
         >>> recorder = Recorder()
         >>> [k] = recorder.fresh_input_keys(1)
         >>> x = EagerInput(Input(k), None, True, 0.5)
-        >>> recorded = RecordedGraph.from_primitive(ScalarOp.NEG, ["a"])
+        >>> recorded = RecordedGraph.from_primitive(Op.NEG, ["a"])
         >>> trace = recorder.record(recorded, [x], [-0.5])
         >>> len(trace.output_keys)
         1
