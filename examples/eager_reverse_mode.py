@@ -2,31 +2,24 @@
 
 A downstream eager frontend executes each primitive at once, records the
 invocation with a `Recorder`, and asks `try_backward` for gradients. The
-executor here runs the transposed linear map eagerly with an immediate builder,
-exactly the runtime hooks the tutorial describes.
+executor here has the two hooks a runtime needs: run a graph on Python floats
+(each node's fused backward graph), and add two cotangents.
 """
 
 import math
 
-from tidu import linear_transpose_with_builder
 from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, try_backward
 from tidu.graph import Input, compiled
 
-from primitives.scalar import ImmediateScalarBuilder, ScalarOp
+from primitives.scalar import ScalarOp
 
 
 class TutorialExecutor(BackwardExecutor):
     """Runs backward work on Python floats, one operation at a time."""
 
     def execute_forward(self, graph, initial_data):
-        # Replay a primal graph (used when backward needs recomputed values).
+        # Run a graph on floats: at each node, its fused backward graph.
         return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))
-
-    def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):
-        builder = ImmediateScalarBuilder(external_data)
-        seed_ids = [None if ct is None else builder.push(ct) for ct in cotangent_out]
-        ids = linear_transpose_with_builder(linear, builder, seed_ids, ctx)
-        return [None if i is None else builder.values[i] for i in ids]
 
     def add_operands(self, a, b):
         return a + b

@@ -594,7 +594,8 @@ def test_backward_plans_are_bounded(monkeypatch):
         x = Scalar(1.5, requires_grad=True)
         y = apply(Pow(i + 0.25), x)                      # a new op: a new plan
         assert y.backward()[x.key] == pytest.approx((i + 0.25) * 1.5 ** (i - 0.75))
-        assert len(backward._plans) <= 32
+        assert len(backward._plans[(type(None), None)]) <= 32   # plans of ctx None
+        assert len(backward._plans) <= backward._CTX_CACHE_SIZE
 
 
 def test_rule_templates_are_bounded(monkeypatch):

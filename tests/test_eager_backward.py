@@ -5,24 +5,29 @@ ordering across nodes, a multi-op graph as one node, a multi-output op seeded
 on a non-zero slot, inactive inputs, no trace, a 100,000-node trace, backward
 twice) and goes beyond: diamonds, wide fan-out, recomputation counted through
 the executor, detached values, complex numbers. Most low-level tests run with
-both the default ``ScalarExecutor`` and a tutorial-style executor that runs
-transposes eagerly with ``ImmediateScalarBuilder``.
+both the default ``ScalarExecutor`` and a minimal executor that has only the
+required hooks (its backward graphs run through the default ``compile_graph``,
+built on ``execute_forward``).
 """
 
 from __future__ import annotations
 
 import cmath
+import dataclasses
+import enum
 import gc
 import math
+import warnings
 import weakref
 
 import pytest
 
-from primitives.scalar import ImmediateScalarBuilder, Pow, ScalarExecutor, ScalarOp
+from primitives.scalar import ImmediateScalarBuilder, Pow, ScalarExecutor, ScalarOp, Scale
 from primitives.scalar.eager import Scalar, apply, conj, cos, exp, sin, sincos
-from tidu import linear_transpose_with_builder
-from tidu.eager import EagerError, EagerInput, RecordedGraph, Recorder, try_backward
-from tidu.graph import GraphBuilder, Input, Local
+from tidu import Primitive, TiduError, linear_transpose_with_builder
+from tidu.eager import (BackwardExecutor, EagerError, EagerInput, RecordedGraph, Recorder,
+                        try_backward)
+from tidu.graph import EvaluableGraphOperation, GraphBuilder, Input, Linearized, Local, compiled
 
 
 def close(a, b, rel=1e-12, abs_=1e-12) -> bool:
@@ -32,22 +37,8 @@ def close(a, b, rel=1e-12, abs_=1e-12) -> bool:
 # --- executors ---------------------------------------------------------------------
 
 
-class TutorialExecutor(ScalarExecutor):
-    """The seed tutorial's runtime hooks: transposes run op by op on an immediate builder."""
-
-    def __init__(self) -> None:
-        self.transposed_runs = 0
-
-    def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):
-        self.transposed_runs += 1
-        builder = ImmediateScalarBuilder(external_data)
-        seed_ids = [None if ct is None else builder.push(ct) for ct in cotangent_out]
-        ids = linear_transpose_with_builder(linear, builder, seed_ids, ctx)
-        return [None if i is None else builder.values[i] for i in ids]
-
-
-class CountingExecutor(ScalarExecutor):
-    """``ScalarExecutor`` that records every graph it is asked to run forward."""
+class Counting:
+    """Records every graph an executor is asked to run forward (one per node run)."""
 
     def __init__(self) -> None:
         self.graphs = []
@@ -66,19 +57,22 @@ class CountingExecutor(ScalarExecutor):
 
     def execute_forward(self, graph, initial_data):
         self.graphs.append(graph)
-        return super().execute_forward(graph, initial_data)
+        return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))
 
 
-class CountingTutorialExecutor(TutorialExecutor, CountingExecutor):
-    """Tutorial executor whose ``execute_forward`` is called only to recompute primal values."""
-
-    def __init__(self) -> None:
-        TutorialExecutor.__init__(self)
-        CountingExecutor.__init__(self)
+class CountingExecutor(Counting, ScalarExecutor):
+    """``ScalarExecutor`` that counts its forward runs (so it compiles through them)."""
 
 
-EXECUTORS = [ScalarExecutor, TutorialExecutor]
-EXECUTOR_IDS = ["ScalarExecutor", "TutorialExecutor"]
+class MinimalExecutor(Counting, BackwardExecutor):
+    """Only the hooks a runtime must write: ``execute_forward`` and ``add_operands``."""
+
+    def add_operands(self, a, b):
+        return a + b
+
+
+EXECUTORS = [ScalarExecutor, MinimalExecutor]
+EXECUTOR_IDS = ["ScalarExecutor", "MinimalExecutor"]
 
 
 # --- low-level recording helpers (the tutorial's driver) ---------------------------
@@ -125,8 +119,8 @@ def test_x_times_x_low_level(make_executor):
     assert grads == {y.key: 1.0, x.key: 6.0}
     # seed scales linearly
     assert backward(y, executor, seed=0.5)[x.key] == 3.0
-    if isinstance(executor, TutorialExecutor):
-        assert executor.transposed_runs == 2
+    if isinstance(executor, MinimalExecutor):
+        assert executor.calls == 2            # one node, one graph run per backward
 
 
 def test_executors_agree_on_a_chain():
@@ -138,7 +132,7 @@ def test_executors_agree_on_a_chain():
     [e] = record_primitive(recorder, ScalarOp.EXP, [p])
     [y] = record_primitive(recorder, ScalarOp.SUB, [e, x])
     a = backward(y, ScalarExecutor())
-    b = backward(y, TutorialExecutor())
+    b = backward(y, MinimalExecutor())
     by_hand = math.exp(math.sin(0.7) * 0.7) * (math.cos(0.7) * 0.7 + math.sin(0.7)) - 1.0
     assert close(a[x.key], by_hand) and close(b[x.key], by_hand)
     assert set(a) == set(b) == {x.key, s.key, p.key, e.key, y.key}
@@ -164,7 +158,7 @@ def test_custom_key_source():
     x = EagerInput(Input("x"), None, True, 3.0)
     [y] = record_primitive(recorder, ScalarOp.MUL, [x, x])
     [z] = record_primitive(recorder, ScalarOp.MUL, [y, x])        # x**3
-    for executor in (ScalarExecutor(), TutorialExecutor()):
+    for executor in (ScalarExecutor(), MinimalExecutor()):
         grads = backward(z, executor)
         assert grads[Input("x")] == 27.0
         assert grads[y.key] == 3.0
@@ -318,15 +312,16 @@ def test_composite_recomputes_intermediates_unless_retained():
     value = math.sin(a0) * b0 + a0
 
     [y] = recorder.record_graph(recorded, [a, b], [value])
-    plain = CountingTutorialExecutor()
+    plain = MinimalExecutor()
     g1 = try_backward(y.key, y.trace, 1.0, plain)
-    # sin(a) is needed (MUL's transpose reads it) and not saved: it is recomputed
+    # sin(a) is needed (MUL's transpose reads it) and not saved: it is recomputed, inside
+    # the node's one backward graph
     assert sin_key in plain.computed_keys()
     assert plain.calls == 1
 
     retained = {sin_key: math.sin(a0), mul_key: math.sin(a0) * b0}
     [y2] = recorder.record_graph(recorded, [a, b], [value], retained_values=retained)
-    kept = CountingTutorialExecutor()
+    kept = MinimalExecutor()
     g2 = try_backward(y2.key, y2.trace, 1.0, kept)
     assert sin_key not in kept.computed_keys() and mul_key not in kept.computed_keys()
     # only cos(a), the derivative of sin, which the recorded graph never computed
@@ -339,8 +334,8 @@ def test_composite_recomputes_intermediates_unless_retained():
     assert try_backward(y3.key, y3.trace, 1.0, ScalarExecutor())[b.key] == 10.0
 
 
-@pytest.mark.parametrize("make_executor", [CountingExecutor, CountingTutorialExecutor],
-                         ids=["ScalarExecutor", "TutorialExecutor"])
+@pytest.mark.parametrize("make_executor", [CountingExecutor, MinimalExecutor],
+                         ids=["ScalarExecutor", "MinimalExecutor"])
 def test_composite_retained_values_skip_recomputation(make_executor):
     # f(a, b) = exp(a) * b + a: every value its backward reads is in the recorded graph,
     # so with exp(a) retained nothing is recomputed.
@@ -369,8 +364,7 @@ def test_composite_retained_values_skip_recomputation(make_executor):
     assert exp_key in plain.computed_keys()
     assert exp_key not in kept.computed_keys()
     assert plain.ops_run() == kept.ops_run() + 1    # exactly one recomputation saved
-    if isinstance(kept, TutorialExecutor):
-        assert kept.calls == 0                  # transposes do not go through execute_forward
+    assert plain.calls == kept.calls == 1           # one backward graph for the node
     for grads in (g1, g2):
         assert close(grads[a.key], math.exp(a0) * b0 + 1.0)
         assert close(grads[b.key], math.exp(a0))
@@ -506,11 +500,10 @@ def test_detached_value_blocks_its_history():
     detached = EagerInput(u.key, u.trace, False, u.data)
     w = leaf(recorder, 4.0)
     [z] = record_primitive(recorder, ScalarOp.MUL, [detached, w])
-    executor = CountingTutorialExecutor()
+    executor = MinimalExecutor()
     grads = backward(z, executor)
     assert grads == {z.key: 1.0, w.key: math.sin(0.3)}
-    assert executor.transposed_runs == 1          # the SIN node is never run backward
-    assert executor.calls == 0
+    assert executor.calls == 1                    # the SIN node is never run backward
 
 
 # --- no trace ---------------------------------------------------------------------------
@@ -660,7 +653,7 @@ def test_complex_composite_node():
     z = leaf(recorder, z0)
     [y] = recorder.record_graph(RecordedGraph(graph, [k], graph.output_keys), [z],
                                 [abs(cmath.exp(z0)) ** 2])
-    for executor in (ScalarExecutor(), TutorialExecutor()):
+    for executor in (ScalarExecutor(), MinimalExecutor()):
         g = try_backward(y.key, y.trace, 1.0, executor)[z.key]
         # f(z) = exp(2x): the real gradient is (2 e^{2x}, 0), as a complex number 2 e^{2x}
         assert close(g, 2 * math.exp(2 * z0.real))
@@ -680,4 +673,175 @@ def test_composite_passing_an_input_through_twice():
     first, second = (EagerInput(o.key, o.trace, True, 2.0) for o in outs[:2])
     [t] = record_primitive(recorder, ScalarOp.ADD, [first, second])
     assert backward(t, ScalarExecutor())[x.key] == 2.0
-    assert backward(t, TutorialExecutor())[x.key] == 2.0
+    assert backward(t, MinimalExecutor())[x.key] == 2.0
+
+
+# --- one backward path: the old run_transposed_linear hook is ignored -------------------------
+
+
+def make_overriding_executor():
+    """A fresh executor class (so its one warning is not spent) that overrides the deprecated
+    hook the way the seed tutorial did: transposes op by op on an immediate builder."""
+
+    class OverridingExecutor(ScalarExecutor):
+        def __init__(self) -> None:
+            self.transposed_runs = 0
+
+        def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):
+            self.transposed_runs += 1
+            builder = ImmediateScalarBuilder(external_data)
+            seed_ids = [None if ct is None else builder.push(ct) for ct in cotangent_out]
+            ids = linear_transpose_with_builder(linear, builder, seed_ids, ctx)
+            return [None if i is None else builder.values[i] for i in ids]
+
+    return OverridingExecutor
+
+
+def test_an_overridden_run_transposed_linear_is_ignored_with_one_deprecation_warning():
+    x = Scalar(0.4, requires_grad=True)
+    y = sin(x) * x
+    executor = make_overriding_executor()()
+    with pytest.warns(DeprecationWarning, match="OverridingExecutor.*run_transposed_linear"):
+        grads = y.backward(executor=executor)
+    assert close(grads[x.key], math.cos(0.4) * 0.4 + math.sin(0.4))
+    assert executor.transposed_runs == 0             # the fused path ran every node
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")               # once per class: no second warning
+        assert y.backward(executor=type(executor)())[x.key] == grads[x.key]
+
+
+def test_calling_run_transposed_linear_directly_still_works_with_a_warning():
+    from tidu import linearize
+
+    x, w = Scalar(0.4, requires_grad=True), Scalar(3.0, requires_grad=True)
+    recorded = (x * w).trace.recorded                 # its transpose reads only x and w
+    linear = linearize(recorded.graph, recorded.output_keys, list(recorded.input_keys))
+    primals = dict(zip(recorded.graph.input_keys, [0.4, 3.0]))
+    with pytest.warns(DeprecationWarning, match="run_transposed_linear is deprecated"):
+        cts = ScalarExecutor().run_transposed_linear(linear, [2.0], primals, None)
+    assert cts == [6.0, 0.8]
+
+
+# --- plans are keyed by ctx --------------------------------------------------------------------
+
+
+class Gain(Primitive, EvaluableGraphOperation, enum.Enum):
+    """``x`` forward; its JVP multiplies by a gain that the rule reads from ``ctx``."""
+
+    GAIN = "gain"
+
+    @classmethod
+    def add(cls):
+        return ScalarOp.ADD
+
+    def input_count(self):
+        return 1
+
+    def output_count(self):
+        return 1
+
+    def eval(self, ctx, inputs):
+        return [inputs[0]]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        gain = ctx["gain"] if isinstance(ctx, dict) else getattr(ctx, "gain", ctx)
+        return builder.add_primitive(Scale(float(gain)), [Local(tangent_inputs[0])],
+                                     Linearized((True,)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    gain: float
+
+
+class MutableSettings:
+    """Hashed by identity: its gain may change without its hash changing."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+
+def gain_gradient(ctx) -> float:
+    x = Scalar(1.5, requires_grad=True)
+    y = apply(Gain.GAIN, x)
+    return try_backward(y.key, y.trace, 1.0, ScalarExecutor(), ctx)[x.key]
+
+
+@pytest.mark.parametrize("make_ctx", [lambda g: {"gain": g}, float, Settings],
+                         ids=["dict", "float", "frozen dataclass"])
+def test_a_backward_with_another_ctx_never_reuses_the_plan_of_the_first(make_ctx):
+    assert gain_gradient(make_ctx(2.0)) == 2.0
+    assert gain_gradient(make_ctx(3.0)) == 3.0
+    assert gain_gradient(make_ctx(2.0)) == 2.0
+
+
+def test_a_ctx_hashed_by_identity_gets_fresh_plans_each_call():
+    settings = MutableSettings(2.0)
+    assert gain_gradient(settings) == 2.0
+    settings.gain = 5.0
+    assert gain_gradient(settings) == 5.0
+
+
+# --- keep: only the wanted cotangents, the others released after their last use ---------------
+
+
+def test_keep_returns_only_the_kept_keys_with_the_same_values():
+    x = Scalar(0.3, requires_grad=True)
+    w = Scalar(1.7, requires_grad=True)
+    h = sin(x) * w
+    y = h * h + x
+    full = try_backward(y.key, y.trace, 1.0, ScalarExecutor())
+    kept = try_backward(y.key, y.trace, 1.0, ScalarExecutor(), keep={x.key, w.key})
+    assert kept == {x.key: full[x.key], w.key: full[w.key]}
+    assert try_backward(y.key, y.trace, 1.0, ScalarExecutor(), keep={h.key}) == {h.key: full[h.key]}
+    assert try_backward(y.key, None, 2.0, ScalarExecutor(), keep=()) == {}
+
+
+def test_keep_must_be_a_container():
+    x = Scalar(0.3, requires_grad=True)
+    y = sin(x)
+    with pytest.raises(TiduError, match="keep must be a container"):
+        try_backward(y.key, y.trace, 1.0, ScalarExecutor(), keep=5)
+
+
+class Cell:
+    """A cotangent as an object whose lifetime a ``weakref.WeakSet`` can follow."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+
+def test_keep_releases_each_intermediate_cotangent_after_its_last_use():
+    # A chain of NEG nodes over Cells: with keep={leaf}, at most a few cotangent cells are
+    # alive at once; without, every intermediate's cotangent stays in the result.
+    alive = weakref.WeakSet()
+    peak = [0]
+
+    class CellExecutor(BackwardExecutor):
+        def execute_forward(self, graph, initial_data):
+            return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))
+
+        def compile_graph(self, graph, input_keys):
+            run = compiled(graph).runner(input_keys)
+
+            def counted(values):
+                out = [Cell(v) for v in run([getattr(v, "value", v) for v in values])]
+                for cell in out:
+                    alive.add(cell)
+                peak[0] = max(peak[0], len(alive))
+                return out
+            return counted
+
+        def add_operands(self, a, b):
+            return Cell(a.value + b.value)
+
+    x = Scalar(1.0, requires_grad=True)
+    y = x
+    for _ in range(50):
+        y = -y
+    grads = try_backward(y.key, y.trace, Cell(1.0), CellExecutor(), keep={x.key})
+    assert list(grads) == [x.key] and grads[x.key].value == 1.0
+    assert peak[0] <= 3, peak[0]
+    peak[0] = 0
+    everything = try_backward(y.key, y.trace, Cell(1.0), CellExecutor())
+    assert len(everything) == 51 and peak[0] >= 50

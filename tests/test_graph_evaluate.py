@@ -229,3 +229,40 @@ def test_tracemalloc_sees_the_arrays_the_outputs_keep():
     peak, results = _chain_peak(300, 10)
     assert len(results) == 30
     assert peak > 25 * MB
+
+
+# --- one evaluator: evaluate runs a compiled program, kept per output and given keys -----------
+
+
+def test_evaluate_compiles_once_per_output_and_given_keys(monkeypatch):
+    from tidu.graph import program as program_module
+
+    compiled_for = []
+    original = program_module.Program.for_values.__func__
+
+    def counting(cls, outputs, known):
+        compiled_for.append((tuple(outputs), frozenset(known)))
+        return original(cls, outputs, known)
+
+    monkeypatch.setattr(program_module.Program, "for_values", classmethod(counting))
+    b = GraphBuilder()
+    y = sin_mul_add(b)
+    g = b.build()
+    key = g.values[y].key
+    for x in (0.1, 0.2, 0.3):
+        assert evaluate(g, [key], {Input("x"): x, Input("c"): 1.0}) == [math.sin(x) * x + 1.0]
+    assert len(compiled_for) == 1
+    s_key = g.operation_keys[0].output_keys()[0]    # sin(x), given: another program
+    assert evaluate(g, [key], {s_key: 2.0, Input("x"): 3.0, Input("c"): 1.0}) == [7.0]
+    assert len(compiled_for) == 2
+
+
+def test_a_given_value_wins_over_the_same_value_computed_again():
+    # DIVMOD runs for its remainder; the quotient the caller gave is kept.
+    b = GraphBuilder()
+    x, y = b.add_input("x"), b.add_input("y")
+    q, r = b.add_operation(ScalarOp.DIVMOD, [Local(x), Local(y)])
+    [n] = b.add_operation(ScalarOp.NEG, [Local(q)])
+    g = b.build()
+    kq, kr, kn = (g.values[i].key for i in (q, r, n))
+    assert evaluate(g, [kn, kr, kq], {Input("x"): 7, Input("y"): 2, kq: 100}) == [-100, 1, 100]

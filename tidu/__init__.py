@@ -2,24 +2,28 @@
 
 Downstream primitive sets implement :class:`Primitive` (JVP and transpose
 rules); :func:`linearize` and :func:`linear_transpose` turn graphs into linear
-and transposed graphs; :mod:`tidu.eager` drives eager reverse mode.
+and transposed graphs; :func:`optimize` compiles what they produce;
+:mod:`tidu.eager` drives eager reverse mode.
+
+The names load on first use, so ``import tidu.graph`` stays free of the AD layer.
 """
 
+from __future__ import annotations
+
+import importlib
+
 from tidu.errors import ADRuleError, ADRuleKind, RuleContractError, TiduError
-from tidu.linearize import linearize
-from tidu.linearized import LinearizedGraph
-from tidu.rules import (
-    CotangentSeed,
-    GraphPrimitiveBuilder,
-    Primitive,
-    PrimitiveBuilder,
-    PrimitiveValue,
-    TangentKey,
-    sum_tangent_terms,
-    tangent_key,
-)
-from tidu.transpose import linear_transpose, linear_transpose_with_builder
-from tidu.compile import optimize
+
+_LAZY = {   # public name -> the module defining it
+    "linearize": "tidu.linearization",
+    "LinearizedGraph": "tidu.linearized",
+    "linear_transpose": "tidu.transpose",
+    "linear_transpose_with_builder": "tidu.transpose",
+    "optimize": "tidu.compile",
+    **{name: "tidu.rules" for name in (
+        "CotangentSeed", "GraphPrimitiveBuilder", "Primitive", "PrimitiveBuilder",
+        "PrimitiveValue", "TangentKey", "sum_tangent_terms", "tangent_key")},
+}
 
 __all__ = [
     "TiduError", "ADRuleError", "ADRuleKind", "RuleContractError",
@@ -27,3 +31,16 @@ __all__ = [
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
     "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tidu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

@@ -74,10 +74,8 @@ from tidu.graph import (
     evaluate,
     resolve,
 )
-from tidu.graph.keys import key_inputs
-from tidu.graph.operation import op_name
-from tidu.graph.walk import postorder
-from tidu.linearize import linearize
+from tidu.graph import key_inputs, op_name, postorder
+from tidu.linearization import linearize
 from tidu.linearized import LinearizedGraph
 from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, TangentKey
 from tidu.transpose import linear_transpose

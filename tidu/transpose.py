@@ -25,9 +25,7 @@ from tidu._gc import gc_paused
 from tidu.errors import GraphError, InvalidArgumentError, sequence_argument
 from tidu.graph import Graph, resolve
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder
-from tidu.rules.keys import CotangentSeed, fresh_pass_id
-from tidu.rules.replay import RuleRunner
+from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, RuleRunner, fresh_pass_id
 
 
 def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[int | None],

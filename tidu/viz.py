@@ -45,11 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidu.errors import InvalidArgumentError, TiduError
-from tidu.graph.builder import Graph
-from tidu.graph.format import key_label, value_name
-from tidu.graph.keys import PRIMARY, Linearized
-from tidu.graph.operation import op_name
-from tidu.graph.refs import Local
+from tidu.graph import PRIMARY, Graph, Linearized, Local, key_label, op_name, value_name
 
 __all__ = ["Cluster", "Layout", "LayoutEdge", "LayoutNode", "draw",
            "draw_primal_linear_transposed", "graphviz_available", "layout"]
@@ -759,7 +755,7 @@ def draw_primal_linear_transposed(graph: Graph, outputs: Sequence, wrt: Sequence
     and ``{prefix}merged.svg`` (and the same for every format in ``formats``);
     returns the file names written.
     """
-    from tidu.linearize import linearize
+    from tidu.linearization import linearize
     from tidu.transpose import linear_transpose
 
     linear = linearize(graph, outputs, wrt)

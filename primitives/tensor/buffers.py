@@ -75,8 +75,12 @@ def unshared(values: list, i: int) -> bool:
     >>> unshared([a], 0)                 # the name ``a`` holds it too
     False
     """
-    return _ENABLED and (_refs_of_item(values, i)
-                         <= _LIST_ONLY_REFS + (id(values[i]) in _cached_ids))
+    return _ENABLED and _refs_of_item(values, i) <= _LIST_ONLY_REFS + is_cached(values[i])
+
+
+def is_cached(array) -> bool:
+    """Whether this cache holds a reference to ``array`` (so it has one reference more)."""
+    return id(array) in _cached_ids
 
 
 def _take_idle(arrays):

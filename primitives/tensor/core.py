@@ -17,9 +17,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tidu.graph import Derived, ValueKey
+from tidu.graph import Derived, ValueKey, schedule
 from primitives.tensor.errors import ConcretizationError
-from tidu.graph.evaluate import schedule
 
 
 class Frontend:

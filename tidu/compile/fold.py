@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from tidu.errors import ADRuleKind, RuleContractError
 from tidu.graph import Derived, EvaluableGraphOperation, GraphOperation, OperationKey, ValueKey
-from tidu.graph.operation import op_name
+from tidu.graph import op_name
 from tidu.rules import Primitive
 
 _UNKNOWN = object()          # a constant that cannot be evaluated at optimization time

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tidu.graph import Derived, Graph, GraphBuilder, Input, OperationKey, ResolvedView, ValueKey
-from tidu.graph.walk import postorder
+from tidu.graph import postorder
 
 
 def _producers(op_key: OperationKey) -> list[OperationKey]:

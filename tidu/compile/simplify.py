@@ -55,7 +55,7 @@ from tidu.graph import (
     OperationRole,
     ValueKey,
 )
-from tidu.graph.operation import op_name
+from tidu.graph import op_name
 from tidu.compile.fold import ConstantFolder
 from tidu.rules import Primitive
 

@@ -1,12 +1,22 @@
 """Eager reverse mode: record executed invocations, then walk them backward.
 
->>> from tidu.eager import Recorder, try_backward
->>> from primitives.scalar import ScalarExecutor, ScalarOp
->>> from primitives.scalar.eager import Scalar
->>> x = Scalar(3.0, requires_grad=True)
->>> y = x * x
->>> grads = y.backward()
->>> grads[x.key]
+A runtime records each call it runs and gives backward a ``BackwardExecutor``:
+``execute_forward`` (run a graph on its data) and ``add_operands`` (sum two
+cotangents) are all it must write.
+
+>>> from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, try_backward
+>>> from tidu.example_ops import Op
+>>> from tidu.graph import Input, compiled
+>>> class Executor(BackwardExecutor):
+...     def execute_forward(self, graph, data):
+...         return dict(zip(graph.output_keys, compiled(graph).run(data)))
+...     def add_operands(self, a, b):
+...         return a + b
+>>> recorder = Recorder()
+>>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 3.0)
+>>> recorded = RecordedGraph.from_primitive(Op.MUL, recorder.fresh_input_keys(2))
+>>> [y] = recorder.record_graph(recorded, [x, x], Op.MUL.eval(None, [3.0, 3.0]))
+>>> try_backward(y.key, y.trace, 1.0, Executor())[x.key]
 6.0
 """
 

@@ -2,30 +2,26 @@
 
 ``try_backward`` walks the trace from an output back to the leaves, last node
 first. At each node it takes a cached *backward plan* for the node's structure
-and the slots that carry cotangents: the node's linear graph and a small
-forward graph of the primal values that linear graph reads.
-
-By default the plan fuses that forward graph with the transposed linear graph
-into one backward graph, which the executor compiles once (``compile_graph``)
-and runs at every node with the plan. An executor that overrides
-``run_transposed_linear`` gets the steps apart instead: it recomputes the
-values (``execute_forward``), then runs the transposed linear map. Either way
-it sums cotangents (``add_operands``).
+and the slots that carry cotangents: one backward graph that recomputes the
+primal values the node's transposed JVP reads and runs that transpose, from the
+node's data and output cotangents to its active inputs' cotangents. The
+executor compiles that graph once per plan (``compile_graph``) and runs it at
+every node with the plan; it sums the cotangents of a value read twice
+(``add_operands``). That is the one path: an executor's override of the old
+``run_transposed_linear`` hook is ignored, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import abc
 import threading
+import warnings
 from operator import attrgetter
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Container, Mapping, Sequence
 
+from tidu import LinearizedGraph, linear_transpose, linearize
 from tidu.errors import InvalidArgumentError, MissingValueError
-from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey
-from tidu.graph.evaluate import schedule
-from tidu.linearize import linearize
-from tidu.linearized import LinearizedGraph
-from tidu.transpose import linear_transpose
+from tidu.graph import External, Graph, GraphBuilder, Input, Local, ValueKey, schedule
 from tidu.eager.record import EagerError
 from tidu.eager.trace import Trace
 
@@ -33,13 +29,18 @@ from tidu.eager.trace import Trace
 class BackwardExecutor(abc.ABC):
     """What a runtime provides so tidu can run backward on its data.
 
-    ``execute_forward`` and ``add_operands`` are required.
-    ``run_transposed_linear`` has a default: it transposes ``linear`` once
-    (memoized on it) and runs the transposed graph with ``execute_forward``.
-    Override it to execute transposes eagerly, e.g. with
-    :func:`tidu.linear_transpose_with_builder` and an immediate builder.
-    ``check_seed`` (optional) refuses seeds that do not fit the output, such as
-    one of the wrong shape or dtype: tidu itself knows neither.
+    Required: ``execute_forward`` (evaluate a graph of the runtime's operations
+    on its data) and ``add_operands`` (sum two cotangents of one value).
+    Optional: ``compile_graph`` (turn a backward graph into a function of
+    positional values, once per plan; the default calls ``execute_forward``,
+    override it for speed) and ``check_seed`` (refuse seeds that do not fit
+    the output, such as one of the wrong shape or dtype: tidu knows neither).
+
+    ``run_transposed_linear`` is deprecated and no longer called by
+    :func:`try_backward`: an override of it is ignored (with a
+    ``DeprecationWarning`` once per class), since every node runs its fused
+    backward graph through ``compile_graph``. Calling it directly still works
+    for this release.
     """
 
     @abc.abstractmethod
@@ -47,27 +48,14 @@ class BackwardExecutor(abc.ABC):
                         ) -> Mapping[ValueKey, Any]:
         """Evaluate ``graph`` from ``initial_data``; return at least its outputs' values, by key."""
 
-    def run_transposed_linear(self, linear: LinearizedGraph, cotangent_out: Sequence[Any | None],
-                              external_data: Mapping[ValueKey, Any], ctx
-                              ) -> Sequence[Any | None]:
-        """Cotangents of ``linear``'s tangent inputs, given ones of its tangent outputs."""
-        transposed = transposed_of(linear, ctx)
-        data = dict(external_data)
-        seeds = iter(transposed.tangent_input_keys)
-        for output_id, cotangent in zip(linear.tangent_outputs, cotangent_out):
-            if output_id is None:
-                continue
-            seed_key = next(seeds)
-            if cotangent is None:
-                raise MissingValueError(
-                    f"no cotangent given for tangent output {linear.graph.value_keys[output_id]!r}")
-            data[seed_key] = cotangent
-        values = self.execute_forward(transposed.graph, data)
-        return [None if key is None else values[key] for key in transposed.tangent_output_keys]
-
     @abc.abstractmethod
     def add_operands(self, a, b):
-        """``a + b`` for two cotangents of the same value."""
+        """``a + b`` for two cotangents of the same value.
+
+        tidu hands over ``a`` where it can: it keeps no reference to it. A runtime
+        that can tell nothing else holds ``a`` (no view, no other key) may add
+        ``b`` into it in place and return it.
+        """
 
     def check_seed(self, seed, output) -> None:
         """Raise a :class:`tidu.TiduError` if ``seed`` cannot be the cotangent of ``output``.
@@ -84,7 +72,8 @@ class BackwardExecutor(abc.ABC):
 
         Backward compiles each cached backward plan once and then calls the
         result at every node with that plan. The default runs
-        ``execute_forward``; override it to skip that call's dict round trip.
+        ``execute_forward``; override it to skip that call's dict round trip,
+        e.g. with ``tidu.graph.compiled(graph).runner(input_keys)``.
         """
         outputs = graph.output_keys
 
@@ -96,6 +85,46 @@ class BackwardExecutor(abc.ABC):
                 raise MissingValueError(f"the executor's execute_forward did not provide "
                                         f"{missing.args[0]!r}") from None
         return run
+
+    def run_transposed_linear(self, linear: LinearizedGraph, cotangent_out: Sequence[Any | None],
+                              external_data: Mapping[ValueKey, Any], ctx
+                              ) -> Sequence[Any | None]:
+        """Deprecated: cotangents of ``linear``'s tangent inputs, given ones of its tangent outputs.
+
+        :func:`try_backward` no longer calls it. This runs the transposed graph
+        with ``execute_forward``.
+        """
+        warnings.warn(_DEPRECATED_HOOK, DeprecationWarning, stacklevel=2)
+        transposed = transposed_of(linear, ctx)
+        data = dict(external_data)
+        seeds = iter(transposed.tangent_input_keys)
+        for output_id, cotangent in zip(linear.tangent_outputs, cotangent_out):
+            if output_id is None:
+                continue
+            if cotangent is None:
+                raise MissingValueError(
+                    f"no cotangent given for tangent output {linear.graph.value_keys[output_id]!r}")
+            data[next(seeds)] = cotangent
+        values = self.execute_forward(transposed.graph, data)
+        return [None if key is None else values[key] for key in transposed.tangent_output_keys]
+
+
+_DEPRECATED_HOOK = ("BackwardExecutor.run_transposed_linear is deprecated and no longer called: "
+                    "try_backward runs each node's fused backward graph through compile_graph")
+_warned_classes: set = set()
+
+
+def _warn_if_overridden(executor: BackwardExecutor) -> None:
+    """One ``DeprecationWarning`` per executor class that overrides ``run_transposed_linear``."""
+    cls = type(executor)
+    if cls.run_transposed_linear is BackwardExecutor.run_transposed_linear:
+        return
+    if cls not in _warned_classes:
+        _warned_classes.add(cls)
+        warnings.warn(f"{cls.__name__} overrides run_transposed_linear, which is deprecated "
+                      "and ignored: try_backward runs each node's fused backward graph through "
+                      "compile_graph (override that to run backward work your own way)",
+                      DeprecationWarning, stacklevel=3)
 
 
 _memo_lock = threading.Lock()
@@ -137,21 +166,21 @@ class BackwardPlan:
     ``linear`` maps the active inputs' tangents (in ``active_inputs`` order) to the
     tangents of the distinct graph values behind the active outputs; output slots
     naming the same value (a graph may list one value twice) form one group in
-    ``output_groups``, whose cotangents backward sums first. ``forward`` computes
-    the primal values ``needed`` by the linear graph from the node's data
-    (``None`` when the data has them all); ``input_keys``/``output_keys`` name the
-    node's data in that graph.
+    ``output_groups``, whose cotangents backward sums first. ``input_keys``,
+    ``output_keys`` and ``data_keys`` name the node's data in the node's graph.
 
-    ``backward_graph`` fuses ``forward`` with the transpose of ``linear``: from
-    the node's data (``input_keys``, ``output_keys``, then ``data_keys``) and
-    one seed per ``seed_groups`` entry, it computes the active inputs'
-    cotangents; ``cotangent_outputs`` gives, per active input, the index of its
-    cotangent among the graph's outputs (``None`` for a zero).
+    ``backward_graph`` fuses the recomputation of the primal values ``linear``
+    reads with the transpose of ``linear``: from the node's data
+    (``input_keys``, ``output_keys``, then ``data_keys``) and one seed per
+    ``seed_groups`` entry, it computes the active inputs' cotangents;
+    ``cotangent_outputs`` gives, per active input, the index of its cotangent
+    among the graph's outputs (``None`` for a zero). The plan is built with one
+    ``ctx`` and used only with that ``ctx``.
     """
 
-    __slots__ = ("linear", "forward", "needed", "input_keys", "output_keys", "data_keys",
-                 "active_inputs", "output_groups", "seed_groups", "backward_graph",
-                 "load_keys", "cotangent_outputs", "all_outputs", "_compiled")
+    __slots__ = ("linear", "input_keys", "output_keys", "data_keys", "active_inputs",
+                 "output_groups", "seed_groups", "backward_graph", "load_keys",
+                 "cotangent_outputs", "all_outputs", "_compiled", "_ctx")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
@@ -165,13 +194,12 @@ class BackwardPlan:
         self.output_groups = tuple(tuple(slots) for slots in groups.values())
         wrt = [self.input_keys[i].key for i in self.active_inputs]
         self.linear = linearize(graph, list(groups), wrt, ctx=ctx)
-        self.needed = _primal_values_read(self.linear)
-        known = set(self.data_keys) | set(self.input_keys) | set(self.output_keys)
-        self.forward = _forward_graph(self.needed, known)
+        self._ctx = ctx
         self._compiled = None
         self.backward_graph = None
 
-    def _fuse(self, transposed: LinearizedGraph) -> None:
+    def _fuse(self) -> None:
+        transposed = transposed_of(self.linear, self._ctx)
         known = set(self.input_keys) | set(self.output_keys) | set(self.data_keys)
         # A group whose value does not depend on the active inputs takes no seed.
         self.seed_groups = tuple(slots for slots, output_id
@@ -193,51 +221,46 @@ class BackwardPlan:
         self.all_outputs = self.cotangent_outputs == tuple(range(len(targets)))
         self.backward_graph = builder.build()     # last: other threads test it to skip _fuse
 
-    def runner(self, executor: "BackwardExecutor", ctx=None
-               ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    def runner(self, executor: "BackwardExecutor") -> Callable[[Sequence[Any]], Sequence[Any]]:
         """``backward_graph`` compiled by ``executor`` (kept for the last executor used).
 
-        The graph is built on first use, with ``ctx`` passed to the transpose rules.
+        The graph is built on first use, with the plan's ``ctx`` passed to the
+        transpose rules.
         """
         compiled = self._compiled
         if compiled is None or compiled[0] is not executor:
             if self.backward_graph is None:
-                self._fuse(transposed_of(self.linear, ctx))
+                self._fuse()
             compiled = (executor, executor.compile_graph(self.backward_graph, self.load_keys))
             self._compiled = compiled
         return compiled[1]
 
 
-def _primal_values_read(linear: LinearizedGraph) -> tuple:
-    """Keys of the primal values the linear ops of ``linear`` read (not tangents)."""
-    graph = linear.graph
-    linear_values = {graph.value_keys[i] for _, i in linear.tangent_inputs}
-    needed: dict = {}
-    for op_key in graph.operation_keys:
-        if op_key.role is PRIMARY:
-            continue
-        for output in op_key.output_keys():
-            linear_values.add(output)
-        for key in op_key.inputs:
-            if key not in linear_values:
-                needed[key] = None
-    return tuple(needed)
-
-
-def _forward_graph(needed: Sequence[ValueKey], known: set) -> Graph | None:
-    """A graph computing the ``needed`` keys from ``known`` ones, or ``None`` if all are known."""
-    missing = [key for key in needed if key not in known]
-    if not missing:
-        return None
-    builder = GraphBuilder()
-    for op_key in schedule(missing, known):
-        builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs], op_key.role)
-    builder.set_outputs([builder.local_id(key) for key in missing])
-    return builder.build()
-
-
+# Plans of primitive nodes, shared across calls: {ctx key: {(op, active inputs,
+# active outputs): plan}}. Rules may read ctx, so each ctx value has its own plans.
 _plans: dict = {}
-_PLAN_CACHE_SIZE = 4096
+_PLAN_CACHE_SIZE = 4096          # plans per ctx value
+_CTX_CACHE_SIZE = 16             # ctx values with plans
+
+
+def _plans_for(ctx) -> dict:
+    """The plan cache for ``ctx``: shared when ``ctx`` is hashable by value, else this call's own.
+
+    A ctx hashed by identity (a plain object) may change between calls without
+    changing its hash, so it gets fresh plans per call, as an unhashable one does.
+    """
+    if ctx is not None and type(ctx).__hash__ in (None, object.__hash__):
+        return {}
+    key = (type(ctx), ctx)
+    try:
+        plans = _plans.get(key)
+    except TypeError:                     # hashable type, unhashable content: ((1, []),)
+        return {}
+    if plans is None:
+        if len(_plans) >= _CTX_CACHE_SIZE:
+            _plans.clear()
+        plans = _plans.setdefault(key, {})
+    return plans
 
 
 def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
@@ -248,12 +271,11 @@ def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
     return graph, graph.input_keys, graph.output_keys
 
 
-def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx) -> BackwardPlan:
-    """The plan for ``node``: shared per (op, active slots) for primitive nodes.
+def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx,
+                  plans: dict | None = None) -> BackwardPlan:
+    """The plan for ``node``: shared per (op, active slots) in ``plans`` for primitive nodes.
 
-    Shared plans (and the transposes memoized on them) are built with the
-    ``ctx`` of their first use, so rules should not depend on ``ctx`` values
-    that change between backward calls.
+    ``plans`` defaults to the shared cache for ``ctx``.
     """
     recorded = node.recorded
     op = recorded.primitive
@@ -261,14 +283,16 @@ def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx) -> Bac
         return BackwardPlan(recorded.graph, [Input(k) for k in recorded.input_keys],
                             recorded.output_keys, active_inputs, active_outputs,
                             node.retained or (), ctx)
+    if plans is None:
+        plans = _plans_for(ctx)
     cache_key = (op, active_inputs, active_outputs)
-    plan = _plans.get(cache_key)
+    plan = plans.get(cache_key)
     if plan is None:
         graph, input_keys, output_keys = _canonical_graph(op)
         plan = BackwardPlan(graph, input_keys, output_keys, active_inputs, active_outputs, (), ctx)
-        if len(_plans) >= _PLAN_CACHE_SIZE:
-            _plans.clear()
-        _plans[cache_key] = plan
+        if len(plans) >= _PLAN_CACHE_SIZE:
+            plans.clear()
+        plans[cache_key] = plan
     return plan
 
 
@@ -293,13 +317,17 @@ _serial = attrgetter("serial")
 
 
 def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
-                 ctx=None) -> dict[ValueKey, Any]:
+                 ctx=None, *, keep: Container | None = None) -> dict[ValueKey, Any]:
     """Propagate ``seed`` (the cotangent of ``output_key``) back through the trace.
 
     Returns the accumulated cotangent of every eager value key that received
     one (leaves and intermediates; inputs with ``requires_grad=False`` get
-    none). An output with no trace gets just the seed back. The trace is not
-    changed, so calling this twice gives the same result.
+    none). With ``keep`` (a container of keys, e.g. the leaves), only the keys
+    in it are returned, and every other cotangent is released right after its
+    last use, so backward holds little more than the forward's saved values. An
+    output with no trace gets just the seed back. The trace is not changed, so
+    calling this twice gives the same result. Plans are cached per ``ctx`` value,
+    since rules may read it.
 
     Checked first, at O(1) cost: ``output_key`` is a ``ValueKey`` output by
     ``output_trace``, ``executor`` a :class:`BackwardExecutor`, ``seed`` not
@@ -316,51 +344,67 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     if seed is None:
         raise InvalidArgumentError(f"try_backward: the seed (the cotangent of {output_key!r}) "
                                    "is None; pass a value, e.g. 1.0 for a real scalar output")
+    if keep is not None and not hasattr(keep, "__contains__"):
+        raise InvalidArgumentError(f"try_backward: keep must be a container of value keys, got "
+                                   f"{type(keep).__name__}")
     cotangents: dict[ValueKey, Any] = {output_key: seed}
-    if output_trace is None:
-        return cotangents
-    if not isinstance(output_trace, Trace):
-        raise InvalidArgumentError(f"try_backward: output_trace must be a Trace or None, got "
-                                   f"{type(output_trace).__name__}")
-    output_keys = output_trace.output_keys
-    if output_key not in output_keys:
-        raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
-    executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
-    fused = type(executor).run_transposed_linear is BackwardExecutor.run_transposed_linear
+    if output_trace is not None:
+        if not isinstance(output_trace, Trace):
+            raise InvalidArgumentError(f"try_backward: output_trace must be a Trace or None, got "
+                                       f"{type(output_trace).__name__}")
+        output_keys = output_trace.output_keys
+        if output_key not in output_keys:
+            raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
+        executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
+        _warn_if_overridden(executor)
+        _propagate(cotangents, output_trace, executor, ctx, keep)
+    if keep is not None:
+        return {key: value for key, value in cotangents.items() if key in keep}
+    return cotangents
+
+
+def _propagate(cotangents: dict, output_trace, executor: BackwardExecutor, ctx,
+               keep: Container | None) -> None:
+    """Run every node's backward, newest first, accumulating into ``cotangents``."""
     add = executor.add_operands
     get = cotangents.get
-
+    plans = _plans_for(ctx)
     for node in _nodes_last_first(output_trace):
         key = node.output_key
         if key is not None:                 # one output
-            cotangent = get(key)
+            cotangent = get(key) if keep is None or key in keep else cotangents.pop(key, None)
             if cotangent is None:
                 continue
             cotangent_out = [cotangent]
             active_outputs = _FIRST_ONLY
         else:
-            cotangent_out = [get(key) for key in node.output_keys]
+            cotangent_out = _output_cotangents(cotangents, node.output_keys, keep)
             active_outputs = tuple(i for i, c in enumerate(cotangent_out) if c is not None)
             if not active_outputs:
                 continue
         op = node.recorded.primitive
-        plan = _plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
+        plan = plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
         if plan is None:
-            plan = backward_plan(node, node.active_inputs, active_outputs, ctx)
-        if fused:
-            cotangent_in = _run_fused(node, plan, cotangent_out, executor, ctx)
-        else:
-            cotangent_in = _run_in_steps(node, plan, cotangent_out, executor, ctx)
+            plan = backward_plan(node, node.active_inputs, active_outputs, ctx, plans)
+        cotangent_in = _run_node(node, plan, cotangent_out, executor)
         inputs = node.inputs
         for position, cotangent in zip(plan.active_inputs, cotangent_in):
             if cotangent is not None:
                 key = inputs[position].key
-                existing = get(key)
-                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
-    return cotangents
+                if key in cotangents:       # handed over (popped), so it may be summed in place
+                    cotangents[key] = add(cotangents.pop(key), cotangent)
+                else:
+                    cotangents[key] = cotangent
 
 
 _FIRST_ONLY = (0,)
+
+
+def _output_cotangents(cotangents: dict, keys: tuple, keep: Container | None) -> list:
+    """The cotangent of each of a node's output keys (``None``: none), released unless kept."""
+    if keep is None:
+        return [cotangents.get(key) for key in keys]
+    return [cotangents.get(key) if key in keep else cotangents.pop(key, None) for key in keys]
 
 
 def _seeds(groups, cotangent_out: list, executor: BackwardExecutor) -> list:
@@ -374,10 +418,10 @@ def _seeds(groups, cotangent_out: list, executor: BackwardExecutor) -> list:
     return seeds
 
 
-def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
-               ctx) -> list:
+def _run_node(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor
+              ) -> list:
     """The active inputs' cotangents, from one run of the plan's compiled backward graph."""
-    run = plan.runner(executor, ctx)
+    run = plan.runner(executor)
     values = [item.data for item in node.inputs]
     values += node.output_data
     if plan.data_keys:
@@ -394,29 +438,3 @@ def _run_fused(node, plan: BackwardPlan, cotangent_out: list, executor: Backward
     if plan.all_outputs:
         return results
     return [None if i is None else results[i] for i in plan.cotangent_outputs]
-
-
-def _run_in_steps(node, plan: BackwardPlan, cotangent_out: list, executor: BackwardExecutor,
-                  ctx) -> Sequence:
-    """The active inputs' cotangents via ``execute_forward`` and ``run_transposed_linear``."""
-    external = _primal_values(node, plan, executor)
-    seeds = _seeds(plan.output_groups, cotangent_out, executor)
-    return executor.run_transposed_linear(plan.linear, seeds, external, ctx)
-
-
-def _primal_values(node, plan: BackwardPlan, executor: BackwardExecutor) -> dict:
-    """The primal values ``plan.linear`` reads, by key, recomputed where not saved."""
-    data = {key: item.data for key, item in zip(plan.input_keys, node.inputs)}
-    data.update(zip(plan.output_keys, node.output_data))
-    if node.retained and node.recorded.primitive is None:
-        data.update(node.retained)
-    if plan.forward is not None:
-        computed = executor.execute_forward(plan.forward, data)
-        for key in plan.forward.output_keys:
-            if key not in computed:
-                raise MissingValueError(
-                    f"the executor's execute_forward did not provide {key!r}, which the "
-                    f"backward of {node.recorded!r} needs")
-            data[key] = computed[key]
-    # Every other key in plan.needed is an input, output or retained value: all in data.
-    return data

@@ -23,9 +23,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from tidu.errors import MissingValueError
-from tidu.graph import Local, ValueKey
-from tidu.graph.evaluate import checked_eval_results
-from tidu.graph.operation import op_name
+from tidu.graph import Local, ValueKey, checked_eval_results, op_name
 
 
 class ImmediateBuilder:

@@ -28,9 +28,7 @@ from tidu.errors import (
     sequence_argument,
 )
 from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
-from tidu.graph.builder import operation_counts
-from tidu.graph.keys import FreshInput, intern_input, intern_operation
-from tidu.graph.operation import op_name
+from tidu.graph import FreshInput, Input, OperationKey, op_name, operation_counts
 from tidu.eager.trace import Trace
 
 
@@ -122,7 +120,7 @@ class RecordedGraph:
         """The value keys of the graph's outputs."""
         if self._output_keys is None:
             op = self.primitive
-            op_key = intern_operation(op, tuple(map(intern_input, self.input_keys)), PRIMARY)
+            op_key = OperationKey(op, tuple(map(Input, self.input_keys)), PRIMARY)
             self._output_keys = op_key.output_keys()
         return self._output_keys
 
@@ -244,7 +242,7 @@ class Recorder:
         if type(source) is CounterKeySource:      # its keys are their own Input keys
             return (FreshInput(),) if count == 1 else tuple([FreshInput() for _ in range(count)])
         fresh = source.fresh_input_key
-        return tuple([intern_input(fresh()) for _ in range(count)])
+        return tuple([Input(fresh()) for _ in range(count)])
 
 
 def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> TiduError:

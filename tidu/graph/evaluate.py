@@ -1,8 +1,11 @@
-"""Evaluate value keys over one or more graphs.
+"""Evaluate value keys over one or more graphs, through a compiled :class:`Program`.
 
 Only what the requested outputs need is computed; an operation shared by
 several graphs (the same :class:`OperationKey`) runs once; every intermediate
-is released right after its last use.
+is released right after its last use, and operations with the
+``eval_reusing`` hook may write into the ones that die (the program's memory
+plan, :mod:`tidu.graph.program`). The program is compiled once per output keys
+and given keys, and kept on the first graph.
 
 >>> import enum
 >>> from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local, Input
@@ -23,60 +26,13 @@ from __future__ import annotations
 from collections.abc import Mapping as MappingABC
 from typing import Any, Iterable, Mapping, Sequence
 
-from tidu.errors import (
-    EvalOutputError,
-    InvalidArgumentError,
-    MissingValueError,
-    NotEvaluableError,
-    UnknownValueError,
-    sequence_argument,
-)
+from tidu.errors import InvalidArgumentError, UnknownValueError, sequence_argument
 from tidu.graph.builder import Graph
-from tidu.graph.keys import Derived, OperationKey, ValueKey, existing_derived
-from tidu.graph.operation import EvaluableGraphOperation, op_name
+from tidu.graph.keys import ValueKey
+from tidu.graph.program import Program, compiled_for, schedule
 from tidu.graph.resolve import ResolvedView, resolve
-from tidu.graph.walk import postorder
 
-
-def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[OperationKey]:
-    """Operations needed to compute ``outputs`` from ``known`` keys, dependencies first.
-
-    An ``Input`` that is not known raises :class:`MissingValueError`.
-    """
-    def producers(op_key):
-        needed = []
-        for key in op_key._inputs:
-            if key in known:
-                continue
-            if type(key) is not Derived:
-                raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
-            needed.append(key._operation)
-        return needed
-
-    roots = []
-    for out in outputs:
-        if out in known:
-            continue
-        if type(out) is not Derived:
-            raise MissingValueError(f"no value given for {out!r}")
-        roots.append(out._operation)
-    return postorder(roots, producers)
-
-
-def checked_eval_results(operation, results, n_out: int) -> list | tuple:
-    """``results`` if it is a list or tuple of ``n_out`` values; else :class:`EvalOutputError`.
-
-    Anything else is refused, even when it has a length: a NumPy array returned
-    bare would otherwise be read as one output per row.
-    """
-    if not isinstance(results, (list, tuple)):
-        raise EvalOutputError(
-            f"{op_name(operation)}.eval returned a {type(results).__name__}, not a list or "
-            f"tuple of its {n_out} output(s): wrap a single output as [value]")
-    if len(results) != n_out:
-        raise EvalOutputError(f"{op_name(operation)}.eval returned {len(results)} values for "
-                              f"{n_out} outputs")
-    return results
+__all__ = ["evaluate", "schedule"]       # schedule: also public as tidu.graph.schedule
 
 
 def evaluate(
@@ -88,7 +44,9 @@ def evaluate(
     """Compute the values of ``outputs`` given concrete ``values`` (usually for ``Input`` keys).
 
     Keys in ``values`` may also be intermediate (``Derived``) keys: their
-    producers are then not run. Operations must be :class:`EvaluableGraphOperation`.
+    producers are then not run, and a value given wins over one computed.
+    Operations must be :class:`EvaluableGraphOperation`. The values given are
+    never written into.
     """
     view = resolve(graphs)
     outputs = sequence_argument(outputs, "evaluate", "outputs")
@@ -100,34 +58,8 @@ def evaluate(
             raise UnknownValueError(f"evaluate output {key!r} is not a ValueKey")
         if key not in values and key not in view:
             raise UnknownValueError(f"{key!r} is not a value of the graphs given to evaluate")
-    order = schedule(outputs, values)
-
-    uses: dict[ValueKey, int] = {}
-    for key in outputs:
-        uses[key] = uses.get(key, 0) + 1
-    for op_key in order:
-        for key in op_key._inputs:
-            uses[key] = uses.get(key, 0) + 1
-    env = {key: values[key] for key in uses if key in values}
-
-    for op_key in order:
-        operation = op_key._operation
-        if not isinstance(operation, EvaluableGraphOperation):
-            raise NotEvaluableError(f"{op_name(operation)} ({op_key!r}) has no eval")
-        inputs = op_key._inputs
-        args = [env[key] for key in inputs]
-        for key in inputs:
-            remaining = uses[key] - 1
-            uses[key] = remaining
-            if not remaining:
-                del env[key]
-        results = operation.eval(ctx, args)
-        del args
-        if type(results) is not list or len(results) != op_key._n_out:
-            results = checked_eval_results(operation, results, op_key._n_out)
-        for slot, result in enumerate(results):
-            key = existing_derived(op_key, slot)
-            if key is not None and key in uses and key not in values:
-                env[key] = result       # a value the caller supplied wins
-        del results
-    return [env[key] for key in outputs]
+    if view.graphs:
+        program = compiled_for(view.graphs[0], outputs, values.keys())
+    else:
+        program = Program.for_values(outputs, values)
+    return program.run(values, ctx)

@@ -149,7 +149,8 @@ def _sweep_if_needed() -> None:
     _dead[0] = 0
     _sweep_bar[0] = _SWEEP_MIN
     for table in (_op_table, _input_table, _collisions):
-        dead = [(structure, ref) for structure, ref in list(table.items()) if ref() is None]
+        # dict.copy() is one step for the interpreter: lock-free inserts cannot interleave
+        dead = [(structure, ref) for structure, ref in table.copy().items() if ref() is None]
         for structure, ref in dead:
             if table.get(structure) is ref:
                 del table[structure]
@@ -164,7 +165,7 @@ def _sweep_soon() -> None:
 def interned_count() -> int:
     """How many live keys the intern tables hold (for memory tests and diagnostics)."""
     tables = (_op_table, _input_table, _collisions)
-    return sum(1 for table in tables for r in list(table.values()) if r() is not None)
+    return sum(1 for table in tables for r in table.copy().values() if r() is not None)
 
 
 # --- keys ----------------------------------------------------------------------

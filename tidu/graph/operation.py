@@ -44,6 +44,13 @@ class EvaluableGraphOperation(GraphOperation):
         """Return one value per output, given one value per input."""
         raise NotImplementedError(f"{type(self).__name__}.eval")
 
+    # Optional, for the memory plan of compiled programs: ``eval_reusing(ctx, inputs,
+    # reusable) -> Sequence`` is ``eval`` that may write its results into ``inputs[i]`` for
+    # ``i`` in ``reusable`` (values the program made that die at this step and nothing else
+    # reads). The op must still check the buffer fits and nothing else holds it. Programs
+    # detect it with ``getattr(op, "eval_reusing", None) is not None``.
+    eval_reusing = None
+
 
 _short = reprlib.Repr()
 _short.maxstring = 40

@@ -13,7 +13,7 @@ from typing import Protocol, Sequence, Union, runtime_checkable
 
 from tidu.errors import RuleContractError
 from tidu.graph import External, GraphBuilder, Local
-from tidu.graph.operation import op_name
+from tidu.graph import op_name
 
 PrimitiveValue = Union[Local, External]
 """What rules pass to ``add_primitive``: a value of the builder, or one named by key."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Hashable
 
-from tidu.graph.operation import short_repr
+from tidu.graph import short_repr
 
 # Fresh pass ids start far from the small ids people pick by hand.
 _pass_ids = itertools.count(1 << 20)

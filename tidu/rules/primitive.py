@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from tidu.errors import ADRuleError, ADRuleKind
 from tidu.graph import GraphOperation, ValueKey
-from tidu.graph.operation import op_name
+from tidu.graph import op_name
 
 
 class Primitive(GraphOperation):

@@ -24,7 +24,7 @@ from typing import Any
 
 from tidu.errors import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
-from tidu.graph.operation import op_name
+from tidu.graph import op_name
 from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
 from tidu.rules.helpers import BOTH_LINEAR
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from tidu import Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
+from primitives.tensor import buffers
 from primitives.tensor.buffers import output_like, unshared
 
 LIN = Linearized((True,))
@@ -60,23 +61,28 @@ def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
     """An input array an elementwise op may write its result into, or ``None``.
 
     ``reusable`` are positions a compiled program will not read again
-    (``eval_reusing``'s argument). Such an input qualifies when nothing else
+    (``eval_reusing``'s argument). Such an input qualifies when it is big (at
+    least ``buffers.MIN_BYTES``: small arrays come from ``malloc``'s free lists at
+    no cost, and a ufunc with ``out=`` costs more than that), nothing else
     references it (no register, view or tensor: :func:`..buffers.unshared`), it
     owns writable floating-point memory, and every input is an array of its shape
     and dtype or a real Python number, so that a dtype-keeping ufunc's result
     has its shape and dtype too.
 
-    >>> reusable_output([np.ones(2), np.ones(2)], (1,))
-    array([1., 1.])
-    >>> reusable_output([np.ones(2), np.ones(3)], (1,)) is None     # another shape
+    >>> big = np.ones(1 << 15)
+    >>> reusable_output([big, np.ones(1 << 15)], (1,)) is not None
+    True
+    >>> reusable_output([big, np.ones(2)], (1,)) is None               # small: not worth it
     True
     """
     for i in reusable:
+        if type(inputs[i]) is not np.ndarray or inputs[i].nbytes < buffers.MIN_BYTES:
+            continue
         if not unshared(inputs, i):
             continue
         out = inputs[i]
-        if (type(out) is np.ndarray and out.base is None and out.flags.writeable
-                and out.dtype.kind in "fc" and all(_same_layout(o, out) for o in inputs)):
+        if (out.base is None and out.flags.writeable and out.dtype.kind in "fc"
+                and all(_same_layout(o, out) for o in inputs)):
             return out
     return None
 

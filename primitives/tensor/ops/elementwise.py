@@ -434,12 +434,19 @@ def _div_or_zero_transpose(b, ct, x, y, mask):
     return (emit(b, div_or_zero, [Local(ct), Local(emit(b, conj, [y]))], LIN_TF), None)
 
 
+def _conj_if_complex(b):
+    dtype = getattr(b, "dtype", None)              # np.iscomplexobj, without its cost
+    if dtype.kind == "c" if dtype is not None else isinstance(b, complex):
+        return np.conj(b)
+    return b
+
+
 def _mul_conj_fn(a, b):
-    return apply_ufunc(np.multiply, a, np.conj(b) if np.iscomplexobj(b) else b)
+    return apply_ufunc(np.multiply, a, _conj_if_complex(b))
 
 
 def _mul_conj_into(a, b, out):
-    return np.multiply(a, np.conj(b) if np.iscomplexobj(b) else b, out=out)
+    return np.multiply(a, _conj_if_complex(b), out=out)
 
 
 add = binary("add", np.add, _add_jvp, _add_transpose)

@@ -23,11 +23,9 @@ from typing import Any, Hashable, Sequence
 from tidu._gc import gc_paused
 from tidu.errors import InvalidArgumentError, UnknownValueError, sequence_argument
 from tidu.graph import Derived, Input, ResolvedView, ValueKey, resolve
-from tidu.graph.walk import postorder
+from tidu.graph import postorder
 from tidu.linearized import LinearizedGraph
-from tidu.rules.builder import GraphPrimitiveBuilder
-from tidu.rules.replay import RuleRunner
-from tidu.rules.keys import fresh_pass_id, tangent_key
+from tidu.rules import GraphPrimitiveBuilder, RuleRunner, fresh_pass_id, tangent_key
 
 
 def linearize(
