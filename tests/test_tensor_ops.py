@@ -955,3 +955,12 @@ def test_div_or_zero_is_div_away_from_zero_and_zero_at_zero(dtype):
               lin.tangent_input_keys[1]: np.ones(4, dtype)}
     [tangent] = evaluate([graph, lin.graph], lin.tangent_output_keys, values)
     assert tangent[1] == 0 and np.isfinite(tangent).all()
+
+
+def test_ops_pickle_without_their_cached_hash():
+    import pickle
+
+    op = ew.ConvertElementType("float32", "float64")
+    hash(op)                                       # caches the hash
+    copy = pickle.loads(pickle.dumps(op))
+    assert copy == op and "_hash" not in copy.__dict__ and hash(copy) == hash(op)

@@ -109,7 +109,11 @@ def tensor_op(cls):
             object.__setattr__(self, "_hash", value)
             return value
 
+    def __getstate__(self):          # the cached hash is salted per process: not pickled
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     cls.__hash__ = __hash__
+    cls.__getstate__ = __getstate__
     return cls
 
 
