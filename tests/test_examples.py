@@ -82,24 +82,23 @@ def test_example_runs(script, tmp_path):
         position = found + len(expected)
 
 
-def test_train_mlp_reaches_95_percent_on_digits():
+def load_train_mlp():
     script = ROOT / "examples" / "train_mlp.py"
     if missing_imports(script):
         pytest.skip("train_mlp.py needs the examples extra")
     spec = importlib.util.spec_from_file_location("train_mlp", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.main(["--epochs", "30"]) > 0.95
+    return module
+
+
+def test_train_mlp_reaches_95_percent_on_digits():
+    assert load_train_mlp().main(["--epochs", "30"]) > 0.95
 
 
 def test_train_mlp_with_jit_learns_exactly_as_eager(capsys):
     """--jit runs the same arithmetic through one compiled program per step."""
-    script = ROOT / "examples" / "train_mlp.py"
-    if missing_imports(script):
-        pytest.skip("train_mlp.py needs the examples extra")
-    spec = importlib.util.spec_from_file_location("train_mlp", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_train_mlp()
     eager = module.main(["--epochs", "2", "--subset", "400"])
     eager_out = capsys.readouterr().out
     jitted = module.main(["--epochs", "2", "--subset", "400", "--jit"])

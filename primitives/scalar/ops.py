@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
-from tidu.compile import producer
+from tidu.compile import forwarded, producer
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, Linearized, Local
 
 LIN = Linearized((True,))
@@ -684,43 +684,32 @@ def _made_by(key, op, role):
     return made if found is op or (isinstance(op, type) and type(found) is op) else None
 
 
-def _forward(inputs, role, index: int):
-    """``[inputs[index]]`` as the op's result if the role allows it, else ``None``.
-
-    In linear work only a linear (active) input may stand for the op's output:
-    a primal value there would make the program untransposable.
-    """
-    if type(role) is Linearized and not role.active_mask[index]:
-        return None
-    return [inputs[index]]
-
-
 def _simplify_add(rewriter, inputs, role):
     """``x + 0 -> x`` and ``0 + x -> x``."""
     if _is_const(inputs[1], 0):
-        return _forward(inputs, role, 0)
+        return forwarded(inputs, role, 0)
     if _is_const(inputs[0], 0):
-        return _forward(inputs, role, 1)
+        return forwarded(inputs, role, 1)
     return None
 
 
 def _simplify_sub(rewriter, inputs, role):
     """``x - 0 -> x``."""
-    return _forward(inputs, role, 0) if _is_const(inputs[1], 0) else None
+    return forwarded(inputs, role, 0) if _is_const(inputs[1], 0) else None
 
 
 def _simplify_mul(rewriter, inputs, role):
     """``x * 1 -> x`` and ``1 * x -> x`` (``x * 0`` stays: ``inf * 0`` is NaN)."""
     if _is_const(inputs[1], 1):
-        return _forward(inputs, role, 0)
+        return forwarded(inputs, role, 0)
     if _is_const(inputs[0], 1):
-        return _forward(inputs, role, 1)
+        return forwarded(inputs, role, 1)
     return None
 
 
 def _simplify_by_one(rewriter, inputs, role):
     """``x / 1 -> x``, and ``x * conj(1) -> x`` for ``MUL_CONJ``."""
-    return _forward(inputs, role, 0) if _is_const(inputs[1], 1) else None
+    return forwarded(inputs, role, 0) if _is_const(inputs[1], 1) else None
 
 
 def _simplify_neg(rewriter, inputs, role):

@@ -15,6 +15,6 @@ The primitive set takes part through two hooks of :class:`tidu.Primitive`:
 """
 
 from tidu.compile.pipeline import optimize
-from tidu.compile.simplify import MAX_NESTED_EMITS, Rewriter, producer
+from tidu.compile.simplify import MAX_NESTED_EMITS, Rewriter, forwarded, producer
 
-__all__ = ["optimize", "Rewriter", "producer", "MAX_NESTED_EMITS"]
+__all__ = ["optimize", "Rewriter", "producer", "forwarded", "MAX_NESTED_EMITS"]

@@ -69,6 +69,18 @@ def producer(key: ValueKey) -> OperationKey | None:
     return key.operation if type(key) is Derived else None
 
 
+def forwarded(inputs: Sequence[ValueKey], role, index: int) -> list[ValueKey] | None:
+    """``[inputs[index]]`` as a rule's result (the op's output is that input), if the role
+    allows it, else ``None``.
+
+    In linear work only a linear (active) input may stand for the op's output: a
+    primal value there would make the program untransposable.
+    """
+    if type(role) is Linearized and not role.active_mask[index]:
+        return None
+    return [inputs[index]]
+
+
 class Rewriter:
     """Builds an optimized program out of value keys, each operation in its simplest form.
 

@@ -81,7 +81,7 @@ import math
 
 import numpy as np
 
-from tidu.compile import producer
+from tidu.compile import forwarded, producer
 from tidu.graph import Linearized
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import TensorPrimitive, tensor_op
@@ -285,17 +285,6 @@ def _floating_input(key, role) -> bool:
 # --- helpers for rules ------------------------------------------------------------------
 
 
-def _forward(inputs, role, index: int):
-    """``[inputs[index]]`` as the op's result, if the role allows it, else ``None``.
-
-    In linear work only a linear (active) input may stand for the op's output:
-    a primal value there would make the program untransposable.
-    """
-    if type(role) is Linearized and not role.active_mask[index]:
-        return None
-    return [inputs[index]]
-
-
 def _made_by(key, kind, role, name: str | None = None):
     """The producer of ``key`` if it is an op of type ``kind`` (and ``name``) with ``role``."""
     made = producer(key)
@@ -318,24 +307,24 @@ def _add(op, rewriter, inputs, role):
     """``x + 0 -> x`` and ``0 + x -> x``."""
     x, y = inputs
     if _is_const(y, 0):
-        return _forward(inputs, role, 0)
+        return forwarded(inputs, role, 0)
     if _is_const(x, 0):
-        return _forward(inputs, role, 1)
+        return forwarded(inputs, role, 1)
     return None
 
 
 def _sub(op, rewriter, inputs, role):
     """``x - 0 -> x``."""
-    return _forward(inputs, role, 0) if _is_const(inputs[1], 0) else None
+    return forwarded(inputs, role, 0) if _is_const(inputs[1], 0) else None
 
 
 def _mul(op, rewriter, inputs, role):
     """``x * 1 -> x``, ``1 * x -> x``; ``x * 0`` and ``0 * x`` -> zeros for integer dtypes."""
     x, y = inputs
     if _is_const(y, 1):
-        return _forward(inputs, role, 0)
+        return forwarded(inputs, role, 0)
     if op.name == "mul" and _is_const(x, 1):
-        return _forward(inputs, role, 1)
+        return forwarded(inputs, role, 1)
     for constant in (x, y):
         if _is_const(constant, 0) and _dtype_kind(constant) in ("b", "i", "u"):
             zero = producer(constant).operation           # a Full or a Literal
@@ -347,7 +336,7 @@ def _div(op, rewriter, inputs, role):
     """``x / 1 -> x`` for floating ``x`` (integer ``x / 1`` is a float array)."""
     y = inputs[1]
     if _is_const(y, 1) and _dtype_kind(y) in ("f", "c"):
-        return _forward(inputs, role, 0)
+        return forwarded(inputs, role, 0)
     return None
 
 
@@ -501,7 +490,7 @@ def _reduce_sum(op, rewriter, inputs, role):
 def _select(op, rewriter, inputs, role):
     """``select(p, a, a) -> a``."""
     _, on_true, on_false = inputs
-    return _forward(inputs, role, 1) if on_true == on_false else None
+    return forwarded(inputs, role, 1) if on_true == on_false else None
 
 
 _RULES = {
