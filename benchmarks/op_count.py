@@ -46,7 +46,7 @@ def needed_operations(outputs) -> int:
 def tidu_counts(params, x, onehot) -> dict[str, dict[str, int]]:
     """``{measure: {"grad": n, "value_and_grad": n}}`` for tidu's gradient graphs."""
     from primitives import tensor as tnp
-    from primitives.tensor.functional import trace
+    from primitives.tensor.functional import make_graph
 
     def loss(*ps):
         h = x
@@ -55,7 +55,7 @@ def tidu_counts(params, x, onehot) -> dict[str, dict[str, int]]:
         z = tnp.matmul(h, ps[-2]) + ps[-1]
         return -tnp.sum((z - tnp.logsumexp(z, axis=1, keepdims=True)) * onehot) / len(x)
 
-    traced = trace(loss, *params)
+    traced = make_graph(loss, *params)
     argnums = tuple(range(len(params)))
     linear, transposed = traced.linearized(argnums), traced.transposed(argnums)
     graphs = [traced.graph, linear.graph, transposed.graph]

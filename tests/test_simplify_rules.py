@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from primitives import tensor as tnp
 from primitives.scalar import Const, Pow, Scale, ScalarOp, trace_scalar
-from primitives.tensor.functional import trace
+from primitives.tensor.functional import make_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.select import Compare, Full, Real, Select
@@ -650,7 +650,7 @@ def traced(name):
     """``(primal, linear, transposed, values)`` for ``TRACED[name]``, traced once."""
     if name not in _traced_cache:
         f, shapes, _ = TRACED[name]
-        t = trace(f, *[RNG.standard_normal(shape) for shape in shapes])
+        t = make_graph(f, *[RNG.standard_normal(shape) for shape in shapes])
         argnums = tuple(range(len(shapes)))
         lin, tr = t.linearized(argnums), t.transposed(argnums)
         values = {key: value for key, value in t.trace.values.items() if type(key) is Input}

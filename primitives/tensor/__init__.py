@@ -83,6 +83,12 @@ from primitives.tensor.api import (
     where,
     zeros_like,
 )
+# NumPy's namespace, by family: each module's __all__ (and the submodules linalg, fft).
+from primitives.tensor import fft, linalg, manipulation, mathfuncs, products, reductions
+from primitives.tensor.mathfuncs import *      # noqa: F401,F403
+from primitives.tensor.reductions import *     # noqa: F401,F403
+from primitives.tensor.manipulation import *   # noqa: F401,F403
+from primitives.tensor.products import *       # noqa: F401,F403
 from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
@@ -93,7 +99,7 @@ from primitives.tensor.functional import (
     grad,
     hvp,
     jvp,
-    trace,
+    make_graph,
     value_and_grad,
     vjp,
 )
@@ -183,7 +189,9 @@ __all__ = [
     "hvp",
     "jit",
     "jvp",
-    "trace",
+    "make_graph",
     "value_and_grad",
     "vjp",
 ]
+__all__ += ["fft", "linalg", *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
+            *products.__all__]

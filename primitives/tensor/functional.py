@@ -177,9 +177,16 @@ class Traced:
         return outs[0] if self.single_output else tuple(outs)
 
 
-def trace(f: Callable, *primals, transform: str = "trace") -> Traced:
-    """Trace ``f`` at ``primals`` for inspection: ``.graph``, ``.linearized(argnums)``,
-    ``.transposed(argnums)``."""
+def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
+    """Trace ``f`` at ``primals`` into a graph for inspection: ``.graph``,
+    ``.linearized(argnums)``, ``.transposed(argnums)`` (``jax.make_jaxpr``'s role).
+
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> traced = tnp.make_graph(lambda x: tnp.sin(x) * x, np.ones(3))
+    >>> len(traced.graph.operations)
+    2
+    """
     return Traced(f, [_as_value(p) for p in primals], transform=transform)
 
 
@@ -272,7 +279,7 @@ def vjp(f: Callable, *primals, transform: str = "vjp"):
     """
     flat = _Flat(f, primals)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
-    traced = trace(flat, *flat.leaves, transform=transform)
+    traced = make_graph(flat, *flat.leaves, transform=transform)
     argnums = tuple(range(len(flat.leaves)))
     transposed = traced.transposed(argnums)
     linear = traced.linearized(argnums)
@@ -372,7 +379,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
         if shape_of(p) != shape_of(t):
             raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
                                    f"{shape_of(p)}")
-    traced = trace(flat, *flat.leaves, transform="jvp")
+    traced = make_graph(flat, *flat.leaves, transform="jvp")
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
