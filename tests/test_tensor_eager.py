@@ -207,6 +207,20 @@ def test_gradients_of_intermediate_tensors():
     assert h.grad is None and k.grad is None and loss.grad is None   # not leaves: no .grad
 
 
+def test_backward_frees_the_gradients_of_tensors_no_one_holds():
+    x = tensor(np.array([0.5, 1.0]), requires_grad=True)
+    h = x * 2.0
+    loss = tnp.sum(tnp.sin(h) * 3.0 + h)      # sin(h), its scaling and the sum: dropped
+    grads = loss.backward()
+    assert {x.key, h.key, loss.key} == set(grads._by_key)
+    np.testing.assert_allclose(grads.grad(h), 3 * np.cos(h.data) + 1)
+    np.testing.assert_allclose(grads.grad(x), 2 * grads.grad(h))
+    for _ in range(3000):                     # dead references are dropped, not kept forever
+        x * 1.0
+    from primitives.tensor import eager
+    assert len(eager._referenced) < 3000
+
+
 # --- .grad accumulation (PyTorch semantics) ------------------------------------------------
 
 

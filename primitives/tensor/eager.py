@@ -97,6 +97,45 @@ def _new(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) ->
     return t
 
 
+# Backward keeps the cotangents of the leaves and of the computed tensors still referenced:
+# the only ones Gradients.grad can be asked for. The rest are freed after their last use,
+# so backward's peak memory is about the forward's (see docs/performance.md).
+_referenced: dict = {}         # key of a recorded op's output -> weak reference to its Tensor
+_referenced_limit = [1024]     # size at which dead references are next dropped
+
+
+def _computed(data: np.ndarray, key, trace) -> "Tensor":
+    """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
+    t = _new(data, True, key, trace)
+    _referenced[key] = weakref.ref(t)
+    if len(_referenced) > _referenced_limit[0]:
+        _drop_dead_references()
+    return t
+
+
+def _drop_dead_references() -> None:
+    with _leaf_key_lock:
+        for key, ref in list(_referenced.items()):
+            if ref() is None:
+                _referenced.pop(key, None)
+        _referenced_limit[0] = max(1024, 2 * len(_referenced))
+
+
+class _StillReferenced:
+    """The keys whose cotangents a backward keeps: leaves and live computed tensors."""
+
+    __slots__ = ()
+
+    def __contains__(self, key) -> bool:
+        if key in _leaves:
+            return True
+        ref = _referenced.get(key)
+        return ref is not None and ref() is not None
+
+
+_STILL_REFERENCED = _StillReferenced()
+
+
 def _owned_data(t: "Tensor") -> np.ndarray:
     """``t``'s array, to be saved or shared: a handle that ``t.data`` gave out becomes read-only."""
     data = t._data
@@ -291,7 +330,7 @@ class Tensor(ArrayOperators, Frontend):
             inputs.append(EagerInput(_CONSTANT, None, False, d))
         results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
         trace = _recorder.record(_recorded_graph(op), inputs, results)
-        return [_new(result, True, key, trace) for result, key in zip(results, trace.output_keys)]
+        return [_computed(result, key, trace) for result, key in zip(results, trace.output_keys)]
 
     def backward(self, seed=None) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
@@ -299,13 +338,17 @@ class Tensor(ArrayOperators, Frontend):
         A tensor of one element defaults to a seed of 1; any other needs a ``seed``
         of its shape, real for a real tensor (a Tensor's value is used as a
         constant). Every ``.grad`` is updated only once all gradients are known.
+
+        The returned :class:`Gradients` hold the gradients of the leaves and of
+        the computed tensors still referenced when backward runs (the only ones
+        one can ask for); every other cotangent is freed after its last use.
         """
         if not self._requires_grad:
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
         seed = _checked_seed(self, seed)
-        cotangents = try_backward(self.key, self._trace, seed, _executor)
+        cotangents = try_backward(self.key, self._trace, seed, _executor, keep=_STILL_REFERENCED)
         _accumulate_into_leaves(cotangents)
         return Gradients(cotangents)
 
@@ -461,7 +504,8 @@ def checkpoint(f):
                 inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
         records = _recorder.record_graph(recorded, inputs, traced.outputs)
-        outs = [_new(np.asarray(value), record.requires_grad, record.key, record.trace)
+        outs = [_computed(np.asarray(value), record.key, record.trace) if record.requires_grad
+                else _new(np.asarray(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]
         return outs[0] if traced.single_output else tuple(outs)
 
