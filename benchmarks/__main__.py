@@ -12,6 +12,8 @@ Workloads (each peer is skipped with a note when it is not installed):
   PyTorch eager and ``jax.jit``;
 - memory: peak memory of backward through a chain of 1 MB arrays, against what
   the forward pass holds.
+- device: each speed or memory device on the main path, on and off in fresh
+  processes (``benchmarks/devices.py``), so it stays only while it pays.
 
 Prints a table (medians, and every peer as a ratio tidu/peer measured in the same
 run) and writes JSON (``--json PATH``). ``--quick`` runs small sizes in well under
@@ -31,6 +33,8 @@ import time
 import tracemalloc
 
 import numpy as np
+
+from benchmarks.devices import devices_workload
 
 
 def _median_time(fn, repeat: int) -> float:
@@ -70,21 +74,24 @@ def random_dag(n_ops: int, seed: int = 0):
 
 
 def transform_workload(sizes, repeat):
-    from benchmarks.transforms import time_jax, time_tidu
+    from benchmarks.transforms import time_build, time_jax, time_tidu
     from tidu import linear_transpose, linearize
 
     rows = []
     for n in sizes:
         lin, tr, ops = time_tidu(n, repeat)
+        build = time_build(n, repeat)
         row = {"workload": "transform", "case": "chain", "n_ops": ops,
                "tidu_us_per_op": 1e6 * (lin + tr) / ops, "peers": {}}
+        built = {"workload": "transform", "case": "chain, built with add_operation",
+                 "n_ops": ops, "tidu_us_per_op": 1e6 * (build + lin + tr) / ops, "peers": {}}
         if n <= 10_000:
             try:
                 jax_s, jax_ops = time_jax(n, max(1, repeat // 2))
-                row["peers"]["jax"] = 1e6 * jax_s / jax_ops
+                row["peers"]["jax"] = built["peers"]["jax"] = 1e6 * jax_s / jax_ops
             except ImportError:
                 pass
-        rows.append(row)
+        rows += [row, built]
     for n in sizes:
         graph = random_dag(n)
 
@@ -199,6 +206,7 @@ def run(quick: bool) -> dict:
     rows += eager_workload([300, 3_000] if quick else [3_000, 30_000], repeat)
     rows += mlp_workload(3 if quick else 20)
     rows += memory_workload(60 if quick else 1_000)
+    rows += devices_workload(1 if quick else 3, quick)
     for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench")):
         try:
             __import__(module)
@@ -221,6 +229,9 @@ def format_table(result: dict) -> str:
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
                      f"backward/forward {row['backward_over_forward']:.2f}; with "
                      f"retain_freed_memory() {row['tidu_retain_freed_memory_ms']:.2f} ms)")
+        elif row["workload"] == "device":
+            value = (f"on {row['on']:.3g} / off {row['off']:.3g} {row['unit']} = "
+                     f"{row['on_over_off']:.2f}")
         else:
             value = (f"backward peak {row['backward_peak_mb']:.0f} MB / forward "
                      f"{row['forward_mb']:.0f} MB = {row['backward_over_forward']:.2f}")

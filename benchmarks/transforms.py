@@ -40,6 +40,17 @@ def chain(n_ops: int):
     return b.build()
 
 
+def time_build(n_ops: int, runs: int) -> float:
+    """Median seconds to build the chain with ``GraphBuilder.add_operation``."""
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        chain(n_ops)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def time_tidu(n_ops: int, runs: int):
     """Median seconds of (linearize, linear_transpose) and the primal op count."""
     graph = chain(n_ops)

@@ -1,0 +1,147 @@
+"""A/B of the speed and memory devices on tidu's main paths: each on, then off.
+
+Every device sits behind one seam, and this module turns it off there:
+
+- ``replay``: structural rules recorded once and replayed (``tidu.rules.replay``);
+  off = the scalar set's ``structural_rules()`` returns False, so every rule is
+  called for every node. Workload: linearize + transpose of a 3·10⁴-op chain.
+- ``lock-free interning``: new operation keys are published without the intern
+  lock (``tidu.graph.keys.intern_operation_outputs``); off = every key takes
+  the locked slow path. Same workload.
+- ``GC pause``: the cyclic collector paused inside transforms (``tidu._gc``);
+  off = a no-op context. Workload: the same chain at 10⁵ ops.
+- ``straight-line code``: small compiled programs run as generated Python
+  (``tidu.graph.program``); off = they loop over their steps. Workload: eager
+  backward of a 3·10³-op scalar-frontend chain.
+- ``referenced-only cotangents``: ``Tensor.backward`` keeps only the cotangents
+  of leaves and still-referenced tensors; off = it keeps all. Workload: backward
+  peak memory / forward held memory on a chain of 1 MB arrays.
+
+Each (device, on/off) runs in a fresh process (no caches shared between the
+two), alternating on and off for ``--rounds`` rounds; the figure is the median.
+
+    python -m benchmarks.devices [--rounds 3] [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+# --- switches: each turns one device off at its seam -------------------------------------
+
+
+def _replay_off() -> None:
+    from primitives.scalar import ScalarOp
+    ScalarOp.structural_rules = lambda self: False
+
+
+def _lock_free_off() -> None:
+    from tidu.graph import builder, keys
+
+    def locked(operation, inputs, role, output_count):
+        struct = keys._structure(operation, inputs, role)
+        return keys._intern_operation_slow(struct, operation, inputs, role, output_count), None
+    builder.intern_operation_outputs = locked
+
+
+def _gc_pause_off() -> None:
+    import tidu._gc
+    tidu._gc._PAUSE = contextlib.nullcontext()
+
+
+def _straight_line_off() -> None:
+    import tidu.graph.program
+    tidu.graph.program._STRAIGHT_LINE_MAX_STEPS = 0
+
+
+def _referenced_only_off() -> None:
+    from primitives.tensor import eager
+    eager._STILL_REFERENCED = None
+
+
+# --- workloads: each returns one number -----------------------------------------------------
+
+
+def _transform_us_per_op(n_ops: int) -> float:
+    from benchmarks.transforms import time_tidu
+    lin, tr, ops = time_tidu(n_ops, 3)
+    return 1e6 * (lin + tr) / ops
+
+
+def _eager_backward_us_per_op(n_ops: int) -> float:
+    from benchmarks.eager import measure, scalar_frontend
+    _, record, backward = scalar_frontend()
+    return measure(record, backward, n_ops, 5)[1]
+
+
+def _memory_ratio(n_ops: int) -> float:
+    from benchmarks.__main__ import memory_workload
+    return memory_workload(n_ops)[0]["backward_over_forward"]
+
+
+DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the number is)
+    "replay": (_replay_off, _transform_us_per_op, (30_000, 3_000), "µs/op"),
+    "lock-free interning": (_lock_free_off, _transform_us_per_op, (30_000, 3_000), "µs/op"),
+    "GC pause": (_gc_pause_off, _transform_us_per_op, (100_000, 3_000), "µs/op"),
+    "straight-line code": (_straight_line_off, _eager_backward_us_per_op, (3_000, 300),
+                           "µs/op"),
+    "referenced-only cotangents": (_referenced_only_off, _memory_ratio, (300, 30),
+                                   "peak / held"),
+}
+
+
+def run_one(name: str, on: bool, quick: bool = False) -> float:
+    """The workload of device ``name`` here, with the device on or off."""
+    off, workload, sizes, _ = DEVICES[name]
+    if not on:
+        off()
+    return workload(sizes[quick])
+
+
+def _apart(name: str, on: bool, quick: bool) -> float:
+    code = (f"from benchmarks.devices import run_one; "
+            f"print(run_one({name!r}, {on!r}, {quick!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def devices_workload(rounds: int, quick: bool = False) -> list[dict]:
+    """One row per device: median on, median off, on / off (``quick``: small sizes)."""
+    rows = []
+    for name in DEVICES:
+        on, off = [], []
+        for _ in range(rounds):
+            on.append(_apart(name, True, quick))
+            off.append(_apart(name, False, quick))
+        on_m, off_m = statistics.median(on), statistics.median(off)
+        rows.append({"workload": "device", "case": name, "unit": DEVICES[name][3],
+                     "on": on_m, "off": off_m, "on_over_off": on_m / off_m, "peers": {}})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    rows = devices_workload(args.rounds, args.quick)
+    for row in rows:
+        print(f"{row['case']:28s} on {row['on']:8.3f}  off {row['off']:8.3f} {row['unit']:12s}"
+              f" on/off {row['on_over_off']:.2f}")
+    print(f"({time.perf_counter() - start:.0f} s)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
