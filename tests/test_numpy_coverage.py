@@ -1,0 +1,48 @@
+"""The "NumPy coverage" page: generated from the table of cases, and the table is complete.
+
+Every NumPy function ``primitives.tensor`` implements (registered for NumPy's
+dispatch) has at least one case in ``tests/numpy_cases``, so the page lists it
+and ``tests/test_numpy_functions.py`` checks it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+import primitives.tensor as tnp
+from primitives.tensor import interop
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+import numpy_coverage  # noqa: E402
+
+# NumPy functions with a tnp version that are not differentiable array functions:
+# they return shapes or change only the dtype, and are tested elsewhere.
+NOT_IN_THE_TABLE = {"shape", "ndim", "size"}
+
+
+def _resolve(name: str):
+    found = tnp
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def test_every_implemented_numpy_function_has_a_case():
+    names = {row["name"] for row in numpy_coverage.coverage_rows()}
+    covered = {_resolve(name) for name in names}
+    missing = sorted({f.__name__ for f in set(interop._IMPLEMENTATIONS.values()) - covered
+                      if f.__name__.lstrip("_") not in names} - NOT_IN_THE_TABLE)
+    assert not missing, f"tnp functions registered for NumPy's dispatch with no case: {missing}"
+
+
+def test_the_page_is_generated_from_the_cases():
+    page = (ROOT / "docs" / "numpy-coverage.md").read_text()
+    assert numpy_coverage.MARKER in page
+    table = numpy_coverage.on_page_markdown(page, None, None, None)
+    assert numpy_coverage.MARKER not in table
+    for row in numpy_coverage.coverage_rows():
+        assert f"| `{row['name']}` |" in table
+    assert "| `exp` | `x` |" in table
