@@ -1,12 +1,709 @@
 """Array manipulation with NumPy's names: diagonals and triangles, flips and rolls,
 repeating, splitting and stacking, axis moves, and the functional forms of indexing.
 
+Every function is linear in its array arguments and built from the shape and
+indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
+``transpose``, ``reshape``, ``broadcast_in_dim``, ``gather``/``scatter_add``,
+``select`` with a constant mask), so complex values pass through and every
+transform applies. Integer arguments (offsets, shifts, repeats, sections, index
+arrays) are static: they must be known while ``jit`` traces.
+
 >>> import numpy as np
 >>> import primitives.tensor as tnp
->>> tnp.flip(np.arange(3.0))   # doctest: +SKIP
+>>> tnp.flip(np.arange(3.0))
 array([2., 1., 0.])
+>>> tnp.grad(lambda m: tnp.trace(m @ m))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+array([[2., 6.],
+       [4., 8.]])
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import numbers
+import operator
+
+import numpy as np
+
+from primitives.tensor.api import (
+    _axes,
+    _axis,
+    _first,
+    _index_array,
+    _operand,
+    _shape_tuple,
+    astype,
+    bind,
+    broadcast_to,
+    concatenate,
+    getitem,
+    reshape,
+    result_dtype,
+    sum,
+    transpose,
+    where,
+)
+from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
+                                      TensorShapeError, TensorTypeError)
+from primitives.tensor.interop import implements
+from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
+from primitives.tensor.ops.shape import BroadcastInDim
+
+__all__ = [
+    "diag", "diagonal", "trace", "tril", "triu",
+    "flip", "fliplr", "flipud", "rot90", "roll",
+    "repeat", "tile",
+    "split", "array_split", "hsplit", "vsplit", "dsplit",
+    "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
+    "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
+    "take_along_axis", "put_along_axis",
+]
+
+
+# --- static arguments -------------------------------------------------------------------
+
+
+def _integer(value, fn: str, what: str) -> int:
+    """A Python int from an integer argument (a float is refused: NumPy would truncate it)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TensorTypeError(f"{fn}: {what} must be an integer, got {value!r}") from None
+
+
+def _static_integers(value, fn: str, what: str) -> np.ndarray:
+    """An integer argument (a number, a sequence, an array) as a NumPy integer array; it must
+    be known now (under ``jit`` a traced value raises ``ConcretizationError``)."""
+    data = np.asarray(data_of(_operand(value, fn), f"{fn}: reading {what}"))
+    if data.size == 0 and data.dtype.kind == "f":
+        data = data.astype(np.intp)                    # [] reads as an empty integer list
+    if data.dtype.kind not in "iu":
+        raise TensorTypeError(f"{fn}: {what} must be integers, got {data.dtype} values")
+    return data
+
+
+def _concatenate(arrays, axis: int, fn: str):
+    if not arrays:
+        raise TensorShapeError(f"{fn}: need at least one array to concatenate")
+    try:
+        return concatenate(arrays, axis)
+    except TensorShapeError as error:                  # name the function called
+        raise TensorShapeError(f"{fn}: {error}") from None
+
+
+# --- diagonals and triangles --------------------------------------------------------------
+
+
+@implements(np.diagonal)
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """``np.diagonal``: the diagonal as the last axis (a new array, not NumPy's read-only view).
+
+    >>> diagonal(np.arange(6.0).reshape(2, 3), 1)
+    array([1., 5.])
+    """
+    return _diagonal(a, offset, axis1, axis2, "diagonal")
+
+
+def _diagonal(a, offset, axis1, axis2, fn: str):
+    a = _operand(a, fn)
+    shape = shape_of(a)
+    ndim = len(shape)
+    if ndim < 2:
+        raise TensorShapeError(f"{fn}: the array must have at least two dimensions, got "
+                               f"shape {shape}")
+    axis1, axis2 = _axis(axis1, ndim, fn), _axis(axis2, ndim, fn)
+    if axis1 == axis2:
+        raise TensorShapeError(f"{fn}: axis1 and axis2 cannot be the same")
+    offset = _integer(offset, fn, "offset")
+    rest = [i for i in range(ndim) if i not in (axis1, axis2)]
+    rows, cols = shape[axis1], shape[axis2]
+    # the (rows, cols) matrix flattened: its diagonal is a strided slice
+    flat = reshape(transpose(a, rest + [axis1, axis2]),
+                   tuple(shape[i] for i in rest) + (rows * cols,))
+    row0, col0 = max(-offset, 0), max(offset, 0)
+    count = max(0, min(rows - row0, cols - col0))
+    start = row0 * cols + col0 if count else 0
+    return getitem(flat, (Ellipsis, slice(start, start + count * (cols + 1), cols + 1)))
+
+
+@implements(np.diag)
+def diag(v, k: int = 0):
+    """``np.diag``: the ``k``-th diagonal of a 2-d ``v``, or the square 2-d array with a 1-d
+    ``v`` on its ``k``-th diagonal.
+
+    >>> diag(np.array([1.0, 2.0]), 1)
+    array([[0., 1., 0.],
+           [0., 0., 2.],
+           [0., 0., 0.]])
+    """
+    v = _operand(v, "diag")
+    k = _integer(k, "diag", "k")
+    shape = shape_of(v)
+    if len(shape) == 2:
+        return _diagonal(v, k, 0, 1, "diag")
+    if len(shape) != 1:
+        raise TensorShapeError(f"diag: input must be 1- or 2-d, got shape {shape}")
+    n = shape[0]
+    size = n + abs(k)
+    # flattened, the result is v with `size` zeros between neighbours: one zero padding
+    start = max(-k, 0) * size + max(k, 0) if n else size * size
+    end = start + (n - 1) * (size + 1) + 1 if n else size * size
+    padded = _first(bind(Pad((start,), (size * size - end,), (size if n else 0,), (n,)), v))
+    return reshape(padded, (size, size))
+
+
+@implements(np.trace)
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
+    """``np.trace`` (without ``out``): the sum of :func:`diagonal`, in ``dtype`` if given.
+
+    >>> trace(np.eye(3))
+    array(3.)
+    """
+    d = _diagonal(a, offset, axis1, axis2, "trace")
+    return sum(d if dtype is None else astype(d, dtype), axis=-1)
+
+
+def _triangle(m, k, fn: str, lower: bool):
+    m = _operand(m, fn)
+    shape = shape_of(m)
+    if not shape:
+        raise TensorShapeError(f"{fn}: the array must have at least one dimension")
+    k = _integer(k, fn, "k")
+    rows, cols = shape[-2:] if len(shape) >= 2 else (shape[0], shape[0])
+    kept = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
+    return where(kept, m, np.zeros((), dtype_of(m)))
+
+
+@implements(np.tril)
+def tril(m, k: int = 0):
+    """``np.tril``: zeros above the ``k``-th diagonal of the last two axes (a 1-d ``m`` is
+    repeated as the rows of a square matrix first, as in NumPy)."""
+    return _triangle(m, k, "tril", lower=True)
+
+
+@implements(np.triu)
+def triu(m, k: int = 0):
+    """``np.triu``: zeros below the ``k``-th diagonal of the last two axes (a 1-d ``m`` is
+    repeated as the rows of a square matrix first, as in NumPy)."""
+    return _triangle(m, k, "triu", lower=False)
+
+
+# --- flips, rotations, rolls ---------------------------------------------------------------
+
+
+@implements(np.flip)
+def flip(m, axis=None):
+    """``np.flip`` (a new array, not NumPy's view): reverse along ``axis`` (all axes if
+    ``None``)."""
+    m = _operand(m, "flip")
+    shape = shape_of(m)
+    axes = tuple(a for a in _axes(axis, len(shape), "flip") if shape[a] > 1)
+    return _first(bind(Rev(axes), m)) if axes else m
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    """``np.fliplr``: reverse along axis 1 (at least 2-d)."""
+    m = _operand(m, "fliplr")
+    if len(shape_of(m)) < 2:
+        raise TensorShapeError(f"fliplr: input must be >= 2-d, got shape {shape_of(m)}")
+    return flip(m, 1)
+
+
+@implements(np.flipud)
+def flipud(m):
+    """``np.flipud``: reverse along axis 0 (at least 1-d)."""
+    m = _operand(m, "flipud")
+    if len(shape_of(m)) < 1:
+        raise TensorShapeError("flipud: input must be >= 1-d, got a 0-d array")
+    return flip(m, 0)
+
+
+@implements(np.rot90)
+def rot90(m, k: int = 1, axes=(0, 1)):
+    """``np.rot90``: rotate by ``k`` quarter turns from ``axes[0]`` towards ``axes[1]``."""
+    m = _operand(m, "rot90")
+    ndim = len(shape_of(m))
+    try:
+        axes = tuple(axes)
+    except TypeError:
+        raise TensorTypeError(f"rot90: axes must be a pair of integers, got {axes!r}") from None
+    if len(axes) != 2:
+        raise TensorShapeError(f"rot90: len(axes) must be 2, got axes={axes}")
+    first, second = (_integer(a, "rot90", "an axis") for a in axes)
+    if first == second or abs(first - second) == ndim:
+        raise TensorShapeError(f"rot90: axes must be different, got axes={axes}")
+    if not (-ndim <= first < ndim and -ndim <= second < ndim):
+        raise TensorShapeError(f"rot90: axes={axes} out of range for array of ndim={ndim}")
+    first, second = first % ndim, second % ndim
+    k = _integer(k, "rot90", "k") % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(m, (first, second))
+    order = list(range(ndim))
+    order[first], order[second] = order[second], order[first]
+    if k == 1:
+        return transpose(flip(m, second), order)
+    return flip(transpose(m, order), second)
+
+
+def _split_sizes(a, axis: int, sizes: list) -> list:
+    """``a`` cut along ``axis`` into consecutive pieces of ``sizes`` (one ``split`` op)."""
+    if len(sizes) == 1:
+        return [a]
+    return bind(Split(axis, tuple(sizes), shape_of(a), dtype_of(a).name), a)
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    """``np.roll``: shift elements along ``axis`` (the flattened array if ``None``), wrapping
+    around; ``shift`` and ``axis`` may be sequences (shifts of one axis add up). Integer
+    shifts only (NumPy truncates a float)."""
+    a = _operand(a, "roll")
+    shape = shape_of(a)
+    if axis is None:
+        return reshape(roll(reshape(a, (-1,)), shift, 0), shape)
+    shifts = _static_integers(shift, "roll", "shift")
+    axes = np.asarray(axis)
+    if axes.dtype.kind not in "iu":
+        raise TensorTypeError(f"roll: axis must be integers, got {axis!r}")
+    try:
+        pairs = np.broadcast(shifts, axes)
+    except ValueError:
+        raise TensorShapeError(f"roll: shift {shift!r} and axis {axis!r} cannot be broadcast "
+                               "together") from None
+    if pairs.nd > 1:
+        raise TensorShapeError("roll: 'shift' and 'axis' should be scalars or 1D sequences")
+    totals: dict = {}
+    for s, ax in pairs:
+        ax = _axis(ax, len(shape), "roll")
+        totals[ax] = totals.get(ax, 0) + int(s)
+    for ax, total in totals.items():
+        n = shape[ax]
+        if n and total % n:
+            head, tail = _split_sizes(a, ax, [n - total % n, total % n])
+            a = concatenate([tail, head], ax)
+    return a
+
+
+# --- repeating ----------------------------------------------------------------------------
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    """``np.repeat``: each element ``repeats`` times along ``axis`` (the flattened array if
+    ``None``); ``repeats`` is one count or one per element."""
+    a = _operand(a, "repeat")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    shape = shape_of(a)
+    axis = _axis(axis, len(shape), "repeat")
+    counts = _static_integers(repeats, "repeat", "repeats")
+    if counts.ndim > 1:
+        raise TensorShapeError(f"repeat: repeats must be one count or a 1-d sequence, got "
+                               f"shape {counts.shape}")
+    if (counts < 0).any():
+        raise TensorShapeError("repeat: negative repeats are not allowed")
+    n = shape[axis]
+    if counts.ndim == 1 and counts.size not in (1, n):
+        raise TensorShapeError(f"repeat: {counts.size} repeats for {n} elements along axis "
+                               f"{axis}")
+    if counts.size == 1 or (n and (counts == counts[0]).all()):
+        # one count: broadcast along a new axis after `axis`, then merge the two
+        count = int(counts.reshape(-1)[0])
+        if count == 1:
+            return a
+        wide = shape[:axis + 1] + (count,) + shape[axis + 1:]
+        dims = tuple(i if i <= axis else i + 1 for i in range(len(shape)))
+        out = _first(bind(BroadcastInDim(wide, dims, shape), a))
+        return reshape(out, shape[:axis] + (n * count,) + shape[axis + 1:])
+    index = np.repeat(np.arange(n, dtype=np.intp), counts)
+    return _first(bind(Gather(axis, shape, index.shape), a, index))
+
+
+@implements(np.tile)
+def tile(A, reps):
+    """``np.tile``: ``A`` repeated ``reps[i]`` times along axis ``i`` (``A`` or ``reps``
+    padded with leading ones to one length)."""
+    A = _operand(A, "tile")
+    reps = _shape_tuple(reps, "tile")
+    if any(r < 0 for r in reps):
+        raise TensorShapeError(f"tile: negative reps {reps}")
+    shape = shape_of(A)
+    reps = (1,) * (len(shape) - len(reps)) + reps
+    shape = (1,) * (len(reps) - len(shape)) + shape
+    A = reshape(A, shape)
+    if all(r == 1 for r in reps):
+        return A
+    # (r0, s0, r1, s1, ...) by broadcasting, then merged pairwise
+    wide = tuple(n for pair in zip(reps, shape) for n in pair)
+    out = _first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
+    return reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+# --- splitting ----------------------------------------------------------------------------
+
+
+def _split(ary, indices_or_sections, axis, fn: str, even: bool) -> list:
+    ary = _operand(ary, fn)
+    shape = shape_of(ary)
+    axis = _axis(axis, len(shape), fn)
+    n = shape[axis]
+    sections = indices_or_sections
+    if not isinstance(sections, numbers.Integral) or isinstance(sections, (bool, np.bool_)):
+        points = _static_integers(sections, fn, "indices_or_sections")
+        if points.ndim == 0:
+            sections = int(points)
+        elif points.ndim != 1:
+            raise TensorShapeError(f"{fn}: indices_or_sections must be an integer or a 1-d "
+                                   f"sequence of integers, got shape {points.shape}")
+    if isinstance(sections, numbers.Integral):
+        sections = int(sections)
+        if sections <= 0:
+            raise TensorShapeError(f"{fn}: number sections must be larger than 0, got "
+                                   f"{sections}")
+        if even and n % sections:
+            raise TensorShapeError(f"{fn}: array split does not result in an equal division: "
+                                   f"{n} elements along axis {axis} into {sections} sections")
+        each, extra = divmod(n, sections)
+        return _split_sizes(ary, axis, [each + 1] * extra + [each] * (sections - extra))
+    # pieces ary[p0:p1], ary[p1:p2], ... along axis, with Python's slice semantics
+    bounds = [0, *(int(p) for p in points), n]
+    pieces = []
+    for begin, end in zip(bounds[:-1], bounds[1:]):
+        start, stop, _ = slice(begin, end).indices(n)
+        pieces.append((start, max(start, stop)))
+    if all(stop == start for (_, stop), (start, _) in zip(pieces[:-1], pieces[1:])):
+        return _split_sizes(ary, axis, [stop - start for start, stop in pieces])
+    lead = (slice(None),) * axis                   # pieces overlap: one slice each
+    return [getitem(ary, lead + (slice(start, stop),)) for start, stop in pieces]
+
+
+@implements(np.split)
+def split(ary, indices_or_sections, axis: int = 0) -> list:
+    """``np.split``: a list of pieces along ``axis``, ``indices_or_sections`` equal ones or cut
+    at the given indices.
+
+    >>> split(np.arange(4.0), [1])
+    [array([0.]), array([1., 2., 3.])]
+    """
+    return _split(ary, indices_or_sections, axis, "split", even=True)
+
+
+@implements(np.array_split)
+def array_split(ary, indices_or_sections, axis: int = 0) -> list:
+    """``np.array_split``: :func:`split` allowing sections of unequal size (the first
+    ``n % sections`` get one element more)."""
+    return _split(ary, indices_or_sections, axis, "array_split", even=False)
+
+
+def _split_at_least(ary, indices_or_sections, ndim: int, axis: int, fn: str) -> list:
+    ary = _operand(ary, fn)
+    if len(shape_of(ary)) < ndim:
+        raise TensorShapeError(f"{fn} only works on arrays of {ndim} or more dimensions, got "
+                               f"shape {shape_of(ary)}")
+    return _split(ary, indices_or_sections, axis, fn, even=True)
+
+
+@implements(np.hsplit)
+def hsplit(ary, indices_or_sections) -> list:
+    """``np.hsplit``: :func:`split` along axis 1 (axis 0 of a 1-d array)."""
+    axis = 1 if len(shape_of(_operand(ary, "hsplit"))) > 1 else 0
+    return _split_at_least(ary, indices_or_sections, 1, axis, "hsplit")
+
+
+@implements(np.vsplit)
+def vsplit(ary, indices_or_sections) -> list:
+    """``np.vsplit``: :func:`split` along axis 0 of an array of at least 2 dimensions."""
+    return _split_at_least(ary, indices_or_sections, 2, 0, "vsplit")
+
+
+@implements(np.dsplit)
+def dsplit(ary, indices_or_sections) -> list:
+    """``np.dsplit``: :func:`split` along axis 2 of an array of at least 3 dimensions."""
+    return _split_at_least(ary, indices_or_sections, 3, 2, "dsplit")
+
+
+# --- stacking -----------------------------------------------------------------------------
+
+
+def _at_least(a, ndim: int, fn: str):
+    """``a`` with axes of size one added as ``atleast_{ndim}d`` does."""
+    a = _operand(a, fn)
+    shape = shape_of(a)
+    if len(shape) >= ndim:
+        return a
+    if ndim == 3 and len(shape) == 2:
+        return reshape(a, shape + (1,))
+    if ndim == 3 and len(shape) == 1:
+        return reshape(a, (1,) + shape + (1,))
+    return reshape(a, (1,) * (ndim - len(shape)) + shape)
+
+
+def _atleast(arys, ndim: int, fn: str):
+    results = tuple(_at_least(a, ndim, fn) for a in arys)
+    return results[0] if len(results) == 1 else results
+
+
+@implements(np.atleast_1d)
+def atleast_1d(*arys):
+    """``np.atleast_1d``: one array for one argument, else a tuple."""
+    return _atleast(arys, 1, "atleast_1d")
+
+
+@implements(np.atleast_2d)
+def atleast_2d(*arys):
+    """``np.atleast_2d``: a 1-d ``(n,)`` becomes ``(1, n)``; one array for one argument,
+    else a tuple."""
+    return _atleast(arys, 2, "atleast_2d")
+
+
+@implements(np.atleast_3d)
+def atleast_3d(*arys):
+    """``np.atleast_3d``: ``(n,)`` becomes ``(1, n, 1)`` and ``(m, n)`` becomes ``(m, n, 1)``;
+    one array for one argument, else a tuple."""
+    return _atleast(arys, 3, "atleast_3d")
+
+
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _sequence(tup, fn: str) -> list:
+    """The arrays of a stacking function's argument (an array stacks its rows, as in NumPy)."""
+    if isinstance(tup, (list, tuple)):
+        return list(tup)
+    if isinstance(tup, (Frontend, np.ndarray)) and shape_of(tup):
+        return list(tup)
+    raise TensorTypeError(f"{fn}: arrays to stack must be passed as a sequence such as a list "
+                          f"or tuple, got {type(tup).__name__}")
+
+
+def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "same_kind"):
+    if casting not in _CASTINGS:
+        raise TensorShapeError(f"{fn}: casting must be one of {', '.join(_CASTINGS)}, got "
+                               f"{casting!r}")
+    if not arrays:
+        raise TensorShapeError(f"{fn}: need at least one array to concatenate")
+    target = np.dtype(dtype) if dtype is not None else result_dtype(*arrays)
+    for a in arrays:
+        if not np.can_cast(dtype_of(a), target, casting):
+            raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "
+                                  f"{target} according to the rule {casting!r}")
+    return _concatenate([astype(a, target) for a in arrays], axis, fn)
+
+
+@implements(np.hstack)
+def hstack(tup, *, dtype=None, casting: str = "same_kind"):
+    """``np.hstack``: concatenate along axis 1 (axis 0 for 1-d arrays)."""
+    arrays = [_at_least(a, 1, "hstack") for a in _sequence(tup, "hstack")]
+    axis = 0 if arrays and len(shape_of(arrays[0])) == 1 else 1
+    return _stack_along(arrays, axis, "hstack", dtype, casting)
+
+
+@implements(np.vstack)
+def vstack(tup, *, dtype=None, casting: str = "same_kind"):
+    """``np.vstack``: concatenate along axis 0, 1-d arrays as rows."""
+    return _vstack(tup, dtype, casting, "vstack")
+
+
+def row_stack(tup, *, dtype=None, casting: str = "same_kind"):
+    """``np.row_stack`` (deprecated by NumPy 2.0): :func:`vstack`."""
+    return _vstack(tup, dtype, casting, "row_stack")
+
+
+def _vstack(tup, dtype, casting: str, fn: str):
+    arrays = [_at_least(a, 2, fn) for a in _sequence(tup, fn)]
+    return _stack_along(arrays, 0, fn, dtype, casting)
+
+
+if hasattr(np, "row_stack"):
+    implements(np.row_stack)(row_stack)
+
+
+@implements(np.dstack)
+def dstack(tup):
+    """``np.dstack``: concatenate along axis 2, after :func:`atleast_3d`."""
+    arrays = [_at_least(a, 3, "dstack") for a in _sequence(tup, "dstack")]
+    return _stack_along(arrays, 2, "dstack")
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    """``np.column_stack``: 0-d and 1-d arrays become columns, then concatenate along axis 1."""
+    arrays = []
+    for a in _sequence(tup, "column_stack"):
+        a = _operand(a, "column_stack")
+        shape = shape_of(a)
+        arrays.append(reshape(a, (-1, 1) if len(shape) == 1 else (1, 1)) if len(shape) < 2
+                      else a)
+    return _stack_along(arrays, 1, "column_stack")
+
+
+@implements(np.append)
+def append(arr, values, axis=None):
+    """``np.append``: ``values`` concatenated after ``arr`` along ``axis`` (both flattened if
+    ``None``)."""
+    arr, values = _operand(arr, "append"), _operand(values, "append")
+    if axis is None:
+        arr, values, axis = reshape(arr, (-1,)), reshape(values, (-1,)), 0
+    return _concatenate([arr, values], _axis(axis, len(shape_of(arr)), "append"), "append")
+
+
+# --- axes ---------------------------------------------------------------------------------
+
+
+def _axis_list(axes, ndim: int, fn: str, what: str) -> list:
+    axes = list(axes) if isinstance(axes, (list, tuple)) or np.ndim(axes) else [axes]
+    result = [_axis(a, ndim, fn) for a in axes]
+    if len(set(result)) != len(result):
+        raise TensorShapeError(f"{fn}: repeated axis in `{what}` argument: {axes}")
+    return result
+
+
+@implements(np.moveaxis)
+def moveaxis(a, source, destination):
+    """``np.moveaxis``: axes ``source`` moved to positions ``destination``, the others kept
+    in order."""
+    a = _operand(a, "moveaxis")
+    ndim = len(shape_of(a))
+    source = _axis_list(source, ndim, "moveaxis", "source")
+    destination = _axis_list(destination, ndim, "moveaxis", "destination")
+    if len(source) != len(destination):
+        raise TensorShapeError("moveaxis: `source` and `destination` arguments must have the "
+                               f"same number of elements, got {len(source)} and "
+                               f"{len(destination)}")
+    order = [i for i in range(ndim) if i not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(a, order)
+
+
+@implements(np.swapaxes)
+def swapaxes(a, axis1: int, axis2: int):
+    """``np.swapaxes``."""
+    a = _operand(a, "swapaxes")
+    ndim = len(shape_of(a))
+    axis1, axis2 = _axis(axis1, ndim, "swapaxes"), _axis(axis2, ndim, "swapaxes")
+    order = list(range(ndim))
+    order[axis1], order[axis2] = axis2, axis1
+    return transpose(a, order)
+
+
+@implements(np.rollaxis)
+def rollaxis(a, axis: int, start: int = 0):
+    """``np.rollaxis``: ``axis`` moved to lie before ``start`` (prefer :func:`moveaxis`)."""
+    a = _operand(a, "rollaxis")
+    ndim = len(shape_of(a))
+    axis = _axis(axis, ndim, "rollaxis")
+    start = _integer(start, "rollaxis", "start")
+    if not -ndim <= start <= ndim:
+        raise TensorShapeError(f"rollaxis: 'start' arg requires {-ndim} <= start < {ndim + 1}, "
+                               f"but {start} was passed in")
+    if start < 0:
+        start += ndim
+    if axis < start:
+        start -= 1
+    order = [i for i in range(ndim) if i != axis]
+    order.insert(start, axis)
+    return transpose(a, order)
+
+
+@implements(np.ravel)
+def ravel(a, order: str = "C"):
+    """``np.ravel`` in C order (a new array, never a view); other orders are not supported."""
+    if order != "C":
+        raise TensorNotSupportedError(f"ravel: order {order!r} is not supported (only 'C')")
+    return reshape(_operand(a, "ravel"), (-1,))
+
+
+# --- indexing along an axis -----------------------------------------------------------------
+
+
+def _along_axis(arr, indices, axis, fn: str):
+    """``arr`` (flattened when ``axis`` is ``None``), its axis, and the flat positions in it
+    that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape."""
+    arr = _operand(arr, fn)
+    index = np.asarray(data_of(_operand(indices, fn), f"{fn}: reading indices"))
+    if index.dtype.kind not in "iu":
+        raise TensorIndexError(f"{fn}: `indices` must be an integer array, got {index.dtype}")
+    if axis is None:
+        if index.ndim != 1:
+            raise TensorShapeError(f"{fn}: when axis=None, `indices` must have a single "
+                                   f"dimension, got shape {index.shape}")
+        arr, axis = reshape(arr, (-1,)), 0
+    shape = shape_of(arr)
+    if index.ndim != len(shape):
+        raise TensorShapeError(f"{fn}: `indices` and `arr` must have the same number of "
+                               f"dimensions, got shapes {index.shape} and {shape}")
+    axis = _axis(axis, len(shape), fn)
+    try:
+        index = _index_array(index, shape[axis], axis)
+    except TensorIndexError as error:
+        raise TensorIndexError(f"{fn}: {error}") from None
+    ndim = len(shape)
+    try:
+        out = np.broadcast_shapes(shape[:axis] + (1,) + shape[axis + 1:],
+                                  index.shape[:axis] + (1,) + index.shape[axis + 1:])
+    except ValueError:
+        raise TensorShapeError(f"{fn}: shapes {shape} of arr and {index.shape} of indices "
+                               f"cannot be broadcast together off axis {axis}") from None
+    out = out[:axis] + (index.shape[axis],) + out[axis + 1:]
+    # position = sum of coordinate * stride; a size-one axis of arr broadcasts (coordinate 0)
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(ndim)]
+    positions = np.broadcast_to(index, out) * strides[axis]
+    for d, size in enumerate(shape):
+        if d != axis and size != 1:
+            coordinate = np.arange(size).reshape([size if e == d else 1 for e in range(ndim)])
+            positions = positions + coordinate * strides[d]
+    return arr, np.ascontiguousarray(positions, dtype=np.intp)
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    """``np.take_along_axis``: ``arr``'s elements at ``indices`` along ``axis`` (the flattened
+    array if ``None``); the other axes of ``arr`` and ``indices`` broadcast."""
+    arr, positions = _along_axis(arr, indices, axis, "take_along_axis")
+    flat = reshape(arr, (-1,))
+    return _first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis, inplace: bool = True):
+    """``jax.numpy.put_along_axis``: with ``inplace=False``, ``arr`` with ``values`` put at
+    ``indices`` along ``axis``, as a new array (tensors are immutable, so NumPy's in-place
+    form, the default, raises). Where ``indices`` repeat a position, the last value wins,
+    as NumPy's assignment does, and only it gets a derivative.
+
+    >>> put_along_axis(np.zeros((2, 2)), np.array([[1], [0]]), 5.0, 1, inplace=False)
+    array([[0., 5.],
+           [5., 0.]])
+    """
+    if inplace:
+        raise TensorNotSupportedError(
+            "put_along_axis: tensors are immutable, so arr cannot be modified in place as "
+            "numpy.put_along_axis does; pass inplace=False to get the updated array as a new "
+            "value (as jax.numpy.put_along_axis)")
+    source = _operand(arr, "put_along_axis")
+    arr, positions = _along_axis(source, indices, axis, "put_along_axis")
+    flat = reshape(arr, (-1,))
+    dtype = dtype_of(flat)
+    try:
+        values = broadcast_to(astype(_operand(values, "put_along_axis"), dtype), positions.shape)
+    except TensorShapeError:
+        raise TensorShapeError(f"put_along_axis: values of shape {shape_of(values)} cannot be "
+                               f"broadcast to the indexed shape {positions.shape}") from None
+    values = reshape(values, (-1,))
+    targets = positions.reshape(-1)
+    # the last write to each position wins: keep the last occurrence of each target
+    reversed_first = np.unique(targets[::-1], return_index=True)[1]
+    kept = targets.size - 1 - reversed_first
+    if kept.size != targets.size:
+        values = _first(bind(Gather(0, shape_of(values), kept.shape), values, kept))
+        targets = targets[kept]
+    size = shape_of(flat)[0]
+    scattered = _first(bind(ScatterAdd(0, (size,), targets.shape), values, targets))
+    written = np.zeros(size, dtype=bool)
+    written[targets] = True
+    return reshape(where(written, scattered, flat), shape_of(source))
+

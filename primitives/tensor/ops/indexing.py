@@ -1,14 +1,17 @@
-"""Slicing, padding, reversing, concatenation, gather and scatter-add.
+"""Slicing, padding, reversing, concatenation and splitting, gather and scatter-add.
 
 All are linear in their array operand; each transposes to another op here:
 ``Slice`` <-> ``Pad`` (zero padding), ``Rev`` to itself, ``Concatenate`` to
-``Slice``s, and ``Gather`` (integer-array indexing along one axis, the index
-array a non-differentiable second input) <-> ``ScatterAdd`` (``np.add.at``).
+``Slice``s, ``Split`` (one op, one output per piece) to ``Concatenate``, and
+``Gather`` (integer-array indexing along one axis, the index array a
+non-differentiable second input) <-> ``ScatterAdd`` (``np.add.at``).
 
 >>> Slice((1,), (5,), (2,), (6,)).eval(None, [np.arange(6.0)])
 [array([1., 3.])]
 >>> Pad((1,), (0,), (1,), (2,)).eval(None, [np.array([1.0, 2.0])])
 [array([0., 1., 0., 2.])]
+>>> Split(0, (1, 2), (3,), "float64").eval(None, [np.arange(3.0)])
+[array([0.]), array([1., 2.])]
 >>> Gather(0, (3,), (2,)).eval(None, [np.array([1.0, 2.0, 3.0]), np.array([2, 2])])
 [array([3., 3.])]
 >>> ScatterAdd(0, (3,), (2,)).eval(None, [np.array([1.0, 1.0]), np.array([2, 2])])
@@ -166,6 +169,58 @@ class Concatenate(TensorPrimitive):
                 results.append(None)
             offset += size
         return results
+
+
+@tensor_op
+class Split(TensorPrimitive):
+    """``lax.split``: an operand of ``shape`` and ``dtype`` cut along ``axis`` into
+    consecutive pieces of ``sizes`` (summing to ``shape[axis]``), one output each.
+
+    One op rather than a ``Slice`` per piece, so that its transpose is one
+    ``Concatenate`` (zeros for pieces without a cotangent; one ``Pad`` when a single
+    piece has one), not a full-size ``Pad`` per piece: reverse mode through ``k``
+    pieces costs the operand's size, not ``k`` times it.
+    """
+
+    axis: int
+    sizes: tuple
+    shape: tuple
+    dtype: str
+    name = "split"
+
+    def params(self) -> str:
+        return f"axis={self.axis}, sizes={self.sizes}, shape={self.shape}"
+
+    def output_count(self) -> int:
+        return len(self.sizes)
+
+    def piece_shapes(self) -> tuple:
+        return tuple(self.shape[:self.axis] + (size,) + self.shape[self.axis + 1:]
+                     for size in self.sizes)
+
+    def eval(self, ctx, inputs):
+        return np.split(inputs[0], np.cumsum(self.sizes[:-1], dtype=np.intp), axis=self.axis)
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        if tangent_inputs[0] is None:
+            return [None] * len(self.sizes)
+        return builder.add_primitive(self, [Local(tangent_inputs[0])], LIN)
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        shapes = self.piece_shapes()
+        present = [i for i, ct in enumerate(cotangent_outputs) if ct is not None]
+        if len(present) == 1:                       # one piece: pad it with zeros, no copies
+            (i,) = present
+            before, after = sum(self.sizes[:i]), sum(self.sizes[i + 1:])
+            ndim = len(self.shape)
+            pad = Pad(tuple(before if a == self.axis else 0 for a in range(ndim)),
+                      tuple(after if a == self.axis else 0 for a in range(ndim)),
+                      (0,) * ndim, shapes[i])
+            return [emit(builder, pad, [Local(cotangent_outputs[i])], LIN)]
+        refs = [Local(ct) if ct is not None else Local(zeros(builder, shape, self.dtype))
+                for ct, shape in zip(cotangent_outputs, shapes)]
+        mask = tuple(ct is not None for ct in cotangent_outputs)
+        return [emit(builder, Concatenate(self.axis, shapes, self.dtype), refs, Linearized(mask))]
 
 
 # --- gather and scatter-add -------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""Cases for the shape and indexing functions (``primitives.tensor.manipulation``).
+
+All are linear, so every one is differentiable in its array arguments, in every
+dtype; the integer arguments (offsets, shifts, repeats, sections, indices) are
+fixed in the lambdas.
+"""
+
+import warnings
+
+import numpy as np
+
+import primitives.tensor as tnp
+from numpy_cases import Case, normal
+
+# index arrays for take_along_axis / put_along_axis (negative ones and repeats included)
+_TAKE = np.array([[[0, -1, 2, 2, 1]], [[3, 3, 0, -4, 1]]])       # (2, 1, 5) into (2, 4, 5)
+_PUT = np.array([[[1], [3], [1]], [[0], [-1], [0]]])              # (2, 3, 1), repeats
+_PUT_NONE = np.array([5, 0, 5, -1, 7])
+
+
+def _put(arr, indices, values, axis):
+    out = arr.copy()
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+def _row_stack(arrays):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # deprecated since NumPy 2.0
+        return np.row_stack(arrays)
+
+
+CASES = [
+    # diagonals and triangles
+    Case("diagonal", tnp.diagonal, np.diagonal, (normal((3, 4)),)),
+    Case("diagonal", lambda a: tnp.diagonal(a, -1, 2, 0), lambda a: np.diagonal(a, -1, 2, 0),
+         (normal((3, 2, 4)),), label="offset,axes"),
+    Case("diagonal", lambda a: tnp.diagonal(a, 5), lambda a: np.diagonal(a, 5),
+         (normal((2, 3)),), label="empty"),
+    Case("diag", tnp.diag, np.diag, (normal((3,)),), label="1d"),
+    Case("diag", lambda v: tnp.diag(v, -2), lambda v: np.diag(v, -2), (normal((3,)),),
+         label="1d,k"),
+    Case("diag", lambda a: tnp.diag(a, 1), lambda a: np.diag(a, 1), (normal((3, 4)),),
+         label="2d,k"),
+    Case("trace", tnp.trace, np.trace, (normal((3, 3)),)),
+    Case("trace", lambda a: tnp.trace(a, 1, -1, 0), lambda a: np.trace(a, 1, -1, 0),
+         (normal((3, 2, 4)),), label="offset,axes"),
+    Case("tril", tnp.tril, np.tril, (normal((2, 3, 4)),)),
+    Case("tril", lambda a: tnp.tril(a, -1), lambda a: np.tril(a, -1), (normal((4,)),),
+         label="1d,k"),
+    Case("triu", lambda a: tnp.triu(a, 1), lambda a: np.triu(a, 1), (normal((3, 4)),)),
+    # flips, rotations, rolls
+    Case("flip", tnp.flip, np.flip, (normal((2, 3)),)),
+    Case("flip", lambda a: tnp.flip(a, (0, -1)), lambda a: np.flip(a, (0, -1)),
+         (normal((2, 3, 4)),), label="axes"),
+    Case("fliplr", tnp.fliplr, np.fliplr, (normal((2, 3)),)),
+    Case("flipud", tnp.flipud, np.flipud, (normal((3,)),)),
+    Case("rot90", tnp.rot90, np.rot90, (normal((2, 3)),)),
+    Case("rot90", lambda a: tnp.rot90(a, -3, (2, 0)), lambda a: np.rot90(a, -3, (2, 0)),
+         (normal((2, 3, 4)),), label="k,axes"),
+    Case("rot90", lambda a: tnp.rot90(a, 2), lambda a: np.rot90(a, 2), (normal((2, 3)),),
+         label="k=2"),
+    Case("roll", lambda a: tnp.roll(a, 2), lambda a: np.roll(a, 2), (normal((2, 3)),)),
+    Case("roll", lambda a: tnp.roll(a, (1, -5, 2), (0, -1, 0)),
+         lambda a: np.roll(a, (1, -5, 2), (0, -1, 0)), (normal((4, 3)),), label="axes"),
+    # repeating
+    Case("repeat", lambda a: tnp.repeat(a, 2), lambda a: np.repeat(a, 2), (normal((2, 3)),)),
+    Case("repeat", lambda a: tnp.repeat(a, [2, 0, 1], axis=-1),
+         lambda a: np.repeat(a, [2, 0, 1], axis=-1), (normal((2, 3)),), label="per element"),
+    Case("tile", lambda a: tnp.tile(a, (2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)),
+         (normal((2, 3)),)),
+    Case("tile", lambda a: tnp.tile(a, 2), lambda a: np.tile(a, 2), (normal((2, 3)),),
+         label="short reps"),
+    # splitting
+    Case("split", lambda a: tnp.split(a, 2, axis=1), lambda a: np.split(a, 2, axis=1),
+         (normal((3, 4)),)),
+    Case("split", lambda a: tnp.split(a, [1, -1]), lambda a: np.split(a, [1, -1]),
+         (normal((5, 2)),), label="indices"),
+    Case("split", lambda a: tnp.split(a, [3, 1, 9]), lambda a: np.split(a, [3, 1, 9]),
+         (normal((5,)),), label="overlapping indices"),
+    Case("array_split", lambda a: tnp.array_split(a, 3, axis=-1),
+         lambda a: np.array_split(a, 3, axis=-1), (normal((2, 7)),), label="uneven"),
+    Case("hsplit", lambda a: tnp.hsplit(a, [1]), lambda a: np.hsplit(a, [1]),
+         (normal((2, 3)),)),
+    Case("vsplit", lambda a: tnp.vsplit(a, 2), lambda a: np.vsplit(a, 2), (normal((4, 3)),)),
+    Case("dsplit", lambda a: tnp.dsplit(a, [2]), lambda a: np.dsplit(a, [2]),
+         (normal((2, 1, 3)),)),
+    # stacking
+    Case("hstack", lambda a, b: tnp.hstack([a, b]), lambda a, b: np.hstack([a, b]),
+         (normal((2, 3)), normal((2, 1))), wrt=(0, 1)),
+    Case("hstack", lambda a, b: tnp.hstack((a, b)), lambda a, b: np.hstack((a, b)),
+         (normal((3,)), normal(())), wrt=(0, 1), label="1d,0d"),
+    Case("vstack", lambda a, b: tnp.vstack([a, b]), lambda a, b: np.vstack([a, b]),
+         (normal((3,)), normal((2, 3))), wrt=(0, 1)),
+    Case("row_stack", lambda a, b: tnp.row_stack([a, b]), lambda a, b: _row_stack([a, b]),
+         (normal((3,)), normal((3,))), wrt=(0, 1), note="deprecated by NumPy: vstack"),
+    Case("dstack", lambda a, b: tnp.dstack([a, b]), lambda a, b: np.dstack([a, b]),
+         (normal((2, 3)), normal((2, 3, 2))), wrt=(0, 1)),
+    Case("column_stack", lambda a, b: tnp.column_stack([a, b]),
+         lambda a, b: np.column_stack([a, b]), (normal((3,)), normal((3, 2))), wrt=(0, 1)),
+    Case("append", tnp.append, np.append, (normal((2, 3)), normal((2,))), wrt=(0, 1)),
+    Case("append", lambda a, b: tnp.append(a, b, axis=0), lambda a, b: np.append(a, b, axis=0),
+         (normal((2, 3)), normal((1, 3))), wrt=(0, 1), label="axis"),
+    # axes
+    Case("moveaxis", lambda a: tnp.moveaxis(a, [0, -1], [-1, 1]),
+         lambda a: np.moveaxis(a, [0, -1], [-1, 1]), (normal((2, 3, 4)),)),
+    Case("swapaxes", lambda a: tnp.swapaxes(a, 0, -1), lambda a: np.swapaxes(a, 0, -1),
+         (normal((2, 3, 4)),)),
+    Case("rollaxis", lambda a: tnp.rollaxis(a, -1, 1), lambda a: np.rollaxis(a, -1, 1),
+         (normal((2, 3, 4)),)),
+    Case("ravel", tnp.ravel, np.ravel, (normal((2, 3)),)),
+    Case("atleast_1d", tnp.atleast_1d, np.atleast_1d, (normal(()),)),
+    Case("atleast_2d", tnp.atleast_2d, np.atleast_2d, (normal((3,)),)),
+    Case("atleast_3d", lambda a, b: tnp.atleast_3d(a, b), lambda a, b: np.atleast_3d(a, b),
+         (normal((3,)), normal((2, 3))), wrt=(0, 1)),
+    # indexing along an axis
+    Case("take_along_axis", lambda a: tnp.take_along_axis(a, _TAKE, 1),
+         lambda a: np.take_along_axis(a, _TAKE, 1), (normal((2, 4, 5)),),
+         note="repeated indices add their cotangents"),
+    Case("take_along_axis", lambda a: tnp.take_along_axis(a, _PUT_NONE, None),
+         lambda a: np.take_along_axis(a, _PUT_NONE, None), (normal((2, 4)),),
+         label="axis=None"),
+    Case("put_along_axis", lambda a, v: tnp.put_along_axis(a, _PUT, v, 1, inplace=False),
+         lambda a, v: _put(a, _PUT, v, 1), (normal((2, 4, 3)), normal((2, 3, 3))), wrt=(0, 1),
+         note="functional (inplace=False, as jax.numpy): returns the new array; where indices "
+              "repeat, the last value is written and only it is differentiated"),
+    Case("put_along_axis", lambda a, v: tnp.put_along_axis(a, _PUT_NONE, v, None,
+                                                           inplace=False),
+         lambda a, v: _put(a, _PUT_NONE, v, None), (normal((2, 4)), normal(())), wrt=(0, 1),
+         label="axis=None, broadcast value"),
+]
