@@ -132,7 +132,7 @@ def test_numpy_function_with_unsupported_keywords_names_both_functions():
 @pytest.mark.parametrize("call, expected", [
     (lambda t: np.shape(t), (3,)),
     (lambda t: np.ndim(t), 1),
-    (lambda t: np.argmax(t), 2),
+    (lambda t: np.argmax(t).tolist(), 2),
     (lambda t: np.argsort(t).tolist(), [0, 1, 2]),
     (lambda t: np.isnan(t).tolist(), [False] * 3),
     (lambda t: np.isfinite(t).all(), True),
@@ -476,7 +476,9 @@ def test_random_numpy_programs_differentiate_like_tnp(names, values):
 
 def test_dispatch_registry_points_at_public_tnp_functions():
     for numpy_function, impl in _IMPLEMENTATIONS.items():
-        assert getattr(tnp, impl.__name__, None) is impl or impl.__name__.startswith("_"), impl
+        home = {"primitives.tensor.fft": tnp.fft,
+                "primitives.tensor.linalg": tnp.linalg}.get(impl.__module__, tnp)
+        assert getattr(home, impl.__name__, None) is impl or impl.__name__.startswith("_"), impl
         inspect.signature(impl)                 # bindable, for the keyword check
     assert operator.index(tnp.tensor(np.int64(3))) == 3
 

@@ -20,8 +20,8 @@ gradient to an array (``np.asarray``, ``float()``...) raises: see :func:`constan
 >>> y = np.where(t > 0, t, 0.0)          # dispatched to tnp.where: y has history
 >>> y.backward(np.ones(2)).grad(t)
 array([0., 1.])
->>> np.argmax(t)                           # no derivative to lose
-np.int64(1)
+>>> np.argmax(t).tolist()                  # an integer result: no derivative to lose
+1
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _IMPLEMENTATIONS: dict = {}      # NumPy function or ufunc -> its differentiable
 
 # NumPy functions whose results are shapes, indices or booleans: no derivative to lose.
 _NOT_DIFFERENTIABLE = {
-    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.shape, np.ndim, np.size, np.argwhere, np.nonzero,
     np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal,
     np.array_equiv, np.iscomplexobj, np.isrealobj, np.searchsorted, np.isneginf,
     np.isposinf, np.may_share_memory, np.shares_memory, np.array2string, np.array_repr,

@@ -1,8 +1,14 @@
-"""Reductions besides ``reduce_sum``: ``reduce_max`` and ``reduce_min``.
+"""Reductions besides ``reduce_sum``: ``reduce_max``, ``reduce_min``, ``reduce_prod``,
+``argmax``, ``argmin``, and the square root ``std`` ends with.
 
-Their JVP sends the tangent through the arg-extremum locations; ties split it
-evenly, as JAX does: the weights are ``x == broadcast(max)`` converted to the
-dtype, divided by their count.
+The JVP of ``reduce_max``/``reduce_min`` sends the tangent through the
+arg-extremum locations; ties split it evenly, as JAX does: the weights are
+``x == broadcast(max)`` converted to the dtype, divided by their count.
+
+``reduce_prod``'s derivative in ``x[j]`` is the product of the other entries,
+computed as exclusive cumulative products from both sides (``before[j] *
+after[j]``), never as ``prod / x[j]``: exact where ``x`` has zeros, to every
+order (the cumulative products differentiate exactly, see :mod:`.scan`).
 
 >>> op = ReduceMax(axes=(1,), shape=(2, 2), dtype="float64")
 >>> op.eval(None, [np.array([[1.0, 3.0], [2.0, 2.0]])])
@@ -15,9 +21,11 @@ import numpy as np
 
 from tidu.graph import External, Local
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, emit, tensor_op
+from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, emit, is_float_dtype, \
+    tensor_op
+from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare, _not_linear
-from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum
+from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
 
 class _ReduceExtremum(TensorPrimitive):
@@ -72,3 +80,99 @@ class ReduceMin(_ReduceExtremum):
     dtype: str
     name = "reduce_min"
     _fn = staticmethod(np.min)
+
+
+@tensor_op
+class ReduceProd(TensorPrimitive):
+    """``np.prod`` over ``axes`` of an operand of ``shape`` and ``dtype``, in that dtype
+    (``lax.reduce_prod``); exact derivatives where the operand has zeros."""
+
+    axes: tuple
+    shape: tuple
+    dtype: str
+    name = "reduce_prod"
+
+    def params(self) -> str:
+        return f"axes={self.axes}, shape={self.shape}"
+
+    def eval(self, ctx, inputs):
+        return [np.asarray(np.prod(inputs[0], axis=self.axes, dtype=inputs[0].dtype))]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        n = int(np.prod([self.shape[a] for a in self.axes], dtype=np.int64))
+        if not is_float_dtype(self.dtype) or n == 0:
+            return [None]                          # the product of nothing is the constant 1
+        others = self._products_of_the_others(builder, External(primal_inputs[0]), n)
+        weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), others], LIN_TF)
+        return [emit(builder, ReduceSum(self.axes, self.shape), [Local(weighted)], LIN)]
+
+    def _products_of_the_others(self, builder, x, n: int) -> Local:
+        """For each entry, the product of the other entries of its reduced group (primal)."""
+        kept = tuple(a for a in range(len(self.shape)) if a not in self.axes)
+        if len(self.axes) == 1:            # the reduced axis is the group: work in place
+            grouped, shape, axis = x, self.shape, self.axes[0]
+        else:                              # move the reduced axes last and flatten them
+            perm = kept + self.axes
+            moved = tuple(self.shape[a] for a in perm)
+            shape, axis = tuple(self.shape[a] for a in kept) + (n,), len(kept)
+            grouped = Local(emit(builder, Transpose(perm), [x]))
+            grouped = Local(emit(builder, Reshape(shape, moved), [grouped]))
+        products = []
+        for reverse in (False, True):
+            running = Local(emit(builder, Cumprod(axis, shape, self.dtype, reverse), [grouped]))
+            products.append(previous_along(builder, running, axis, shape, self.dtype, reverse, 1))
+        others = Local(emit(builder, ew.mul, products))
+        if len(self.axes) == 1:
+            return others
+        others = Local(emit(builder, Reshape(moved, shape), [others]))
+        inverse = tuple(int(i) for i in np.argsort(perm))
+        return Local(emit(builder, Transpose(inverse), [others]))
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        _not_linear(self)
+
+
+class _ArgExtremum(TensorPrimitive):
+    """An integer index of an extremum along ``axis``: no tangent."""
+
+    __slots__ = ()
+    _fn = None
+
+    def eval(self, ctx, inputs):
+        return [np.asarray(type(self)._fn(inputs[0], axis=self.axis))]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return [None]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        _not_linear(self)
+
+
+@tensor_op
+class Argmax(_ArgExtremum):
+    """``np.argmax`` along ``axis`` (``lax.argmax``): an integer result, no tangent."""
+
+    axis: int
+    name = "argmax"
+    _fn = staticmethod(np.argmax)
+
+
+@tensor_op
+class Argmin(_ArgExtremum):
+    """``np.argmin`` along ``axis`` (``lax.argmin``): an integer result, no tangent."""
+
+    axis: int
+    name = "argmin"
+    _fn = staticmethod(np.argmin)
+
+
+def _sqrt_jvp(builder, x, y, t):
+    # d sqrt(x) = t * sqrt(x) / (2 x), and 0 where x == 0; div_or_zero keeps every higher
+    # derivative 0 there too
+    slope = emit(builder, ew.div_or_zero, [External(y), External(x)])
+    half = emit(builder, ew.Scale(0.5), [Local(slope)])
+    return emit(builder, ew.mul, [Local(t), Local(half)], LIN_TF)
+
+
+sqrt_zero_slope_at_zero = ew.unary("sqrt_zero_slope_at_zero", np.sqrt, jvp=_sqrt_jvp)
+"""``np.sqrt`` whose derivatives are 0 at 0 (``std`` at zero variance, as PyTorch's ``std``)."""

@@ -1,0 +1,258 @@
+"""Scans and sorting: cumulative sums and products, a linear recurrence, sort and argsort.
+
+``Cumsum`` is linear: it transposes to the cumulative sum run the other way.
+
+``Cumprod``'s JVP is the first-order linear recurrence
+``dy[i] = x[i] * dy[i-1] + y[i-1] * dx[i]`` (``LinearRecurrence``), which stays
+exact where ``x`` has zeros (the shortcut ``dy = y * cumsum(dx / x)`` gives
+``nan`` there). The recurrence is linear in its second operand and transposes to
+the recurrence run the other way; its JVP in the coefficients is another
+recurrence, so derivatives of every order stay exact.
+
+``Sort``'s JVP gathers the tangent by the stable sort permutation
+(``SortPermutation``: positions in the flattened operand), so tied values take
+the tangents of their entries in NumPy's stable order; the gather transposes to
+a scatter-add. ``Argsort`` and ``SortPermutation`` have integer results and no
+tangent.
+
+>>> Cumsum(0).eval(None, [np.array([1.0, 2.0, 3.0])])
+[array([1., 3., 6.])]
+>>> LinearRecurrence(0, (3,), "float64").eval(None, [np.array([5.0, 2.0, 0.5]),
+...                                                   np.array([1.0, 1.0, 1.0])])
+[array([1. , 3. , 2.5])]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import ADRuleError, ADRuleKind
+from tidu.graph import External, Local
+from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
+                                        emit, is_complex_dtype, is_float_dtype, linear_mask,
+                                        tensor_op)
+from primitives.tensor.ops.indexing import Concatenate, Gather, Slice
+from primitives.tensor.ops.select import Full
+from primitives.tensor.ops.shape import Reshape
+
+
+def _not_linear(op):
+    raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, f"{op.name} is not linear")
+
+
+def _along(x, axis: int, reverse: bool, scan):
+    """``scan(x, axis)`` run from the end of ``axis`` when ``reverse``."""
+    if not reverse:
+        return scan(x, axis)
+    return np.flip(scan(np.flip(x, axis), axis), axis)
+
+
+def previous_along(builder, value, axis: int, shape: tuple, dtype: str, reverse: bool,
+                   fill) -> Local | External:
+    """Emit (primal work) ``value`` shifted one step along ``axis`` in scan order: entry ``i``
+    is ``value[i-1]`` (``value[i+1]`` when ``reverse``), ``fill`` where there is none.
+
+    ``value`` is a ``Local`` or ``External`` reference; returns a reference.
+    """
+    n = shape[axis]
+    if n == 0:
+        return value
+    edge_shape = tuple(1 if a == axis else s for a, s in enumerate(shape))
+    edge = Local(emit(builder, Full(edge_shape, dtype, fill), []))
+    if n == 1:
+        return edge
+    starts = tuple(int(reverse) if a == axis else 0 for a in range(len(shape)))
+    limits = tuple(n - 1 + int(reverse) if a == axis else s for a, s in enumerate(shape))
+    body = Local(emit(builder, Slice(starts, limits, (1,) * len(shape), shape), [value]))
+    body_shape = tuple(n - 1 if a == axis else s for a, s in enumerate(shape))
+    parts, shapes = ([body, edge], (body_shape, edge_shape)) if reverse else \
+        ([edge, body], (edge_shape, body_shape))
+    return Local(emit(builder, Concatenate(axis, shapes, dtype), parts))
+
+
+# --- cumulative sum and product -----------------------------------------------------------
+
+
+@tensor_op
+class Cumsum(LinearOp):
+    """``np.cumsum`` along ``axis`` (from the end when ``reverse``), in the operand's dtype.
+
+    Transposes to the cumulative sum in the other direction (``lax.cumsum``).
+    """
+
+    axis: int
+    reverse: bool = False
+    name = "cumsum"
+
+    def eval(self, ctx, inputs):
+        x = inputs[0]
+        return [_along(x, self.axis, self.reverse,
+                       lambda v, axis: np.cumsum(v, axis=axis, dtype=x.dtype))]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, Cumsum(self.axis, not self.reverse),
+                     [Local(cotangent_outputs[0])], LIN)]
+
+
+@tensor_op
+class Cumprod(TensorPrimitive):
+    """``np.cumprod`` along ``axis`` (from the end when ``reverse``) of an operand of ``shape``
+    and ``dtype``; exact derivatives where the operand has zeros (see the module docstring)."""
+
+    axis: int
+    shape: tuple
+    dtype: str
+    reverse: bool = False
+    name = "cumprod"
+
+    def eval(self, ctx, inputs):
+        x = inputs[0]
+        return [_along(x, self.axis, self.reverse,
+                       lambda v, axis: np.cumprod(v, axis=axis, dtype=x.dtype))]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        if not is_float_dtype(self.dtype):
+            return [None]
+        # dy[i] = x[i] * dy[i-1] + y[i-1] * dx[i], with y[-1] = 1
+        y_before = previous_along(builder, External(primal_outputs[0]), self.axis, self.shape,
+                                  self.dtype, self.reverse, 1)
+        increments = emit(builder, ew.mul, [Local(tangent_inputs[0]), y_before], LIN_TF)
+        recurrence = LinearRecurrence(self.axis, self.shape, self.dtype, self.reverse)
+        return [emit(builder, recurrence, [External(primal_inputs[0]), Local(increments)],
+                     LIN_FT)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        _not_linear(self)
+
+
+@tensor_op
+class LinearRecurrence(TensorPrimitive):
+    """``z[i] = a[i] * z[i-1] + b[i]`` along ``axis`` with ``z[-1] = 0`` (``z[i+1]`` and
+    ``z[n] = 0`` when ``reverse``), for operands ``a`` and ``b`` of ``shape`` and ``dtype``.
+
+    Linear in ``b``: the transpose runs the recurrence the other way with the
+    coefficients shifted one step and conjugated. A sequential loop over ``axis``.
+    """
+
+    axis: int
+    shape: tuple
+    dtype: str
+    reverse: bool = False
+    name = "linear_recurrence"
+
+    def input_count(self) -> int:
+        return 2
+
+    def eval(self, ctx, inputs):
+        a, b = (np.moveaxis(v, self.axis, 0) for v in inputs)
+        if self.reverse:
+            a, b = a[::-1], b[::-1]
+        z = np.array(b, dtype=np.result_type(a, b))
+        for i in range(1, len(z)):
+            z[i] += a[i] * z[i - 1]
+        if self.reverse:
+            z = z[::-1]
+        return [np.moveaxis(z, 0, self.axis)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        # dz[i] = a[i] dz[i-1] + (db[i] + da[i] z[i-1]): the same recurrence
+        da, db = tangent_inputs
+        increments = db
+        if da is not None:
+            z_before = previous_along(builder, External(primal_outputs[0]), self.axis,
+                                      self.shape, self.dtype, self.reverse, 0)
+            from_a = emit(builder, ew.mul, [Local(da), z_before], LIN_TF)
+            increments = from_a if db is None else emit(builder, ew.add,
+                                                        [Local(db), Local(from_a)], LIN_TT)
+        return [emit(builder, self, [External(primal_inputs[0]), Local(increments)], LIN_FT)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if linear_mask(self, role) != (False, True):
+            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
+                              "linear_recurrence is linear in its second operand only")
+        # z = L b with L[i, j] = a[j+1] ... a[i]; L^H runs the other way with a shifted
+        coefficients = previous_along(builder, inputs[0], self.axis, self.shape, self.dtype,
+                                      not self.reverse, 0)
+        if is_complex_dtype(self.dtype):
+            coefficients = Local(emit(builder, ew.conj, [coefficients]))
+        back = LinearRecurrence(self.axis, self.shape, self.dtype, not self.reverse)
+        return [None, emit(builder, back, [coefficients, Local(cotangent_outputs[0])], LIN_FT)]
+
+
+# --- sorting ---------------------------------------------------------------------------------
+
+
+@tensor_op
+class Sort(TensorPrimitive):
+    """``np.sort`` along ``axis`` of a real operand of ``shape`` and ``dtype``; the tangent
+    follows the stable sort permutation."""
+
+    axis: int
+    shape: tuple
+    dtype: str
+    name = "sort"
+
+    def eval(self, ctx, inputs):
+        return [np.sort(inputs[0], axis=self.axis)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        if not is_float_dtype(self.dtype):
+            return [None]
+        positions = emit(builder, SortPermutation(self.axis, self.shape),
+                         [External(primal_inputs[0])])
+        size = int(np.prod(self.shape, dtype=np.int64))
+        tangent = tangent_inputs[0]
+        if len(self.shape) != 1:
+            tangent = emit(builder, Reshape((size,), self.shape), [Local(tangent)], LIN)
+        return [emit(builder, Gather(0, (size,), self.shape), [Local(tangent), Local(positions)],
+                     LIN_TF)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        _not_linear(self)
+
+
+class _IntegerResult(TensorPrimitive):
+    """An op with an integer result: no tangent, not linear."""
+
+    __slots__ = ()
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return [None]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        _not_linear(self)
+
+
+@tensor_op
+class SortPermutation(_IntegerResult):
+    """For an operand of ``shape``: the positions in its C-order flattening of the entries of
+    its stable sort along ``axis`` (``sort(x) == x.ravel()[positions]``)."""
+
+    axis: int
+    shape: tuple
+    name = "sort_permutation"
+
+    def eval(self, ctx, inputs):
+        order = np.argsort(inputs[0], axis=self.axis, kind="stable")
+        index = list(np.indices(self.shape, sparse=True))
+        index[self.axis] = order
+        if 0 in self.shape:
+            return [np.zeros(self.shape, dtype=np.intp)]
+        return [np.ravel_multi_index(tuple(index), self.shape)]
+
+
+@tensor_op
+class Argsort(_IntegerResult):
+    """``np.argsort(x, axis, kind)``: integer indices, no tangent."""
+
+    axis: int
+    kind: str | None = None
+    name = "argsort"
+
+    def eval(self, ctx, inputs):
+        return [np.argsort(inputs[0], axis=self.axis, kind=self.kind)]
+
+
+__all__ = ["Cumsum", "Cumprod", "LinearRecurrence", "Sort", "SortPermutation", "Argsort",
+           "previous_along"]

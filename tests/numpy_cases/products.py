@@ -1,0 +1,57 @@
+"""Cases for the products of ``primitives.tensor.products`` and ``einsum``'s sublist form."""
+
+import functools
+import warnings
+
+import numpy as np
+
+import primitives.tensor as tnp
+from primitives.tensor.products import einsum_subscripts
+from numpy_cases import Case, normal
+
+VDOT_NOTE = "antilinear in the first argument (conjugated, as in NumPy)"
+
+
+def _quiet(fn):
+    """``fn`` with NumPy 2's deprecation of 2-vectors in ``cross`` silenced (both warn)."""
+    @functools.wraps(fn)
+    def call(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return fn(*args)
+    return call
+
+
+def _einsum_sublist(*args):
+    spec, operands = einsum_subscripts(*args)
+    return tnp.einsum(spec, *operands)
+
+
+CASES = [
+    Case("inner", tnp.inner, np.inner, (normal((2, 3)), normal((4, 3))), wrt=(0, 1)),
+    Case("inner", tnp.inner, np.inner, (normal((3,)), normal((2, 1, 3))), wrt=(0, 1),
+         label="vector-3d"),
+    Case("inner", tnp.inner, np.inner, (normal(()), normal((2, 3))), wrt=(0, 1), label="0d"),
+    Case("vdot", tnp.vdot, np.vdot, (normal((2, 3)), normal((6,))), wrt=(0, 1),
+         note=VDOT_NOTE),
+    Case("kron", tnp.kron, np.kron, (normal((2, 3)), normal((3, 2))), wrt=(0, 1)),
+    Case("kron", tnp.kron, np.kron, (normal((2,)), normal((2, 1, 3))), wrt=(0, 1),
+         label="ndim-differ"),
+    Case("cross", tnp.cross, np.cross, (normal((4, 3)), normal((3,))), wrt=(0, 1)),
+    Case("cross", lambda a, b: tnp.cross(a, b, axisa=0, axisb=1, axisc=0),
+         lambda a, b: np.cross(a, b, axisa=0, axisb=1, axisc=0),
+         (normal((3, 2)), normal((2, 3))), wrt=(0, 1), label="axes"),
+    Case("cross", _quiet(tnp.cross), _quiet(np.cross), (normal((2, 2)), normal((2,))),
+         wrt=(0, 1), label="2-vectors"),
+    Case("cross", _quiet(lambda a, b: tnp.cross(a, b, axis=0)),
+         _quiet(lambda a, b: np.cross(a, b, axis=0)), (normal((2, 4)), normal((3, 1))),
+         wrt=(0, 1), label="2x3-vectors"),
+    Case("cross", _quiet(tnp.cross), _quiet(np.cross), (normal((3,)), normal((2,))),
+         wrt=(0, 1), label="3x2-vectors"),
+    Case("einsum", lambda a, b: _einsum_sublist(a, [0, 1], b, [1, 27], [27, 0]),
+         lambda a, b: np.einsum(a, [0, 1], b, [1, 27], [27, 0]),
+         (normal((2, 3)), normal((3, 4))), wrt=(0, 1), label="sublist"),
+    Case("einsum", lambda a, b: _einsum_sublist(a, [Ellipsis, 30, 2], b, [2, 3]),
+         lambda a, b: np.einsum(a, [Ellipsis, 30, 2], b, [2, 3]),
+         (normal((2, 3, 4)), normal((4, 2))), wrt=(0, 1), label="sublist-implicit"),
+]

@@ -1,0 +1,128 @@
+"""Cases for reductions, scans, sorting and statistics (``primitives.tensor.reductions``)."""
+
+import numpy as np
+
+import primitives.tensor as tnp
+from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive
+
+# rows with no zero, one zero and two zeros: prod's and cumprod's derivatives must stay exact
+WITH_ZEROS = [[2.0, 0.0, 3.0, -1.5], [0.0, 1.5, 0.0, 2.0], [1.25, -2.0, 0.5, 3.0]]
+WITH_NANS = [[1.0, np.nan, 2.0], [np.nan, np.nan, np.nan], [0.5, -1.0, 3.0]]
+
+PROD_NOTE = ("exact where entries are zero, to every order (the derivative in a[j] is the "
+             "product of the others, from exclusive cumulative products)")
+CUMPROD_NOTE = "exact where entries are zero, to every order (a linear recurrence)"
+SORT_NOTE = "the derivative follows the stable sort permutation (ties: original order); real only"
+QUANTILE_NOTE = ("the derivative goes to the order statistics read, weighted as interpolated "
+                 "(ties: stable sort order); q is not differentiated; real only")
+STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
+
+
+CASES = [
+    # --- prod ---
+    Case("prod", tnp.prod, np.prod, (normal((2, 3)),), note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=-1, keepdims=True),
+         lambda x: np.prod(x, axis=-1, keepdims=True), (normal((2, 3)),), label="axis=-1 keepdims",
+         note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=(0, 2)), lambda x: np.prod(x, axis=(0, 2)),
+         (normal((2, 3, 2)),), label="axis tuple", note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=1), lambda x: np.prod(x, axis=1),
+         (fixed(WITH_ZEROS),), label="zeros", note=PROD_NOTE),
+    Case("prod", tnp.prod, np.prod, (fixed([[2.0, 0.0], [3.0, 0.0]]),), label="two zeros",
+         note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=0, initial=2.0),
+         lambda x: np.prod(x, axis=0, initial=2.0), (normal((3, 2)),), label="initial",
+         note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(tnp.astype(x, np.int8), axis=0),
+         lambda x: np.prod(x.astype(np.int8), axis=0), (fixed([[1, 2], [3, -4]]),), wrt=(),
+         dtypes=("float64",), label="int8 widens", note=PROD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=1, dtype=np.complex128),
+         lambda x: np.prod(x, axis=1, dtype=np.complex128), (normal((2, 3)),),
+         dtypes=("float64",), label="dtype", note=PROD_NOTE),
+    # --- cumsum, cumprod, diff ---
+    Case("cumsum", tnp.cumsum, np.cumsum, (normal((2, 3)),), label="flattened",
+         note="linear: the gradient is the reversed cumulative sum"),
+    Case("cumsum", lambda x: tnp.cumsum(x, axis=-2), lambda x: np.cumsum(x, axis=-2),
+         (normal((3, 2)),), label="axis=-2"),
+    Case("cumsum", lambda x: tnp.cumsum(x, axis=0, dtype=np.complex128),
+         lambda x: np.cumsum(x, axis=0, dtype=np.complex128), (normal((3,)),),
+         dtypes=("float64",), label="dtype"),
+    Case("cumsum", lambda x: tnp.cumsum(tnp.astype(x, np.bool_)),
+         lambda x: np.cumsum(x.astype(np.bool_)), (fixed([1, 0, 1]),), wrt=(),
+         dtypes=("float64",), label="bool widens"),
+    Case("cumprod", lambda x: tnp.cumprod(x, axis=1), lambda x: np.cumprod(x, axis=1),
+         (normal((2, 4)),), note=CUMPROD_NOTE),
+    Case("cumprod", lambda x: tnp.cumprod(x, axis=1), lambda x: np.cumprod(x, axis=1),
+         (fixed(WITH_ZEROS),), label="zeros", note=CUMPROD_NOTE),
+    Case("cumprod", tnp.cumprod, np.cumprod, (fixed([[1.5, 0.0], [2.0, 0.0], [-1.0, 3.0]]),),
+         label="flattened, two zeros", note=CUMPROD_NOTE),
+    Case("diff", tnp.diff, np.diff, (normal((2, 4)),), note="linear"),
+    Case("diff", lambda x: tnp.diff(x, n=2, axis=0), lambda x: np.diff(x, n=2, axis=0),
+         (normal((4, 2)),), label="n=2 axis=0"),
+    Case("diff", lambda x, p, q: tnp.diff(x, axis=-1, prepend=p, append=q),
+         lambda x, p, q: np.diff(x, axis=-1, prepend=p, append=q),
+         (normal((2, 3)), normal((2, 1)), normal((2, 2))), wrt=(0, 1, 2),
+         label="prepend append"),
+    Case("diff", lambda x: tnp.diff(x, n=3, prepend=1.0), lambda x: np.diff(x, n=3, prepend=1.0),
+         (normal((3,)),), dtypes=("float64", "complex128"),        # 1.0 is float64 to NumPy here
+         label="n=3 scalar prepend"),
+    # --- var, std, average ---
+    Case("var", tnp.var, np.var, (normal((3, 4)),), note="real for complex input: |x - mean|^2"),
+    Case("var", lambda x: tnp.var(x, axis=(0, -1), ddof=1, keepdims=True),
+         lambda x: np.var(x, axis=(0, -1), ddof=1, keepdims=True), (normal((2, 3, 2)),),
+         label="axis tuple ddof=1 keepdims"),
+    Case("var", lambda x: tnp.var(x, axis=1, ddof=2), lambda x: np.var(x, axis=1, ddof=2),
+         (normal((2, 5)),), label="ddof=2"),
+    Case("std", tnp.std, np.std, (normal((3, 4)),), note=STD_NOTE),
+    Case("std", lambda x: tnp.std(x, axis=-1, ddof=1, keepdims=True),
+         lambda x: np.std(x, axis=-1, ddof=1, keepdims=True), (normal((3, 4)),),
+         label="axis=-1 ddof=1 keepdims", note=STD_NOTE),
+    Case("average", lambda x: tnp.average(x, axis=0), lambda x: np.average(x, axis=0),
+         (normal((3, 2)),), label="unweighted"),
+    Case("average", lambda x, w: tnp.average(x, axis=1, weights=w),
+         lambda x, w: np.average(x, axis=1, weights=w), (normal((3, 4)), positive((4,))),
+         wrt=(0, 1), label="1-d weights", note="differentiable in a and weights"),
+    Case("average", lambda x, w: tnp.average(x, weights=w, returned=True, keepdims=True),
+         lambda x, w: np.average(x, weights=w, returned=True, keepdims=True),
+         (normal((2, 3)), positive((2, 3))), wrt=(0, 1), label="returned keepdims"),
+    Case("nansum", lambda x: tnp.nansum(x, axis=1), lambda x: np.nansum(x, axis=1),
+         (fixed(WITH_NANS),), note="NaN entries count as 0 and get a zero derivative"),
+    Case("nanmean", lambda x: tnp.nanmean(x, axis=-1, keepdims=True),
+         lambda x: np.nanmean(x, axis=-1, keepdims=True), (fixed(WITH_NANS[:1] + WITH_NANS[2:]),),
+         note="NaN entries are left out and get a zero derivative"),
+    Case("ptp", lambda x: tnp.ptp(x, axis=1), lambda x: np.ptp(x, axis=1), (distinct((3, 4)),),
+         dtypes=REAL_DTYPES, note="ties share the derivative evenly (as max and min); real only"),
+    # --- sorting and order statistics ---
+    Case("sort", tnp.sort, np.sort, (distinct((3, 4)),), dtypes=REAL_DTYPES, note=SORT_NOTE),
+    Case("sort", lambda x: tnp.sort(x, axis=0), lambda x: np.sort(x, axis=0),
+         (distinct((3, 4)),), dtypes=REAL_DTYPES, label="axis=0", note=SORT_NOTE),
+    Case("sort", lambda x: tnp.sort(x, axis=None), lambda x: np.sort(x, axis=None),
+         (distinct((2, 3)),), dtypes=REAL_DTYPES, label="flattened", note=SORT_NOTE),
+    Case("argsort", lambda x: tnp.argsort(x, axis=0), lambda x: np.argsort(x, axis=0),
+         (distinct((3, 4)),), wrt=(), dtypes=REAL_DTYPES,
+         note="integer result, not differentiated"),
+    Case("argmax", lambda x: tnp.argmax(x, axis=-1, keepdims=True),
+         lambda x: np.argmax(x, axis=-1, keepdims=True), (distinct((3, 4)),), wrt=(),
+         note="integer result, not differentiated"),
+    Case("argmin", tnp.argmin, np.argmin, (distinct((3, 4)),), wrt=(),
+         note="integer result, not differentiated"),
+    Case("median", tnp.median, np.median, (distinct((3, 4)),), dtypes=REAL_DTYPES,
+         label="even count", note=QUANTILE_NOTE),
+    Case("median", lambda x: tnp.median(x, axis=(0, 2), keepdims=True),
+         lambda x: np.median(x, axis=(0, 2), keepdims=True), (distinct((3, 2, 3)),),
+         dtypes=REAL_DTYPES, label="axis tuple keepdims (odd count)", note=QUANTILE_NOTE),
+    Case("quantile", lambda x: tnp.quantile(x, [0.1, 0.5, 1.0], axis=-1),
+         lambda x: np.quantile(x, [0.1, 0.5, 1.0], axis=-1), (distinct((2, 5)),),
+         dtypes=("float64",), note=QUANTILE_NOTE),         # (a float64 q makes float64)
+    Case("quantile", lambda x: tnp.quantile(x, 0.3, axis=(0, 1)),
+         lambda x: np.quantile(x, 0.3, axis=(0, 1)), (distinct((2, 3, 2)),),
+         dtypes=REAL_DTYPES, label="axis tuple", note=QUANTILE_NOTE),
+    *[Case("quantile", lambda x, m=method: tnp.quantile(x, [0.3, 0.75], axis=0, method=m),
+           lambda x, m=method: np.quantile(x, [0.3, 0.75], axis=0, method=m),
+           (distinct((5, 2)),), dtypes=REAL_DTYPES if method != "midpoint" else ("float64",),
+           label=method, note=QUANTILE_NOTE)
+      for method in ("lower", "higher", "nearest", "midpoint")],
+    Case("percentile", lambda x: tnp.percentile(x, 40, axis=1, keepdims=True),
+         lambda x: np.percentile(x, 40, axis=1, keepdims=True), (distinct((3, 6)),),
+         dtypes=REAL_DTYPES, note=QUANTILE_NOTE),
+]
