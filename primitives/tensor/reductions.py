@@ -33,7 +33,7 @@ from primitives.tensor.ops.scan import Argsort, Cumprod, Cumsum, Sort
 
 __all__ = ["prod", "cumsum", "cumprod", "diff", "var", "std", "average", "ptp", "nansum",
            "nanmean", "sort", "argsort", "argmax", "argmin", "median", "quantile",
-           "percentile"]
+           "percentile", "all", "any"]
 
 _NO_VALUE = object()        # NumPy's "argument not given" (None is a value for some)
 
@@ -420,6 +420,35 @@ def argmin(a, axis=None, out=None, *, keepdims: bool = False):
     array([0, 1])
     """
     return _arg_extremum(Argmin, "argmin", a, axis, out, keepdims)
+
+
+def _truth(a, axis, keepdims: bool, fn: str, reduce):
+    a = _operand(a, fn)
+    nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
+    counted = reduce(astype(nonzero, np.int8), axis=axis, keepdims=keepdims)
+    return not_equal(counted, 0)
+
+
+@implements(np.all)
+def all(a, axis=None, out=None, keepdims: bool = False):
+    """``np.all``: whether every element is nonzero; a boolean result, not differentiated.
+
+    >>> all(np.array([[1.0, 0.0], [2.0, 3.0]]), axis=1)
+    array([False,  True])
+    """
+    _no_out(out, "all")
+    return _truth(a, axis, keepdims, "all", min)
+
+
+@implements(np.any)
+def any(a, axis=None, out=None, keepdims: bool = False):
+    """``np.any``: whether some element is nonzero; a boolean result, not differentiated.
+
+    >>> any(np.array([[1.0, 0.0], [0.0, 0.0]]), axis=1)
+    array([ True, False])
+    """
+    _no_out(out, "any")
+    return _truth(a, axis, keepdims, "any", max)
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")

@@ -125,4 +125,9 @@ CASES = [
     Case("percentile", lambda x: tnp.percentile(x, 40, axis=1, keepdims=True),
          lambda x: np.percentile(x, 40, axis=1, keepdims=True), (distinct((3, 6)),),
          dtypes=REAL_DTYPES, note=QUANTILE_NOTE),
+    Case("all", lambda x: tnp.all(x, axis=1), lambda x: np.all(x, axis=1),
+         (fixed(WITH_ZEROS),), wrt=()),
+    Case("any", lambda x: tnp.any(x > 1.0, axis=0, keepdims=True),
+         lambda x: np.any(x > 1.0, axis=0, keepdims=True), (fixed(WITH_ZEROS),), wrt=(),
+         dtypes=REAL_DTYPES),
 ]
