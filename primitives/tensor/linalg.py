@@ -1,12 +1,498 @@
 """``numpy.linalg`` with derivatives: inverses, determinants, solves, norms and
 decompositions, batched over leading axes as NumPy does.
 
+The solves, determinants and decompositions are primitives
+(:mod:`primitives.tensor.ops.linalg`) whose JVPs are written with matrix
+products and solves, so they differentiate to any order; ``inv``, ``norm``,
+``matrix_power`` and ``multi_dot`` are compositions. Results have NumPy's types:
+``slogdet``, ``eigh``, ``svd`` and ``qr`` return named tuples with NumPy's fields,
+and float32 stays float32. Singular or non-positive-definite matrices raise
+:class:`LinAlgError` (NumPy's ``LinAlgError``).
+
+Gradient conventions (JAX's and PyTorch's, but for complex inputs):
+
+- eigenvectors and singular vectors are defined up to a sign (a phase, for
+  complex matrices) and, for equal eigenvalues or singular values, up to a
+  rotation within their space: differentiate only losses that do not depend on
+  that choice, such as ``V @ diag(f(w)) @ V.H``, ``U @ diag(s) @ Vh`` or ``|v|²``.
+  Their derivatives involve ``1 / (w_j - w_i)``: not finite at exactly equal
+  eigenvalues (singular values), as in JAX; the eigenvalues' (singular values')
+  own derivatives stay finite there;
+- ``eigh``, ``eigvalsh``, ``cholesky`` (and ``pinv(hermitian=True)``) read the
+  lower triangle only, as NumPy does, and so do their derivatives;
+- complex gradients are the adjoint under ``Re<a, b>`` (PyTorch's), the conjugate
+  of JAX's; JVPs are JAX's.
+
 >>> import numpy as np
 >>> import primitives.tensor as tnp
->>> tnp.linalg.det(np.eye(2) * 2.0)   # doctest: +SKIP
-np.float64(4.0)
+>>> float(tnp.linalg.det(np.eye(2) * 2.0))
+4.0
+>>> tnp.grad(lambda a: tnp.linalg.det(a))(np.array([[1.0, 2.0], [2.0, 4.0]]))  # singular: adj(A)ᵀ
+array([[ 4., -2.],
+       [-2.,  1.]])
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import builtins
+import numbers
+import operator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from primitives.tensor.api import (
+    _axis,
+    _operand,
+    abs,
+    astype,
+    broadcast_to,
+    conj,
+    equal,
+    greater,
+    matmul,
+    max,
+    min,
+    multiply,
+    not_equal,
+    power,
+    real,
+    reshape,
+    sqrt,
+    subtract,
+    sum,
+    transpose,
+    where,
+)
+from primitives.tensor.core import bind, data_of, dtype_of, shape_of
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.interop import implements
+from primitives.tensor.ops.linalg import (
+    Cholesky,
+    Det,
+    Eigh,
+    LinAlgError,
+    Pinv,
+    Qr,
+    Slogdet,
+    Solve,
+    Svd,
+)
+
+__all__ = ["LinAlgError", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
+           "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
+
+
+class EighResult(NamedTuple):
+    """``eigh``'s result: ascending ``eigenvalues`` and the ``eigenvectors`` as columns."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result."""
+
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result: ``a == (U * S[..., None, :]) @ Vh``."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class SlogdetResult(NamedTuple):
+    """``slogdet``'s result: ``det == sign * exp(logabsdet)``."""
+
+    sign: Any
+    logabsdet: Any
+
+
+# --- operands --------------------------------------------------------------------------------
+
+
+def _linalg_dtype(dtype: np.dtype, fn: str) -> np.dtype:
+    """The dtype NumPy's linalg computes in: integers and booleans as float64."""
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        return dtype
+    raise TensorTypeError(f"linalg.{fn}: array type {dtype} is unsupported in linalg")
+
+
+def _matrices(a, fn: str, square: bool = True):
+    """``a`` as a stack of (square) matrices of a linalg dtype; NumPy's errors otherwise."""
+    a = _operand(a, f"linalg.{fn}")
+    shape = shape_of(a)
+    if len(shape) < 2:
+        raise LinAlgError(f"linalg.{fn}: {len(shape)}-dimensional array given. Array must be "
+                          "at least two-dimensional")
+    if square and shape[-1] != shape[-2]:
+        raise LinAlgError(f"linalg.{fn}: Last 2 dimensions of the array must be square, got "
+                          f"shape {shape}")
+    return astype(a, _linalg_dtype(dtype_of(a), fn))
+
+
+def _matrix_transpose(a, conjugate: bool = False):
+    nd = len(shape_of(a))
+    out = transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+    return conj(out) if conjugate else out
+
+
+def _identity(n: int, shape: tuple, dtype) -> np.ndarray:
+    return np.broadcast_to(np.eye(n, dtype=dtype), shape)
+
+
+# --- solves and inverses -----------------------------------------------------------------------
+
+
+@implements(np.linalg.solve)
+def solve(a, b):
+    """``np.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector when 1-d, else a stack
+    of matrices broadcast against ``a``."""
+    a = _matrices(a, "solve")
+    b = _operand(b, "linalg.solve")
+    dtype = _linalg_dtype(np.result_type(dtype_of(a), dtype_of(b)), "solve")
+    a, b = astype(a, dtype), astype(b, dtype)
+    n = shape_of(a)[-1]
+    b_shape = shape_of(b)
+    vector = len(b_shape) == 1
+    if vector:
+        b = reshape(b, (b_shape[0], 1))
+    elif not b_shape:
+        raise TensorShapeError("linalg.solve: b must be at least 1-dimensional")
+    if shape_of(b)[-2] != n:
+        raise TensorShapeError(f"linalg.solve: shapes {shape_of(a)} and {b_shape} do not fit: "
+                               f"b needs {n} rows")
+    try:
+        batch = tuple(np.broadcast_shapes(shape_of(a)[:-2], shape_of(b)[:-2]))
+    except ValueError:
+        raise TensorShapeError(f"linalg.solve: the batch axes of shapes {shape_of(a)} and "
+                               f"{b_shape} cannot be broadcast together") from None
+    a = broadcast_to(a, batch + (n, n))
+    b = broadcast_to(b, batch + shape_of(b)[-2:])
+    x = bind(Solve(shape_of(b), dtype.name), a, b)[0]
+    return reshape(x, batch + (n,)) if vector else x
+
+
+@implements(np.linalg.inv)
+def inv(a):
+    """``np.linalg.inv``, as ``solve(a, I)``: the derivative is ``-inv(a) @ da @ inv(a)``."""
+    a = _matrices(a, "inv")
+    shape = shape_of(a)
+    identity = _identity(shape[-1], shape, dtype_of(a))
+    return bind(Solve(shape, dtype_of(a).name), a, identity)[0]
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=np._NoValue):
+    """``np.linalg.pinv``; differentiated as a matrix of constant rank (Golub and Pereyra), so
+    the derivative jumps where a singular value crosses the cutoff."""
+    a = _matrices(a, "pinv", square=False)
+    if rcond is None:
+        if rtol is np._NoValue:
+            rcond = 1e-15
+        elif rtol is None:
+            rcond = builtins.max(shape_of(a)[-2:]) * np.finfo(dtype_of(a)).eps
+        else:
+            rcond = rtol
+    elif rtol is not np._NoValue:
+        raise TensorShapeError("linalg.pinv: `rtol` and `rcond` can't be both set.")
+    if np.ndim(rcond) != 0:
+        raise TensorNotSupportedError("linalg.pinv: only one scalar rcond (rtol) is supported")
+    return bind(Pinv(shape_of(a), dtype_of(a).name, float(rcond), bool(hermitian)), a)[0]
+
+
+@implements(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    """``np.linalg.lstsq``: ``(x, residuals, rank, s)`` with ``x = pinv(a, rcond) @ b``, the
+    minimum-norm least-squares solution, differentiated at constant rank as ``pinv``. For a
+    tall ``a`` whether residuals are returned depends on the rank: under ``jit`` that is a
+    ``ConcretizationError``."""
+    a = _matrices(a, "lstsq", square=False)
+    b = _operand(b, "linalg.lstsq")
+    if len(shape_of(a)) != 2 or len(shape_of(b)) not in (1, 2):
+        raise LinAlgError(f"linalg.lstsq: a must be 2-dimensional and b 1- or 2-dimensional, "
+                          f"got shapes {shape_of(a)} and {shape_of(b)}")
+    dtype = _linalg_dtype(np.result_type(dtype_of(a), dtype_of(b)), "lstsq")
+    a, b = astype(a, dtype), astype(b, dtype)
+    (m, n), vector = shape_of(a), len(shape_of(b)) == 1
+    if shape_of(b)[0] != m:
+        raise LinAlgError(f"linalg.lstsq: Incompatible dimensions {shape_of(a)} and {shape_of(b)}")
+    if rcond is None:
+        rcond = np.finfo(dtype).eps * builtins.max(m, n)
+    s = svdvals(a)
+    cutoff = multiply(max(s), rcond) if builtins.min(m, n) else 0.0
+    rank = astype(sum(greater(s, cutoff)), np.int32)
+    x = matmul(pinv(a, rcond), b)
+    residuals = np.array([], dtype=np.finfo(dtype).dtype)
+    if m > n and bool(data_of(equal(rank, n), "linalg.lstsq: residuals are returned only for a "
+                                              "full-rank a")):
+        fit = subtract(b, matmul(a, x))
+        residuals = sum(real(multiply(conj(fit), fit)), 0)
+        residuals = reshape(residuals, (1,)) if vector else residuals
+    return x, residuals, rank, s
+
+
+# --- determinants --------------------------------------------------------------------------------
+
+
+@implements(np.linalg.det)
+def det(a):
+    """``np.linalg.det``; its derivative ``adj(a)ᵀ`` is exact at singular matrices too (the
+    second derivative is not finite there for ``n >= 3``)."""
+    a = _matrices(a, "det")
+    return bind(Det(shape_of(a), dtype_of(a).name), a)[0]
+
+
+@implements(np.linalg.slogdet)
+def slogdet(a) -> SlogdetResult:
+    """``np.linalg.slogdet``: ``(sign, logabsdet)``; the derivative needs ``a`` invertible."""
+    a = _matrices(a, "slogdet")
+    sign, logabsdet = bind(Slogdet(shape_of(a), dtype_of(a).name), a)
+    return SlogdetResult(sign, logabsdet)
+
+
+# --- decompositions -------------------------------------------------------------------------------
+
+
+def _lower_triangle_operand(a, fn: str, uplo: str):
+    """``a`` such that its lower triangle holds the triangle ``uplo`` names."""
+    if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"):
+        raise TensorShapeError(f"linalg.{fn}: UPLO argument must be 'L' or 'U', got {uplo!r}")
+    return _matrix_transpose(a, conjugate=True) if uplo.upper() == "U" else a
+
+
+@implements(np.linalg.cholesky)
+def cholesky(a, /, *, upper: bool = False):
+    """``np.linalg.cholesky``: ``L`` with ``a == L @ L.H`` from ``a``'s lower triangle (``upper``:
+    ``U == L.H`` from its upper triangle); derivative by Murray's formula."""
+    a = _matrices(a, "cholesky")
+    if upper:
+        a = _matrix_transpose(a, conjugate=True)
+    factor = bind(Cholesky(shape_of(a), dtype_of(a).name), a)[0]
+    return _matrix_transpose(factor, conjugate=True) if upper else factor
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO: str = "L") -> EighResult:
+    """``np.linalg.eigh``: ``(eigenvalues, eigenvectors)``; eigenvector derivatives are JAX's
+    (gauge-invariant losses only; not finite at equal eigenvalues)."""
+    a = _lower_triangle_operand(_matrices(a, "eigh"), "eigh", UPLO)
+    w, v = bind(Eigh(shape_of(a), dtype_of(a).name), a)
+    return EighResult(w, v)
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO: str = "L"):
+    """``np.linalg.eigvalsh``; the derivative ``Re diag(Vᴴ da V)`` stays finite at equal
+    eigenvalues, where it is exact for their sum (and symmetric functions of them)."""
+    a = _lower_triangle_operand(_matrices(a, "eigvalsh"), "eigvalsh", UPLO)
+    return bind(Eigh(shape_of(a), dtype_of(a).name, compute_v=False), a)[0]
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """``np.linalg.svd``: ``(U, S, Vh)`` or ``S``; singular-vector derivatives are JAX's
+    (gauge-invariant losses only; not finite at equal or, for non-square ``a``, zero singular
+    values); with ``full_matrices`` the extra columns turn with the others, no more."""
+    a = _matrices(a, "svd", square=False)
+    if hermitian:
+        raise TensorNotSupportedError("linalg.svd: hermitian=True is not supported; use "
+                                      "hermitian=False (the same singular values)")
+    op = Svd(shape_of(a), dtype_of(a).name, bool(full_matrices), bool(compute_uv))
+    outs = bind(op, a)
+    return SVDResult(*outs) if compute_uv else outs[0]
+
+
+@implements(np.linalg.svdvals)
+def svdvals(x, /):
+    """``np.linalg.svdvals``: the singular values, descending."""
+    return svd(x, compute_uv=False)
+
+
+_QR_MODES = ("reduced", "complete", "r")
+
+
+@implements(np.linalg.qr)
+def qr(a, mode: str = "reduced"):
+    """``np.linalg.qr`` in mode ``"reduced"``, ``"complete"`` or ``"r"``; the derivative needs
+    ``a``'s leading square block of full rank."""
+    if mode not in _QR_MODES:
+        if mode in ("raw", "full", "f", "economic", "e"):
+            raise TensorNotSupportedError(f"linalg.qr: mode {mode!r} is not supported; use one "
+                                          f"of {_QR_MODES}")
+        raise TensorShapeError(f"linalg.qr: Unrecognized mode '{mode}'")
+    a = _matrices(a, "qr", square=False)
+    outs = bind(Qr(shape_of(a), dtype_of(a).name, mode), a)
+    return outs[0] if mode == "r" else QRResult(*outs)
+
+
+# --- products ---------------------------------------------------------------------------------
+
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n: int):
+    """``np.linalg.matrix_power`` by repeated squaring (negative ``n``: of ``inv(a)``)."""
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TensorTypeError("linalg.matrix_power: exponent must be an integer") from None
+    a = _operand(a, "linalg.matrix_power")
+    shape = shape_of(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise LinAlgError(f"linalg.matrix_power: the last 2 dimensions of shape {shape} must be "
+                          "square")
+    if n == 0:
+        return _identity(shape[-1], shape, dtype_of(a)).copy()
+    if n < 0:
+        a, n = inv(a), -n
+    result, power_of_a = None, a
+    while True:
+        if n & 1:
+            result = power_of_a if result is None else matmul(result, power_of_a)
+        n >>= 1
+        if not n:
+            return result
+        power_of_a = matmul(power_of_a, power_of_a)
+
+
+@implements(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    """``np.linalg.multi_dot``: a 1-d first (last) array is a row (column) vector."""
+    if out is not None:
+        raise TensorNotSupportedError("linalg.multi_dot: out= would drop the derivative; use "
+                                      "the result")
+    arrays = [_operand(x, "linalg.multi_dot") for x in arrays]
+    if len(arrays) < 2:
+        raise TensorShapeError("linalg.multi_dot: expecting at least two arrays")
+    first, last = shape_of(arrays[0]), shape_of(arrays[-1])
+    if len(first) == 1:
+        arrays[0] = reshape(arrays[0], (1, first[0]))
+    if len(last) == 1:
+        arrays[-1] = reshape(arrays[-1], (last[0], 1))
+    for x in arrays:
+        if len(shape_of(x)) != 2:
+            raise LinAlgError(f"linalg.multi_dot: {len(shape_of(x))}-dimensional array given. "
+                              "Array must be two-dimensional")
+    result = arrays[0]
+    for x in arrays[1:]:
+        result = matmul(result, x)
+    if len(first) == 1 and len(last) == 1:
+        return reshape(result, ())
+    if len(first) == 1 or len(last) == 1:
+        return reshape(result, (-1,))
+    return result
+
+
+# --- norms ---------------------------------------------------------------------------------------
+
+
+def _two_norm(x, axis, keepdims: bool):
+    """``sqrt(sum(|x|²))`` with derivative 0 at 0 (PyTorch's subgradient, not NaN)."""
+    squares = multiply(conj(x), x) if dtype_of(x).kind == "c" else multiply(x, x)
+    total = sum(real(squares), axis, keepdims)
+    zero = equal(total, 0)
+    return where(zero, 0, sqrt(where(zero, 1, total)))
+
+
+def _vector_norm(x, ord, axis: int, keepdims: bool):
+    if ord is None or ord == 2:
+        return _two_norm(x, axis, keepdims)
+    if isinstance(ord, str):
+        raise TensorShapeError(f"linalg.norm: Invalid norm order '{ord}' for vectors")
+    if ord == np.inf:
+        return max(abs(x), axis, keepdims)
+    if ord == -np.inf:
+        return min(abs(x), axis, keepdims)
+    if ord == 0:
+        counted = astype(not_equal(x, 0), np.finfo(dtype_of(x)).dtype)
+        return sum(counted, axis, keepdims)
+    if ord == 1:
+        return sum(abs(x), axis, keepdims)
+    return power(sum(power(abs(x), ord), axis, keepdims), 1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes: tuple, keepdims: bool):
+    row_axis, column_axis = axes
+    shape = shape_of(x)
+    nd = len(shape)
+    if ord in (2, -2, "nuc"):
+        others = tuple(i for i in range(nd) if i not in axes)
+        singular = svd(transpose(x, others + axes), compute_uv=False)
+        result = {2: max, -2: min}.get(ord, sum)(singular, -1)
+    elif ord in (1, -1):
+        extremum = max if ord == 1 else min
+        result = extremum(sum(abs(x), row_axis), column_axis - (column_axis > row_axis))
+    elif ord in (np.inf, -np.inf):
+        extremum = max if ord == np.inf else min
+        result = extremum(sum(abs(x), column_axis), row_axis - (row_axis > column_axis))
+    elif ord is None or ord in ("fro", "f"):
+        result = _two_norm(x, axes, False)
+    else:
+        raise TensorShapeError(f"linalg.norm: Invalid norm order {ord!r} for matrices")
+    if keepdims:
+        result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return result
+
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """``np.linalg.norm``: every ``ord`` NumPy has, over one axis (vector) or two (matrix).
+    Derivatives: 0 at the zero vector for the 2-norm; ties of ``inf``/``-inf`` norms and of
+    ``2``/``-2`` matrix norms share the derivative; ``2``, ``-2`` and ``"nuc"`` go through the
+    singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
+    x = _operand(x, "linalg.norm")
+    x = astype(x, _linalg_dtype(dtype_of(x), "norm"))
+    nd = len(shape_of(x))
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+            result = _two_norm(reshape(x, (-1,)), 0, False)
+            return reshape(result, (1,) * nd) if keepdims else result
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+            raise TensorTypeError("linalg.norm: 'axis' must be None, an integer or a tuple of "
+                                  "integers")
+        axis = (axis,)
+    axes = tuple(_axis(a, nd, "linalg.norm") for a in axis)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes[0], keepdims)
+    if len(axes) == 2:
+        if axes[0] == axes[1]:
+            raise TensorShapeError("linalg.norm: Duplicate axes given.")
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise TensorShapeError("linalg.norm: Improper number of dimensions to norm.")
+
+
+@implements(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """``np.linalg.vector_norm``: over all axes (flattened) by default, or ``axis``."""
+    x = _operand(x, "linalg.vector_norm")
+    shape = shape_of(x)
+    if axis is None:
+        result = norm(reshape(x, (-1,)), ord, 0)
+        return reshape(result, (1,) * len(shape)) if keepdims else result
+    if isinstance(axis, tuple) and len(axis) != 1:
+        axes = tuple(_axis(a, len(shape), "linalg.vector_norm") for a in axis)
+        others = tuple(i for i in range(len(shape)) if i not in axes)
+        flat = reshape(transpose(x, others + axes), tuple(shape[i] for i in others) + (-1,))
+        result = norm(flat, ord, -1)
+        if keepdims:
+            result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+        return result
+    return norm(x, ord, axis, keepdims)
+
+
+@implements(np.linalg.matrix_norm)
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """``np.linalg.matrix_norm``: the norm of each matrix over the last two axes."""
+    x = _operand(x, "linalg.matrix_norm")
+    if len(shape_of(x)) < 2:
+        raise LinAlgError("linalg.matrix_norm: the input must be at least two-dimensional")
+    return norm(x, ord, (-2, -1), keepdims)

@@ -1,7 +1,7 @@
 """Nested containers of arrays ("pytrees", as JAX calls them): flatten to leaves and back.
 
-Tuples, lists and dicts (keys sorted, as in JAX) are nodes, ``None`` is an empty
-node, anything else is a leaf. The structure is a hashable :class:`TreeDef`, so
+Tuples, named tuples (such as NumPy's ``EighResult``), lists and dicts (keys
+sorted, as in JAX) are nodes, ``None`` is an empty node, anything else is a leaf. The structure is a hashable :class:`TreeDef`, so
 it can key a cache.
 
 >>> leaves, tree = tree_flatten({"b": (1, 2), "a": [3, None]})
@@ -9,6 +9,10 @@ it can key a cache.
 [3, 1, 2]
 >>> tree_unflatten(tree, [30, 10, 20])
 {'a': [30, None], 'b': (10, 20)}
+>>> import numpy as np
+>>> result = np.linalg.eigh(np.eye(2))
+>>> type(tree_unflatten(tree_flatten(result)[1], [1.0, 2.0])).__name__
+'EighResult'
 """
 
 from __future__ import annotations
@@ -17,18 +21,22 @@ from typing import Any, NamedTuple
 
 
 class TreeDef(NamedTuple):
-    """A pytree's structure: ``kind`` is "leaf", "none", "tuple", "list" or "dict"; ``keys``
-    the dict's keys (sorted); ``children`` the children's structures."""
+    """A pytree's structure: ``kind`` is "leaf", "none", "tuple", "namedtuple", "list" or
+    "dict"; ``keys`` the dict's keys (sorted); ``children`` the children's structures;
+    ``node_type`` a named tuple's class."""
 
     kind: str
     keys: tuple = ()
     children: tuple = ()
+    node_type: type | None = None
 
     def __repr__(self) -> str:
         if self.kind == "leaf":
             return "*"
         if self.kind == "none":
             return "None"
+        if self.kind == "namedtuple":
+            return f"{self.node_type.__name__}({', '.join(map(repr, self.children))})"
         inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children)) \
             if self.kind == "dict" else ", ".join(map(repr, self.children))
         return {"tuple": f"({inner})", "list": f"[{inner}]", "dict": f"{{{inner}}}"}[self.kind]
@@ -49,6 +57,8 @@ def _flatten(tree, leaves: list) -> TreeDef:
         return TreeDef("none")
     if type(tree) in (tuple, list):
         return TreeDef(type(tree).__name__, (), tuple(_flatten(t, leaves) for t in tree))
+    if isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
+        return TreeDef("namedtuple", (), tuple(_flatten(t, leaves) for t in tree), type(tree))
     if type(tree) is dict:
         keys = tuple(sorted(tree))
         return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
@@ -76,6 +86,8 @@ def _unflatten(tree: TreeDef, it) -> Any:
     children = [_unflatten(c, it) for c in tree.children]
     if tree.kind == "dict":
         return dict(zip(tree.keys, children))
+    if tree.kind == "namedtuple":
+        return tree.node_type(*children)
     return tuple(children) if tree.kind == "tuple" else children
 
 

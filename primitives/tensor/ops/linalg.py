@@ -1,0 +1,722 @@
+"""Linear-algebra primitives: solves, determinants and decompositions of stacks of matrices.
+
+Every op takes operands batched over leading axes (NumPy's ``(..., m, n)``) and
+carries its operand ``shape`` and ``dtype``, so its rules know every shape they
+emit. The rules are written with :class:`Mat`, a matrix inside a rule whose
+NumPy-like methods (``@``, ``.H``, ``+``, :func:`solve`...) emit ops; a value
+computed from a tangent is linear work, anything else primal work, so a rule
+reads like the formula it implements and every op it emits has rules of its
+own (derivatives to any order).
+
+==================  ==========================================================
+op                  JVP (``dA`` the tangent, ``herm(dA)`` the Hermitian matrix
+                    NumPy reads from ``dA``'s lower triangle)
+==================  ==========================================================
+``Solve``           ``dX = solve(A, dB - dA X)``; linear in ``B``, transposes
+                    to ``solve(Aᴴ, ct)``
+``Cholesky``        ``dL = L Φ(L⁻¹ herm(dA) L⁻ᴴ)``, ``Φ``: lower triangle, half
+                    diagonal (Murray, arXiv:1602.07527)
+``Eigh``            ``dw = Re diag(Vᴴ herm(dA) V)``, ``dV = V (F ∘ Vᴴ herm(dA) V)``,
+                    ``F_ij = 1/(w_j - w_i)`` off the diagonal (JAX's rule)
+``Svd``             JAX's rule (Giles' formulas); full matrices via the
+                    complement's minimal rotation
+``Qr``              JAX's rule, tall and wide
+``Slogdet``         ``dlog = Re tr(A⁻¹ dA)``, ``dsign = sign · i Im tr(A⁻¹ dA)``
+``Det``             ``tr(adj(A) dA)``, exact at singular matrices too
+``Adjugate``        ``(tr(adj dA) adj - adj dA adj) / det``; linear for 2 × 2
+``Pinv``            Golub and Pereyra's formula (constant rank)
+==================  ==========================================================
+
+Triangular factors are solved with the general ``Solve`` (NumPy has no triangular
+solve). Complex values follow tidu's convention (JVPs as JAX's, transposes adjoints for
+``Re<a, b>``). Eigenvectors and singular vectors are defined up to a sign (a
+phase): their derivatives are those of JAX, meaningful for losses that do not
+depend on that choice. Equal eigenvalues (singular values) make ``F`` infinite
+and the vector derivatives non-finite, as in JAX; the value derivatives stay
+finite.
+
+>>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
+>>> Solve((2, 1), "float64").eval(None, [a, np.array([[1.0], [2.0]])])[0].round(4)
+array([[0.0909],
+       [0.6364]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import ADRuleError, ADRuleKind, TiduError
+from tidu.graph import PRIMARY, External, Linearized, Local
+from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.base import LIN, LinearOp, TensorPrimitive, emit, linear_mask, tensor_op
+from primitives.tensor.ops.dot import DotGeneral
+from primitives.tensor.ops.indexing import Concatenate, Pad, Slice
+from primitives.tensor.ops.select import Full, Real, real_dtype_name
+from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Transpose
+
+
+class LinAlgError(TiduError, np.linalg.LinAlgError):
+    """NumPy's ``LinAlgError`` (a ``ValueError``): a singular or non-positive-definite matrix,
+    a failed decomposition, or an operand that is not a (square) matrix.
+
+    >>> issubclass(LinAlgError, np.linalg.LinAlgError) and issubclass(LinAlgError, ValueError)
+    True
+    """
+
+
+def _lapack(op, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, with NumPy's ``LinAlgError`` re-raised naming ``op``."""
+    try:
+        return fn(*args, **kwargs)
+    except np.linalg.LinAlgError as error:
+        raise LinAlgError(f"{op.name}: {error} (in a matrix of shape {args[0].shape[-2:]}, "
+                          f"batch {args[0].shape[:-2]})") from None
+
+
+# --- matrices inside rules ---------------------------------------------------------------
+
+
+class Mat:
+    """An array inside a rule: a reference, its ``shape`` and ``dtype``, and whether it is
+    ``linear`` work (computed from tangents or cotangents).
+
+    Its methods emit ops into ``builder``: with role ``Linearized`` (``True`` at the
+    linear operands) when an operand is linear, else ``PRIMARY``. Only ops linear in
+    their linear operands may be applied to them (``@``, ``*`` by a primal value...).
+    """
+
+    __slots__ = ("builder", "ref", "shape", "dtype", "linear")
+
+    def __init__(self, builder, ref, shape: tuple, dtype, linear: bool = False) -> None:
+        self.builder = builder
+        self.ref = ref
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.linear = linear
+
+    @classmethod
+    def tangent(cls, builder, id: int, shape: tuple, dtype) -> "Mat":
+        return cls(builder, Local(id), shape, dtype, linear=True)
+
+    @property
+    def id(self) -> int:
+        return self.ref.id
+
+    @property
+    def batch(self) -> tuple:
+        return self.shape[:-2]
+
+    def _apply(self, op, others: tuple = (), shape: tuple | None = None, dtype=None) -> "Mat":
+        args = (self,) + tuple(others)
+        mask = tuple(a.linear for a in args)
+        role = Linearized(mask) if any(mask) else PRIMARY
+        ref = Local(emit(self.builder, op, [a.ref for a in args], role))
+        return Mat(self.builder, ref, self.shape if shape is None else shape,
+                   self.dtype if dtype is None else dtype, any(mask))
+
+    # --- arithmetic ---------------------------------------------------------------------
+
+    def __add__(self, other: "Mat") -> "Mat":
+        return self._apply(ew.add, (other,))
+
+    def __sub__(self, other: "Mat") -> "Mat":
+        return self._apply(ew.sub, (other,))
+
+    def __mul__(self, other) -> "Mat":
+        """Elementwise by an array of this shape, or by a Python number."""
+        if isinstance(other, Mat):
+            return self._apply(ew.mul, (other,))
+        return self._apply(ew.Scale(other))
+
+    def __truediv__(self, other: "Mat") -> "Mat":
+        return self._apply(ew.div, (other,))
+
+    def __neg__(self) -> "Mat":
+        return self._apply(ew.neg)
+
+    def reciprocal(self) -> "Mat":
+        return self._apply(ew.IntegerPow(-1))
+
+    def conj(self) -> "Mat":
+        return self._apply(ew.conj) if self.dtype.kind == "c" else self
+
+    def real(self) -> "Mat":
+        if self.dtype.kind != "c":
+            return self
+        return self._apply(Real(self.dtype.name), dtype=real_dtype_name(self.dtype))
+
+    def astype(self, dtype) -> "Mat":
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        return self._apply(ew.ConvertElementType(dtype.name, self.dtype.name), dtype=dtype)
+
+    # --- matrix products and layout -------------------------------------------------------
+
+    def __matmul__(self, other: "Mat") -> "Mat":
+        nb = len(self.batch)
+        batch = tuple(range(nb))
+        op = DotGeneral((((nb + 1,), (nb,)), (batch, batch)), self.shape, other.shape,
+                        self.dtype.name)
+        return self._apply(op, (other,), self.batch + (self.shape[-2], other.shape[-1]))
+
+    def trace_dot(self, other: "Mat") -> "Mat":
+        """``trace(self @ other)`` for each matrix of the batch, without the product."""
+        nb = len(self.batch)
+        batch = tuple(range(nb))
+        op = DotGeneral((((nb, nb + 1), (nb + 1, nb)), (batch, batch)), self.shape,
+                        other.shape, self.dtype.name)
+        return self._apply(op, (other,), self.batch)
+
+    @property
+    def mT(self) -> "Mat":
+        nb = len(self.batch)
+        return self._apply(Transpose(tuple(range(nb)) + (nb + 1, nb)),
+                           shape=self.batch + (self.shape[-1], self.shape[-2]))
+
+    @property
+    def H(self) -> "Mat":
+        """The conjugate transpose of each matrix."""
+        return self.mT.conj()
+
+    def band(self, lower: float, diagonal: float, upper: float) -> "Mat":
+        return self._apply(MatrixBand(lower, diagonal, upper))
+
+    def diagonal(self) -> "Mat":
+        return self._apply(MatrixDiagonal(), shape=self.shape[:-1])
+
+    def diag_embed(self) -> "Mat":
+        return self._apply(DiagEmbed(), shape=self.shape + self.shape[-1:])
+
+    def trace(self) -> "Mat":
+        return self.diagonal().sum_last()
+
+    def sum_last(self) -> "Mat":
+        last = len(self.shape) - 1
+        return self._apply(ReduceSum((last,), self.shape), shape=self.shape[:-1])
+
+    def as_row(self, rows: int) -> "Mat":
+        """A batch of vectors ``(..., n)`` repeated as the rows of ``(..., rows, n)`` matrices."""
+        nb = len(self.shape) - 1
+        shape = self.shape[:-1] + (rows, self.shape[-1])
+        return self._apply(BroadcastInDim(shape, tuple(range(nb)) + (nb + 1,), self.shape),
+                           shape=shape)
+
+    def as_column(self, columns: int) -> "Mat":
+        """A batch of vectors ``(..., n)`` repeated as the columns of ``(..., n, columns)``."""
+        nb = len(self.shape) - 1
+        shape = self.shape + (columns,)
+        return self._apply(BroadcastInDim(shape, tuple(range(nb + 1)), self.shape), shape=shape)
+
+    def as_matrices(self, shape: tuple) -> "Mat":
+        """A batch of scalars ``(...)`` repeated over ``(..., m, n)`` matrices."""
+        return self._apply(BroadcastInDim(shape, tuple(range(len(self.shape))), self.shape),
+                           shape=shape)
+
+    def columns(self, start: int, stop: int) -> "Mat":
+        return self._slice(len(self.shape) - 1, start, stop)
+
+    def rows(self, start: int, stop: int) -> "Mat":
+        return self._slice(len(self.shape) - 2, start, stop)
+
+    def _slice(self, axis: int, start: int, stop: int) -> "Mat":
+        starts = tuple(start if a == axis else 0 for a in range(len(self.shape)))
+        limits = tuple(stop if a == axis else n for a, n in enumerate(self.shape))
+        shape = tuple(stop - start if a == axis else n for a, n in enumerate(self.shape))
+        return self._apply(Slice(starts, limits, (1,) * len(shape), self.shape), shape=shape)
+
+    def concat(self, other: "Mat", axis: int) -> "Mat":
+        axis %= len(self.shape)
+        shape = list(self.shape)
+        shape[axis] += other.shape[axis]
+        op = Concatenate(axis, (self.shape, other.shape), self.dtype.name)
+        return self._apply(op, (other,), tuple(shape))
+
+    def pad_rows(self, count: int) -> "Mat":
+        """``count`` rows of zeros appended below each matrix."""
+        nd = len(self.shape)
+        high = tuple(count if a == nd - 2 else 0 for a in range(nd))
+        shape = self.shape[:-2] + (self.shape[-2] + count, self.shape[-1])
+        return self._apply(Pad((0,) * nd, high, (0,) * nd, self.shape), shape=shape)
+
+
+def solve(a: Mat, b: Mat) -> Mat:
+    """``a⁻¹ b`` (``a`` primal), emitted as a :class:`Solve`."""
+    return a._apply(Solve(b.shape, a.dtype.name), (b,), b.shape)
+
+
+def full(like: Mat, shape: tuple, dtype, value) -> Mat:
+    """A constant array (primal work)."""
+    dtype = np.dtype(dtype)
+    ref = Local(emit(like.builder, Full(tuple(shape), dtype.name, value), []))
+    return Mat(like.builder, ref, shape, dtype)
+
+
+def identity(like: Mat, batch: tuple, n: int, dtype) -> Mat:
+    """A batch of ``n × n`` identity matrices (primal work)."""
+    return full(like, batch + (n,), dtype, 1).diag_embed()
+
+
+def hermitian_from_lower(t: Mat) -> Mat:
+    """The Hermitian matrices LAPACK reads from ``t``: its lower triangle and the real part of
+    its diagonal (what ``np.linalg.eigh`` and ``cholesky`` see of their operand)."""
+    lower = t.band(1.0, 0.5, 0.0)
+    return lower + lower.H
+
+
+def _primal(builder, key, shape, dtype) -> Mat:
+    return Mat(builder, External(key), shape, dtype)
+
+
+def _outputs(builder, op, operand: Mat) -> list:
+    """``op``'s outputs on a primal operand, emitted as primal work (a decomposition a rule
+    needs but its op did not output)."""
+    ids = builder.add_primitive(op, [operand.ref], PRIMARY)
+    return [Local(i) for i in ids]
+
+
+# --- linear helpers ----------------------------------------------------------------------
+
+
+@tensor_op
+class MatrixBand(LinearOp):
+    """Each matrix's strictly lower triangle times ``lower``, its diagonal times ``diagonal``
+    and its strictly upper triangle times ``upper``: a mask of real weights, so its own
+    transpose.
+
+    >>> MatrixBand(1.0, 0.5, 0.0).eval(None, [np.ones((2, 2))])[0]
+    array([[0.5, 0. ],
+           [1. , 0.5]])
+    """
+
+    lower: float
+    diagonal: float
+    upper: float
+    name = "matrix_band"
+
+    def eval(self, ctx, inputs):
+        x = inputs[0]
+        m, n = x.shape[-2:]
+        row, column = np.arange(m)[:, None], np.arange(n)[None, :]
+        weights = np.where(row > column, self.lower,
+                           np.where(row == column, self.diagonal, self.upper))
+        return [x * weights.astype(np.finfo(x.dtype).dtype)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
+
+
+@tensor_op
+class MatrixDiagonal(LinearOp):
+    """The diagonal of each square matrix, ``(..., n, n) -> (..., n)``; transposes to
+    :class:`DiagEmbed`."""
+
+    name = "matrix_diagonal"
+
+    def eval(self, ctx, inputs):
+        return [np.diagonal(inputs[0], axis1=-2, axis2=-1).copy()]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, DiagEmbed(), [Local(cotangent_outputs[0])], LIN)]
+
+
+@tensor_op
+class DiagEmbed(LinearOp):
+    """Diagonal matrices from vectors, ``(..., n) -> (..., n, n)``; transposes to
+    :class:`MatrixDiagonal`."""
+
+    name = "diag_embed"
+
+    def eval(self, ctx, inputs):
+        x = inputs[0]
+        n = x.shape[-1]
+        out = np.zeros(x.shape + (n,), dtype=x.dtype)
+        out[..., np.arange(n), np.arange(n)] = x
+        return [out]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, MatrixDiagonal(), [Local(cotangent_outputs[0])], LIN)]
+
+
+# --- solve ---------------------------------------------------------------------------------
+
+
+@tensor_op
+class Solve(TensorPrimitive):
+    """``np.linalg.solve(a, b)``: ``a`` of shape ``batch + (n, n)``, ``b`` of ``shape =
+    batch + (n, k)``, both of ``dtype``. Linear in ``b``."""
+
+    shape: tuple
+    dtype: str
+    name = "solve"
+
+    def input_count(self) -> int:
+        return 2
+
+    def a_shape(self) -> tuple:
+        return self.shape[:-1] + (self.shape[-2],)
+
+    def eval(self, ctx, inputs):
+        return [_lapack(self, np.linalg.solve, inputs[0], inputs[1])]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        a = _primal(builder, primal_inputs[0], self.a_shape(), self.dtype)
+        x = _primal(builder, primal_outputs[0], self.shape, self.dtype)
+        da, db = tangent_inputs
+        rhs = None if db is None else Mat.tangent(builder, db, self.shape, self.dtype)
+        if da is not None:                       # d(A⁻¹B) = A⁻¹ (dB - dA A⁻¹B)
+            da_x = Mat.tangent(builder, da, self.a_shape(), self.dtype) @ x
+            rhs = -da_x if rhs is None else rhs - da_x
+        return [solve(a, rhs).id]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if linear_mask(self, role) != (False, True):
+            raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE,
+                              "solve is linear in its right-hand side only")
+        a = Mat(builder, inputs[0], self.a_shape(), self.dtype)
+        ct = Mat.tangent(builder, cotangent_outputs[0], self.shape, self.dtype)
+        return [None, solve(a.H, ct).id]
+
+
+# --- decompositions ------------------------------------------------------------------------
+
+
+class _MatrixOp(TensorPrimitive):
+    """An op on one batch of matrices of ``shape`` and ``dtype``."""
+
+    __slots__ = ()
+
+    def params(self) -> str:
+        return ", ".join([str(self.shape), self.dtype] +
+                         [f"{k}={getattr(self, k)!r}" for k in self._flags])
+
+    _flags = ()        # the parameters params() shows besides shape and dtype
+
+    @property
+    def real_dtype(self) -> str:
+        return real_dtype_name(self.dtype)
+
+    def operand(self, builder, key) -> Mat:
+        return _primal(builder, key, self.shape, self.dtype)
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE, f"{self.name} is not linear")
+
+
+@tensor_op
+class Cholesky(_MatrixOp):
+    """``np.linalg.cholesky``: the lower factor ``L`` of the Hermitian matrices given by the
+    lower triangles."""
+
+    shape: tuple
+    dtype: str
+    name = "cholesky"
+
+    def eval(self, ctx, inputs):
+        return [_lapack(self, np.linalg.cholesky, inputs[0])]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        factor = _primal(builder, primal_outputs[0], self.shape, self.dtype)
+        sigma = hermitian_from_lower(Mat.tangent(builder, tangent_inputs[0], self.shape,
+                                                 self.dtype))
+        inner = solve(factor, solve(factor, sigma).H)          # L⁻¹ Σ L⁻ᴴ
+        return [(factor @ inner.band(1.0, 0.5, 0.0)).id]
+
+
+@tensor_op
+class Eigh(_MatrixOp):
+    """``np.linalg.eigh`` (``compute_v``) or ``eigvalsh``: ascending real eigenvalues ``w``
+    and unit eigenvectors ``V`` (columns) of the Hermitian matrices given by the lower
+    triangles."""
+
+    shape: tuple
+    dtype: str
+    compute_v: bool = True
+    name = "eigh"
+    _flags = ("compute_v",)
+
+    def output_count(self) -> int:
+        return 2 if self.compute_v else 1
+
+    def eval(self, ctx, inputs):
+        if self.compute_v:
+            return list(_lapack(self, np.linalg.eigh, inputs[0]))
+        return [_lapack(self, np.linalg.eigvalsh, inputs[0])]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        n = self.shape[-1]
+        if self.compute_v:
+            v = _primal(builder, primal_outputs[1], self.shape, self.dtype)
+        else:
+            [_, vectors] = _outputs(builder, Eigh(self.shape, self.dtype),
+                                    self.operand(builder, primal_inputs[0]))
+            v = Mat(builder, vectors, self.shape, self.dtype)
+        sigma = hermitian_from_lower(Mat.tangent(builder, tangent_inputs[0], self.shape,
+                                                 self.dtype))
+        rotated = v.H @ sigma @ v                                   # Vᴴ dA V
+        dw = rotated.diagonal().real()
+        if not self.compute_v:
+            return [dw.id]
+        w = _primal(builder, primal_outputs[0], self.shape[:-1], self.real_dtype)
+        eye = identity(w, self.shape[:-2], n, self.real_dtype)
+        # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it (inf where w_i == w_j, as JAX)
+        inverse_gaps = (w.as_row(n) - w.as_column(n) + eye).reciprocal() - eye
+        dv = v @ (inverse_gaps.astype(self.dtype) * rotated)
+        return [dw.id, dv.id]
+
+
+@tensor_op
+class Svd(_MatrixOp):
+    """``np.linalg.svd``: ``U, S, Vh`` (``compute_uv``) or ``S``, singular values descending."""
+
+    shape: tuple
+    dtype: str
+    full_matrices: bool = False
+    compute_uv: bool = True
+    name = "svd"
+    _flags = ("full_matrices", "compute_uv")
+
+    def output_count(self) -> int:
+        return 3 if self.compute_uv else 1
+
+    def eval(self, ctx, inputs):
+        out = _lapack(self, np.linalg.svd, inputs[0], full_matrices=self.full_matrices,
+                      compute_uv=self.compute_uv)
+        return list(out) if self.compute_uv else [out]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        m, n = self.shape[-2:]
+        k = min(m, n)
+        batch = self.shape[:-2]
+        a = self.operand(builder, primal_inputs[0])
+        full_output = self.compute_uv and self.full_matrices and m != n
+        if self.compute_uv:
+            u_all = _primal(builder, primal_outputs[0], batch + ((m, m) if full_output else (m, k)),
+                            self.dtype)
+            s = _primal(builder, primal_outputs[1], batch + (k,), self.real_dtype)
+            vh_all = _primal(builder, primal_outputs[2],
+                             batch + ((n, n) if full_output else (k, n)), self.dtype)
+            u = u_all.columns(0, k) if full_output and m > n else u_all
+            vh = vh_all.rows(0, k) if full_output and n > m else vh_all
+        else:
+            refs = _outputs(builder, Svd(self.shape, self.dtype), a)
+            u, s, vh = (Mat(builder, ref, shape, dtype) for ref, shape, dtype in
+                        zip(refs, (batch + (m, k), batch + (k,), batch + (k, n)),
+                            (self.dtype, self.real_dtype, self.dtype)))
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        v, ut = vh.H, u.H
+        rotated = ut @ da @ v                                       # Uᴴ dA V, k × k
+        ds = rotated.diagonal().real()
+        if not self.compute_uv:
+            return [ds.id]
+        # F_ij = 1 / (s_j² - s_i²) off the diagonal, 0 on it (inf where s_i == s_j, as JAX)
+        s_row, s_column = s.as_row(k), s.as_column(k)
+        eye = identity(s, batch, k, self.real_dtype)
+        inverse_gaps = ((s_row + s_column) * (s_row - s_column) + eye).reciprocal() - eye
+        inverse_gaps = inverse_gaps.astype(self.dtype)
+        ones = full(s, batch + (k,), self.real_dtype, 1)
+        s_inverse = ones._apply(ew.div_or_zero, (s,))              # 1/s, 0 where s == 0
+        ds_s = rotated * s_row.astype(self.dtype)                   # dS diag(s)
+        s_ds = rotated * s_column.astype(self.dtype)                # diag(s) dS
+        phase = (rotated - rotated.H) * 0.5 * s_inverse.diag_embed().astype(self.dtype)
+        du = u @ (inverse_gaps * (ds_s + ds_s.H) + phase)
+        dv = v @ (inverse_gaps * (s_ds + s_ds.H))
+        if m > n:                                                   # the part outside span(U)
+            da_v = da @ v
+            du = du + (da_v - u @ (ut @ da_v)) / s.as_row(m).astype(self.dtype)
+        if n > m:
+            dah_u = da.H @ u
+            dv = dv + (dah_u - v @ (vh @ dah_u)) / s.as_row(n).astype(self.dtype)
+        dvh = dv.H
+        if full_output and m > n:        # the complement turns with span(U), no more
+            du = du.concat(-(u @ (du.H @ u_all.columns(k, m))), axis=-1)
+        if full_output and n > m:
+            dvh = dvh.concat(-((vh_all.rows(k, n) @ dv) @ vh), axis=-2)
+        return [du.id, ds.id, dvh.id]
+
+
+@tensor_op
+class Qr(_MatrixOp):
+    """``np.linalg.qr`` in ``mode`` ``"reduced"``, ``"complete"`` (outputs ``Q, R``) or
+    ``"r"`` (``R``); LAPACK's ``R`` has a real diagonal."""
+
+    shape: tuple
+    dtype: str
+    mode: str = "reduced"
+    name = "qr"
+    _flags = ("mode",)
+
+    def output_count(self) -> int:
+        return 1 if self.mode == "r" else 2
+
+    def eval(self, ctx, inputs):
+        out = _lapack(self, np.linalg.qr, inputs[0], mode=self.mode)
+        return [out] if self.mode == "r" else list(out)
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        m, n = self.shape[-2:]
+        k = min(m, n)
+        batch = self.shape[:-2]
+        a = self.operand(builder, primal_inputs[0])
+        complete_tall = self.mode == "complete" and m > n
+        if self.mode == "r":
+            q_ref, r_ref = _outputs(builder, Qr(self.shape, self.dtype), a)
+            q_all = Mat(builder, q_ref, batch + (m, k), self.dtype)
+            r_all = Mat(builder, r_ref, batch + (k, n), self.dtype)
+        else:
+            q_all = _primal(builder, primal_outputs[0],
+                            batch + ((m, m) if complete_tall else (m, k)), self.dtype)
+            r_all = _primal(builder, primal_outputs[1],
+                            batch + ((m, n) if complete_tall else (k, n)), self.dtype)
+        q = q_all.columns(0, n) if complete_tall else q_all
+        r = r_all.rows(0, n) if complete_tall else r_all
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        if m >= n:
+            dq, dr = _qr_jvp_tall(q, r, da)
+        else:       # A = [X Y] with X square: QR of X, then R's right part is Qᴴ Y
+            dq, dr_left = _qr_jvp_tall(q, r.columns(0, m), da.columns(0, m))
+            dr_right = dq.H @ a.columns(m, n) + q.H @ da.columns(m, n)
+            dr = dr_left.concat(dr_right, axis=-1)
+        if complete_tall:   # the complement turns with span(Q), no more; R's zero rows stay
+            dq = dq.concat(-(q @ (dq.H @ q_all.columns(n, m))), axis=-1)
+            dr = dr.pad_rows(m - n)
+        return [dr.id] if self.mode == "r" else [dq.id, dr.id]
+
+
+def _qr_jvp_tall(q: Mat, r: Mat, da: Mat) -> tuple[Mat, Mat]:
+    """``dQ, dR`` of ``A = QR`` with ``A`` tall or square and ``R`` invertible (JAX's rule):
+    ``Qᴴ dQ`` is skew-Hermitian, ``dR R⁻¹`` upper triangular with a real diagonal."""
+    da_rinv = solve(r.H, da.H).H                                    # dA R⁻¹
+    projected = q.H @ da_rinv
+    lower = projected.band(1.0, 0.5, 0.0)
+    skew = lower - lower.H                                          # Qᴴ dQ
+    return q @ (skew - projected) + da_rinv, (projected - skew) @ r
+
+
+# --- determinants --------------------------------------------------------------------------
+
+
+@tensor_op
+class Slogdet(_MatrixOp):
+    """``np.linalg.slogdet``: outputs ``sign`` (of ``dtype``: on the unit circle for complex)
+    and the real ``logabsdet``."""
+
+    shape: tuple
+    dtype: str
+    name = "slogdet"
+
+    def output_count(self) -> int:
+        return 2
+
+    def eval(self, ctx, inputs):
+        sign, logabsdet = _lapack(self, np.linalg.slogdet, inputs[0])
+        return [np.asarray(sign), np.asarray(logabsdet)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        a = self.operand(builder, primal_inputs[0])
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        trace = solve(a, da).trace()                               # tr(A⁻¹ dA)
+        if np.dtype(self.dtype).kind != "c":
+            return [None, trace.id]
+        sign = _primal(builder, primal_outputs[0], self.shape[:-2], self.dtype)
+        dsign = sign * ((trace - trace.conj()) * 0.5)              # sign · i Im tr(A⁻¹ dA)
+        return [dsign.id, trace.real().id]
+
+
+@tensor_op
+class Det(_MatrixOp):
+    """``np.linalg.det``; its derivative ``tr(adj(A) dA)`` holds at singular matrices too."""
+
+    shape: tuple
+    dtype: str
+    name = "det"
+
+    def eval(self, ctx, inputs):
+        return [np.asarray(_lapack(self, np.linalg.det, inputs[0]))]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        a = self.operand(builder, primal_inputs[0])
+        adjugate = a._apply(Adjugate(self.shape, self.dtype))
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        return [adjugate.trace_dot(da).id]
+
+
+@tensor_op
+class Adjugate(_MatrixOp):
+    """The adjugate ``adj(A) = det(A) A⁻¹``, computed from an SVD so that it is exact at
+    singular matrices too. Its derivative divides by ``det(A)`` for ``n >= 3`` (not finite at
+    singular matrices); for ``n <= 2`` it is exact everywhere (``adj`` is linear for 2 × 2)."""
+
+    shape: tuple
+    dtype: str
+    name = "adjugate"
+
+    def eval(self, ctx, inputs):
+        a = inputs[0]
+        n = a.shape[-1]
+        if a.size == 0 or n == 1:
+            return [np.ones_like(a)]
+        u, s, vh = _lapack(self, np.linalg.svd, a)
+        # the products of all singular values but one, without dividing
+        before = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :-1]], -1), -1)
+        after = np.flip(np.cumprod(np.concatenate(
+            [np.ones_like(s[..., :1]), np.flip(s, -1)[..., :-1]], -1), -1), -1)
+        phase = np.linalg.det(u) * np.linalg.det(vh)
+        adjugate = np.conj(np.swapaxes(vh, -1, -2)) * (before * after)[..., None, :] \
+            @ np.conj(np.swapaxes(u, -1, -2))
+        return [(phase[..., None, None] * adjugate).astype(a.dtype)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        n = self.shape[-1]
+        if n <= 1:
+            return [None]
+        if n == 2:                    # [[d, -b], [-c, a]]: linear in A
+            return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]
+        a = self.operand(builder, primal_inputs[0])
+        adjugate = _primal(builder, primal_outputs[0], self.shape, self.dtype)
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        det = a._apply(Det(self.shape, self.dtype), shape=self.shape[:-2])
+        numerator = adjugate.trace_dot(da).as_matrices(self.shape) * adjugate \
+            - adjugate @ da @ adjugate
+        return [(numerator / det.as_matrices(self.shape)).id]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if self.shape[-1] != 2:
+            raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE, "adjugate is linear for 2 × 2 "
+                              "matrices only")
+        return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]   # self-adjoint
+
+
+# --- pseudo-inverse ------------------------------------------------------------------------
+
+
+@tensor_op
+class Pinv(_MatrixOp):
+    """``np.linalg.pinv(a, rcond, hermitian)``; the derivative is that of a matrix of
+    constant rank (Golub and Pereyra), so it jumps where a singular value crosses the
+    cutoff ``rcond * max(s)``."""
+
+    shape: tuple
+    dtype: str
+    rcond: float = 1e-15
+    hermitian: bool = False
+    name = "pinv"
+    _flags = ("rcond", "hermitian")
+
+    def eval(self, ctx, inputs):
+        return [_lapack(self, np.linalg.pinv, inputs[0], rcond=self.rcond,
+                        hermitian=self.hermitian)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        m, n = self.shape[-2:]
+        a = self.operand(builder, primal_inputs[0])
+        p = _primal(builder, primal_outputs[0], self.shape[:-2] + (n, m), self.dtype)
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        if self.hermitian:
+            da = hermitian_from_lower(da)
+        dah = da.H
+        # dP = -P dA P + P Pᴴ dAᴴ (I - A P) + (I - P A) dAᴴ Pᴴ P
+        first = -((p @ da) @ p)
+        left = (p @ p.H) @ dah
+        right = dah @ (p.H @ p)
+        return [(first + (left - (left @ a) @ p) + (right - p @ (a @ right))).id]
