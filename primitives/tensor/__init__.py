@@ -97,12 +97,17 @@ from primitives.tensor.jit import jit
 from primitives.tensor.functional import (
     FunctionalError,
     grad,
+    hessian,
     hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
     jvp,
     make_graph,
     value_and_grad,
     vjp,
 )
+from primitives.tensor.custom import custom_jvp, custom_vjp
 
 __all__ = [
     "retain_freed_memory",
@@ -185,8 +190,14 @@ __all__ = [
     "ImmediateNumpyBuilder",
     "NumpyExecutor",
     "FunctionalError",
+    "custom_jvp",
+    "custom_vjp",
     "grad",
+    "hessian",
     "hvp",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
     "jit",
     "jvp",
     "make_graph",

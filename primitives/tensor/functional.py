@@ -1,9 +1,15 @@
-"""Functional transforms with JAX's semantics: grad, value_and_grad, jvp, vjp, hvp.
+"""Functional transforms with JAX's semantics: grad, value_and_grad, jvp, vjp, hvp, jacfwd,
+jacrev (= jacobian), hessian, and make_graph to look at what is traced.
 
-One difference, for complex inputs: reverse mode is the adjoint under the real inner
-product ``Re<a, b>`` (PyTorch's and ChainRules' convention), so ``grad`` and ``vjp``
-return the complex conjugate of what ``jax.grad`` and ``jax.vjp`` return
-(``jax_grad == np.conj(tidu_grad)``). Forward mode (``jvp``) agrees with JAX.
+As in JAX: ``argnums`` (an int or a tuple), pytree arguments and results,
+``has_aux`` (``f`` returns ``(output, aux)``; ``aux`` comes back without
+derivatives), and keyword arguments passed through to ``f`` undifferentiated
+(``grad(f, argnums=(1, 0))(a, b, k=2.0)``). One difference, for complex
+inputs: reverse mode is the adjoint under the real inner product ``Re<a, b>``
+(PyTorch's and ChainRules' convention), so ``grad``, ``vjp`` and the rows of
+``jacrev`` for a real output are the complex conjugate of what JAX returns
+(``jax_grad == np.conj(tidu_grad)``). Forward mode (``jvp``, ``jacfwd``) agrees with
+JAX, and so do holomorphic Jacobians (``holomorphic=True``).
 
 A transformed function must return arrays or numbers (``grad``: a real float
 scalar), and traced values must not outlive their transform ("escaped tracers"):
@@ -12,7 +18,9 @@ both raise :class:`FunctionalError` instead of giving zero derivatives.
 ``f`` is traced into a tidu graph (with concrete values, so Python control
 flow works), then ``linearize`` and ``linear_transpose`` give its derivatives.
 The linear and transposed graphs are run through ``bind``, so transforms nest:
-``hvp`` is ``jvp`` of ``grad``.
+``hvp`` is ``jvp`` of ``grad``, ``hessian`` is ``jacfwd`` of ``jacrev``. The
+Jacobians trace and linearize ``f`` once and run the linear (or transposed)
+program once per basis vector, compiled when the values are plain arrays.
 
 >>> import numpy as np
 >>> from primitives.tensor import api as tnp
@@ -29,10 +37,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tidu import TiduError, linear_transpose, linearize
-from tidu.graph import Graph, GraphBuilder, Local
+from tidu import LinearizedGraph, TiduError, linear_transpose, linearize
+from tidu.graph import Graph, GraphBuilder, Local, Program, schedule
+from primitives.tensor import api
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
 
@@ -126,7 +136,11 @@ class Tracer(ArrayOperators, Frontend):
                     top = a
         trace = top.trace
         lifted = [trace.lift(a) for a in args]
-        results = bind(op, *[t.value_below for t in lifted])
+        below = [t.value_below for t in lifted]
+        if type(op) is CustomVJPCall and not trace.abstract:
+            results = op.rule.values_below(below)   # a differentiation level below sees fwd
+        else:
+            results = bind(op, *below)
         ids = trace.builder.add_operation(op, [Local(t.id) for t in lifted])
         outs = []
         for local_id, result in zip(ids, results):
@@ -178,14 +192,24 @@ class Traced:
 
 
 def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
-    """Trace ``f`` at ``primals`` into a graph for inspection: ``.graph``,
-    ``.linearized(argnums)``, ``.transposed(argnums)`` (``jax.make_jaxpr``'s role).
+    """Trace ``f`` at ``primals`` into a graph to look at (``jax.make_jaxpr``'s role).
+
+    The result has ``.graph``, the traced program (printing it lists the
+    operations; arguments are the inputs ``('arg', i)``), ``.outputs``, what
+    ``f`` returned, and, for the arguments ``argnums``, ``.linearized(argnums)``
+    (the JVP as a linear graph) and ``.transposed(argnums)`` (the VJP), as
+    :class:`tidu.LinearizedGraph` objects that refer to ``.graph``.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
     >>> traced = tnp.make_graph(lambda x: tnp.sin(x) * x, np.ones(3))
-    >>> len(traced.graph.operations)
-    2
+    >>> print(traced.graph)
+    graph(a = ('arg', 0)):
+      b = sin a
+      c = mul b a
+      return c
+    >>> [repr(node.operation) for node in traced.transposed((0,)).graph.operations]
+    ['mul_conj', 'mul_conj', 'mul_conj', 'add']
     """
     return Traced(f, [_as_value(p) for p in primals], transform=transform)
 
@@ -242,20 +266,34 @@ def _cast_like(value, like):
 
 class _Flat:
     """``f`` as a function of the leaves of its (pytree) arguments, returning the leaves of
-    its result; the structures, to rebuild both sides."""
+    its result; the structures, to rebuild both sides. With ``has_aux``, ``f`` returns
+    ``(output, aux)`` and ``aux`` is kept aside."""
 
-    def __init__(self, f: Callable, args: Sequence) -> None:
+    def __init__(self, f: Callable, args: Sequence, has_aux: bool = False,
+                 transform: str = "a transform") -> None:
         self.f = f
+        self.has_aux = has_aux
+        self.transform = transform
         self.leaves, self.in_trees = [], []
         for arg in args:
             leaves, tree = tree_flatten(arg)
             self.leaves += leaves
             self.in_trees.append((tree, len(leaves)))
         self.out_tree = None
+        self.aux = None
         functools.update_wrapper(self, f)
 
     def __call__(self, *leaves):
-        out_leaves, self.out_tree = tree_flatten(self.f(*self.unflatten_inputs(leaves)))
+        out = self.f(*self.unflatten_inputs(leaves))
+        if self.has_aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                got = f"a {type(out).__name__} of {len(out)}" if isinstance(
+                    out, (tuple, list)) else type(out).__name__
+                raise FunctionalError(f"{self.transform} with has_aux=True: "
+                                      f"{_function_name(self.f)} must return a pair "
+                                      f"(output, aux), got {got}")
+            out, self.aux = out
+        out_leaves, self.out_tree = tree_flatten(out)
         return list(out_leaves)
 
     def unflatten_inputs(self, leaves) -> list:
@@ -269,15 +307,43 @@ class _Flat:
                                   f"output of structure {self.out_tree!r}")
         return leaves
 
+    def aux_result(self, trace: GraphTrace):
+        """``aux`` without derivatives: each traced value of ``trace`` becomes what it stands
+        for one level down (a plain array, or an outer transform's value)."""
+        leaves, tree = tree_flatten(self.aux)
+        return tree_unflatten(tree, [_array(v.value_below) if isinstance(v, Tracer) and
+                                     v.trace is trace else v for v in leaves])
 
-def vjp(f: Callable, *primals, transform: str = "vjp"):
+
+def _with_args(f: Callable, args: Sequence, kwargs: dict, positions: Sequence[int]) -> Callable:
+    """``f`` as a function of its arguments at ``positions``; the others and ``kwargs`` fixed
+    (keyword arguments pass through and are not differentiated, as in JAX)."""
+    @functools.wraps(f)
+    def partial(*chosen):
+        full = list(args)
+        for n, value in zip(positions, chosen):
+            full[n] = value
+        return f(*full, **kwargs)
+    return partial
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one cotangent per primal, as a tuple.
 
     Primals, outputs and cotangents may be pytrees (nested tuples, lists and
-    dicts of arrays). For complex inputs this is the adjoint under ``Re<a, b>``
-    (PyTorch's convention): ``jax.vjp`` returns the complex conjugate of it.
+    dicts of arrays). With ``has_aux=True``, ``f`` returns ``(output, aux)`` and
+    this returns ``(output, vjp_fn, aux)``, ``aux`` without derivatives. For
+    complex inputs this is the adjoint under ``Re<a, b>`` (PyTorch's
+    convention): ``jax.vjp`` returns the complex conjugate of it
+    (``jax_vjp_fn(ct) == conj(vjp_fn(conj(ct)))``).
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> out, vjp_fn = vjp(lambda x, y: x * y, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> vjp_fn(np.ones(2))
+    (array([3., 4.]), array([1., 2.]))
     """
-    flat = _Flat(f, primals)
+    flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
     traced = make_graph(flat, *flat.leaves, transform=transform)
     argnums = tuple(range(len(flat.leaves)))
@@ -302,7 +368,10 @@ def vjp(f: Callable, *primals, transform: str = "vjp"):
                   for k, p in zip(keys, primal_values)]
         return tuple(flat.unflatten_inputs(leaves))
 
-    return tree_unflatten(flat.out_tree, list(traced.output())), vjp_fn
+    out = tree_unflatten(flat.out_tree, list(traced.output()))
+    if has_aux:
+        return out, vjp_fn, flat.aux_result(traced.trace)
+    return out, vjp_fn
 
 
 def _check_scalar(out, f, transform: str):
@@ -326,50 +395,84 @@ def _argnums(argnums, count: int, transform: str) -> tuple:
     return tuple(int(n) % count for n in nums)
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def _by_argnums(argnums, nums: tuple, distinct: tuple, values: Sequence):
+    """``values`` (one per distinct argument) as JAX returns them: one for an int
+    ``argnums``, else a tuple in ``argnums`` order (an argument named twice, twice)."""
+    by_num = dict(zip(distinct, values))
+    if isinstance(argnums, numbers.Integral):
+        return by_num[nums[0]]
+    return tuple(by_num[n] for n in nums)
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Callable:
     """``(f(x), df/dx)`` with JAX's semantics: ``argnums`` an int gives one gradient,
     a tuple gives a tuple (an argument named twice gets its gradient twice).
 
+    Keyword arguments pass through to ``f`` and are not differentiated. With
+    ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``((value, aux), gradient)``, ``aux`` as plain values (no derivatives).
     For complex inputs the gradient is the conjugate of ``jax.grad``'s (see :func:`vjp`).
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> def loss(w, x, scale=1.0):
+    ...     return scale * tnp.sum(w * x), w * x
+    >>> (value, aux), g = value_and_grad(loss, has_aux=True)(np.ones(2), np.arange(2.0),
+    ...                                                       scale=3.0)
+    >>> value, aux, g
+    (array(3.), array([0., 1.]), array([0., 3.]))
     """
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args), "value_and_grad")
         distinct = tuple(dict.fromkeys(nums))
-
-        @functools.wraps(f)
-        def partial(*chosen):
-            full = list(args)
-            for n, value in zip(distinct, chosen):
-                full[n] = value
-            return f(*full)
-
-        out, vjp_fn = vjp(partial, *[args[n] for n in distinct], transform="grad")
+        partial = _with_args(f, args, kwargs, distinct)
+        out, vjp_fn, *aux = vjp(partial, *[args[n] for n in distinct], has_aux=has_aux,
+                                transform="grad")
         _check_scalar(out, f, "grad")
-        by_num = dict(zip(distinct, vjp_fn(np.ones((), dtype=dtype_of(out)))))
-        grads = tuple(by_num[n] for n in nums)
-        return out, grads[0] if isinstance(argnums, numbers.Integral) else grads
+        grads = _by_argnums(argnums, nums, distinct, vjp_fn(np.ones((), dtype=dtype_of(out))))
+        return ((out, aux[0]) if has_aux else out), grads
     return wrapped
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The gradient of a real scalar function (``jax.grad``; for complex inputs its conjugate,
-    PyTorch's convention)."""
-    value_and_grad_f = value_and_grad(f, argnums)
+    PyTorch's convention). Keyword arguments pass through to ``f`` undifferentiated; with
+    ``has_aux=True`` it returns ``(gradient, aux)``.
 
-    def wrapped(*args):
-        return value_and_grad_f(*args)[1]
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> grad(lambda a, b, k=1.0: tnp.sum(k * a * b), argnums=(1, 0))(
+    ...     np.array([1.0, 2.0]), np.array([3.0, 4.0]), k=2.0)
+    (array([2., 4.]), array([6., 8.]))
+    """
+    value_and_grad_f = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        value, gradient = value_and_grad_f(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
     return wrapped
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
-    """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``); primals and tangents may be pytrees."""
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
+    """``(f(*primals), J·tangents)`` (JAX's ``jax.jvp``); primals and tangents may be pytrees.
+
+    With ``has_aux=True``, ``f`` returns ``(output, aux)`` and this returns
+    ``(output, tangent_out, aux)``. Forward mode agrees with JAX for complex values.
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> jvp(tnp.sin, (np.array(0.0),), (np.array(2.0),))
+    (array(0.), array(2.))
+    """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
                               f"per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    flat = _Flat(f, primals)
+    flat = _Flat(f, primals, has_aux, "jvp")
     tangent_leaves, tangent_tree = tree_flatten(list(tangents))
     if tangent_tree != tree_flatten(list(primals))[1]:
         raise FunctionalError(f"jvp: tangents of structure {tangent_tree!r} for primals of "
@@ -388,13 +491,259 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     computed = iter(interpret([k for k in keys if k is not None], values))
     tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
-    return (tree_unflatten(flat.out_tree, list(traced.output())),
-            tree_unflatten(flat.out_tree, tangent_out))
+    out = (tree_unflatten(flat.out_tree, list(traced.output())),
+           tree_unflatten(flat.out_tree, tangent_out))
+    return (*out, flat.aux_result(traced.trace)) if has_aux else out
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence):
-    """The Hessian of real scalar ``f`` times ``tangents`` (forward over reverse)."""
+    """The Hessian of real scalar ``f`` times ``tangents`` (forward over reverse).
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
+    array([6., 0.])
+    """
     primals, tangents = list(primals), list(tangents)
     gradient = grad(f, argnums=tuple(range(len(primals))))
     _, result = jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents)
     return result[0] if len(primals) == 1 else tuple(result)
+
+
+# --- Jacobians ------------------------------------------------------------------------
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by forward mode (``jax.jacfwd``): one JVP per input element.
+
+    For an output of shape ``S`` and an input of shape ``T`` the block has shape
+    ``S + T``. Pytrees as JAX: the output's structure outside, the input's
+    inside (a tuple over ``argnums`` when it is a tuple). Keyword arguments pass
+    through; ``has_aux=True`` returns ``(jacobian, aux)``. ``f`` is traced and
+    linearized once; the linear program runs once per basis tangent.
+
+    Complex numbers, as JAX: inputs must be real unless ``holomorphic=True``
+    (then inputs and outputs are complex and the result is the derivative along
+    each input's real axis, which is ``f'(z)`` for holomorphic ``f``; for other
+    ``f`` it is that directional derivative, not ``f'``). A complex output of
+    real inputs is fine.
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> jacfwd(lambda x: x[:2] * x[1:])(np.array([1.0, 2.0, 3.0]))
+    array([[2., 1., 0.],
+           [0., 3., 2.]])
+    """
+    return _jacobian(f, argnums, has_aux, holomorphic, "jacfwd")
+
+
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by reverse mode (``jax.jacrev``): one VJP per output element.
+
+    Shapes, pytrees, ``argnums``, keyword arguments and ``has_aux`` as
+    :func:`jacfwd`. ``f`` is traced, linearized and transposed once (per output
+    leaf); the transposed program runs once per basis cotangent.
+
+    Complex numbers. For a real output, row ``i`` is the gradient of ``out[i]`` in
+    tidu's convention: for complex inputs that is the **conjugate of JAX's**
+    (``jax.jacrev(f)(z) == conj(jacrev(f)(z))``; so ``jacrev`` of a scalar function
+    equals :func:`grad`). A complex output needs real inputs or
+    ``holomorphic=True``; it then takes two VJPs per output element and gives
+    exactly what :func:`jacfwd` gives (for holomorphic ``f``, ``f'(z)``, JAX's
+    numbers). Complex inputs and outputs without ``holomorphic=True`` raise, as in JAX.
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> jacrev(lambda x, y: x * y, argnums=(0, 1))(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    (array([[3., 0.],
+           [0., 4.]]), array([[1., 0.],
+           [0., 2.]]))
+    """
+    return _jacobian(f, argnums, has_aux, holomorphic, "jacrev")
+
+
+jacobian = jacrev
+
+
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian, ``jacfwd(jacrev(f))`` (``jax.hessian``): for an input of shape ``T`` and a
+    scalar output, shape ``T + T``. Complex inputs need ``holomorphic=True`` (then it is
+    ``f''(z)`` for holomorphic ``f``).
+
+    >>> import numpy as np
+    >>> from primitives.tensor import api as tnp
+    >>> hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
+    array([[4., 2.],
+           [2., 0.]])
+    """
+    return jacfwd(jacrev(f, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str):
+    @functools.wraps(f)
+    def jacobian_of_f(*args, **kwargs):
+        nums = _argnums(argnums, len(args), transform)
+        distinct = tuple(dict.fromkeys(nums))
+        flat = _Flat(_with_args(f, args, kwargs, distinct), [args[n] for n in distinct],
+                     has_aux, transform)
+        inputs = [_as_value(leaf) for leaf in flat.leaves]
+        _check_differentiable(inputs, transform)
+        traced = make_graph(flat, *inputs, transform=transform)
+        _check_jacobian_dtypes(transform, f, holomorphic, inputs, traced.outputs)
+        blocks = (_jacfwd_blocks if transform == "jacfwd" else _jacrev_blocks)(traced, inputs)
+        per_output = [_by_argnums(argnums, nums, distinct, flat.unflatten_inputs(row))
+                      for row in blocks]
+        result = tree_unflatten(flat.out_tree, per_output)
+        return (result, flat.aux_result(traced.trace)) if has_aux else result
+    return jacobian_of_f
+
+
+def _is_complex(value) -> bool:
+    return np.issubdtype(dtype_of(value), np.complexfloating)
+
+
+def _check_jacobian_dtypes(transform: str, f, holomorphic: bool, inputs, outputs) -> None:
+    """JAX's rules for complex Jacobians, with the reason in the message."""
+    where = f"{transform} of {_function_name(f)}"
+    if holomorphic:
+        for what, values in (("input", inputs), ("output", outputs)):
+            for position, value in enumerate(values):
+                if not _is_complex(value):
+                    raise FunctionalError(f"{where} with holomorphic=True: {what} {position} has "
+                                          f"dtype {dtype_of(value)}; a holomorphic function "
+                                          "takes and returns complex arrays")
+        return
+    complex_in = [dtype_of(x) for x in inputs if _is_complex(x)]
+    if transform == "jacfwd" and complex_in:
+        raise FunctionalError(
+            f"{where}: an input is complex ({complex_in[0]}). Forward mode gives a complex "
+            "Jacobian only for a holomorphic function: pass holomorphic=True (the result is the "
+            "derivative along the real axes, f'(z) for holomorphic f); for a real-valued f use "
+            "jacrev (its complex gradient, tidu's convention), or use jvp")
+    complex_out = [dtype_of(o) for o in outputs if _is_complex(o)]
+    if transform == "jacrev" and complex_in and complex_out:
+        raise FunctionalError(
+            f"{where}: complex inputs and complex outputs. Their Jacobian is a complex matrix "
+            "only for a holomorphic function: pass holomorphic=True (f'(z) for holomorphic f), "
+            "or use vjp (tidu's convention)")
+
+
+def _basis(like, index: int) -> np.ndarray:
+    """The ``index``-th unit array of ``like``'s shape and dtype (C order)."""
+    unit = np.zeros(int(np.prod(shape_of(like), dtype=np.int64)), dtype=dtype_of(like))
+    unit[index] = 1
+    return unit.reshape(shape_of(like))
+
+
+def _block(pieces: list, axis: int, shape: tuple, dtype):
+    """The Jacobian block from its rows (``axis=0``) or columns: stacked, in ``shape``."""
+    if not pieces or any(piece is None for piece in pieces):
+        return np.zeros(shape, dtype=dtype)
+    if any(isinstance(piece, Frontend) for piece in pieces):     # an outer transform's values
+        return api.astype(api.reshape(api.stack(pieces, axis=axis), shape), dtype)
+    stacked = np.stack(pieces, axis=axis).reshape(shape)
+    if stacked.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        stacked = stacked.real          # a real input's cotangent through complex work
+    return stacked.astype(dtype, copy=False)
+
+
+def _jacfwd_blocks(traced: Traced, inputs: list) -> list:
+    """``blocks[o][i]``: the Jacobian of output ``o`` with respect to input ``i``, from one
+    linearization (the other inputs' tangents are zeros, for the work of input ``i``)."""
+    outputs = traced.outputs
+    linear = traced.linearized(range(len(inputs)))
+    tangent_keys = linear.tangent_input_keys
+    blocks = [[None] * len(inputs) for _ in outputs]
+    for i, x in enumerate(inputs):
+        values = dict(traced.trace.values)
+        values.update((key, _zeros_like(other)) for j, (key, other)
+                      in enumerate(zip(tangent_keys, inputs)) if j != i)
+        run = _LinearMap([tangent_keys[i]], linear.tangent_output_keys, values)
+        columns = [run([_basis(x, k)]) for k in range(_size(x))]
+        for o, out in enumerate(outputs):
+            dtype = dtype_of(out) if np.issubdtype(dtype_of(out), np.inexact) else dtype_of(x)
+            blocks[o][i] = _block([column[o] for column in columns], len(shape_of(out)),
+                                  shape_of(out) + shape_of(x), dtype)
+    return blocks
+
+
+def _jacrev_blocks(traced: Traced, inputs: list) -> list:
+    """``blocks[o][i]`` by reverse mode: the linear graph transposed once per output leaf."""
+    outputs = traced.outputs
+    linear = traced.linearized(range(len(inputs)))
+    blocks = []
+    for o, out in enumerate(outputs):
+        complex_out = _is_complex(out)
+        rows = []
+        if linear.tangent_outputs[o] is not None:
+            only_o = [tangent if j == o else None for j, tangent in
+                      enumerate(linear.tangent_outputs)]
+            transposed = linear_transpose(LinearizedGraph(linear.graph, linear.tangent_inputs,
+                                                          only_o, linear.pass_id))
+            run = _LinearMap(transposed.tangent_input_keys, transposed.tangent_output_keys,
+                             traced.trace.values)
+            for k in range(_size(out)):
+                unit = _basis(out, k)
+                row = run([unit])
+                if complex_out:     # d out / d Re(x) = Re(vjp(e)) + i Re(vjp(i e))
+                    imaginary = run([1j * unit])
+                    row = [None if a is None else api.real(a) + 1j * api.real(b)
+                           for a, b in zip(row, imaginary)]
+                rows.append(row)
+        blocks.append([_block([row[i] for row in rows], 0, shape_of(out) + shape_of(x),
+                              dtype_of(out) if complex_out else dtype_of(x))
+                       for i, x in enumerate(inputs)])
+    return blocks
+
+
+def _size(value) -> int:
+    return int(np.prod(shape_of(value), dtype=np.int64))
+
+
+class _LinearMap:
+    """A linear (or transposed) graph's ``targets`` as a function of its ``seeds``, run once per
+    basis vector: the work that does not read the seeds is done once, and on plain arrays
+    the rest is one compiled program."""
+
+    def __init__(self, seed_keys: Sequence, target_keys: Sequence, values: dict) -> None:
+        self.seed_keys = list(seed_keys)
+        self.target_keys = list(target_keys)
+        self.targets = [key for key in self.target_keys if key is not None]
+        dependent = set(self.seed_keys)
+        once: dict = {}                 # values read by seed work, computed without the seeds
+        for op_key in schedule(self.targets, set(values) | dependent):
+            if any(key in dependent for key in op_key.inputs):
+                dependent.update(op_key.output_keys())
+                once.update((key, None) for key in op_key.inputs
+                            if key not in dependent and key not in values)
+        once.update((key, None) for key in self.targets
+                    if key not in dependent and key not in values)
+        self.env = dict(values)
+        self.env.update(zip(once, interpret(list(once), values)))
+        self.program = None
+        program = Program.for_values(self.targets, set(self.env) | set(self.seed_keys))
+        load_keys = [key for key, _ in program.loads]
+        loaded = [self.env.get(key) for key in load_keys]
+        if not any(isinstance(value, Frontend) for value in loaded):
+            self.program = program.runner(load_keys)
+            self.loaded = [None if key in dependent else np.asarray(value)
+                           for key, value in zip(load_keys, loaded)]
+            self.seed_slots = [load_keys.index(key) if key in load_keys else None
+                               for key in self.seed_keys]
+
+    def __call__(self, seeds: Sequence) -> list:
+        if self.program is not None:
+            values = list(self.loaded)
+            for slot, seed in zip(self.seed_slots, seeds):
+                if slot is not None:
+                    values[slot] = seed
+            results = iter(self.program(values))
+        else:               # values of an outer transform: record through their front end
+            env = dict(self.env)
+            env.update(zip(self.seed_keys, seeds))
+            results = iter(interpret(self.targets, env))
+        return [None if key is None else next(results) for key in self.target_keys]

@@ -1,0 +1,651 @@
+"""``custom_jvp`` and ``custom_vjp``: your own derivative rule for a function, with JAX's API.
+
+Wrap a numerically stable formula or an external solver, and say how to
+differentiate it, without writing a primitive class::
+
+    @custom_jvp
+    def f(x): ...                          # any code on NumPy arrays (SciPy, a C solver...)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):          # written with tnp functions
+        return f(*primals), tangent_out    # tangent_out linear in the tangents
+
+    @custom_vjp
+    def g(x): ...
+    def g_fwd(x): return g(x), residuals   # residuals: arrays (a pytree) for bwd
+    def g_bwd(residuals, ct): return (ct_x,)   # one cotangent (or None) per argument
+    g.defvjp(g_fwd, g_bwd)
+
+How it works. On plain arrays the function simply runs. On tensors or traced
+values (``grad``, ``jvp``, ``jit``, ``Tensor.backward``...) a call is one op
+(:mod:`primitives.tensor.ops.custom`) whose evaluation runs ``f`` (``custom_jvp``)
+or ``fwd`` (``custom_vjp``) on NumPy arrays, so the function itself may be
+opaque code; it must be pure (the first call for a new argument signature runs
+it one or two extra times). Its derivative is the rule: ``jvp_fn`` or ``bwd`` is
+traced once per argument signature (structure, shapes, dtypes, nondiff
+arguments) into a graph of tensor ops, which the transforms emit in place of the
+function's derivative. Those ops are differentiated like any others, so:
+
+- ``custom_jvp`` works in forward and reverse mode and to any order (the
+  derivative of the rule is the derivative of ``jvp_fn``'s code). One limit:
+  reverse mode through a custom_jvp function that a JVP rule applies to a
+  *tangent* would need the transpose of its opaque code, and raises (forward
+  mode works);
+- ``custom_vjp`` works in reverse mode; forward mode (``jvp``, ``jacfwd``) of it
+  raises :class:`~primitives.tensor.functional.FunctionalError`, as JAX does.
+  Second order, as in JAX: a transform nested *outside* a reverse-mode transform
+  (``grad(grad(f))``, ``hessian = jacfwd(jacrev(f))``) differentiates the code of
+  ``fwd`` and ``bwd``, so those must be written with tnp functions (a custom
+  function they call, such as ``f`` itself in ``fwd``, is differentiated by its
+  own rule). ``Tensor.backward(create_graph=True)`` through a custom_vjp
+  function raises: use the functional transforms for its higher derivatives.
+
+As in JAX, arguments at ``nondiff_argnums`` (functions, options: hashable
+values) are not differentiated and come first in the rules:
+``jvp_fn(*nondiff, primals, tangents)``, ``bwd(*nondiff, residuals, ct)``.
+
+Rules are traced like ``jit`` traces: shapes and dtypes only (Python ``if`` on a
+value raises :class:`~primitives.tensor.errors.ConcretizationError`; use
+``tnp.where``), once per signature. Arrays a rule closes over are read at that
+trace; pass values that change as arguments. A function or rule that closes over
+a ``Tensor`` or traced value raises (its derivative would be lost); pass it as an
+argument. Rules are checked when traced: structures, shapes and dtypes (the
+``out`` of ``jvp_fn`` and ``fwd`` must be like ``f``'s result), and linearity
+(zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
+results); every error names the function.
+
+Complex numbers. ``jvp_fn`` is forward mode, with JAX's meaning. ``bwd`` is
+reverse mode in tidu's convention (the adjoint under ``Re<a, b>``, PyTorch's):
+for holomorphic ``f`` it returns ``ct * conj(f'(z))``. A JAX ``bwd`` written for
+complex inputs converts as ``tidu_bwd(res, ct) = conj(jax_bwd(res, conj(ct)))``.
+
+>>> import numpy as np
+>>> import primitives.tensor as tnp
+>>> @tnp.custom_jvp
+... def log1pexp(x):
+...     return np.logaddexp(0.0, x)            # plain NumPy: runs on arrays
+>>> @log1pexp.defjvp
+... def log1pexp_jvp(primals, tangents):
+...     (x,), (t,) = primals, tangents
+...     return log1pexp(x), t * (1 - tnp.exp(-log1pexp(x)))   # sigmoid(x) * t, stable
+>>> tnp.grad(lambda x: tnp.sum(log1pexp(x)))(np.array([-1000.0, 0.0, 1000.0]))
+array([0. , 0.5, 1. ])
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Sequence
+
+import numpy as np
+
+from tidu import TiduError
+from tidu.graph import External
+from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
+from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output
+from primitives.tensor.ops.custom import (
+    CustomJVPCall,
+    CustomVJPCall,
+    constant,
+    emit_graph,
+    zero_or,
+)
+from primitives.tensor.pytree import TreeDef, tree_flatten, tree_unflatten
+
+_RULES_PER_FUNCTION = 64        # argument signatures whose traced rules a function keeps
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+def _name(f) -> str:
+    return getattr(f, "__qualname__", None) or type(f).__name__
+
+
+class _CustomFunction:
+    """What ``custom_jvp`` and ``custom_vjp`` share: the function, its ``nondiff_argnums``,
+    and its rules by argument signature."""
+
+    kind = "custom"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
+        self._signature = _signature(fun)
+        self._rules: dict = {}
+
+    def _missing_rule(self) -> FunctionalError | None:
+        """The error to raise when the rule is not defined yet."""
+        raise NotImplementedError
+
+    def _prepare(self, args: tuple, kwargs: dict) -> tuple:
+        """``(positional args, rule, differentiated leaves)``; the rule is ``None`` when no
+        argument is a tensor or traced value (then the function simply runs)."""
+        missing = self._missing_rule()
+        if missing is not None:
+            raise missing
+        args = _positional(self.fun, self._signature, args, kwargs, self.kind)
+        static, dynamic = self._split(args)
+        leaves, in_tree = tree_flatten(dynamic)
+        if not any(isinstance(leaf, Frontend) for leaf in leaves):
+            return args, None, leaves
+        return args, _rule_for(self, in_tree, leaves, static), leaves
+
+    def _split(self, args: tuple) -> tuple:
+        """``((position, value) of each nondiff argument, the other arguments as a tuple)``."""
+        for n in self.nondiff_argnums:
+            if not 0 <= n < len(args):
+                raise FunctionalError(f"{self.kind} function {_name(self.fun)}: "
+                                      f"nondiff_argnums {n} out of range for {len(args)} "
+                                      "arguments")
+            if any(isinstance(leaf, Frontend) for leaf in tree_flatten(args[n])[0]):
+                raise FunctionalError(f"{self.kind} function {_name(self.fun)}: nondiff "
+                                      f"argument {n} holds a tensor or traced value, whose "
+                                      "derivative would be lost; make it a regular argument")
+        static = tuple((n, args[n]) for n in self.nondiff_argnums)
+        return static, tuple(a for n, a in enumerate(args) if n not in self.nondiff_argnums)
+
+
+class custom_jvp(_CustomFunction):
+    """A function with a custom JVP rule (``jax.custom_jvp``); see the module docstring.
+
+    ``@f.defjvp`` registers ``jvp_fn(primals, tangents) -> (out, tangent_out)``:
+    ``primals`` and ``tangents`` are tuples with one entry per argument of ``f``
+    (pytrees as ``f``'s arguments); ``out`` is ``f(*primals)`` and ``tangent_out``
+    has its structure, shapes and dtypes. Arguments at ``nondiff_argnums``
+    (hashable: functions, options) are not differentiated; as in JAX they are
+    passed to the rule first: ``jvp_fn(*nondiff_args, primals, tangents)``.
+
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> @tnp.custom_jvp
+    ... def f(x, y):
+    ...     return np.sin(x) * y
+    >>> @f.defjvp
+    ... def f_jvp(primals, tangents):
+    ...     (x, y), (tx, ty) = primals, tangents
+    ...     return f(x, y), tnp.cos(x) * tx * y + tnp.sin(x) * ty
+    >>> x, y = np.array(0.5), np.array(2.0)
+    >>> tnp.jvp(f, (x, y), (np.array(1.0), np.array(0.0)))[1]
+    array(1.75516512)
+    >>> tnp.grad(f, argnums=(0, 1))(x, y)
+    (array(1.75516512), array(0.47942554))
+    """
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp: Callable) -> Callable:
+        """Register ``jvp(primals, tangents) -> (out, tangent_out)``; returns ``jvp``."""
+        self.jvp = jvp
+        self._rules = {}
+        return jvp
+
+    def _missing_rule(self) -> FunctionalError | None:
+        if self.jvp is None:
+            return FunctionalError(f"custom_jvp function {_name(self.fun)} has no JVP rule: "
+                                   f"define one with @{_name(self.fun)}.defjvp")
+        return None
+
+    def __call__(self, *args, **kwargs):
+        args, rule, leaves = self._prepare(args, kwargs)
+        if rule is None:
+            return self.fun(*args)
+        return tree_unflatten(rule.out_tree, bind(rule.op, *leaves))
+
+
+class custom_vjp(_CustomFunction):
+    """A function with a custom VJP rule (``jax.custom_vjp``); see the module docstring.
+
+    ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)`` with ``out`` equal
+    to ``f(*args)`` and ``residuals`` a pytree of arrays; ``bwd(residuals, ct)``
+    returns a tuple with one cotangent per argument of ``f`` (``None`` for an
+    argument, or part of one, that gets a zero cotangent). ``bwd`` follows tidu's
+    complex convention (the conjugate of JAX's for complex inputs). With
+    ``nondiff_argnums``, as in JAX, ``bwd(*nondiff_args, residuals, ct)`` returns
+    cotangents for the other arguments only.
+
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> @tnp.custom_vjp
+    ... def solve(a, b):
+    ...     return np.linalg.solve(a, b)       # any solver: it runs on NumPy arrays
+    >>> def solve_fwd(a, b):
+    ...     x = solve(a, b)
+    ...     return x, (a, x)
+    >>> def solve_bwd(residuals, ct):          # x = a^-1 b: ct_b = a^-T ct, ct_a = -ct_b x^T
+    ...     a, x = residuals
+    ...     ct_b = solve(tnp.transpose(a), ct)
+    ...     return -tnp.outer(ct_b, x), ct_b
+    >>> solve.defvjp(solve_fwd, solve_bwd)
+    >>> a, b = np.array([[2.0, 1.0], [0.0, 4.0]]), np.array([1.0, 2.0])
+    >>> tnp.grad(lambda b: tnp.sum(solve(a, b)))(b)
+    array([0.5  , 0.125])
+    """
+
+    kind = "custom_vjp"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple``."""
+        self.fwd = fwd
+        self.bwd = bwd
+        self._rules = {}
+
+    def _missing_rule(self) -> FunctionalError | None:
+        if self.fwd is None:
+            return FunctionalError(f"custom_vjp function {_name(self.fun)} has no VJP rule: "
+                                   f"define one with {_name(self.fun)}.defvjp(fwd, bwd)")
+        return None
+
+    def __call__(self, *args, **kwargs):
+        args, rule, leaves = self._prepare(args, kwargs)
+        if rule is None:
+            return self.fun(*args)
+        outs = bind(rule.op, *leaves)
+        return tree_unflatten(rule.out_tree, outs[:len(rule.out_avals)])
+
+
+def _signature(fun) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):          # a builtin without one
+        return None
+
+
+def _positional(fun, signature, args: tuple, kwargs: dict, kind: str) -> tuple:
+    """``args`` with ``kwargs`` and defaults moved to their positions (as JAX does)."""
+    if signature is None:
+        if kwargs:
+            raise FunctionalError(f"{kind} function {_name(fun)}: keyword arguments need a "
+                                  "function with a signature")
+        return args
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise FunctionalError(f"{kind} function {_name(fun)}: {error}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise FunctionalError(f"{kind} function {_name(fun)}: keyword-only arguments "
+                              f"{sorted(bound.kwargs)} cannot be passed to a custom rule; "
+                              "make them positional")
+    return tuple(bound.args)
+
+
+def _bottom(value, custom: _CustomFunction, position: int) -> np.ndarray:
+    """The array under a tensor or traced value (jit's traces have real values too)."""
+    while isinstance(value, Frontend):
+        value = value.value_below
+    array = np.asarray(value) if isinstance(value, (np.ndarray, np.generic, int, float,
+                                                    complex)) else None
+    if array is None or array.dtype.kind not in "biufc":
+        raise FunctionalError(f"{custom.kind} function {_name(custom.fun)}: argument leaf "
+                              f"{position} is a {type(value).__name__}; it takes arrays, "
+                              "numbers or pytrees of them (mark other arguments in "
+                              "nondiff_argnums)")
+    return array
+
+
+def _rule_for(custom: _CustomFunction, in_tree: TreeDef, leaves: list, static: tuple):
+    """The rule of ``custom`` for this argument signature (structure, shapes, dtypes and
+    nondiff arguments): made and traced on first use."""
+    data = [_bottom(leaf, custom, i) for i, leaf in enumerate(leaves)]
+    key = (in_tree, tuple((d.shape, d.dtype.str) for d in data), static)
+    try:
+        rule = custom._rules.get(key)
+    except TypeError:
+        raise FunctionalError(f"{custom.kind} function {_name(custom.fun)}: its nondiff "
+                              "arguments must be hashable (they key its traced rules)") from None
+    if rule is None:
+        rule_class = _JVPRule if isinstance(custom, custom_jvp) else _VJPRule
+        rule = rule_class(custom, in_tree, data, static)
+        if len(custom._rules) >= _RULES_PER_FUNCTION:
+            custom._rules.pop(next(iter(custom._rules)))
+        custom._rules[key] = rule       # first: tracing the rule may call the function again
+        try:
+            rule.trace(data)
+        except BaseException as error:
+            custom._rules.pop(key, None)
+            if isinstance(error, TiduError) and rule.name not in str(error):
+                error.add_note(f"(while tracing the rule of {rule.kind} function {rule.name}: "
+                               "rules are traced like jit, for shapes and dtypes)")
+            raise
+    return rule
+
+
+class _Rule:
+    """A custom function at one argument signature: how to run it, and its traced rule."""
+
+    kind = "custom"
+
+    def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
+        self.custom = custom
+        self.name = _name(custom.fun)
+        self.in_tree = in_tree
+        self.in_avals = [(d.shape, d.dtype) for d in data]
+        self.static = static                 # (position, value) of the nondiff arguments
+        self.static_args = tuple(value for _, value in static)
+
+    def args(self, leaves: list) -> list:
+        """The function's positional arguments from the differentiated leaves."""
+        args = list(tree_unflatten(self.in_tree, leaves))
+        for position, value in self.static:
+            args.insert(position, value)
+        return args
+
+    def _arrays(self, values: list, tree: TreeDef, expected_tree: TreeDef,
+                expected_avals, what: str) -> list:
+        """``values`` (leaves of structure ``tree``) checked against the structure and types
+        recorded at the first call, as arrays."""
+        if tree != expected_tree:
+            raise FunctionalError(f"{self.kind} function {self.name}: {what} has structure "
+                                  f"{tree!r}, expected {expected_tree!r}")
+        arrays = []
+        for position, value in enumerate(values):
+            if isinstance(value, Frontend):
+                raise FunctionalError(
+                    f"{self.kind} function {self.name}: {what} holds a "
+                    f"{type(value).__name__} at leaf {position}: the function closes over a "
+                    "tensor or traced value, whose derivative would be lost; pass it as an "
+                    "argument")
+            array = np.asarray(value)
+            if array.dtype.kind not in "biufc":
+                raise FunctionalError(f"{self.kind} function {self.name}: {what} holds a "
+                                      f"{type(value).__name__} at leaf {position}; expected "
+                                      "arrays or numbers")
+            arrays.append(array)
+        if expected_avals is not None:
+            self._check_types(arrays, expected_avals, what)
+        return arrays
+
+    def _check_types(self, values: list, expected_avals, what: str) -> None:
+        for position, (value, (shape, dtype)) in enumerate(zip(values, expected_avals)):
+            if shape_of(value) != shape or dtype_of(value) != dtype:
+                raise FunctionalError(
+                    f"{self.kind} function {self.name}: {what} leaf {position} has shape "
+                    f"{shape_of(value)} and dtype {dtype_of(value)}, expected {shape} and "
+                    f"{dtype} (the first call's, for these argument types)")
+
+    def _own_results(self, arrays: list, inputs: list) -> list:
+        """Results that alias an input or are views are copied: ops own their outputs."""
+        owned = []
+        for array in arrays:
+            if array.base is not None or any(array is i for i in inputs):
+                array = array.copy()
+            owned.append(array)
+        return owned
+
+    def _trace(self, inputs: list, what: str) -> tuple:
+        """A trace for a rule, which traces as jit does (shapes and dtypes only), and tracers
+        of ``inputs`` in it."""
+        trace = GraphTrace(transform=f"the {what} of {self.kind} function {self.name}",
+                           abstract=True)
+        tracers = [trace.new_input((what, i), value) for i, value in enumerate(inputs)]
+        return trace, tracers
+
+    def _constants(self, trace: GraphTrace, graph, count: int, what: str) -> list:
+        """The values of a traced rule's constant inputs (after its ``count`` arguments)."""
+        values = [trace.values[key] for key in graph.input_keys[count:]]
+        for value in values:
+            if isinstance(value, Frontend):
+                raise FunctionalError(
+                    f"the {what} of {self.kind} function {self.name} closes over a "
+                    f"{type(value).__name__}: its derivative would be lost; pass it as an "
+                    "argument of the function")
+        return values
+
+    def _check_zero(self, values: list, what: str) -> None:
+        for position, value in enumerate(values):
+            if np.any(np.abs(np.asarray(value)) > 0):
+                raise FunctionalError(
+                    f"the {what} of {self.kind} function {self.name} is not linear: with zero "
+                    f"{'tangents' if self.kind == 'custom_jvp' else 'cotangents'} it gave a "
+                    f"nonzero result at leaf {position}")
+
+
+class _JVPRule(_Rule):
+    """``custom_jvp`` at one signature: ``run`` evaluates ``f``; ``emit_jvp`` emits the traced
+    ``jvp_fn``."""
+
+    kind = "custom_jvp"
+
+    def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
+        super().__init__(custom, in_tree, data, static)
+        out_leaves, self.out_tree = tree_flatten(custom.fun(*self.args(data)))
+        outs = self._arrays(out_leaves, self.out_tree, self.out_tree, None, "its result")
+        self.out_avals = [(o.shape, o.dtype) for o in outs]
+        self.op = CustomJVPCall(self)
+
+    def run(self, inputs: list) -> list:
+        leaves, tree = tree_flatten(self.custom.fun(*self.args(inputs)))
+        return self._own_results(
+            self._arrays(leaves, tree, self.out_tree, self.out_avals, "its result"), inputs)
+
+    def trace(self, data: list) -> None:
+        jvp_fn = self.custom.jvp
+        zeros = [np.zeros(shape, dtype) for shape, dtype in self.in_avals]
+        trace, tracers = self._trace(data + zeros, "JVP rule")
+        primals, tangents = tracers[:len(data)], tracers[len(data):]
+        try:
+            pair = jvp_fn(*self.static_args, tree_unflatten(self.in_tree, primals),
+                          tree_unflatten(self.in_tree, tangents))
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise FunctionalError(f"the JVP rule {_name(jvp_fn)} of custom_jvp function "
+                                      f"{self.name} must return a pair (out, tangent_out), "
+                                      f"got {type(pair).__name__}")
+            outs, out_tree = tree_flatten(pair[0])
+            tangents_out, tangent_tree = tree_flatten(pair[1])
+            for what, tree in (("its out", out_tree), ("its tangent_out", tangent_tree)):
+                if tree != self.out_tree:
+                    raise FunctionalError(f"the JVP rule of custom_jvp function {self.name}: "
+                                          f"{what} has structure {tree!r}, but {self.name} "
+                                          f"returns {self.out_tree!r}")
+            for position, value in enumerate(outs + tangents_out):
+                check_output(value, f"the JVP rule of custom_jvp function {self.name}", jvp_fn,
+                             position)
+            lifted = [trace.lift(v) for v in outs + tangents_out]
+        finally:
+            trace.active = False
+        graph = trace.build(lifted)
+        self.jvp_constants = self._constants(trace, graph, 2 * len(data), "JVP rule")
+        values = [trace.values[key] for key in graph.output_keys]
+        n_out = len(self.out_avals)
+        self._check_types(values[:n_out], self.out_avals, "its JVP rule's out")
+        self._check_types(values[n_out:], self.out_avals, "its JVP rule's tangent_out")
+        self._check_zero(values[n_out:], "JVP rule")
+        self.jvp_graph = graph
+        self.tangent_ids = list(graph.outputs[n_out:])
+
+    def transpose_error(self) -> FunctionalError:
+        return FunctionalError(
+            f"reverse mode through custom_jvp function {self.name} applied to a tangent (in a "
+            "JVP rule): that needs the transpose of its own code, which tidu does not see; "
+            "write the tangent with tnp functions, or give it a custom_vjp rule")
+
+    def emit_jvp(self, builder, primal_inputs, tangent_inputs) -> list:
+        refs = [External(key) for key in primal_inputs]
+        linear = [False] * len(primal_inputs)
+        for tangent, (shape, dtype) in zip(tangent_inputs, self.in_avals):
+            ref, is_linear = zero_or(builder, tangent, shape, dtype)
+            refs.append(ref)
+            linear.append(is_linear)
+        refs += [constant(builder, value) for value in self.jvp_constants]
+        linear += [False] * len(self.jvp_constants)
+        tangents = emit_graph(builder, self.jvp_graph, refs, linear, self.tangent_ids)
+        return [t if np.issubdtype(dtype, np.inexact) else None
+                for t, (_, dtype) in zip(tangents, self.out_avals)]
+
+
+class _VJPRule(_Rule):
+    """``custom_vjp`` at one signature: ``run`` evaluates ``fwd`` (outputs, then residuals);
+    ``emit_bwd`` emits the traced ``bwd``."""
+
+    kind = "custom_vjp"
+
+    def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
+        super().__init__(custom, in_tree, data, static)
+        outs, self.out_tree, residuals, self.res_tree = self._fwd(data)
+        outs = self._arrays(outs, self.out_tree, self.out_tree, None, "fwd's out")
+        residuals = self._arrays(residuals, self.res_tree, self.res_tree, None,
+                                 "fwd's residuals")
+        self.out_avals = [(o.shape, o.dtype) for o in outs]
+        self.res_avals = [(r.shape, r.dtype) for r in residuals]
+        primal, primal_tree = tree_flatten(custom.fun(*self.args(data)))
+        self._arrays(primal, primal_tree, self.out_tree, self.out_avals,
+                     "its result (compared with fwd's out)")
+        self.first_residuals = residuals
+        self.op = CustomVJPCall(self)
+
+    def _fwd(self, inputs: list) -> tuple:
+        fwd = self.custom.fwd
+        pair = fwd(*self.args(inputs))
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise FunctionalError(f"the fwd rule {_name(fwd)} of custom_vjp function "
+                                  f"{self.name} must return a pair (out, residuals), got "
+                                  f"{type(pair).__name__}")
+        outs, out_tree = tree_flatten(pair[0])
+        residuals, res_tree = tree_flatten(pair[1])
+        return outs, out_tree, residuals, res_tree
+
+    def run(self, inputs: list) -> list:
+        outs, out_tree, residuals, res_tree = self._fwd(inputs)
+        outs = self._arrays(outs, out_tree, self.out_tree, self.out_avals, "fwd's out")
+        residuals = self._arrays(residuals, res_tree, self.res_tree, self.res_avals,
+                                 "fwd's residuals")
+        return self._own_results(outs + residuals, inputs)
+
+    def values_below(self, below: list) -> list:
+        """The call's outputs one level below a differentiating trace that records it.
+
+        If a value below is differentiated in turn (``grad(grad(f))``, ``hessian``),
+        ``fwd``'s own code runs there, as in JAX: that transform differentiates the
+        outputs and residuals through it. Otherwise the op is recorded below too.
+        """
+        if not any(_differentiated(value) for value in below):
+            return bind(self.op, *below)
+        outs, out_tree, residuals, res_tree = self._fwd(below)
+        for what, tree, expected in (("fwd's out", out_tree, self.out_tree),
+                                     ("fwd's residuals", res_tree, self.res_tree)):
+            if tree != expected:
+                raise FunctionalError(f"custom_vjp function {self.name}: {what} has structure "
+                                      f"{tree!r}, expected {expected!r}")
+        self._check_types(outs, self.out_avals, "fwd's out")
+        self._check_types(residuals, self.res_avals, "fwd's residuals")
+        return outs + residuals
+
+    def trace(self, data: list) -> None:
+        bwd = self.custom.bwd
+        n_res = len(self.res_avals)
+        zeros = [np.zeros(shape, dtype) for shape, dtype in self.out_avals]
+        trace, tracers = self._trace(self.first_residuals + zeros, "bwd rule")
+        del self.first_residuals
+        residuals, cotangents = tracers[:n_res], tracers[n_res:]
+        try:
+            result = bwd(*self.static_args, tree_unflatten(self.res_tree, residuals),
+                         tree_unflatten(self.out_tree, cotangents))
+            leaves = self._cotangent_leaves(result)
+            given = [(i, value) for i, value in enumerate(leaves) if value is not None]
+            for position, value in given:
+                check_output(value, f"the bwd rule of custom_vjp function {self.name}", bwd,
+                             position)
+            lifted = [trace.lift(value) for _, value in given]
+        finally:
+            trace.active = False
+        graph = trace.build(lifted)
+        self.bwd_constants = self._constants(trace, graph, n_res + len(zeros), "bwd rule")
+        values = [trace.values[key] for key in graph.output_keys]
+        self._check_types(values, [self.in_avals[i] for i, _ in given], "its bwd rule's result")
+        self._check_zero(values, "bwd rule")
+        self.bwd_graph = graph
+        self.bwd_positions = [i for i, _ in given]     # input leaf of each graph output
+
+    def _cotangent_leaves(self, result) -> list:
+        """``bwd``'s result as one value (or ``None``) per input leaf."""
+        arguments = self.in_tree.children
+        if isinstance(result, list):
+            result = tuple(result)
+        if not isinstance(result, tuple) or len(result) != len(arguments):
+            got = f"a tuple of {len(result)}" if isinstance(result, tuple) else "an array" \
+                if isinstance(result, (Frontend, np.ndarray)) else type(result).__name__
+            raise FunctionalError(f"the bwd rule {_name(self.custom.bwd)} of custom_vjp "
+                                  f"function {self.name} must return a tuple with one "
+                                  f"cotangent (or None) per argument: {len(arguments)}, got "
+                                  f"{got}")
+        leaves: list = []
+        for position, (value, tree) in enumerate(zip(result, arguments)):
+            _leaves_like(value, tree, leaves, self, position)
+        return leaves
+
+    def emit_bwd(self, builder, cotangent_outputs, inputs, active_mask) -> list:
+        n_in, n_out = len(self.in_avals), len(self.out_avals)
+        if any(ct is not None for ct in cotangent_outputs[n_out:]):
+            raise FunctionalError(
+                f"custom_vjp function {self.name}: a derivative of its residuals was needed "
+                "where the call was recorded as one op (e.g. Tensor.backward(create_graph=True) "
+                "through it); take higher-order derivatives of custom_vjp functions with the "
+                "functional transforms (grad, jacrev, hessian), which differentiate fwd")
+        refs = list(inputs[n_in:])
+        linear = [False] * len(refs)
+        for ct, (shape, dtype) in zip(cotangent_outputs[:n_out], self.out_avals):
+            ref, is_linear = zero_or(builder, ct, shape, dtype)
+            refs.append(ref)
+            linear.append(is_linear)
+        refs += [constant(builder, value) for value in self.bwd_constants]
+        linear += [False] * len(self.bwd_constants)
+        emitted = emit_graph(builder, self.bwd_graph, refs, linear, self.bwd_graph.outputs)
+        cotangents: list = [None] * len(inputs)
+        for position, ct in zip(self.bwd_positions, emitted):
+            if active_mask[position] and np.issubdtype(self.in_avals[position][1], np.inexact):
+                cotangents[position] = ct
+        return cotangents
+
+    def forward_mode_error(self) -> FunctionalError:
+        return FunctionalError(
+            f"forward-mode differentiation (jvp, jacfwd) of custom_vjp function {self.name}: "
+            "a custom_vjp function has a reverse-mode rule only, as in JAX; define it with "
+            "custom_jvp to use both modes")
+
+
+def _leaves_like(value, tree: TreeDef, leaves: list, rule: _VJPRule, position: int) -> None:
+    """Append the leaves of cotangent ``value`` laid out as argument structure ``tree``;
+    ``None`` stands for zeros of a whole subtree. Recursion follows the nesting only."""
+    if value is None:
+        leaves.extend([None] * _leaf_count(tree))
+        return
+    kinds = {"tuple": (tuple, list), "list": (tuple, list), "dict": (dict,)}
+    if tree.kind == "leaf" and not isinstance(value, (tuple, list, dict)):
+        leaves.append(value)
+        return
+    if tree.kind not in kinds or not isinstance(value, kinds[tree.kind]) or \
+            len(value) != len(tree.children) or \
+            (tree.kind == "dict" and sorted(value) != list(tree.keys)):
+        raise FunctionalError(f"the bwd rule of custom_vjp function {rule.name}: the cotangent "
+                              f"of argument {position} has structure "
+                              f"{tree_flatten(value)[1]!r}, but the argument has {tree!r}")
+    children = [value[k] for k in tree.keys] if tree.kind == "dict" else list(value)
+    for child, child_tree in zip(children, tree.children):
+        _leaves_like(child, child_tree, leaves, rule, position)
+
+
+def _leaf_count(tree: TreeDef) -> int:
+    if tree.kind == "leaf":
+        return 1
+    return sum(_leaf_count(child) for child in tree.children)
+
+
+def _differentiated(value) -> bool:
+    """Whether a transform will differentiate through ``value``: it, or what it stands for at
+    a lower level (under a ``jit``, which does not differentiate), carries a gradient."""
+    while isinstance(value, Frontend):
+        if value.carries_gradient and not (isinstance(value, Tracer) and value.trace.abstract):
+            return True
+        value = value.value_below
+    return False

@@ -1,0 +1,198 @@
+"""The ops behind ``custom_jvp`` and ``custom_vjp``: a user's function and rules as primitives.
+
+A call of a custom function on tensors or traced values is recorded as one op
+that holds a *rule*: the user's function and its rules for one argument
+signature (made by :mod:`primitives.tensor.custom`). The op's ``eval`` runs
+the user's function on arrays, so it may call any NumPy or SciPy code. Its
+derivative rules do not look inside that function: they emit the user's rule,
+traced once into a graph of tensor ops, into the transform's builder
+(:func:`emit_graph`). As those ops are ordinary primitives, the emitted work can
+be differentiated again.
+
+- :class:`CustomJVPCall` (``custom_jvp``): its JVP rule emits the traced
+  ``jvp_fn``; reverse mode transposes that tangent work as usual.
+- :class:`CustomVJPCall` (``custom_vjp``): ``eval`` runs ``fwd``, whose residuals
+  are extra outputs the user never sees. Its JVP rule applies
+  :class:`CustomVJPLinear`, a linear op on the tangents whose transpose emits the
+  traced ``bwd``. It has no forward evaluation: forward mode of a ``custom_vjp``
+  function raises, as in JAX.
+
+``rule`` fields are compared by identity, so each signature of each custom
+function is one op and the transforms' per-op caches are reused across calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from tidu.graph import PRIMARY, External, Graph, Linearized, Local
+from primitives.tensor.ops.base import TensorPrimitive, emit, tensor_op
+from primitives.tensor.ops.select import zeros
+
+
+class HeldConstant(TensorPrimitive):
+    """A nullary op returning one array, held as it is (for constants of a traced rule that
+    :func:`~primitives.tensor.ops.simplify.constant_op` would not store). Equal by identity."""
+
+    __slots__ = ("value",)
+    name = "held_constant"
+
+    def __init__(self, value: np.ndarray) -> None:
+        value = np.array(value)             # a copy of its own, read-only: no one writes into it
+        value.flags.writeable = False
+        self.value = value
+
+    def input_count(self) -> int:
+        return 0
+
+    def eval(self, ctx, inputs):
+        return [self.value]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return [None]
+
+    def params(self) -> str:
+        return f"shape={self.value.shape}, dtype={self.value.dtype}"
+
+
+def constant(builder, value) -> Local:
+    """Emit ``value`` as a constant (primal work); return its reference."""
+    from primitives.tensor.ops.simplify import constant_op
+
+    array = np.asarray(value)
+    op = constant_op(array) or HeldConstant(array)
+    return Local(emit(builder, op, []))
+
+
+def emit_graph(builder, graph: Graph, refs: Sequence, linear: Sequence[bool],
+               outputs: Sequence[int]) -> list[int | None]:
+    """Emit the operations of a traced ``graph`` that its values ``outputs`` (local ids) need.
+
+    ``refs`` gives one reference (``Local`` or ``External``) per graph input, in
+    order; ``linear[i]`` says whether input ``i`` is a tangent (or cotangent).
+    An operation that reads linear work is emitted as ``Linearized`` with that
+    mask, any other as ``PRIMARY`` work. Returns, per output, the id of the
+    emitted value, or ``None`` where it depends on no linear input.
+    """
+    env: dict[int, tuple] = {}               # graph id -> (reference, is linear)
+    for local_id, ref, is_linear in zip(graph.inputs, refs, linear):
+        env[local_id] = (ref, is_linear)
+    operations = graph.operations
+    needed = set(outputs)
+    wanted = []
+    for node in reversed(operations):        # only the work the outputs need
+        if needed.intersection(node.outputs):
+            needed.update(ref.id for ref in node.inputs)
+            wanted.append(node)
+    for node in reversed(wanted):
+        inputs = [env[ref.id] for ref in node.inputs]
+        mask = tuple(is_linear for _, is_linear in inputs)
+        role = Linearized(mask) if any(mask) else PRIMARY
+        ids = builder.add_primitive(node.operation, [ref for ref, _ in inputs], role)
+        for graph_id, new_id in zip(node.outputs, ids):
+            env[graph_id] = (Local(new_id), any(mask))
+    results = []
+    for graph_id in outputs:
+        ref, is_linear = env[graph_id]
+        results.append(ref.id if is_linear else None)
+    return results
+
+
+def zero_or(builder, tangent: int | None, shape, dtype) -> tuple:
+    """``(reference, is linear)`` for a tangent id, or zeros of ``shape`` for ``None``."""
+    if tangent is None:
+        return Local(zeros(builder, shape, dtype)), False
+    return Local(tangent), True
+
+
+@tensor_op
+class CustomJVPCall(TensorPrimitive):
+    """A call of a ``custom_jvp`` function: ``eval`` runs it, the JVP rule emits ``jvp_fn``'s
+    traced graph (whose primal part reading this op's inputs is this op itself)."""
+
+    rule: Any
+    name = "custom_jvp"
+
+    def input_count(self) -> int:
+        return len(self.rule.in_avals)
+
+    def output_count(self) -> int:
+        return len(self.rule.out_avals)
+
+    def eval(self, ctx, inputs):
+        return self.rule.run(inputs)
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return self.rule.emit_jvp(builder, primal_inputs, tangent_inputs)
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        raise self.rule.transpose_error()      # reached when a JVP rule applies it to a tangent
+
+    def params(self) -> str:
+        return self.rule.name
+
+
+@tensor_op
+class CustomVJPCall(TensorPrimitive):
+    """A call of a ``custom_vjp`` function: ``eval`` runs ``fwd``; its outputs are the
+    function's, then the residuals. The tangent of the outputs is :class:`CustomVJPLinear`
+    of the input tangents and the residuals."""
+
+    rule: Any
+    name = "custom_vjp"
+
+    def input_count(self) -> int:
+        return len(self.rule.in_avals)
+
+    def output_count(self) -> int:
+        return len(self.rule.out_avals) + len(self.rule.res_avals)
+
+    def eval(self, ctx, inputs):
+        return self.rule.run(inputs)
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        refs, mask = [], []
+        for tangent, (shape, dtype) in zip(tangent_inputs, self.rule.in_avals):
+            ref, is_linear = zero_or(builder, tangent, shape, dtype)
+            refs.append(ref)
+            mask.append(is_linear)
+        residuals = primal_outputs[len(self.rule.out_avals):]
+        refs += [External(key) for key in residuals]
+        mask += [False] * len(residuals)
+        return builder.add_primitive(CustomVJPLinear(self.rule), refs, Linearized(tuple(mask)))
+
+    def params(self) -> str:
+        return self.rule.name
+
+
+@tensor_op
+class CustomVJPLinear(TensorPrimitive):
+    """The tangent of a ``custom_vjp`` call: linear in its first inputs (the input tangents),
+    read with the residuals. Only its transpose exists (it emits the traced ``bwd``).
+
+    Its outputs are the tangents of the call's outputs, then of its residuals:
+    those exist only so a residual's tangent is never a silent zero (using one raises).
+    """
+
+    rule: Any
+    name = "custom_vjp_linear"
+
+    def input_count(self) -> int:
+        return len(self.rule.in_avals) + len(self.rule.res_avals)
+
+    def output_count(self) -> int:
+        return len(self.rule.out_avals) + len(self.rule.res_avals)
+
+    def eval(self, ctx, inputs):
+        raise self.rule.forward_mode_error()
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        raise self.rule.forward_mode_error()
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return self.rule.emit_bwd(builder, cotangent_outputs, inputs, role.active_mask)
+
+    def params(self) -> str:
+        return self.rule.name
