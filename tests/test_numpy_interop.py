@@ -191,8 +191,12 @@ def test_every_numpy_ufunc_differentiates_or_raises(ufunc):
 
     def value(z):
         out = ufunc(z, *extra)
-        return float(np.sum(np.real(out[0] if isinstance(out, tuple) else out)))
-    np.testing.assert_allclose(g, numeric_grad(value, x), rtol=1e-5, atol=1e-6)
+        return np.real(out[0] if isinstance(out, tuple) else out)
+    with np.errstate(invalid="ignore"):             # x may leave the domain (arcsin(1.6))
+        inside = np.isfinite(value(x))
+        numeric = numeric_grad(lambda z: float(np.sum(value(z)[inside])), x)
+    assert inside.any(), ufunc.__name__
+    np.testing.assert_allclose(g[inside], numeric[inside], rtol=1e-5, atol=1e-6)
 
 
 def _dispatched_numpy_functions():

@@ -21,6 +21,7 @@ from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import array_function, array_ufunc, constant_data, implements
+from primitives.tensor.methods import ArrayMethods
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
@@ -214,13 +215,23 @@ def divide(x, y):
 
 @implements(np.power)
 def power(x, p):
-    """``x ** p`` for a constant exponent ``p``."""
+    """``np.power`` (``x ** p``), differentiable in ``x`` and ``p``.
+
+    A Python-number exponent is a constant (``integer_pow``, ``pow``); otherwise
+    ``d/dx = p x**(p-1)`` (0 where ``p == 0``) and ``d/dp = log(x) x**p`` (0 at ``x = 0``,
+    NaN there for ``p < 0``, as JAX); holomorphic for complex operands.
+
+    >>> float(power(2.0, 3))
+    8.0
+    """
     x = _operand(x)
-    if not _is_python_scalar(p):
-        raise TensorTypeError("power: the exponent must be a Python number")
-    if isinstance(p, numbers.Integral):
-        return _first(bind(ew.IntegerPow(int(p)), x))
-    return _first(bind(ew.Pow(p), astype(x, result_dtype(x, p))))
+    if _is_python_scalar(p):
+        if isinstance(p, numbers.Integral):
+            return _first(bind(ew.IntegerPow(int(p)), x))
+        return _first(bind(ew.Pow(p), astype(x, result_dtype(x, p))))
+    (x, p), dtype = _promoted(x, p)
+    shape = _broadcast_shapes("power", shape_of(x), shape_of(p))
+    return _first(bind(ew.Power(shape, dtype.name), broadcast_to(x, shape), broadcast_to(p, shape)))
 
 
 # --- reductions and shapes -------------------------------------------------------------
@@ -319,8 +330,8 @@ def transpose(x, axes=None):
 # --- the operators that Tensor and Tracer share -------------------------------------------
 
 
-class ArrayOperators:
-    """NumPy operators for frontend values, through the functions above."""
+class ArrayOperators(ArrayMethods):
+    """NumPy operators and array methods for frontend values, through the tnp functions."""
 
     __slots__ = ()
 
@@ -336,6 +347,23 @@ class ArrayOperators:
     def __pos__(self): return self
     def __pow__(self, p): return power(self, p)
     def __rpow__(self, base): return power(base, self)
+
+    # tnp.remainder and tnp.floor_divide live in mathfuncs, which imports this module
+    def __mod__(self, other):
+        from primitives.tensor.mathfuncs import remainder
+        return remainder(self, other)
+
+    def __rmod__(self, other):
+        from primitives.tensor.mathfuncs import remainder
+        return remainder(other, self)
+
+    def __floordiv__(self, other):
+        from primitives.tensor.mathfuncs import floor_divide
+        return floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        from primitives.tensor.mathfuncs import floor_divide
+        return floor_divide(other, self)
 
     @property
     def T(self):
@@ -643,8 +671,9 @@ def einsum(subscripts: str, *operands, optimize=None):
 
     Operands are contracted left to right; ``optimize`` is accepted and ignored.
     """
-    if not isinstance(subscripts, str):
-        raise TensorNotSupportedError("einsum: only the subscripts-string form is supported")
+    if not isinstance(subscripts, str):            # the sublist form: einsum(a, [0, 1], ...)
+        from primitives.tensor.products import einsum_subscripts
+        subscripts, operands = einsum_subscripts(subscripts, *operands)
     if not operands:
         raise TensorShapeError("einsum: no operands given")
     operands, _ = _promoted(*operands)
@@ -1188,15 +1217,22 @@ def _broadcast_to(array, shape):
 
 @implements(np.clip)
 def clip(a, a_min=None, a_max=None):
-    """``np.clip``; the derivative goes to ``a`` where ``a_min <= a <= a_max`` (bounds
-    included, as in PyTorch's ``clamp``) and to the bound where it is taken."""
+    """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
+    propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
+    strictly inside the bounds, to the bound where it is taken, and is split evenly
+    where ``a`` equals a bound (as JAX's ``clip``).
+
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
+    array([0. , 0.5, 1. , 0. ])
+    """
     a = _operand(a)
     if a_min is None and a_max is None:
         raise TensorShapeError("clip: one of a_min and a_max must be given")
     if a_min is not None:
-        a = where(less(a, a_min), a_min, a)
+        a = maximum(a, a_min)
     if a_max is not None:
-        a = where(greater(a, a_max), a_max, a)
+        a = minimum(a, a_max)
     return a
 
 

@@ -81,9 +81,9 @@ def data_of(value, what: str = "reading its data"):
     """The level-0 data under any frontend value; under ``jit``, a :class:`ConcretizationError`
     naming ``what`` needed it."""
     while isinstance(value, Frontend):
-        if value.is_tracer and value.trace.abstract:
+        if value.is_tracer and value.graph_trace.abstract:
             raise ConcretizationError(
-                f"{what}: the values of an array traced by {value.trace.transform} are not "
+                f"{what}: the values of an array traced by {value.graph_trace.transform} are not "
                 "known while it traces, only its shape and dtype; compute with tnp functions "
                 "(tnp.where instead of if), or mark the argument static (static_argnums)")
         value = value.value_below

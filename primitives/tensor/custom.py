@@ -645,7 +645,7 @@ def _differentiated(value) -> bool:
     """Whether a transform will differentiate through ``value``: it, or what it stands for at
     a lower level (under a ``jit``, which does not differentiate), carries a gradient."""
     while isinstance(value, Frontend):
-        if value.carries_gradient and not (isinstance(value, Tracer) and value.trace.abstract):
+        if value.carries_gradient and not (isinstance(value, Tracer) and value.graph_trace.abstract):
             return True
         value = value.value_below
     return False

@@ -80,7 +80,7 @@ class GraphTrace:
 
     def lift(self, value) -> "Tracer":
         """A tracer for ``value``: itself if it is ours, else a constant input."""
-        if isinstance(value, Tracer) and value.trace is self:
+        if isinstance(value, Tracer) and value.graph_trace is self:
             return value
         key = ("constant", next(self._constants))
         if self.capture is not None and self.capture(value):
@@ -99,11 +99,11 @@ class GraphTrace:
 class Tracer(ArrayOperators, Frontend):
     """A value inside a traced function: a graph value plus what it is one level down."""
 
-    __slots__ = ("trace", "id", "value_below", "level")
+    __slots__ = ("graph_trace", "id", "value_below", "level")
     is_tracer = True
 
     def __init__(self, trace: GraphTrace, id: int, value) -> None:
-        self.trace = trace
+        self.graph_trace = trace
         self.id = id
         self.value_below = value
         self.level = trace.level
@@ -127,14 +127,14 @@ class Tracer(ArrayOperators, Frontend):
         top = None
         for a in args:
             if isinstance(a, Tracer):
-                if not a.trace.active:
+                if not a.graph_trace.active:
                     raise FunctionalError(
-                        f"escaped tracer: a value traced inside {a.trace.transform} was used "
+                        f"escaped tracer: a value traced inside {a.graph_trace.transform} was used "
                         f"by {op!r} after that transform returned (it was stored outside f, "
                         "e.g. in a list or a global); return it from f instead")
                 if top is None or a.level > top.level:
                     top = a
-        trace = top.trace
+        trace = top.graph_trace
         lifted = [trace.lift(a) for a in args]
         below = [t.value_below for t in lifted]
         if type(op) is CustomVJPCall and not trace.abstract:
@@ -222,9 +222,9 @@ def check_output(value, transform: str, f, position: int | None) -> None:
     """A traced function returns arrays, numbers or traced values (JAX's rule): not ``None``,
     strings or other objects, which would otherwise become silent zero derivatives."""
     where = "" if position is None else f" at position {position}"
-    if isinstance(value, Tracer) and not value.trace.active:
+    if isinstance(value, Tracer) and not value.graph_trace.active:
         raise FunctionalError(f"{transform}: {_function_name(f)} returned{where} an escaped "
-                              f"tracer of {value.trace.transform}, which has already returned")
+                              f"tracer of {value.graph_trace.transform}, which has already returned")
     if isinstance(value, Frontend):
         return
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)) and \
@@ -312,7 +312,7 @@ class _Flat:
         for one level down (a plain array, or an outer transform's value)."""
         leaves, tree = tree_flatten(self.aux)
         return tree_unflatten(tree, [_array(v.value_below) if isinstance(v, Tracer) and
-                                     v.trace is trace else v for v in leaves])
+                                     v.graph_trace is trace else v for v in leaves])
 
 
 def _with_args(f: Callable, args: Sequence, kwargs: dict, positions: Sequence[int]) -> Callable:

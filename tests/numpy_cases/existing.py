@@ -33,7 +33,7 @@ CASES = [
     Case("imag", tnp.imag, np.imag, (normal((2, 3)),)),
     Case("clip", lambda x: tnp.clip(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7),
          (distinct((2, 3)),), dtypes=REAL_DTYPES,
-         note="derivative 1 inside [a_min, a_max], 0 outside"),
+         note="derivative 1 strictly inside, 0 outside, 1/2 at a bound (JAX)"),
     # reductions and extrema
     Case("sum", tnp.sum, np.sum, (normal((2, 3)),)),
     Case("sum", lambda x: tnp.sum(x, axis=(0, 2), keepdims=True),

@@ -10,11 +10,18 @@ primal work in the linear graph:
 
 Complex numbers follow tidu's convention: the JVP of a holomorphic ``f`` is
 ``f'(z) dz``; transposes are adjoints for ``Re(sum(conj(a) * b))``, so
-multiplication by ``c`` transposes to multiplication by ``conj(c)`` (``mul_conj``).
+multiplication by ``c`` transposes to multiplication by ``conj(c)`` (``mul_conj``),
+and division by ``c`` to division by ``conj(c)`` (``div_conj``).
+
+Piecewise-constant ops (``floor``, ``round``, ``floor_divide``...) have a zero
+tangent, as in JAX, and predicates (``isnan``...) none. Binary ops whose
+derivatives need a helper array (``fmax``'s tie weights, ``logaddexp``'s logistic
+weights, ``remainder``'s quotient) emit it as a primal op of its own.
 """
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -72,7 +79,8 @@ class Sym:
         return self._emit(div, other) if isinstance(other, Sym) else self._emit(Scale(1 / other))
 
     def __rtruediv__(self, other):                  # other / self
-        return self._emit(IntegerPow(-1))._emit(Scale(other))
+        inverse = self._emit(reciprocal)
+        return inverse if _is_real(other) and other == 1 else inverse._emit(Scale(other))
 
     def __neg__(self):
         return self._emit(neg)
@@ -80,9 +88,9 @@ class Sym:
     def __pow__(self, n: int):
         return self._emit(IntegerPow(n))
 
-    def apply(self, op) -> "Sym":
-        """``op(self)`` for a unary op."""
-        return self._emit(op)
+    def apply(self, op, *others: "Sym") -> "Sym":
+        """``op(self, *others)``: a unary op, or a binary one with ``others[0]`` second."""
+        return self._emit(op, *others)
 
 
 def scale_tangent(builder, tangent: int, factor: Sym) -> int:
@@ -106,7 +114,12 @@ _UNARY: dict[str, _UnaryRules] = {}
 # into reused buffers (apply_ufunc), and into inputs a compiled program no longer
 # reads (eval_reusing).
 _KEEP_DTYPE = {np.negative, np.exp, np.log, np.sin, np.cos, np.tanh, np.sqrt,
-               np.add, np.subtract, np.multiply, np.divide}
+               np.add, np.subtract, np.multiply, np.divide,
+               np.sinh, np.cosh, np.tan, np.arcsin, np.arccos, np.arctan, np.arcsinh,
+               np.arccosh, np.arctanh, np.expm1, np.log1p, np.log2, np.log10, np.exp2,
+               np.reciprocal, np.floor, np.ceil, np.trunc, np.rint, np.deg2rad, np.rad2deg,
+               np.arctan2, np.hypot, np.logaddexp, np.logaddexp2, np.fmax, np.fmin,
+               np.remainder, np.fmod}
 
 
 def _buffered(fn: Callable) -> Callable:
@@ -180,6 +193,115 @@ sign = unary("sign", np.sign, jvp=lambda b, x, y, t: None)       # zero almost e
 abs_real = unary("abs", np.abs, deriv=lambda x, y: x.apply(sign))
 
 
+def _no_tangent(b, x, y, t):
+    """The JVP of a piecewise-constant op (rounding) or of a boolean one: zero (as JAX)."""
+    return None
+
+
+# Holomorphic where NumPy takes complex values: the JVP multiplies by f'(z) and the
+# transpose (of that ``mul``) by conj(f'(z)). 1 - x*x is formed as (1 - x)(1 + x),
+# which keeps its relative accuracy near x = ±1, where these derivatives are large.
+reciprocal = unary("reciprocal", np.reciprocal, deriv=lambda x, y: -(y * y))
+sinh = unary("sinh", np.sinh, deriv=lambda x, y: x.apply(cosh))
+cosh = unary("cosh", np.cosh, deriv=lambda x, y: x.apply(sinh))
+tan = unary("tan", np.tan, deriv=lambda x, y: 1 + y * y)
+arcsin = unary("arcsin", np.arcsin, deriv=lambda x, y: ((1 - x) * (1 + x)).apply(Pow(-0.5)))
+arccos = unary("arccos", np.arccos, deriv=lambda x, y: -((1 - x) * (1 + x)).apply(Pow(-0.5)))
+arctan = unary("arctan", np.arctan, deriv=lambda x, y: 1 / (x * x + 1))
+arcsinh = unary("arcsinh", np.arcsinh, deriv=lambda x, y: (x * x + 1).apply(Pow(-0.5)))
+# sqrt(z - 1) sqrt(z + 1), not sqrt(z*z - 1): the two differ in sign off the real line
+arccosh = unary("arccosh", np.arccosh,
+                deriv=lambda x, y: 1 / ((x - 1).apply(sqrt) * (x + 1).apply(sqrt)))
+arctanh = unary("arctanh", np.arctanh, deriv=lambda x, y: 1 / ((1 - x) * (1 + x)))
+expm1 = unary("expm1", np.expm1, deriv=lambda x, y: y + 1)
+log1p = unary("log1p", np.log1p, deriv=lambda x, y: 1 / (x + 1))
+log2 = unary("log2", np.log2, deriv=lambda x, y: 1 / (x * math.log(2.0)))
+log10 = unary("log10", np.log10, deriv=lambda x, y: 1 / (x * math.log(10.0)))
+exp2 = unary("exp2", np.exp2, deriv=lambda x, y: y * math.log(2.0))
+sinc = unary("sinc", np.sinc, deriv=lambda x, y: x.apply(SincDerivative(1)))
+
+# linear, real only: NumPy's own ufuncs (the same roundings as np.deg2rad), self-transposing
+deg2rad = unary("deg2rad", np.deg2rad, jvp=_linear("deg2rad"),
+                transpose=lambda b, ct, x: emit(b, deg2rad, [Local(ct)], LIN))
+rad2deg = unary("rad2deg", np.rad2deg, jvp=_linear("rad2deg"),
+                transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN))
+
+# zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
+floor = unary("floor", np.floor, jvp=_no_tangent)
+ceil = unary("ceil", np.ceil, jvp=_no_tangent)
+trunc = unary("trunc", np.trunc, jvp=_no_tangent)
+rint = unary("rint", np.rint, jvp=_no_tangent)
+
+# boolean results: no tangent
+isnan = unary("isnan", np.isnan, jvp=_no_tangent)
+isinf = unary("isinf", np.isinf, jvp=_no_tangent)
+isfinite = unary("isfinite", np.isfinite, jvp=_no_tangent)
+signbit = unary("signbit", np.signbit, jvp=_no_tangent)
+
+
+@tensor_op
+class Round(TensorPrimitive):
+    """``np.round(x, decimals)``: piecewise constant, so its derivative is zero (as JAX)."""
+
+    decimals: int
+    name = "round"
+
+    def eval(self, ctx, inputs):
+        return [np.round(inputs[0], self.decimals)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return [None]
+
+
+@tensor_op
+class SincDerivative(TensorPrimitive):
+    """The ``order``-th derivative of ``np.sinc`` (``order >= 1``), accurate at and near 0.
+
+    Its JVP is the next order's op, so ``sinc`` differentiates to any order.
+
+    >>> bool(SincDerivative(1).eval(None, [np.array(0.0)])[0] == 0)     # sinc'(0)
+    True
+    >>> round(float(SincDerivative(2).eval(None, [np.array(0.0)])[0]), 6)  # -pi**2 / 3
+    -3.289868
+    """
+
+    order: int
+    name = "sinc_derivative"
+
+    def eval(self, ctx, inputs):
+        return [_sinc_derivative(np.asarray(inputs[0]), self.order)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        factor = Sym(builder, External(primal_inputs[0])).apply(SincDerivative(self.order + 1))
+        return [scale_tangent(builder, tangent_inputs[0], factor)]
+
+
+def _sinc_derivative(x: np.ndarray, k: int) -> np.ndarray:
+    """``sinc``'s ``k``-th derivative: its Maclaurin series where ``|x| < 1``, else the
+    recurrence from ``x sinc(x) = sin(pi x) / pi``, differentiated ``k`` times:
+    ``x s_k + k s_(k-1) = pi**(k-1) sin(pi x + k pi / 2)`` (which cancels badly near 0)."""
+    small = np.abs(x) < 1
+    near = np.where(small, x, 0).astype(x.dtype, copy=False)
+    far = np.where(small, 1, x).astype(x.dtype, copy=False)       # no division by 0
+    # sinc(x) = sum_n (-1)^n (pi x)^(2n) / (2n+1)!, so its k-th derivative is
+    # sum over 2n >= k of (-1)^n pi^(2n) x^(2n-k) / ((2n+1) (2n-k)!)
+    first = (k + 1) // 2
+    coefficients = [(-1) ** n * math.pi ** (2 * n) / ((2 * n + 1) * math.factorial(2 * n - k))
+                    for n in range(first, first + 20 + k)]
+    square = near * near
+    series = np.zeros_like(near)
+    for c in reversed(coefficients):
+        series = series * square + c
+    if (2 * first - k) == 1:
+        series = series * near
+    value = np.sinc(far)
+    pi_x = np.pi * far
+    for j in range(1, k + 1):
+        wave = (np.sin, np.cos)[j % 2](pi_x) * (1 if j % 4 < 2 else -1)
+        value = (np.pi ** (j - 1) * wave - j * value) / far
+    return np.where(small, series, value).astype(x.dtype, copy=False)
+
+
 # --- ops with a scalar parameter ------------------------------------------------------
 
 
@@ -188,12 +310,45 @@ def _is_real(number) -> bool:
     return type(number) in (int, float)
 
 
+def _exact(number) -> tuple:
+    """What makes two constant parameters the same: type and value, ``-0.0`` apart from
+    ``0.0`` and NaN equal to NaN. Graphs merge equal ops, so ``==`` on numbers
+    (``-0.0 == 0.0``, ``1 == 1.0 == 1+0j``) would merge ops that compute different things.
+
+    >>> _exact(-0.0) == _exact(0.0), _exact(1) == _exact(1.0), _exact(math.nan) == _exact(math.nan)
+    (False, False, True)
+    """
+    if isinstance(number, complex):
+        return (type(number), _float_identity(number.real), _float_identity(number.imag))
+    if isinstance(number, float):
+        return (type(number), _float_identity(number))
+    return (type(number), number)
+
+
+def _float_identity(x: float):
+    return (x, math.copysign(1.0, x)) if x == x else "nan"
+
+
+def _identity(op) -> tuple:
+    return (type(op),) + tuple(_exact(getattr(op, name)) for name in op.__dataclass_fields__)
+
+
+def _exact_eq(self, other) -> bool:
+    """``==`` of ops with number parameters: the parameters compared exactly (:func:`_exact`)."""
+    return self is other or (type(other) is type(self) and _identity(self) == _identity(other))
+
+
+def _exact_hash(self) -> int:
+    return hash(_identity(self))
+
+
 @tensor_op
 class Scale(LinearOp):
     """``factor * x`` for a constant: linear; transposes to ``conj(factor) * ct``."""
 
     factor: complex | float | int
     name = "scale"
+    __eq__, __hash__ = _exact_eq, _exact_hash      # scale[-0.0] is not scale[0.0]
 
     def eval(self, ctx, inputs):
         return [inputs[0] * self.factor]
@@ -221,10 +376,12 @@ class Affine(TensorPrimitive):
     scale: complex | float | int
     offset: complex | float | int
     name = "affine"
+    __eq__, __hash__ = _exact_eq, _exact_hash
 
     def eval(self, ctx, inputs):
         x = inputs[0]
-        out = apply_ufunc(np.multiply, x, self.scale) if self.scale != 1 else np.array(x, copy=True)
+        unit = _is_real(self.scale) and self.scale == 1     # not 1+0j, which makes x complex
+        out = np.array(x, copy=True) if unit else apply_ufunc(np.multiply, x, self.scale)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
         return [out]
 
@@ -239,7 +396,7 @@ class Affine(TensorPrimitive):
         return [out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        if self.scale == 1:
+        if _is_real(self.scale) and self.scale == 1:
             return [tangent_inputs[0]]
         return [emit(builder, Scale(self.scale), [Local(tangent_inputs[0])], LIN)]
 
@@ -274,6 +431,7 @@ class Pow(TensorPrimitive):
 
     exponent: complex | float
     name = "pow"
+    __eq__, __hash__ = _exact_eq, _exact_hash
 
     def eval(self, ctx, inputs):
         return [np.power(inputs[0], self.exponent)]
@@ -397,41 +555,37 @@ def _mul_conj_transpose(b, ct, x, y, mask):
     raise ADRuleError("mul_conj", ADRuleKind.TRANSPOSE, "mul_conj is linear in one input at a time")
 
 
-def _div_jvp(b, x, y, out, tx, ty):
-    terms = None if tx is None else emit(b, div, [Local(tx), External(y)], LIN_TF)
-    if ty is not None:
-        ratio = Sym(b, External(out)) / Sym(b, External(y))          # d(x/y)/dy = -out/y
-        scaled = emit(b, mul, [Local(ty), ratio.ref], LIN_TF)
-        terms = _sum_terms(b, terms, emit(b, neg, [Local(scaled)], LIN))
-    return terms
+# Quotients come in pairs: ``q(a, b)`` and ``q_conj(a, b) = q(a, conj(b))``. Division by a
+# constant is linear in the numerator, and the two transpose to each other; so a real
+# quotient's transpose emits no ``conj`` (``q_conj`` conjugates only complex values).
 
 
-def _div_transpose(b, ct, x, y, mask):
-    if mask != (True, False):
-        raise ADRuleError("div", ADRuleKind.TRANSPOSE, "div is linear in its numerator only")
-    return (emit(b, div, [Local(ct), Local(emit(b, conj, [y]))], LIN_TF), None)
+def _quotient_rules(name: str):
+    """The JVP and transpose of the quotient op ``name`` (``div``, ``div_or_zero``, or their
+    ``_conj`` forms): ``d(a / b) = da / b - (out / b) db``, with ``conj(db)`` for ``_conj``."""
+    conjugated = name.endswith("_conj")
+    partner = name.removesuffix("_conj") if conjugated else name + "_conj"
+
+    def jvp(b, x, y, out, tx, ty):
+        terms = None if tx is None else emit(b, Binary(name), [Local(tx), External(y)], LIN_TF)
+        if ty is not None:
+            ratio = emit(b, Binary(name), [External(out), External(y)])
+            times = mul_conj if conjugated else mul     # ratio * conj(ty) or ratio * ty
+            scaled = emit(b, times, [Local(ratio), Local(ty)], LIN_FT)
+            terms = _sum_terms(b, terms, emit(b, neg, [Local(scaled)], LIN))
+        return terms
+
+    def transpose(b, ct, x, y, mask):
+        if mask != (True, False):
+            raise ADRuleError(name, ADRuleKind.TRANSPOSE, f"{name} is linear in its numerator only")
+        return (emit(b, Binary(partner), [Local(ct), y], LIN_TF), None)
+
+    return jvp, transpose
 
 
 def _div_or_zero_fn(x, y):
     out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y))
     return np.divide(x, y, out=out, where=np.asarray(y) != 0)
-
-
-def _div_or_zero_jvp(b, x, y, out, tx, ty):
-    # as div's, with div_or_zero throughout: every term is 0 where y is 0
-    terms = None if tx is None else emit(b, div_or_zero, [Local(tx), External(y)], LIN_TF)
-    if ty is not None:
-        ratio = emit(b, div_or_zero, [External(out), External(y)])
-        scaled = emit(b, mul, [Local(ty), Local(ratio)], LIN_TF)
-        terms = _sum_terms(b, terms, emit(b, neg, [Local(scaled)], LIN))
-    return terms
-
-
-def _div_or_zero_transpose(b, ct, x, y, mask):
-    if mask != (True, False):
-        raise ADRuleError("div_or_zero", ADRuleKind.TRANSPOSE,
-                          "div_or_zero is linear in its numerator only")
-    return (emit(b, div_or_zero, [Local(ct), Local(emit(b, conj, [y]))], LIN_TF), None)
 
 
 def _conj_if_complex(b):
@@ -454,9 +608,186 @@ sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose)
 mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose)
 mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose,
                   _mul_conj_into)
-div = binary("div", np.divide, _div_jvp, _div_transpose)
-div_or_zero = binary("div_or_zero", _div_or_zero_fn, _div_or_zero_jvp, _div_or_zero_transpose)
+div = binary("div", np.divide, *_quotient_rules("div"))
+div_conj = binary("div_conj", lambda a, b: apply_ufunc(np.divide, a, _conj_if_complex(b)),
+                  *_quotient_rules("div_conj"),
+                  into=lambda a, b, out: np.divide(a, _conj_if_complex(b), out=out))
+div_or_zero = binary("div_or_zero", _div_or_zero_fn, *_quotient_rules("div_or_zero"))
 """``x / y``, and 0 where ``y`` is 0: ``|z|``'s derivatives are 0 at 0 with it (PyTorch's)."""
+div_or_zero_conj = binary("div_or_zero_conj", lambda a, b: _div_or_zero_fn(a, _conj_if_complex(b)),
+                          *_quotient_rules("div_or_zero_conj"))
+
+
+
+# --- more binary ops --------------------------------------------------------------------
+
+
+def _sum_all(b, terms) -> int | None:
+    total = None
+    for term in terms:
+        total = _sum_terms(b, total, term)
+    return total
+
+
+def _partials_jvp(partial_x: Callable, partial_y: Callable) -> Callable:
+    """A binary op's JVP ``partial_x * tx + partial_y * ty`` from its partial derivatives,
+    each ``(x, y, out) -> Sym`` on symbolic primals."""
+    def jvp(b, x, y, out, tx, ty):
+        syms = Sym(b, External(x)), Sym(b, External(y)), Sym(b, External(out))
+        return _sum_all(b, [scale_tangent(b, t, partial(*syms))
+                            for t, partial in ((tx, partial_x), (ty, partial_y)) if t is not None])
+    return jvp
+
+
+def _no_tangents(b, x, y, out, tx, ty):
+    return None
+
+
+def _with_errstate(fn: Callable) -> Callable:
+    def quiet(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    return quiet
+
+
+def _unit_over_norm(a: Sym, h: Sym) -> Sym:
+    """``a / h**2`` as ``(a / h) / h`` (no overflow of ``h**2``), and 0 where ``h`` is 0."""
+    return a.apply(div_or_zero, h).apply(div_or_zero, h)
+
+
+# With h = hypot(x, y): d hypot = (x dx + y dy) / h and d arctan2(x, y) = (y dx - x dy) / h**2.
+# At (0, 0) all four partials are 0, the convention of |z| at z = 0 (ComplexAbs); JAX gives
+# NaN for arctan2 and 1/2 for hypot there, PyTorch 0 and NaN. h**2 is never formed, so
+# large operands do not overflow.
+hypot = binary("hypot", np.hypot, _partials_jvp(lambda x, y, out: x.apply(div_or_zero, out),
+                                                lambda x, y, out: y.apply(div_or_zero, out)))
+arctan2 = binary("arctan2", np.arctan2, _partials_jvp(
+    lambda x, y, out: _unit_over_norm(y, x.apply(hypot, y)),
+    lambda x, y, out: -_unit_over_norm(x, x.apply(hypot, y))))
+
+
+def _logistic_of_difference(x, y):
+    """``1 / (1 + exp(y - x))``, and 1/2 where ``x == y`` (equal infinities included)."""
+    difference = np.where(x == y, 0, np.subtract(x, y))
+    return 1 / (1 + np.exp(-difference))
+
+
+def _logaddexp_weight_jvp(b, x, y, out, tx, ty):
+    # w(x, y) = sigmoid(x - y): dw = w(x, y) w(y, x) (dx - dy)
+    slope = Sym(b, External(out)) * Sym(b, External(y)).apply(logaddexp_weight,
+                                                              Sym(b, External(x)))
+    return _sum_all(b, [None if tx is None else scale_tangent(b, tx, slope),
+                        None if ty is None else scale_tangent(b, ty, -slope)])
+
+
+logaddexp_weight = binary("logaddexp_weight", _with_errstate(_logistic_of_difference),
+                          _logaddexp_weight_jvp)
+"""``d logaddexp(x, y) / dx = exp(x) / (exp(x) + exp(y))``, computed as a logistic function of
+``x - y``: no overflow, 0 (not NaN) at ``x = -inf`` and 1/2 where ``x == y == ±inf``."""
+
+
+logaddexp = binary("logaddexp", np.logaddexp,
+                   _partials_jvp(lambda x, y, out: x.apply(logaddexp_weight, y),
+                                 lambda x, y, out: y.apply(logaddexp_weight, x)))
+logaddexp2 = binary("logaddexp2", np.logaddexp2, _partials_jvp(
+    lambda x, y, out: (x * math.log(2.0)).apply(logaddexp_weight, y * math.log(2.0)),
+    lambda x, y, out: (y * math.log(2.0)).apply(logaddexp_weight, x * math.log(2.0))))
+
+
+def _extremum_weight(wins: Callable) -> Callable:
+    """The share of ``x``'s tangent in ``fmax``/``fmin``: 1 where ``x`` is taken, 0 where
+    ``y`` is, 1/2 at ties (as ``maximum``); NaN loses to a number, as in NumPy."""
+    def weight(x, y):
+        taken = np.where(wins(x, y) | np.isnan(y), 1.0, 0.0)
+        return np.where(x == y, 0.5, taken).astype(np.result_type(x, y), copy=False)
+    return _with_errstate(weight)
+
+
+fmax_weight = binary("fmax_weight", _extremum_weight(np.greater), _no_tangents)
+fmin_weight = binary("fmin_weight", _extremum_weight(np.less), _no_tangents)
+fmax = binary("fmax", np.fmax, _partials_jvp(lambda x, y, out: x.apply(fmax_weight, y),
+                                             lambda x, y, out: 1 - x.apply(fmax_weight, y)))
+fmin = binary("fmin", np.fmin, _partials_jvp(lambda x, y, out: x.apply(fmin_weight, y),
+                                             lambda x, y, out: 1 - x.apply(fmin_weight, y)))
+
+
+def _truncated_quotient(x, y):
+    """The integer ``n`` of ``fmod(x, y) = x - n y`` (rounded: exact where ``np.trunc(x / y)``
+    may round across an integer)."""
+    return np.round((x - np.fmod(x, y)) / y)
+
+
+# Piecewise constant in both operands: derivative zero (as JAX's floor_divide).
+floor_divide = binary("floor_divide", np.floor_divide, _no_tangents)
+fmod_quotient = binary("fmod_quotient", _with_errstate(_truncated_quotient), _no_tangents)
+
+
+def _minus_quotient_jvp(quotient: Binary) -> Callable:
+    """The JVP of ``x - n y`` for the integer quotient ``n = quotient(x, y)``: ``dx - n dy``
+    (JAX's and PyTorch's rule), with the ``n`` NumPy's own divmod gives."""
+    def jvp(b, x, y, out, tx, ty):
+        if ty is None:
+            return tx
+        n = emit(b, quotient, [External(x), External(y)])
+        return _sub_jvp(b, x, y, out, tx, emit(b, mul, [Local(ty), Local(n)], LIN_TF))
+    return jvp
+
+
+remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide))
+fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient))
+
+
+@tensor_op
+class Power(TensorPrimitive):
+    """``x ** y`` for operands of one ``shape`` and ``dtype`` (``lax.pow``), differentiable
+    in both: ``d/dx = y x**(y-1)``, ``d/dy = log(x) x**y`` (holomorphic for complex).
+
+    At ``x = 0``: ``d/dy`` is 0 (``log`` taken as 0 there, as JAX and PyTorch for ``y >= 0``;
+    NaN for ``y < 0`` as in JAX), and ``d/dx`` is 0 where ``y == 0`` too (``x ** 0`` is
+    constant; PyTorch's and JAX's rule for integer exponents). Constant Python exponents
+    use ``integer_pow`` and ``pow`` instead.
+    """
+
+    shape: tuple
+    dtype: str
+    name = "power"
+
+    def input_count(self) -> int:
+        return 2
+
+    def eval(self, ctx, inputs):
+        return [apply_ufunc(np.power, inputs[0], inputs[1])]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        from primitives.tensor.ops.select import Compare, Full, Select
+
+        x, y = External(primal_inputs[0]), External(primal_inputs[1])
+        tx, ty = tangent_inputs
+
+        def constant(value) -> Local:
+            return Local(emit(builder, Full(self.shape, self.dtype, value), []))
+
+        zero, one = constant(0), constant(1)
+
+        def is_zero(ref) -> Local:
+            return Local(emit(builder, Compare("eq"), [ref, zero]))
+
+        def select(pred, on_true, on_false) -> Local:
+            return Local(emit(builder, Select(self.shape, self.dtype), [pred, on_true, on_false]))
+
+        terms = []
+        if tx is not None:
+            # x ** 0 is 1 for every x: where x == y == 0, y * x**(y-1) is taken at x = 1
+            # (value 0, finite derivatives), not at 0 ** -1
+            one_at_origin = select(is_zero(y), select(is_zero(x), one, x), x)
+            exponent = Sym(builder, y)
+            lowered = Sym(builder, Local(emit(builder, self, [one_at_origin, (exponent - 1).ref])))
+            terms.append(scale_tangent(builder, tx, exponent * lowered))
+        if ty is not None:
+            log_x = Sym(builder, select(is_zero(x), one, x)).apply(log)      # 0 at x = 0
+            out = Sym(builder, External(primal_outputs[0]))
+            terms.append(scale_tangent(builder, ty, log_x * out))
+        return [_sum_all(builder, terms)]
 
 
 # --- dtype conversion -----------------------------------------------------------------
