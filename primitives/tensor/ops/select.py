@@ -55,6 +55,7 @@ class Full(TensorPrimitive):
     dtype: str
     value: float | complex | int = 0
     name = "full"
+    __eq__, __hash__ = ew._exact_eq, ew._exact_hash      # full[-0.0] is not full[0.0]
 
     def input_count(self) -> int:
         return 0

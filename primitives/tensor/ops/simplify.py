@@ -238,7 +238,9 @@ def _dtype_kind(key) -> str | None:
 
 # --- what is known about a value's dtype -------------------------------------------------
 
-_FLOATING_UNARY = {"exp", "log", "sin", "cos", "tanh", "sqrt"}
+_FLOATING_UNARY = {"exp", "log", "sin", "cos", "tanh", "sqrt", "sinh", "cosh", "tan", "arcsin",
+                   "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log1p",
+                   "log2", "log10", "exp2", "sinc", "deg2rad", "rad2deg"}
 _WITH_DTYPE = (Full, Literal, Select, Maximum, Minimum, ReduceMax, ReduceMin, DotGeneral)
 
 
@@ -272,7 +274,7 @@ def _is_floating(key) -> bool:
         return np.dtype(dtype).kind in "fc"
     kind = type(op)
     return ((kind is ew.Unary and op.name in _FLOATING_UNARY)
-            or (kind is ew.Binary and op.name == "div")
+            or (kind is ew.Binary and op.name in ("div", "div_conj"))
             or (kind is ew.IntegerPow and op.n < 0)
             or kind is ew.Pow)
 
@@ -341,7 +343,7 @@ def _div(op, rewriter, inputs, role):
 
 
 _BINARY = {"add": _add, "sub": _sub, "mul": _mul, "mul_conj": _mul,
-           "div": _div, "div_or_zero": _div}
+           "div": _div, "div_or_zero": _div, "div_conj": _div, "div_or_zero_conj": _div}
 
 
 def _binary(op, rewriter, inputs, role):
