@@ -55,7 +55,17 @@ class Full(TensorPrimitive):
     dtype: str
     value: float | complex | int = 0
     name = "full"
-    __eq__, __hash__ = ew._exact_eq, ew._exact_hash      # full[-0.0] is not full[0.0]
+
+    def _filled(self) -> tuple:
+        """What the op makes: two ``Full``s are equal when their arrays are, bit for bit
+        (``-0.0`` is not ``0.0``; ``0`` and ``False`` fill a bool array alike)."""
+        return self.shape, self.dtype, np.array(self.value, dtype=self.dtype).tobytes()
+
+    def __eq__(self, other) -> bool:
+        return self is other or (type(other) is Full and self._filled() == other._filled())
+
+    def __hash__(self) -> int:
+        return hash(self._filled())
 
     def input_count(self) -> int:
         return 0
