@@ -12,6 +12,8 @@ Workloads (each peer is skipped with a note when it is not installed):
   PyTorch eager and ``jax.jit``;
 - memory: peak memory of backward through a chain of 1 MB arrays, against what
   the forward pass holds.
+- hvp: eager Hessian-vector products of the MLP loss (``benchmarks/hvp.py``): try_hvp,
+  create_graph double backward and tnp.hvp, against PyTorch's double backward.
 - device: each speed or memory device on the main path, on and off in fresh
   processes (``benchmarks/devices.py``), so it stays only while it pays.
 
@@ -35,6 +37,7 @@ import tracemalloc
 import numpy as np
 
 from benchmarks.devices import devices_workload
+from benchmarks.hvp import hvp_workload
 
 
 def _median_time(fn, repeat: int) -> float:
@@ -206,6 +209,7 @@ def run(quick: bool) -> dict:
     rows += eager_workload([300, 3_000] if quick else [3_000, 30_000], repeat)
     rows += mlp_workload(3 if quick else 20)
     rows += memory_workload(60 if quick else 1_000)
+    rows += hvp_workload(3 if quick else 20)
     rows += devices_workload(1 if quick else 3, quick)
     for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench")):
         try:
@@ -229,6 +233,9 @@ def format_table(result: dict) -> str:
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
                      f"backward/forward {row['backward_over_forward']:.2f}; with "
                      f"retain_freed_memory() {row['tidu_retain_freed_memory_ms']:.2f} ms)")
+        elif row["workload"] == "hvp":
+            value = (f"{row['tidu_ms']:9.2f} ms     (try_hvp; create_graph "
+                     f"{row['tidu create_graph ms']:.2f} ms, tnp.hvp {row['tidu tnp.hvp ms']:.2f} ms)")
         elif row["workload"] == "device":
             value = (f"on {row['on']:.3g} / off {row['off']:.3g} {row['unit']} = "
                      f"{row['on_over_off']:.2f}")

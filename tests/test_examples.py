@@ -37,6 +37,8 @@ EXPECTED_OUTPUT = {
         "backward twice: same gradient",
     ],
     "gradient_two_inputs.py": ["df/dx = -1.252947193096", "df/dy = -0.256311071824"],
+    "newton_step.py": ["hvp vs finite differences of gradients", "Newton-CG loss",
+                       "Newton-CG: loss"],
     "train_mlp.py": ["first gradient vs finite differences: worst relative error",
                      "epoch   1: train loss", "final test accuracy"],
 }

@@ -221,6 +221,14 @@ def test_backward_frees_the_gradients_of_tensors_no_one_holds():
     assert len(eager._referenced) < 3000
 
 
+def test_integer_and_boolean_results_do_not_require_grad():
+    x = tensor(np.array([1.0, 3.0, 2.0]), requires_grad=True)
+    for result in (tnp.argmax(x), x > 1.5, tnp.argsort(x)):
+        assert not result.requires_grad                 # as in PyTorch
+        np.asarray(result)                              # plain data: converts
+    assert (tnp.where(x > 1.5, x, 0.0).sum().backward().grad(x) == [0, 1, 1]).all()
+
+
 # --- .grad accumulation (PyTorch semantics) ------------------------------------------------
 
 

@@ -5,15 +5,27 @@
 >>> grads = y.backward()
 >>> round(grads[x.key], 12) == round(2 * 2.0 + __import__("math").cos(2.0), 12)
 True
+
+Second derivatives, two ways: ``backward(create_graph=True)`` records the
+backward work, so the gradients are ``Scalar``s that can be differentiated
+again (any order, by repeating); :func:`hvp` runs forward over reverse on the
+recorded trace (:func:`tidu.eager.try_hvp`), without recording anything.
+
+>>> dx = y.backward(create_graph=True)[x.key]           # 2x + cos x, with history
+>>> d2x = dx.backward()[x.key]                           # 2 - sin x
+>>> abs(d2x - (2 - __import__("math").sin(2.0))) < 1e-12, hvp(y, x, 1.0) == d2x
+(True, True)
 """
 
 from __future__ import annotations
 
 import threading
+from numbers import Number
 from operator import attrgetter
 from typing import Any
 
-from tidu.eager import EagerError, RecordedGraph, Recorder, try_backward
+from tidu.eager import (EagerError, EagerInput, RecordedGraph, Recorder, try_backward,
+                        try_backward_recorded, try_hvp)
 from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
@@ -56,12 +68,16 @@ class Scalar:
                 key = self.key = Input(_recorder.key_source.fresh_input_key())
                 return key
 
-    def backward(self, seed=None, executor=None) -> dict:
+    def backward(self, seed=None, executor=None, create_graph: bool = False) -> dict:
         """Cotangents of every value this one depends on, by key (``grads[x.key]``).
 
         ``seed=None`` means 1, as for ``Tensor.backward``. A seed must be a
         number, and real for a real value; a ``Scalar`` that does not require grad
         has nothing to differentiate, and raises (as in PyTorch).
+
+        With ``create_graph=True`` the backward work is recorded (PyTorch's
+        ``create_graph``) and the cotangents are ``Scalar``s whose history can be
+        differentiated again; a seed that is a ``Scalar`` with history keeps it.
         """
         if not self.requires_grad:
             raise EagerError(f"backward of {self!r}, which does not require grad: nothing "
@@ -69,10 +85,23 @@ class Scalar:
         if seed is None:
             seed = 1.0 if type(self.data) is not complex else 1.0 + 0j
         executor = _executor if executor is None else executor
+        if create_graph:
+            return self._recorded_backward(seed, executor)
         grads = try_backward(self.key, self.trace, seed, executor)  # checks traced values' seeds
         if self.trace is None:
             executor.check_seed(seed, self.data)
         return grads
+
+    def _recorded_backward(self, seed, executor) -> dict:
+        """``backward(create_graph=True)``: ``{key: Scalar}``, each with its recorded history."""
+        if isinstance(seed, Scalar):
+            seed = (EagerInput(seed.key, seed.trace, True, seed.data) if seed.requires_grad
+                    else seed.data)
+        data = seed.data if isinstance(seed, EagerInput) else seed
+        records = try_backward_recorded(self.key, self.trace, seed, executor, _recorder)
+        if self.trace is None:
+            executor.check_seed(data, self.data)
+        return {key: _from_record(record) for key, record in records.items()}
 
     def __repr__(self) -> str:
         return f"Scalar({self.data!r}{', requires_grad=True' if self.requires_grad else ''})"
@@ -175,6 +204,56 @@ def _result(value, trace, key) -> Scalar:
     out.trace = trace
     out.key = key
     return out
+
+
+def _from_record(record) -> Scalar:
+    """The Scalar of an eager record (with its history when it requires grad)."""
+    if isinstance(record, Scalar):
+        return record
+    if not record.requires_grad:
+        return Scalar(record.data)
+    if record.trace is None:                 # a leaf: only a seed with history can be one
+        out = Scalar(record.data, requires_grad=True)
+        out.key = record.key
+        return out
+    return _result(record.data, record.trace, record.key)
+
+
+def hvp(loss: Scalar, inputs, vectors):
+    """The Hessian of the real ``loss`` with respect to ``inputs``, times ``vectors``.
+
+    ``inputs`` is one leaf ``Scalar`` that requires grad, or a sequence of them,
+    and ``vectors`` one number per input (same structure). Forward over reverse
+    on the recorded trace (:func:`tidu.eager.try_hvp`); returns numbers.
+
+    >>> x, y = Scalar(1.5, requires_grad=True), Scalar(-0.5, requires_grad=True)
+    >>> hvp(x * x * y, [x, y], [1.0, 0.0])                # [[2y, 2x], [2x, 0]] [1, 0]
+    (-1.0, 3.0)
+    """
+    single = isinstance(inputs, Scalar)
+    inputs = [inputs] if single else list(inputs)
+    vectors = [vectors] if single else list(vectors)
+    if len(vectors) != len(inputs):
+        raise EagerError(f"hvp: {len(vectors)} vectors for {len(inputs)} inputs")
+    if not isinstance(loss, Scalar) or not loss.requires_grad or type(loss.data) is complex:
+        raise EagerError(f"hvp: loss must be a real Scalar computed from inputs that require "
+                         f"grad, got {loss!r}")
+    tangents = {}
+    for position, (x, v) in enumerate(zip(inputs, vectors)):
+        if not isinstance(x, Scalar) or not x.requires_grad or x.trace is not None:
+            raise EagerError(f"hvp: inputs[{position}] must be a leaf Scalar that requires grad, "
+                             f"got {x!r}")
+        if x.key in tangents:
+            raise EagerError(f"hvp: inputs[{position}] appears twice")
+        if (isinstance(v, bool) or not isinstance(v, Number)
+                or isinstance(v, complex) and type(x.data) is not complex):
+            raise EagerError(f"hvp: vectors[{position}] is {v!r}: it must be a number, complex "
+                             f"only for a complex input (inputs[{position}] is {x!r})")
+        tangents[x.key] = v
+    _, products = try_hvp(loss.key, loss.trace, 1.0, tangents, _executor, keep=tangents.keys(),
+                          leaf_cotangents=False)
+    result = tuple(products.get(x.key, 0.0 * x.data) for x in inputs)
+    return result[0] if single else result
 
 
 _new_scalar = object.__new__

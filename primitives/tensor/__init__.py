@@ -90,6 +90,7 @@ from primitives.tensor.reductions import *     # noqa: F401,F403
 from primitives.tensor.manipulation import *   # noqa: F401,F403
 from primitives.tensor.products import *       # noqa: F401,F403
 from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor import autograd
 from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
 from primitives.tensor.buffers import release_cached_arrays, set_cache_limit
@@ -185,6 +186,7 @@ __all__ = [
     "BackwardError",
     "Gradients",
     "Tensor",
+    "autograd",
     "checkpoint",
     "tensor",
     "ImmediateNumpyBuilder",

@@ -40,6 +40,20 @@ and ``backward`` computes every gradient before it changes any ``.grad`` (all or
 nothing), accumulating under a lock so that backward calls from many threads on a
 shared leaf lose nothing. A tensor pickles as a leaf: its data and
 ``requires_grad``, not its history (as in PyTorch).
+
+Higher order
+------------
+``backward(create_graph=True)`` records the backward work itself, as PyTorch
+does: the gradients (in the returned :class:`Gradients` and in the leaves'
+``.grad``) are then ``Tensor``s with history, which can be differentiated again
+(double backward; any order by repeating). ``primitives.tensor.autograd`` has
+``grad`` (``torch.autograd.grad``) and ``hvp``, a Hessian-vector product by
+forward over reverse on the recorded trace (:func:`tidu.eager.try_hvp`).
+
+>>> x = tensor([1.0, 2.0], requires_grad=True)
+>>> g = (x * x * x).sum().backward(create_graph=True).grad(x)     # 3 x^2, with history
+>>> g.sum().backward().grad(x)                                    # 6 x
+array([ 6., 12.])
 """
 
 from __future__ import annotations
@@ -50,7 +64,7 @@ import weakref
 
 import numpy as np
 
-from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward
+from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
@@ -235,7 +249,9 @@ class Tensor(ArrayOperators, Frontend):
     def grad(self):
         """The gradient accumulated by backward calls (leaves only), or ``None``.
 
-        Assigning checks it: ``None``, or an array of this tensor's shape and dtype.
+        An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
+        Assigning checks it: ``None``, or an array of this tensor's shape and dtype
+        (a ``Tensor``'s data is stored).
         """
         return self._grad
 
@@ -330,25 +346,31 @@ class Tensor(ArrayOperators, Frontend):
             inputs.append(EagerInput(_CONSTANT, None, False, d))
         results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
         trace = _recorder.record(_recorded_graph(op), inputs, results)
-        return [_computed(result, key, trace) for result, key in zip(results, trace.output_keys)]
+        return [_computed(result, key, trace) if result.dtype.kind in "fc" else _new(result)
+                for result, key in zip(results, trace.output_keys)]   # ints, bools: no grad
 
-    def backward(self, seed=None) -> "Gradients":
+    def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
 
         A tensor of one element defaults to a seed of 1; any other needs a ``seed``
         of its shape, real for a real tensor (a Tensor's value is used as a
-        constant). Every ``.grad`` is updated only once all gradients are known.
+        constant, unless ``create_graph`` is set). Every ``.grad`` is updated only
+        once all gradients are known.
 
         The returned :class:`Gradients` hold the gradients of the leaves and of
         the computed tensors still referenced when backward runs (the only ones
         one can ask for); every other cotangent is freed after its last use.
+
+        With ``create_graph=True`` the backward work is recorded (PyTorch's
+        ``create_graph``): the gradients, and what accumulates into ``.grad``,
+        are ``Tensor``s whose history can be differentiated again; a seed that is
+        a ``Tensor`` with history (of this tensor's dtype) keeps it.
         """
         if not self._requires_grad:
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
-        seed = _checked_seed(self, seed)
-        cotangents = try_backward(self.key, self._trace, seed, _executor, keep=_STILL_REFERENCED)
+        cotangents = _cotangents(self, seed, _STILL_REFERENCED, create_graph)
         _accumulate_into_leaves(cotangents)
         return Gradients(cotangents)
 
@@ -362,6 +384,40 @@ _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
 def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
     """A leaf on ``data`` (what a pickled tensor becomes)."""
     return _new(data, requires_grad)
+
+
+def _cotangents(t: Tensor, seed, keep, create_graph: bool) -> dict:
+    """The cotangents of ``t``'s backward for the keys in ``keep``: arrays, or Tensors with
+    history when ``create_graph``."""
+    if create_graph:
+        return _recorded_backward(t, seed, keep)
+    return try_backward(t.key, t._trace, _checked_seed(t, seed), _executor, keep=keep)
+
+
+def _recorded_backward(t: Tensor, seed, keep) -> dict:
+    """``t``'s backward with its work recorded: ``{key: Tensor}`` (see ``create_graph``)."""
+    if isinstance(seed, Tensor) and seed._requires_grad:
+        if seed.shape != t.shape or seed.dtype != t.dtype:
+            raise BackwardError(f"backward: a seed with history must have the tensor's shape "
+                                f"and dtype, {t.shape} {t.dtype}; got {seed.shape} {seed.dtype}")
+        seed = EagerInput(seed.key, seed._trace, True, _owned_data(seed))
+    else:
+        seed = _checked_seed(t, seed)
+    records = try_backward_recorded(t.key, t._trace, seed, _executor, _recorder, keep=keep)
+    return {key: _from_record(record) for key, record in records.items()}
+
+
+def _from_record(record: EagerInput) -> Tensor:
+    """The tensor of an eager record (with history when it requires grad)."""
+    data = record.data if type(record.data) is np.ndarray else np.asarray(record.data)
+    if not record.requires_grad:
+        return _new(data)
+    if record.trace is None:                  # a leaf itself (the seed of a leaf's backward)
+        leaf = _leaves.get(record.key)
+        return leaf if leaf is not None else _new(data, True, record.key)
+    ref = _referenced.get(record.key)
+    t = ref() if ref is not None else None
+    return t if t is not None else _computed(data, record.key, record.trace)
 
 
 def _checked_gradient(t: Tensor, value, what: str) -> np.ndarray:
@@ -414,14 +470,22 @@ def _accumulate_into_leaves(cotangents: dict) -> None:
         updates.append((leaf, value))
     with _grad_lock:
         # A new array for each .grad: it never aliases the Gradients or another leaf's .grad.
-        sums = [(leaf, value.copy() if leaf._grad is None else leaf._grad + value)
+        # (A Tensor gradient, from create_graph, is never written to in place: it is shared.)
+        sums = [(leaf, _fresh(value) if leaf._grad is None else leaf._grad + value)
                 for leaf, value in updates]
         for leaf, grad in sums:
             leaf._grad = grad
 
 
+def _fresh(value):
+    return value if isinstance(value, Tensor) else value.copy()
+
+
 class Gradients:
-    """Gradients from one backward call, by tensor (Burn's ``grad``/``remove``/``replace``)."""
+    """Gradients from one backward call, by tensor (Burn's ``grad``/``remove``/``replace``).
+
+    Arrays, or ``Tensor``s with history after ``backward(create_graph=True)``.
+    """
 
     __slots__ = ("_by_key",)
 

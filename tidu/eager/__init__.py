@@ -2,7 +2,10 @@
 
 A runtime records each call it runs and gives backward a ``BackwardExecutor``:
 ``execute_forward`` (run a graph on its data) and ``add_operands`` (sum two
-cotangents) are all it must write.
+cotangents) are all it must write. The same executor serves second derivatives:
+``try_hvp`` (Hessian-vector products, forward over reverse on the recording) and
+``try_backward_recorded`` (backward that records its own work, PyTorch's
+``create_graph``).
 
 >>> from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, try_backward
 >>> from tidu.example_ops import Op
@@ -21,6 +24,8 @@ cotangents) are all it must write.
 """
 
 from tidu.eager.backward import BackwardExecutor, BackwardPlan, try_backward
+from tidu.eager.create_graph import try_backward_recorded
+from tidu.eager.hvp import try_hvp
 from tidu.eager.immediate import ImmediateBuilder
 from tidu.eager.record import (
     CounterKeySource,
@@ -35,6 +40,7 @@ from tidu.eager.trace import Trace
 
 __all__ = [
     "KeySource", "CounterKeySource", "RecordedGraph", "EagerInput", "EagerOutput",
-    "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "EagerError",
-    "ImmediateBuilder",
+    "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "try_hvp",
+    "try_backward_recorded",
+    "EagerError", "ImmediateBuilder",
 ]

@@ -178,12 +178,13 @@ class BackwardPlan:
     ``ctx`` and used only with that ``ctx``.
     """
 
-    __slots__ = ("linear", "input_keys", "output_keys", "data_keys", "active_inputs",
-                 "output_groups", "seed_groups", "backward_graph", "load_keys",
-                 "cotangent_outputs", "all_outputs", "_compiled", "_ctx")
+    __slots__ = ("graph", "linear", "input_keys", "output_keys", "data_keys", "active_inputs",
+                 "output_groups", "seed_groups", "seed_keys", "backward_graph", "load_keys",
+                 "cotangent_outputs", "all_outputs", "derived", "_compiled", "_ctx")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
+        self.graph = graph
         self.input_keys = tuple(input_keys)
         self.output_keys = tuple(output_keys)
         self.data_keys = tuple(data_keys)
@@ -196,30 +197,35 @@ class BackwardPlan:
         self.linear = linearize(graph, list(groups), wrt, ctx=ctx)
         self._ctx = ctx
         self._compiled = None
+        self.derived: dict = {}        # plans built on this one (try_hvp's, create_graph's)
         self.backward_graph = None
 
     def _fuse(self) -> None:
         transposed = transposed_of(self.linear, self._ctx)
-        known = set(self.input_keys) | set(self.output_keys) | set(self.data_keys)
         # A group whose value does not depend on the active inputs takes no seed.
         self.seed_groups = tuple(slots for slots, output_id
                                  in zip(self.output_groups, self.linear.tangent_outputs)
                                  if output_id is not None)
-        seed_keys = tuple(transposed.tangent_input_keys)
-        builder = GraphBuilder()
-        for key in seed_keys:
-            builder.add_input(key.key)
-        targets = [key for key in transposed.tangent_output_keys if key is not None]
-        for op_key in schedule(targets, known | set(seed_keys)):
-            builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs],
-                                  op_key.role)
-        builder.set_outputs([builder.local_id(key) for key in targets])
+        self.seed_keys = seed_keys = tuple(transposed.tangent_input_keys)
         self.load_keys = self.input_keys + self.output_keys + self.data_keys + seed_keys
+        targets = [key for key in transposed.tangent_output_keys if key is not None]
         outputs = iter(range(len(targets)))
         self.cotangent_outputs = tuple(None if key is None else next(outputs)
                                        for key in transposed.tangent_output_keys)
         self.all_outputs = self.cotangent_outputs == tuple(range(len(targets)))
-        self.backward_graph = builder.build()     # last: other threads test it to skip _fuse
+        # last: other threads test it to skip _fuse
+        self.backward_graph = fused_graph(targets, set(self.load_keys), seed_keys)
+
+    def fused(self) -> Graph:
+        """``backward_graph``, built first if needed (with the plan's ``ctx``)."""
+        if self.backward_graph is None:
+            self._fuse()
+        return self.backward_graph
+
+    @property
+    def ctx(self):
+        """The ``ctx`` the plan was built with (and is used with)."""
+        return self._ctx
 
     def runner(self, executor: "BackwardExecutor") -> Callable[[Sequence[Any]], Sequence[Any]]:
         """``backward_graph`` compiled by ``executor`` (kept for the last executor used).
@@ -229,11 +235,24 @@ class BackwardPlan:
         """
         compiled = self._compiled
         if compiled is None or compiled[0] is not executor:
-            if self.backward_graph is None:
-                self._fuse()
-            compiled = (executor, executor.compile_graph(self.backward_graph, self.load_keys))
+            compiled = (executor, executor.compile_graph(self.fused(), self.load_keys))
             self._compiled = compiled
         return compiled[1]
+
+
+def fused_graph(targets: Sequence[ValueKey], known: set, input_keys: Sequence[ValueKey]) -> Graph:
+    """One graph computing ``targets`` from the ``known`` keys, by the operations they need.
+
+    ``input_keys`` (``Input`` keys among ``known``) become the graph's inputs, so a
+    target may be one of them; every other known value is read as ``External``.
+    """
+    builder = GraphBuilder()
+    for key in input_keys:
+        builder.add_input(key.key)
+    for op_key in schedule(targets, known | set(input_keys)):
+        builder.add_operation(op_key.operation, [External(k) for k in op_key.inputs], op_key.role)
+    builder.set_outputs([builder.local_id(key) for key in targets])
+    return builder.build()
 
 
 # Plans of primitive nodes, shared across calls: {ctx key: {(op, active inputs,
@@ -249,13 +268,10 @@ def _plans_for(ctx) -> dict:
     A ctx hashed by identity (a plain object) may change between calls without
     changing its hash, so it gets fresh plans per call, as an unhashable one does.
     """
-    if ctx is not None and type(ctx).__hash__ in (None, object.__hash__):
+    key = _ctx_key(ctx)
+    if key is None:
         return {}
-    key = (type(ctx), ctx)
-    try:
-        plans = _plans.get(key)
-    except TypeError:                     # hashable type, unhashable content: ((1, []),)
-        return {}
+    plans = _plans.get(key)
     if plans is None:
         if len(_plans) >= _CTX_CACHE_SIZE:
             _plans.clear()
@@ -263,7 +279,20 @@ def _plans_for(ctx) -> dict:
     return plans
 
 
-def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
+def _ctx_key(ctx):
+    """``(type(ctx), ctx)``, the key of ``ctx``'s shared plans, or ``None`` if it gets none."""
+    if ctx is not None and type(ctx).__hash__ in (None, object.__hash__):
+        return None
+    key = (type(ctx), ctx)
+    try:
+        hash(key)
+    except TypeError:                     # hashable type, unhashable content: ((1, []),)
+        return None
+    return key
+
+
+def canonical_graph(op) -> tuple[Graph, tuple, tuple]:
+    """A one-op graph of ``op`` on placeholder inputs: the graph, its input and output keys."""
     builder = GraphBuilder()
     ids = [builder.add_input(_Canonical(i)) for i in range(op.input_count())]
     builder.set_outputs(builder.add_operation(op, [Local(i) for i in ids]))
@@ -272,27 +301,56 @@ def _canonical_graph(op) -> tuple[Graph, tuple, tuple]:
 
 
 def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx,
-                  plans: dict | None = None) -> BackwardPlan:
+                  plans: dict | None = None, retained: bool = True) -> BackwardPlan:
     """The plan for ``node``: shared per (op, active slots) in ``plans`` for primitive nodes.
 
-    ``plans`` defaults to the shared cache for ``ctx``.
+    ``plans`` defaults to the shared cache for ``ctx``. A composite node's plans
+    are kept on its ``RecordedGraph`` (they live as long as it), per ``ctx`` value
+    and retained keys. ``retained=False`` ignores the node's retained values: its
+    backward graph recomputes them from the inputs.
     """
     recorded = node.recorded
     op = recorded.primitive
     if op is None:
-        return BackwardPlan(recorded.graph, [Input(k) for k in recorded.input_keys],
-                            recorded.output_keys, active_inputs, active_outputs,
-                            node.retained or (), ctx)
+        data_keys = tuple(node.retained) if retained and node.retained else ()
+        return composite_cached(
+            recorded, (active_inputs, active_outputs, data_keys), ctx,
+            _plans_for(ctx) if plans is None else plans,
+            lambda: BackwardPlan(recorded.graph, [Input(k) for k in recorded.input_keys],
+                                 recorded.output_keys, active_inputs, active_outputs, data_keys,
+                                 ctx))
     if plans is None:
         plans = _plans_for(ctx)
     cache_key = (op, active_inputs, active_outputs)
     plan = plans.get(cache_key)
     if plan is None:
-        graph, input_keys, output_keys = _canonical_graph(op)
+        graph, input_keys, output_keys = canonical_graph(op)
         plan = BackwardPlan(graph, input_keys, output_keys, active_inputs, active_outputs, (), ctx)
-        if len(plans) >= _PLAN_CACHE_SIZE:
-            plans.clear()
-        plans[cache_key] = plan
+        store_plan(plans, cache_key, plan)
+    return plan
+
+
+def store_plan(plans: dict, key, plan) -> None:
+    """``plans[key] = plan``, starting the cache over when it is full."""
+    if len(plans) >= _PLAN_CACHE_SIZE:
+        plans.clear()
+    plans[key] = plan
+
+
+def composite_cached(recorded, detail: tuple, ctx, plans: dict, make: Callable[[], Any]):
+    """``make()``, cached on the composite ``recorded`` graph under ``detail`` and ``ctx``.
+
+    Kept there (living as long as the graph) only when ``plans`` is ``ctx``'s
+    shared cache: a ``ctx`` that gets no shared plans gets fresh ones here too.
+    """
+    ctx_key = _ctx_key(ctx)
+    shared = recorded._plans if ctx_key is not None and plans is _plans.get(ctx_key) else None
+    cache_key = (ctx_key, detail)
+    plan = None if shared is None else shared.get(cache_key)
+    if plan is None:
+        plan = make()
+        if shared is not None:
+            store_plan(shared, cache_key, plan)
     return plan
 
 
@@ -334,33 +392,47 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     ``None``; then ``executor.check_seed(seed, output_data)`` checks what only the
     runtime knows (shape, dtype). Misuse raises a :class:`tidu.TiduError`.
     """
+    check_start("try_backward", output_key, output_trace, seed, executor, keep)
+    cotangents: dict[ValueKey, Any] = {output_key: seed}
+    if output_trace is not None:
+        _warn_if_overridden(executor)
+        _propagate(cotangents, output_trace, executor, ctx, keep)
+    return kept(cotangents, keep)
+
+
+def check_start(function: str, output_key, output_trace, seed, executor, keep) -> None:
+    """The O(1) checks of a backward walk's arguments (see :func:`try_backward`).
+
+    ``seed`` is the seed's data; ``executor.check_seed`` is asked last.
+    """
     if not isinstance(output_key, ValueKey):
-        raise InvalidArgumentError(f"try_backward: output_key must be a ValueKey, got "
+        raise InvalidArgumentError(f"{function}: output_key must be a ValueKey, got "
                                    f"{output_key!r}")
     if not isinstance(executor, BackwardExecutor):
         got = (f"the class {executor.__name__} (pass an instance)" if isinstance(executor, type)
                else "None" if executor is None else type(executor).__name__)
-        raise InvalidArgumentError(f"try_backward needs a BackwardExecutor, got {got}")
+        raise InvalidArgumentError(f"{function} needs a BackwardExecutor, got {got}")
     if seed is None:
-        raise InvalidArgumentError(f"try_backward: the seed (the cotangent of {output_key!r}) "
+        raise InvalidArgumentError(f"{function}: the seed (the cotangent of {output_key!r}) "
                                    "is None; pass a value, e.g. 1.0 for a real scalar output")
     if keep is not None and not hasattr(keep, "__contains__"):
-        raise InvalidArgumentError(f"try_backward: keep must be a container of value keys, got "
+        raise InvalidArgumentError(f"{function}: keep must be a container of value keys, got "
                                    f"{type(keep).__name__}")
-    cotangents: dict[ValueKey, Any] = {output_key: seed}
     if output_trace is not None:
         if not isinstance(output_trace, Trace):
-            raise InvalidArgumentError(f"try_backward: output_trace must be a Trace or None, got "
+            raise InvalidArgumentError(f"{function}: output_trace must be a Trace or None, got "
                                        f"{type(output_trace).__name__}")
         output_keys = output_trace.output_keys
         if output_key not in output_keys:
             raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
         executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
-        _warn_if_overridden(executor)
-        _propagate(cotangents, output_trace, executor, ctx, keep)
-    if keep is not None:
-        return {key: value for key, value in cotangents.items() if key in keep}
-    return cotangents
+
+
+def kept(values: dict, keep: Container | None) -> dict:
+    """``values`` restricted to the keys in ``keep`` (all of them without ``keep``)."""
+    if keep is None:
+        return values
+    return {key: value for key, value in values.items() if key in keep}
 
 
 def _propagate(cotangents: dict, output_trace, executor: BackwardExecutor, ctx,

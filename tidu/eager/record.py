@@ -60,7 +60,7 @@ class RecordedGraph:
     ``output_keys`` the value keys of its outputs.
     """
 
-    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count")
+    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count", "_plans")
 
     def __init__(self, graph: Graph, input_keys: Sequence, output_keys: Sequence[ValueKey]) -> None:
         input_keys = tuple(sequence_argument(input_keys, "RecordedGraph", "input_keys"))
@@ -78,6 +78,7 @@ class RecordedGraph:
         self._output_keys = output_keys
         self.primitive = None
         self.output_count = len(output_keys)
+        self._plans: dict = {}         # backward plans of a composite graph (tidu.eager.backward)
 
     @classmethod
     def from_primitive(cls, op, input_keys: Sequence) -> "RecordedGraph":
@@ -103,6 +104,7 @@ class RecordedGraph:
         recorded._output_keys = None
         recorded.primitive = op
         recorded.output_count = counts[1]
+        recorded._plans = None         # a primitive's plans are shared by op
         return recorded
 
     @property
