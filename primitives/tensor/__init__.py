@@ -84,7 +84,9 @@ from primitives.tensor.api import (
     zeros_like,
 )
 # NumPy's namespace, by family: each module's __all__ (and the submodules linalg, fft).
-from primitives.tensor import fft, linalg, manipulation, mathfuncs, products, reductions
+from primitives.tensor import (creation, fft, linalg, manipulation, mathfuncs, products,
+                               reductions)
+from primitives.tensor.creation import *       # noqa: F401,F403
 from primitives.tensor.mathfuncs import *      # noqa: F401,F403
 from primitives.tensor.reductions import *     # noqa: F401,F403
 from primitives.tensor.manipulation import *   # noqa: F401,F403
@@ -206,5 +208,5 @@ __all__ = [
     "value_and_grad",
     "vjp",
 ]
-__all__ += ["fft", "linalg", *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
+__all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
             *products.__all__]
