@@ -40,6 +40,7 @@ from tidu.testing import (
     CheckFailure,
     CheckReport,
     CheckUsageError,
+    check_batch,
     check_jvp,
     check_primitive,
     check_transpose,
@@ -1037,3 +1038,235 @@ def _tensor_cases():
 def test_order_two_passes_tensor_elementwise_ops(op, args):
     report = check_primitive(op, *args, rng=0, order=2)
     assert report.order == 2 and report.elements >= 3 * args[0].size
+
+
+# --- check_batch ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batched(Primitive, EvaluableGraphOperation):
+    """NumPy ops with batch rules, right (``kind`` "add", "neg", "sum0") and wrong ones.
+
+    "add" is x + y on one shape, "neg" is -x, "sum0" sums axis 0; "add_numpy" relies on
+    NumPy broadcasting instead of broadcasting an unbatched operand to the batch axis,
+    "neg_axis" always says its output is batched along axis 0, "neg_far" one axis too far
+    to the right, "sum0_unshifted" forgets
+    that a batch axis in front shifts the summed axis, "neg_f32" computes in float32 when
+    batched, "neg_emits" emits an op without a batch rule.
+    """
+
+    kind: str
+
+    @classmethod
+    def add(cls):
+        return Batched("add")
+
+    def input_count(self):
+        return 2 if self.kind.startswith("add") else 1
+
+    def output_count(self):
+        return 1
+
+    def eval(self, ctx, xs):
+        if self.kind.startswith("add"):
+            return [xs[0] + xs[1]]
+        if self.kind.startswith("sum0"):
+            return [np.sum(xs[0], axis=0)]
+        return [-xs[0]]
+
+    def jvp_rule(self, b, xs, outs, ts, ctx):
+        return [sum_terms(b, [None if t is None else emit(b, Batched(self.kind.split("_")[0]),
+                                                          [Local(t)], LIN) for t in ts])]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        kind = self.kind.split("_")[0]
+        if kind == "add":
+            return [cts[0] if active else None for active in role.active_mask]
+        if kind == "neg":
+            return [emit(b, Batched("neg"), [Local(cts[0])], LIN)]
+        return super().transpose_rule(b, cts, inputs, role, ctx)
+
+    def batch_rule(self, b, inputs, axes, role, axis_size, ctx):
+        kind = self.kind
+        if kind in ("add", "add_numpy"):
+            target = next(a for a in axes if a is not None)
+            refs = []
+            for ref, axis in zip(inputs, axes):
+                if axis is None and kind == "add":
+                    ref = Local(emit(b, BatchTile(target, axis_size), [ref]))
+                elif axis is not None and axis != target:
+                    ref = Local(emit(b, BatchMoveTo(axis, target), [ref]))
+                refs.append(ref)
+            return b.add_primitive(self, refs, role), [target]
+        [axis] = axes
+        if kind == "sum0":
+            if axis == 0:
+                return b.add_primitive(BatchSum(1), inputs, role), [0]
+            return b.add_primitive(self, inputs, role), [axis - 1]
+        if kind == "sum0_unshifted":
+            return b.add_primitive(self, inputs, role), [max(axis - 1, 0)]
+        if kind == "neg_axis":
+            return b.add_primitive(self, inputs, role), [0]
+        if kind == "neg_far":
+            return b.add_primitive(self, inputs, role), [axis + 1]
+        if kind == "neg_f32":
+            [x32] = b.add_primitive(BatchCast32(), inputs, role)
+            return b.add_primitive(self, [Local(x32)], role), [axis]
+        if kind == "neg_emits":
+            [x] = b.add_primitive(NoBatchRule(), inputs, role)
+            return b.add_primitive(Batched("neg"), [Local(x)], role), [axis]
+        return b.add_primitive(self, inputs, role), [axis]
+
+
+def sum_terms(b, terms):
+    terms = [t for t in terms if t is not None]
+    return terms[0] if len(terms) == 1 else emit(b, Batched("add"), [Local(t) for t in terms],
+                                                 Linearized((True, True)))
+
+
+@dataclass(frozen=True)
+class BatchTile(Primitive, EvaluableGraphOperation):
+    axis: int
+    size: int
+
+    def input_count(self): return 1
+    def output_count(self): return 1
+
+    def eval(self, ctx, xs):
+        return [np.repeat(np.expand_dims(xs[0], self.axis), self.size, axis=self.axis)]
+
+
+@dataclass(frozen=True)
+class BatchMoveTo(Primitive, EvaluableGraphOperation):
+    source: int
+    destination: int
+
+    def input_count(self): return 1
+    def output_count(self): return 1
+
+    def eval(self, ctx, xs):
+        return [np.moveaxis(xs[0], self.source, self.destination)]
+
+
+@dataclass(frozen=True)
+class BatchSum(Primitive, EvaluableGraphOperation):
+    axis: int
+
+    def input_count(self): return 1
+    def output_count(self): return 1
+
+    def eval(self, ctx, xs):
+        return [np.sum(xs[0], axis=self.axis)]
+
+
+@dataclass(frozen=True)
+class BatchCast32(Primitive, EvaluableGraphOperation):
+    def input_count(self): return 1
+    def output_count(self): return 1
+
+    def eval(self, ctx, xs):
+        return [np.asarray(xs[0], dtype=np.float32)]
+
+
+@dataclass(frozen=True)
+class NoBatchRule(Primitive, EvaluableGraphOperation):
+    """The identity, without a batch rule."""
+
+    def input_count(self): return 1
+    def output_count(self): return 1
+
+    def eval(self, ctx, xs):
+        return [xs[0]]
+
+
+def test_check_batch_passes_right_rules_and_reports_what_it_compared():
+    x, y = np.arange(6.0).reshape(2, 3) + 1, np.ones((2, 3))
+    report = check_batch(Batched("add"), x, y, rng=0)
+    # batch positions 0..2 or None per input, but not both None: 4 * 4 - 1 choices
+    assert (report.ops, report.output_slots, report.input_slots) == (("Batched(kind='add')",),
+                                                                     1, 2)
+    assert report.batch_comparisons == 15 and report.jvp_comparisons == 0
+    assert report.worst_error <= report.tolerance
+    assert str(report).startswith("checked Batched(kind='add') at 1 point: 1 output slot, "
+                                  "2 input slots; 15 batch comparisons with a loop")
+    assert check_batch(Batched("sum0"), x, rng=0).batch_comparisons == 3
+    assert check_batch(Batched("add"), x, y, in_axes=[-1, None]).batch_comparisons == 1
+    assert check_batch(Batched("neg"), x, order=2, rng=0).batch_comparisons == 2 * 3
+    # integer inputs are batched too (permuted), and compared exactly
+    assert check_batch(Batched("neg"), np.arange(4), rng=0).batch_comparisons == 2
+
+
+def test_check_batch_catches_a_rule_that_relies_on_numpy_broadcasting():
+    x, y = np.arange(3.0), np.array([10.0, 20.0, 30.0])
+    check_batch(Batched("add_numpy"), x, y, in_axes=[0, None])    # right by luck at axis 0
+    with pytest.raises(CheckFailure, match=r"batched along axes \(1, None\), output 0 "
+                                           r"\(batch axis 1\): expected .* \(the loop\), got"):
+        check_batch(Batched("add_numpy"), x, y, in_axes=[1, None], rng=0)
+
+
+def test_check_batch_catches_a_wrong_output_axis():
+    with pytest.raises(CheckFailure, match=r"axes \(1,\), output 0 \(batch axis 0\): "):
+        check_batch(Batched("neg_axis"), np.arange(6.0).reshape(2, 3) + 1, in_axes=[1],
+                    axis_size=4, rng=0)
+    with pytest.raises(CheckFailure, match="puts the batch axis at 2, but the batched output "
+                                           r"has 2 axes \(shape \(3, 3\)\)"):
+        check_batch(Batched("neg_far"), np.ones(3), in_axes=[1], rng=0)
+    check_batch(Batched("sum0_unshifted"), np.ones((2, 3)), in_axes=[2], rng=0)   # right here
+    with pytest.raises(CheckFailure, match=r"the batched output, batch axes first, has shape "
+                                           r"\(2, 3\), but the loop's results stacked have "
+                                           r"shape \(3, 3\)"):
+        check_batch(Batched("sum0_unshifted"), np.ones((2, 3)), in_axes=[0], rng=0)
+
+
+def test_check_batch_catches_a_changed_dtype():
+    with pytest.raises(CheckFailure, match="has dtype float32, but the loop's results have "
+                                           "dtype float64"):
+        check_batch(Batched("neg_f32"), np.ones(3), rng=0)
+
+
+def test_check_batch_at_order_two_names_the_rule_that_emitted_an_op_without_a_batch_rule():
+    assert check_batch(Batched("neg_emits"), np.ones(3), rng=0).batch_comparisons == 2
+    with pytest.raises(ADRuleError, match=r"NoBatchRule\(\) has no batch rule: emitted by the "
+                                          r"batch rule of Batched\(kind='neg_emits'\) \(found "
+                                          r"while batching the batched graph"):
+        check_batch(Batched("neg_emits"), np.ones(3), order=2, rng=0)
+
+
+def test_check_batch_raises_for_a_missing_batch_rule():
+    with pytest.raises(ADRuleError) as info:
+        check_batch(Op.SIN, 0.3)
+    assert info.value.op == "SIN" and info.value.rule is ADRuleKind.BATCH
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes=[None]), "batch no input"),
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes=[0, 0]), "2 in_axes for the 1 "),
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes=[2]), "batch axis 2 of input 0"),
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes=[-3]), "batch axis -3 of input 0"),
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes=[True]), "batch axis True"),
+    (lambda: check_batch(Batched("neg"), np.ones(3), in_axes="some"), "in_axes must be \"all\""),
+    (lambda: check_batch(Batched("neg"), np.ones(3), axis_size=0), "axis_size must be a positive"),
+    (lambda: check_batch(Batched("neg"), np.ones(3), order=3), "order must be 1 or 2"),
+    (lambda: check_batch(Batched("neg")), "takes 1 inputs, got 0"),
+    (lambda: check_batch(Batched("neg"), "text"), "cannot make a batch of"),
+])
+def test_check_batch_refuses_calls_that_compare_nothing(call, message):
+    with pytest.raises(CheckUsageError, match=message):
+        call()
+
+
+def test_check_primitive_runs_check_batch_only_for_sets_with_batch_rules():
+    assert check_primitive(Op.MUL, 1.5, -0.5, rng=0).batch_comparisons == 0   # no batch rules
+    from tidu.example_ops import Op as ExampleOp
+
+    report = check_primitive(ExampleOp.MUL, 1.5, -0.5, rng=0)
+    assert report.batch_comparisons == 3 and report.jvp_comparisons == 3
+    assert "5 dot-product tests, 3 batch comparisons with a loop" in str(report)
+    with pytest.raises(CheckFailure, match="batched along axes"):
+        check_primitive(Batched("neg_axis"), np.ones((2, 3)), rng=0)
+
+
+def test_check_batch_with_many_axis_choices_checks_each_input_alone_and_all_together():
+    x = np.arange(1.0, 3.0).reshape((1,) * 6 + (2,))         # 7 axes: 8 positions each
+    report = check_batch(Batched("add"), x, 2 * x, rng=0)
+    assert report.batch_comparisons == 8 + 8 + 8             # x alone, y alone, both

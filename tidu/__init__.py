@@ -2,7 +2,8 @@
 
 Downstream primitive sets implement :class:`Primitive` (JVP and transpose
 rules); :func:`linearize` and :func:`linear_transpose` turn graphs into linear
-and transposed graphs; :func:`optimize` compiles what they produce;
+and transposed graphs; :func:`batch` batches a graph along an axis;
+:func:`optimize` compiles what they produce;
 :mod:`tidu.eager` drives eager reverse mode.
 
 The names load on first use, so ``import tidu.graph`` stays free of the AD layer.
@@ -20,6 +21,8 @@ _LAZY = {   # public name -> the module defining it
     "linear_transpose": "tidu.transpose",
     "linear_transpose_with_builder": "tidu.transpose",
     "optimize": "tidu.compile",
+    **{name: "tidu.batching" for name in (
+        "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role")},
     **{name: "tidu.rules" for name in (
         "CotangentSeed", "GraphPrimitiveBuilder", "Primitive", "PrimitiveBuilder",
         "PrimitiveValue", "TangentKey", "sum_tangent_terms", "tangent_key")},
@@ -30,6 +33,7 @@ __all__ = [
     "Primitive", "PrimitiveBuilder", "PrimitiveValue", "GraphPrimitiveBuilder",
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
     "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
+    "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role",
 ]
 
 

@@ -109,6 +109,7 @@ class ADRuleKind(enum.Enum):
     JVP = "jvp"
     TRANSPOSE = "transpose"
     SIMPLIFY = "simplify"
+    BATCH = "batch"
 
 
 class ADRuleError(TiduError):
@@ -135,7 +136,7 @@ class ADRuleError(TiduError):
 
 
 class RuleContractError(TiduError):
-    """A JVP or transpose rule broke the rule contract (result count, ids)."""
+    """A JVP, transpose or batch rule broke the rule contract (result count, ids, axes)."""
 
     def __init__(self, op: str, rule: ADRuleKind, detail: str) -> None:
         self.op = op

@@ -5,6 +5,14 @@ outputs) over Python ``float`` and ``complex``, each with its JVP and transpose
 rules (complex-correct under ``Re<a, b>``); :func:`trace` records a Python
 function of such numbers as a graph. Real primitive sets live in ``primitives/``.
 
+``Op`` also has batch rules, for :func:`tidu.batch`: a batch of numbers is a
+Python list (batch axis 0, the only axis a number has), and ``Op``'s ``eval``
+works item by item on lists of equal length (nested lists too). A batch rule
+first broadcasts each unbatched input to a list with :class:`Broadcast`, whose
+transpose is :class:`Sum`, so batched linear graphs transpose correctly.
+``Broadcast`` and ``Sum`` have no batch rules themselves: a graph already
+batched can be batched again only along inputs batched the first time.
+
 >>> graph = trace(lambda x, y: x * y + sin(x), ["x", "y"])
 >>> print(graph)
 graph(a = 'x', b = 'y'):
@@ -19,9 +27,12 @@ from __future__ import annotations
 import cmath
 import enum
 import math
+import operator
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from tidu.errors import ADRuleError, ADRuleKind
+from tidu.batching import input_role
+from tidu.errors import ADRuleError, ADRuleKind, EvaluationError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, Graph, GraphBuilder, \
     Linearized, Local
 from tidu.rules import Primitive
@@ -32,6 +43,29 @@ _LIN_TT = Linearized((True, True))
 
 def _math(x):
     return cmath if isinstance(x, complex) else math
+
+
+def _map(name: str, fn: Callable, *xs):
+    """``fn`` of numbers, or of the items of lists of one length (nested lists item by item)."""
+    lists = [type(x) is list for x in xs]
+    if not any(lists):
+        return fn(*xs)
+    if not all(lists) or len({len(x) for x in xs}) != 1:
+        raise EvaluationError(f"{name} got {', '.join(_kind(x) for x in xs)}: batched inputs "
+                              "must be lists of one length (broadcast numbers first)")
+    return [_map(name, fn, *items) for items in zip(*xs)]
+
+
+def _kind(x) -> str:
+    return f"a list of {len(x)}" if type(x) is list else type(x).__name__
+
+
+def _sin(x):
+    return _math(x).sin(x)
+
+
+def _cos(x):
+    return _math(x).cos(x)
 
 
 class Op(Primitive, EvaluableGraphOperation, enum.Enum):
@@ -56,20 +90,9 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
         return 2 if self is Op.SINCOS else 1
 
     def eval(self, ctx, xs):
-        x = xs[0]
-        if self is Op.ADD:
-            return [x + xs[1]]
-        if self is Op.MUL:
-            return [x * xs[1]]
-        if self is Op.NEG:
-            return [-x]
-        if self is Op.CONJ:
-            return [x.conjugate()]
-        if self is Op.SIN:
-            return [_math(x).sin(x)]
-        if self is Op.COS:
-            return [_math(x).cos(x)]
-        return [_math(x).sin(x), _math(x).cos(x)]
+        if self is Op.SINCOS:
+            return [_map("SINCOS", _sin, xs[0]), _map("SINCOS", _cos, xs[0])]
+        return [_map(self.name, _SCALAR_FUNCTIONS[self], *xs)]
 
     def jvp_rule(self, b, primals, outputs, tangents, ctx):
         def emit(op, refs, role=PRIMARY):
@@ -112,6 +135,80 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
         [other] = b.add_primitive(Op.CONJ, [inputs[1 - linear]], PRIMARY)
         [out] = b.add_primitive(Op.MUL, [Local(ct), Local(other)], Linearized((True, False)))
         return [out, None] if linear == 0 else [None, out]
+
+    def batch_rule(self, b, inputs, axes, role, axis_size, ctx):
+        # every batch axis is 0: broadcast the unbatched inputs, then apply the op to lists
+        if any(axis not in (0, None) for axis in axes):
+            raise ADRuleError(self.name, ADRuleKind.BATCH, "a batch of numbers is a list: "
+                              f"batch axis 0 only, got axes {list(axes)}")
+        refs = [ref if axis == 0 else
+                Local(b.add_primitive(Broadcast(axis_size), [ref], input_role(role, i))[0])
+                for i, (ref, axis) in enumerate(zip(inputs, axes))]
+        return b.add_primitive(self, refs, role), [0] * self.output_count()
+
+
+_SCALAR_FUNCTIONS = {Op.ADD: operator.add, Op.MUL: operator.mul, Op.NEG: operator.neg,
+                     Op.CONJ: lambda x: x.conjugate(), Op.SIN: _sin, Op.COS: _cos}
+
+
+@dataclass(frozen=True)
+class Broadcast(Primitive, EvaluableGraphOperation):
+    """``x -> [x] * size``: a batch of ``size`` copies of ``x`` (linear; transposes to
+    :class:`Sum`)."""
+
+    size: int
+
+    @classmethod
+    def add(cls) -> Op:
+        return Op.ADD
+
+    def input_count(self) -> int:
+        return 1
+
+    def output_count(self) -> int:
+        return 1
+
+    def eval(self, ctx, xs):
+        return [[xs[0]] * self.size]
+
+    def jvp_rule(self, b, primals, outputs, tangents, ctx):
+        return b.add_primitive(self, [Local(tangents[0])], _LIN)
+
+    def transpose_rule(self, b, cotangents, inputs, role, ctx):
+        return b.add_primitive(Sum(self.size), [Local(cotangents[0])], _LIN)
+
+
+@dataclass(frozen=True)
+class Sum(Primitive, EvaluableGraphOperation):
+    """The sum of a batch of ``size`` numbers (linear; transpose :class:`Broadcast`)."""
+
+    size: int
+
+    @classmethod
+    def add(cls) -> Op:
+        return Op.ADD
+
+    def input_count(self) -> int:
+        return 1
+
+    def output_count(self) -> int:
+        return 1
+
+    def eval(self, ctx, xs):
+        if type(xs[0]) is not list or len(xs[0]) != self.size:
+            raise EvaluationError(f"Sum(size={self.size}) got {_kind(xs[0])}")
+        if not xs[0]:
+            return [0.0]
+        total = xs[0][0]
+        for item in xs[0][1:]:
+            total = _map("Sum", operator.add, total, item)
+        return [total]
+
+    def jvp_rule(self, b, primals, outputs, tangents, ctx):
+        return b.add_primitive(self, [Local(tangents[0])], _LIN)
+
+    def transpose_rule(self, b, cotangents, inputs, role, ctx):
+        return b.add_primitive(Broadcast(self.size), [Local(cotangents[0])], _LIN)
 
 
 class _Traced:

@@ -6,7 +6,10 @@ What ChainRulesTestUtils gives Julia rule authors, for tidu primitive sets:
   with central finite differences;
 - :func:`check_transpose` runs the dot-product test ``<ct, J t> == <Jᵀ ct, t>``
   on a :class:`~tidu.LinearizedGraph` and its :func:`~tidu.linear_transpose`;
-- :func:`check_primitive` does both for one operation on given inputs, and with
+- :func:`check_batch` compares one operation batched by :func:`tidu.batch` with a
+  Python loop over the batch, for batch axes at every position;
+- :func:`check_primitive` does the first two for one operation on given inputs (and
+  :func:`check_batch`, for an op whose set defines batch rules), and with
   ``order=2`` differentiates the graphs its rules emitted once more, so every op
   a rule emits is shown to have working rules of its own.
 
@@ -60,6 +63,7 @@ from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, Seque
 
 import numpy as np
 
+from tidu.batching import batch
 from tidu.errors import ADRuleError, ADRuleKind, NotEvaluableError, TiduError
 from tidu.graph import (
     PRIMARY,
@@ -77,11 +81,11 @@ from tidu.graph import (
 from tidu.graph import key_inputs, op_name, postorder
 from tidu.linearization import linearize
 from tidu.linearized import LinearizedGraph
-from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, TangentKey
+from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, Primitive, TangentKey
 from tidu.transpose import linear_transpose
 
-__all__ = ["CheckFailure", "CheckReport", "CheckUsageError", "check_jvp", "check_transpose",
-           "check_primitive"]
+__all__ = ["CheckFailure", "CheckReport", "CheckUsageError", "check_batch", "check_jvp",
+           "check_transpose", "check_primitive"]
 
 
 class CheckUsageError(TiduError, ValueError):
@@ -120,8 +124,10 @@ class CheckReport:
     and at ``order=2`` also the points of the linear and transposed graphs);
     ``jvp_comparisons`` counts (output, tangent choice) pairs compared with finite
     differences, covering ``elements`` numbers; ``dot_products`` counts dot-product
-    tests. ``worst_error`` is the comparison closest to failing, measured against
-    ``tolerance``, and ``worst_at`` says which it was.
+    tests; ``batch_comparisons`` counts (output, choice of batch axes) pairs whose
+    batched value was compared with a Python loop over the batch. ``worst_error``
+    is the comparison closest to failing, measured against ``tolerance``, and
+    ``worst_at`` says which it was.
 
     >>> from tidu.example_ops import Op
     >>> report = check_primitive(Op.MUL, 1.5, -0.5, rng=0)
@@ -129,11 +135,14 @@ class CheckReport:
     (('MUL',), 1, 2, 1)
     >>> report.jvp_comparisons, report.dot_products   # x, y, both; x alone, y alone, both (2 + 1)
     (3, 5)
+    >>> report.batch_comparisons                     # batch axes (0, None), (None, 0), (0, 0)
+    3
     >>> report.worst_error <= report.tolerance
     True
     >>> print(report)                                      # doctest: +ELLIPSIS
     checked MUL at 1 point: 1 output slot, 2 input slots; 3 JVP comparisons (3 numbers)
-    with finite differences, 5 dot-product tests; worst |error| ... (tolerance ...) at ...
+    with finite differences, 5 dot-product tests, 3 batch comparisons with a loop;
+    worst |error| ... (tolerance ...) at ...
     """
 
     ops: tuple[str, ...]
@@ -147,18 +156,23 @@ class CheckReport:
     tolerance: float
     worst_at: str
     order: int = 1
+    batch_comparisons: int = 0
 
     def __str__(self) -> str:
         def count(n: int, noun: str) -> str:
             return f"{n} {noun}{'' if n == 1 else 's'}"
 
         order = f" to order {self.order}" if self.order > 1 else ""
+        compared = []
+        if self.jvp_comparisons or self.dot_products or not self.batch_comparisons:
+            compared.append(f"{count(self.jvp_comparisons, 'JVP comparison')} "
+                            f"({count(self.elements, 'number')}) with finite differences, "
+                            f"{count(self.dot_products, 'dot-product test')}")
+        if self.batch_comparisons:
+            compared.append(f"{count(self.batch_comparisons, 'batch comparison')} with a loop")
         text = (f"checked {', '.join(self.ops)}{order} at {count(self.points, 'point')}: "
                 f"{count(self.output_slots, 'output slot')}, "
-                f"{count(self.input_slots, 'input slot')}; "
-                f"{count(self.jvp_comparisons, 'JVP comparison')} "
-                f"({count(self.elements, 'number')}) with finite differences, "
-                f"{count(self.dot_products, 'dot-product test')}")
+                f"{count(self.input_slots, 'input slot')}; " + ", ".join(compared))
         if self.worst_at:
             text += (f"; worst |error| {self.worst_error:.3g} (tolerance {self.tolerance:.3g}) "
                      f"at {self.worst_at}")
@@ -172,6 +186,7 @@ class _Tally:
         self.jvp_comparisons = 0
         self.elements = 0
         self.dot_products = 0
+        self.batch_comparisons = 0
         self.worst = (-1.0, 0.0, 0.0, "")     # (error / tolerance, error, tolerance, where)
 
     def saw(self, error: float, tolerance: float, where: str) -> None:
@@ -197,7 +212,7 @@ class _Tally:
         _, error, tolerance, where = self.worst
         return CheckReport(tuple(ops), output_slots, input_slots, points,
                            self.jvp_comparisons, self.elements, self.dot_products,
-                           float(error), float(tolerance), where, order)
+                           float(error), float(tolerance), where, order, self.batch_comparisons)
 
 
 # --- values ---------------------------------------------------------------------
@@ -887,6 +902,290 @@ def _subsets(items: list) -> list[list]:
     return [[item] for item in items] + ([items] if len(items) > 1 else [])
 
 
+# --- check_batch --------------------------------------------------------------------
+
+_MAX_AXIS_CHOICES = 64
+
+
+def check_batch(op, *primal_inputs, in_axes: Sequence[int | None] | str = "all",
+                axis_size: int = 3, order: int = 1, rtol: float | None = None,
+                atol: float = 0.0, rng=None, ctx: Any = None) -> CheckReport:
+    """Check ``op``'s batch rule: ``op`` batched by :func:`tidu.batch` against a Python loop.
+
+    ``primal_inputs`` are one example's operands. Of each, a batch of
+    ``axis_size`` examples is made: the operand, then the operand times a real
+    factor drawn per example in ``[0.8, 1.2]`` for floating values (so
+    symmetric, triangular or positive definite operands keep their structure,
+    and signs their domain), a permutation of its elements for integer and
+    boolean arrays (so indices stay in range), the same value for Python ints
+    and bools. NumPy values are stacked along their batch axis; Python numbers
+    batch into a list (batch axis 0), the form :mod:`tidu.example_ops` takes.
+
+    ``in_axes`` holds one batch axis per input: a position in the batched value
+    (negative counts from its end) or ``None`` for an input shared by every
+    example. The default, ``"all"``, checks every choice of a position or
+    ``None`` per input but all ``None`` (or, past 64 choices, each input alone
+    at each position and all inputs at each position). For each choice the op
+    is batched and evaluated, and every output, its batch axis moved to the
+    front (repeated, for batch axis ``None``), must have the shape, dtype and
+    values of the loop's results stacked: integers and booleans exactly,
+    floating values within ``atol + rtol * (|expected| + max |expected|)``
+    (``rtol`` defaults to ``1000 * eps`` of the output's precision), NaN matching NaN.
+
+    ``order=2`` also batches each batched graph again, along the same positions
+    (a ``vmap`` of a ``vmap``), against a double loop: the ops a batch rule
+    emits must have batch rules too, for the inputs batched the first time.
+
+    Raises :class:`CheckUsageError` for a wrong number of inputs or of
+    ``in_axes``, a position out of range, ``in_axes`` that batch nothing, a bad
+    ``axis_size`` or ``order``, or an op without ``eval``; :class:`CheckFailure`
+    naming the output and batch axes for a mismatch; :class:`~tidu.ADRuleError`
+    for a missing batch rule. Returns a :class:`CheckReport`.
+
+    >>> from tidu.example_ops import Op
+    >>> check_batch(Op.MUL, 1.5, -0.5, rng=0).batch_comparisons   # (0, None), (None, 0), (0, 0)
+    3
+    >>> check_batch(Op.SINCOS, 0.5 - 2j, in_axes=[0], order=2).batch_comparisons   # 2 outputs
+    4
+    >>> check_batch(Op.SIN, 0.3, in_axes=[None])
+    Traceback (most recent call last):
+    ...
+    tidu.testing.CheckUsageError: check_batch: in_axes [None] batch no input of SIN: nothing to compare
+    """
+    name = op_name(op)
+    graph = _one_op_graph(op, primal_inputs, order, "check_batch")
+    if type(axis_size) is not int or axis_size < 1:
+        raise CheckUsageError(f"check_batch: axis_size must be a positive int, got {axis_size!r}")
+    ndims = [np.ndim(value) for value in primal_inputs]
+    if isinstance(in_axes, str) and in_axes == "all":
+        choices = _batch_axis_choices(ndims)
+    else:
+        choices = [_checked_in_axes(in_axes, ndims, name)]
+    tally = _Tally()
+    _check_batch(op, graph, primal_inputs, choices, axis_size, order, rtol, atol,
+                 _generator(rng), ctx, tally)
+    batched_slots = sum(any(axes[i] is not None for axes in choices) for i in range(len(ndims)))
+    return tally.report((name,), op.output_count(), batched_slots, points=1, order=order)
+
+
+def _one_op_graph(op, primal_inputs: tuple, order, subject: str) -> Graph:
+    """A graph of ``op`` on inputs keyed ``0, 1, ...``, once the call is checked."""
+    name = op_name(op)
+    if order not in (1, 2) or isinstance(order, bool):
+        raise CheckUsageError(f"{subject}: order must be 1 or 2, got {order!r}")
+    if not isinstance(op, EvaluableGraphOperation):
+        raise CheckUsageError(f"{subject}: {name} is not an EvaluableGraphOperation: "
+                              "the checks need its eval")
+    n_inputs = op.input_count()
+    if len(primal_inputs) != n_inputs:
+        raise CheckUsageError(f"{subject}: {name} takes {n_inputs} inputs, "
+                              f"got {len(primal_inputs)}")
+    builder = GraphBuilder()
+    ids = [builder.add_input(slot) for slot in range(n_inputs)]
+    builder.set_outputs(builder.add_operation(op, [Local(i) for i in ids]))
+    return builder.build()
+
+
+def _has_batch_rule(op) -> bool:
+    """Whether ``op``'s set overrides :meth:`Primitive.batch_rule` (batching is opt-in)."""
+    rule = getattr(type(op), "batch_rule", None)
+    return rule is not None and rule is not Primitive.batch_rule
+
+
+def _batch_axis_choices(ndims: list) -> list[tuple]:
+    """Every choice of a batch position or ``None`` per input but all ``None`` (or, past
+    ``_MAX_AXIS_CHOICES``, each input alone at each position and all at each position)."""
+    options = [[None, *range(ndim + 1)] for ndim in ndims]
+    if math.prod(map(len, options)) <= _MAX_AXIS_CHOICES + 1:
+        return [axes for axes in itertools.product(*options) if axes.count(None) < len(axes)]
+    choices = []
+    for i, ndim in enumerate(ndims):
+        for position in range(ndim + 1):
+            choices.append(tuple(position if j == i else None for j in range(len(ndims))))
+    for position in range(max(ndims) + 1):
+        together = tuple(min(position, ndim) for ndim in ndims)
+        if together not in choices:
+            choices.append(together)
+    return choices
+
+
+def _checked_in_axes(in_axes, ndims: list, name: str) -> tuple:
+    if isinstance(in_axes, (str, bytes)) or not hasattr(in_axes, "__len__"):
+        raise CheckUsageError(f"check_batch: in_axes must be \"all\" or one batch axis (int or "
+                              f"None) per input of {name}, got {in_axes!r}")
+    if len(in_axes) != len(ndims):
+        raise CheckUsageError(f"check_batch: {len(in_axes)} in_axes for the {len(ndims)} "
+                              f"inputs of {name}")
+    axes = []
+    for i, (axis, ndim) in enumerate(zip(in_axes, ndims)):
+        if axis is None:
+            axes.append(None)
+            continue
+        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or \
+                not -(ndim + 1) <= axis <= ndim:
+            raise CheckUsageError(f"check_batch: batch axis {axis!r} of input {i} of {name}: "
+                                  f"expected None or a position in its batch, which has "
+                                  f"{ndim + 1} axes")
+        axes.append(int(axis) % (ndim + 1))
+    if axes.count(None) == len(axes):
+        raise CheckUsageError(f"check_batch: in_axes {list(in_axes)} batch no input of {name}: "
+                              "nothing to compare")
+    return tuple(axes)
+
+
+def _check_batch(op, graph: Graph, primals: tuple, choices: list, size: int, order: int,
+                 rtol, atol, rng, ctx, tally: _Tally) -> None:
+    """Compare ``op`` batched along each choice of axes with the loop; count in ``tally``."""
+    name = op_name(op)
+    outputs = list(graph.output_keys)
+    for axes in choices:
+        label = f"{name} batched along axes {_axes_text(axes)}"
+        inner = batch(graph, outputs, dict(enumerate(axes)), size, ctx)
+        # examples[i][outer][inner] for a batched input i; one outer batch at order 1
+        n_outer = size if order == 2 else 1
+        examples = {i: [_examples(value, size, rng, first=outer == 0) for outer in range(n_outer)]
+                    for i, (value, axis) in enumerate(zip(primals, axes)) if axis is not None}
+
+        def loop(outer: int) -> list:
+            """The outputs of each example of batch ``outer``, stacked: one array per output."""
+            results = [evaluate(graph, outputs, {
+                Input(i): examples[i][outer][k] if i in examples else value
+                for i, value in enumerate(primals)}, ctx) for k in range(size)]
+            return [_stacked_results([r[j] for r in results]) for j in range(len(outputs))]
+
+        def batch_of(outer: int) -> dict:
+            return {i: _stack(examples[i][outer], axes[i]) if i in examples else value
+                    for i, value in enumerate(primals)}
+
+        got = inner.evaluate(batch_of(0), ctx)
+        for j, (value, expected) in enumerate(zip(got, loop(0))):
+            where = f"{label}, output {j} (batch axis {inner.out_axes[j]})"
+            _compare_batched(_to_front(value, inner.out_axes[j], size, where), expected, where,
+                             rtol, atol, tally)
+        if order == 1:
+            continue
+
+        # order 2: batch the batched graph again, along the same positions
+        where_batched = f"while batching the batched graph of {name} again (order 2)"
+        try:
+            outer = batch(inner.graph, inner.output_keys,
+                          {key.key: axes[i] for (i, _), key in zip(inner.inputs, inner.input_keys)},
+                          size, ctx)
+        except ADRuleError as error:
+            if error.op == name:
+                raise
+            detail = f"{error.detail}; " if error.detail else ""
+            raise ADRuleError(error.op, error.rule, f"{detail}emitted by the batch rule of "
+                              f"{name} (found {where_batched})") from error
+        nested = {i: value for i, value in enumerate(primals) if i not in examples}
+        for (i, _), key in zip(inner.inputs, inner.input_keys):
+            nested[key.key] = _stack([batch_of(o)[i] for o in range(size)], axes[i])
+        got = outer.evaluate(nested, ctx)
+        expected = [np.stack(per_output) for per_output in zip(*(loop(o) for o in range(size)))]
+        for j, value in enumerate(got):
+            where = (f"{label} twice (order 2), output {j} (batch axes {outer.out_axes[j]} "
+                     f"outside, {inner.out_axes[j]} inside)")
+            outside = _to_front(value, outer.out_axes[j], size, where)
+            both = np.stack([_to_front(part, inner.out_axes[j], size, where)
+                             for part in outside])
+            _compare_batched(both, expected[j], where, rtol, atol, tally)
+
+
+def _axes_text(axes: tuple) -> str:
+    return "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")"
+
+
+def _examples(value, count: int, rng: np.random.Generator, first: bool) -> list:
+    """``count`` examples like ``value``: ``value`` itself first (if ``first``), then
+    perturbations of it with its type, shape and dtype."""
+    out = [value] if first else []
+    while len(out) < count:
+        out.append(_perturbed(value, rng))
+    return out
+
+
+def _perturbed(value, rng: np.random.Generator):
+    factor = float(rng.uniform(0.8, 1.2))
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype.kind in "fc":
+            moved = (array * factor).astype(array.dtype)
+        elif array.dtype.kind in "iub":
+            moved = rng.permutation(array.reshape(-1)).reshape(array.shape)
+        else:
+            raise CheckUsageError(f"check_batch: cannot make a batch of {_describe(value)}")
+        return moved if isinstance(value, np.ndarray) else moved[()]
+    if isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, (float, complex)):
+        return value * factor
+    raise CheckUsageError(f"check_batch: cannot make a batch of {_describe(value)}")
+
+
+def _is_python_batch(items: list) -> bool:
+    """Python numbers (and lists of them, a batch already) batch into lists."""
+    return all(type(item) in (bool, int, float, complex, list) for item in items)
+
+
+def _stack(items: list, axis: int):
+    if _is_python_batch(items):
+        return list(items)
+    return np.stack([np.asarray(item) for item in items], axis)
+
+
+def _stacked_results(results: list) -> np.ndarray:
+    return np.stack([np.asarray(result) for result in results])
+
+
+def _to_front(value, axis: int | None, size: int, where: str) -> np.ndarray:
+    """``value`` with its batch axis first (``size`` copies of it if ``axis`` is ``None``)."""
+    array = np.asarray(value)
+    if axis is None:
+        return np.broadcast_to(array, (size, *array.shape))
+    if axis >= array.ndim:
+        raise CheckFailure(f"{where}: the batch rule puts the batch axis at {axis}, but the "
+                           f"batched output has {array.ndim} axes (shape {array.shape})")
+    return np.moveaxis(array, axis, 0)
+
+
+def _compare_batched(got: np.ndarray, expected: np.ndarray, where: str, rtol, atol,
+                     tally: _Tally) -> None:
+    """The batched output (batch axes first) against the loop's results stacked."""
+    if got.shape != expected.shape:
+        raise CheckFailure(f"{where}: the batched output, batch axes first, has shape "
+                           f"{got.shape}, but the loop's results stacked have shape "
+                           f"{expected.shape}")
+    if got.dtype != expected.dtype:
+        raise CheckFailure(f"{where}: the batched output has dtype {got.dtype}, but the loop's "
+                           f"results have dtype {expected.dtype}")
+    tally.batch_comparisons += 1
+    if expected.dtype.kind not in "fc":
+        if not np.array_equal(got, expected):
+            index = tuple(int(i) for i in np.argwhere(got != expected)[0])
+            raise CheckFailure(f"{where}: expected {_fmt(expected[index])} (the loop), got "
+                               f"{_fmt(got[index])} (batched) at index {index}")
+        return
+    if expected.size == 0:
+        return
+    if rtol is None:
+        rtol = 1000 * float(np.finfo(expected.dtype).eps)
+    equal = (got == expected) | (np.isnan(got) & np.isnan(expected))
+    with np.errstate(invalid="ignore"):
+        error = np.where(equal, 0.0, np.abs(got - expected))
+    error = np.nan_to_num(error, nan=np.inf)
+    scale = float(np.max(np.abs(np.where(np.isfinite(expected), expected, 0))))
+    tolerance = atol + rtol * (np.abs(expected) + scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(error == 0, 0.0, np.where(tolerance > 0, error / tolerance, np.inf))
+    index = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    if not error[index] <= tolerance[index]:
+        at = f" at index {tuple(int(i) for i in index)}" if expected.ndim else ""
+        raise CheckFailure(f"{where}: expected {_fmt(expected[index])} (the loop), got "
+                           f"{_fmt(got[index])} (batched){at}; |error| "
+                           f"{float(error[index]):.3g} > tolerance {float(tolerance[index]):.3g}")
+    tally.saw(float(error[index]), float(tolerance[index]), where)
+
+
 # --- check_primitive ----------------------------------------------------------------
 
 
@@ -914,6 +1213,10 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
     reverse). So every op ``op``'s rules emit must have an ``eval``, a JVP rule
     and, where it is linear, a transpose rule. An op without one raises
     ``NotEvaluableError`` or ``ADRuleError`` naming the rule that emitted it.
+
+    If ``op``'s set defines batch rules (overrides :meth:`tidu.Primitive.batch_rule`),
+    :func:`check_batch` runs too, with batch axes at every position and ``None``
+    (and at ``order=2`` batched twice); the report counts its ``batch_comparisons``.
 
     Raises :class:`CheckUsageError` when no input is differentiable (Python
     ``int``/``bool``, integer and boolean arrays), for a wrong number of inputs,
@@ -1009,6 +1312,14 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
                          tally=tally, transposed=transposed, **transpose_tolerances)
         return linear, linear_stage, transposed, transposed_stage
 
+    def finish(points: int) -> CheckReport:
+        """Batch the op too, if its set defines batch rules; report."""
+        if _has_batch_rule(op):
+            choices = _batch_axis_choices([np.ndim(value) for value in primal_inputs])
+            _check_batch(op, graph, primal_inputs, choices, 3, order, rtol,
+                         0.0 if atol is None else atol, rng, ctx, tally)
+        return tally.report((name,), len(outputs), len(wrt), points=points, order=order)
+
     # first order: the JVP, then the transposes of the linearizations wrt each choice
     # of inputs and outputs, so that the rules' symbolic-zero paths are transposed too
     jvp_check([graph], [checked], outputs, primals, f"while checking the JVP of {name}",
@@ -1023,7 +1334,7 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
             if len(slots) == len(outputs) and inputs == wrt:
                 first = found
     if order == 1 or first is None:
-        return tally.report((name,), len(outputs), len(wrt), points=1, order=order)
+        return finish(points=1)
 
     # order 2: the linear graph as a function of the primals and tangents ...
     linear, linear_stage, transposed, transposed_stage = first
@@ -1056,4 +1367,4 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
                   f"while linearizing the transposed graph of {name}, at order 2",
                   lambda i, key: f"cotangent of {name} input {cotangent_slots[i]}")
         points += 1
-    return tally.report((name,), len(outputs), len(wrt), points=points, order=order)
+    return finish(points)

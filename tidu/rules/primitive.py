@@ -27,7 +27,8 @@ from tidu.graph import op_name
 
 
 class Primitive(GraphOperation):
-    """An operation with AD rules: a JVP rule and a transpose rule for its linear uses.
+    """An operation with AD rules: a JVP rule, a transpose rule for its linear uses and,
+    optionally, a batch rule.
 
     A JVP rule receives the op's primal input and output keys (refer to them
     with ``External(key)``) and one tangent id or ``None`` (a symbolic zero) per
@@ -37,7 +38,13 @@ class Primitive(GraphOperation):
     A transpose rule receives one cotangent id or ``None`` per output, the op's
     inputs as ``External`` references and the op's ``role`` (its
     ``active_mask`` marks the linear inputs); it returns one cotangent id or
-    ``None`` per input. Rules that are not implemented raise :class:`ADRuleError`.
+    ``None`` per input.
+
+    A batch rule (for :func:`tidu.batch`) receives a reference per input, the
+    batch axis of each (``None``: the input has no batch axis) and the op's
+    ``role``; it emits the batched op through ``builder`` and returns the output
+    ids with the batch axis of each output. Rules that are not implemented raise
+    :class:`ADRuleError`.
     """
 
     __slots__ = ()
@@ -94,3 +101,23 @@ class Primitive(GraphOperation):
                        inputs: Sequence, role, ctx: Any) -> Sequence[int | None]:
         """Emit the transpose; return one cotangent id (or ``None``) per input."""
         raise ADRuleError(op_name(self), ADRuleKind.TRANSPOSE)
+
+    def batch_rule(self, builder, inputs: Sequence, axes: Sequence[int | None], role,
+                   axis_size: int, ctx: Any) -> tuple[Sequence[int], Sequence[int | None]]:
+        """Emit this op applied to a batch; return ``(output ids, output batch axes)``.
+
+        ``inputs`` holds one ``Local`` or ``External`` reference per input, ready
+        for ``builder.add_primitive``; ``axes[i]`` is the position of input
+        ``i``'s batch axis, of length ``axis_size``, or ``None`` if input ``i``
+        has none (it is the same for every example). At least one axis is not
+        ``None``: :func:`tidu.batch` copies an op whose inputs are all unbatched
+        without calling this. ``role`` is the op's role: emit the batched op with
+        it, and one-input work on input ``i`` with ``tidu.batching.input_role(role, i)``,
+        so a batched linear graph stays linear where it was.
+
+        Return one id per output (every output has a value; there are no
+        symbolic zeros here) and one batch axis per output: where the batch axis
+        of that output sits, or ``None`` if the output is the same for every
+        example. The default raises :class:`ADRuleError`: the op cannot be batched.
+        """
+        raise ADRuleError(op_name(self), ADRuleKind.BATCH)
