@@ -273,25 +273,58 @@ def _shape_tuple(shape, fn: str) -> tuple:
                               f"got {shape!r}") from None
 
 
+_NO_VALUE = object()       # NumPy's "argument not given" (None is a value for some)
+
+
+def _no_out(out, fn: str) -> None:
+    if out is not None:
+        raise TensorNotSupportedError(f"{fn}: out= (of numpy.{fn}) is not supported by "
+                                      f"tnp.{fn}: tensors are immutable; use the returned array")
+
+
+def _masked(x, where, fill, fn: str):
+    """``x`` where ``where`` holds, ``fill`` elsewhere (NumPy's ``where=`` of reductions)."""
+    if where is _NO_VALUE:
+        return x
+    mask = _operand(where, fn)
+    if dtype_of(mask) != np.bool_:
+        raise TensorTypeError(f"{fn}: where= must be boolean, got {dtype_of(mask)}")
+    return globals()["where"](mask, x, fill)
+
+
 @implements(np.sum)
-def sum(x, axis=None, keepdims: bool = False):
-    """``np.sum``."""
+def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
+        where=_NO_VALUE):
+    """``np.sum`` (``where=`` masks elements out, ``initial`` is added)."""
+    _no_out(out, "sum")
     x = _operand(x)
+    if dtype is not None:
+        x = astype(x, dtype)
+    elif dtype_of(x) == np.bool_:                    # NumPy sums booleans as integers
+        x = astype(x, np.int64)
+    x = _masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = _axes(axis, len(shape), "sum")
-    out = _first(bind(ReduceSum(axes, shape), x)) if axes else x
+    result = _first(bind(ReduceSum(axes, shape), x)) if axes else x
     if keepdims:
-        out = reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return out
+        result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return result if initial is _NO_VALUE else add(result, initial)
 
 
 @implements(np.mean)
-def mean(x, axis=None, keepdims: bool = False):
-    """``np.mean``."""
+def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=_NO_VALUE):
+    """``np.mean`` (``where=`` averages the selected elements only)."""
+    _no_out(out, "mean")
     x = _operand(x)
+    x = astype(x, dtype if dtype is not None else _float_dtype(x))
+    if where is not _NO_VALUE:
+        selected = broadcast_to(_operand(where, "mean"), shape_of(x))
+        total = sum(x, axis, keepdims=keepdims, where=selected)
+        return divide(total, sum(astype(selected, total.dtype if hasattr(total, "dtype")
+                                        else dtype_of(total)), axis, keepdims=keepdims))
     shape = shape_of(x)
     count = int(np.prod([shape[a] for a in _axes(axis, len(shape), "mean")], dtype=np.int64))
-    total = sum(astype(x, _float_dtype(x)), axis, keepdims)
+    total = sum(x, axis, keepdims=keepdims)
     return multiply(total, 1.0 / count) if count else divide(total, 0.0)
 
 
@@ -382,8 +415,6 @@ class ArrayOperators(ArrayMethods):
             raise TensorTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def sum(self, axis=None, keepdims=False): return sum(self, axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return mean(self, axis, keepdims)
     def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
     def transpose(self, *axes): return transpose(self, axes or None)
     def conj(self): return conj(self)
@@ -455,8 +486,6 @@ class ArrayOperators(ArrayMethods):
     def imag(self):
         return imag(self)
 
-    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims)
-    def min(self, axis=None, keepdims=False): return min(self, axis, keepdims)
     def squeeze(self, axis=None): return squeeze(self, axis)
 
 
@@ -736,8 +765,18 @@ def einsum(subscripts: str, *operands, optimize=None):
 # --- extrema ------------------------------------------------------------------------------
 
 
-def _reduce_extremum(cls, fn: str, x, axis, keepdims):
+def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
+    _no_out(out, fn)
     x = _operand(x)
+    if where is not _NO_VALUE:
+        if initial is _NO_VALUE:
+            raise TensorTypeError(f"{fn}: where= needs initial= (as in NumPy): the value of "
+                                  "a slice with nothing selected")
+        x = _masked(x, where, initial, fn)
+    if initial is not _NO_VALUE:
+        bound = maximum if cls is ReduceMax else minimum
+        return bound(_reduce_extremum(cls, fn, x, axis, None, keepdims, _NO_VALUE, _NO_VALUE),
+                     initial)
     shape = shape_of(x)
     axes = _axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
@@ -750,15 +789,15 @@ def _reduce_extremum(cls, fn: str, x, axis, keepdims):
 
 
 @implements(np.max, np.amax)
-def max(x, axis=None, keepdims: bool = False):
+def max(x, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE, where=_NO_VALUE):
     """``np.max``; the gradient is shared evenly among tied maxima (as in JAX)."""
-    return _reduce_extremum(ReduceMax, "max", x, axis, keepdims)
+    return _reduce_extremum(ReduceMax, "max", x, axis, out, keepdims, initial, where)
 
 
 @implements(np.min, np.amin)
-def min(x, axis=None, keepdims: bool = False):
+def min(x, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE, where=_NO_VALUE):
     """``np.min``; the gradient is shared evenly among tied minima (as in JAX)."""
-    return _reduce_extremum(ReduceMin, "min", x, axis, keepdims)
+    return _reduce_extremum(ReduceMin, "min", x, axis, out, keepdims, initial, where)
 
 
 amax, amin = max, min

@@ -396,7 +396,7 @@ def multi_dot(arrays, *, out=None):
 def _two_norm(x, axis, keepdims: bool):
     """``sqrt(sum(|x|²))`` with derivative 0 at 0 (PyTorch's subgradient, not NaN)."""
     squares = multiply(conj(x), x) if dtype_of(x).kind == "c" else multiply(x, x)
-    total = sum(real(squares), axis, keepdims)
+    total = sum(real(squares), axis, keepdims=keepdims)
     zero = equal(total, 0)
     return where(zero, 0, sqrt(where(zero, 1, total)))
 
@@ -407,15 +407,15 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if isinstance(ord, str):
         raise TensorShapeError(f"linalg.norm: Invalid norm order '{ord}' for vectors")
     if ord == np.inf:
-        return max(abs(x), axis, keepdims)
+        return max(abs(x), axis, keepdims=keepdims)
     if ord == -np.inf:
-        return min(abs(x), axis, keepdims)
+        return min(abs(x), axis, keepdims=keepdims)
     if ord == 0:
         counted = astype(not_equal(x, 0), np.finfo(dtype_of(x)).dtype)
-        return sum(counted, axis, keepdims)
+        return sum(counted, axis, keepdims=keepdims)
     if ord == 1:
-        return sum(abs(x), axis, keepdims)
-    return power(sum(power(abs(x), ord), axis, keepdims), 1.0 / ord)
+        return sum(abs(x), axis, keepdims=keepdims)
+    return power(sum(power(abs(x), ord), axis, keepdims=keepdims), 1.0 / ord)
 
 
 def _matrix_norm(x, ord, axes: tuple, keepdims: bool):

@@ -214,7 +214,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
     else:
         squares = multiply(deviation, deviation)
     divisor = builtins.max(_count(shape, axes) - ddof, 0)       # NumPy's: inf or nan at 0
-    return divide(sum(squares, axes, keepdims), float(divisor))
+    return divide(sum(squares, axes, keepdims=keepdims), float(divisor))
 
 
 @implements(np.std)
@@ -244,7 +244,7 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     x = _operand(a, "average")
     shape = shape_of(x)
     if weights is None:
-        result = mean(x, axis, keepdims)
+        result = mean(x, axis, keepdims=keepdims)
         if not returned:
             return result
         count = _count(shape, _axes(axis, len(shape), "average"))
@@ -256,8 +256,8 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     if dtype.kind in "biu":
         dtype = np.result_type(dtype, np.float64)
     x, w = astype(x, dtype), astype(w, dtype)
-    total = sum(w, axis, keepdims)
-    result = divide(sum(multiply(x, w), axis, keepdims), total)
+    total = sum(w, axis, keepdims=keepdims)
+    result = divide(sum(multiply(x, w), axis, keepdims=keepdims), total)
     if not returned:
         return result
     return result, broadcast_to(total, shape_of(result))
@@ -294,7 +294,7 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
     _no_out(out, "ptp")
     x = _operand(a, "ptp")
     _real_only(x, "ptp")
-    return subtract(max(x, axis, keepdims), min(x, axis, keepdims))
+    return subtract(max(x, axis, keepdims=keepdims), min(x, axis, keepdims=keepdims))
 
 
 @implements(np.nansum)
@@ -309,7 +309,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False):
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 0, x)
     x = _as_accumulated(x, dtype)
-    return sum(x, axis, keepdims)
+    return sum(x, axis, keepdims=keepdims)
 
 
 @implements(np.nanmean)
@@ -325,11 +325,11 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False):
     if dtype is not None:
         x = astype(x, dtype)
     if dtype_of(x).kind not in "fc":
-        return mean(x, axis, keepdims)
+        return mean(x, axis, keepdims=keepdims)
     count_dtype = dtype_of(x) if dtype_of(x).kind == "f" else np.dtype(np.float64)
     present = astype(equal(x, x), count_dtype)               # 1 where not NaN
-    total = sum(where(_isnan(x), 0, x), axis, keepdims)
-    return divide(total, sum(present, axis, keepdims))
+    total = sum(where(_isnan(x), 0, x), axis, keepdims=keepdims)
+    return divide(total, sum(present, axis, keepdims=keepdims))
 
 
 # --- sorting and order statistics ------------------------------------------------------------

@@ -5,6 +5,7 @@ import numpy as np
 import primitives.tensor as tnp
 from numpy_cases import REAL_DTYPES, Case, distinct, normal, positive, uniform
 
+MASK = np.array([[True, False, True], [True, True, False]])
 KINK = "not differentiable at 0: the derivative there is 0 (JAX, PyTorch)"
 TIES = "ties split the derivative evenly among the tied values (JAX)"
 
@@ -38,8 +39,18 @@ CASES = [
     Case("sum", tnp.sum, np.sum, (normal((2, 3)),)),
     Case("sum", lambda x: tnp.sum(x, axis=(0, 2), keepdims=True),
          lambda x: np.sum(x, axis=(0, 2), keepdims=True), (normal((2, 3, 2)),), label="axes"),
+    Case("sum", lambda x: tnp.sum(x, axis=0, where=MASK, initial=1.5),
+         lambda x: np.sum(x, axis=0, where=MASK, initial=1.5), (normal((2, 3)),),
+         label="where initial"),
+    Case("sum", lambda x: x.sum(1, np.complex128, None, True),
+         lambda x: x.sum(1, np.complex128, None, True), (normal((2, 3)),), label="dtype"),
     Case("mean", lambda x: tnp.mean(x, axis=-1), lambda x: np.mean(x, axis=-1),
          (normal((2, 3)),)),
+    Case("mean", lambda x: tnp.mean(x, axis=1, where=MASK), lambda x: np.mean(x, axis=1,
+         where=MASK), (normal((2, 3)),), label="where"),
+    Case("max", lambda x: tnp.max(x, axis=1, initial=0.3, where=MASK),
+         lambda x: np.max(x, axis=1, initial=0.3, where=MASK), (distinct((2, 3)),),
+         dtypes=REAL_DTYPES, label="where initial", note=TIES),
     Case("max", lambda x: tnp.max(x, axis=1), lambda x: np.max(x, axis=1),
          (distinct((2, 3)),), dtypes=REAL_DTYPES, note=TIES),
     Case("min", tnp.min, np.min, (distinct((2, 3)),), dtypes=REAL_DTYPES, note=TIES),
