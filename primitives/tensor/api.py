@@ -1204,7 +1204,7 @@ def take(a, indices, axis=None):
     index = np.asarray(data_of(_operand(indices)))
     if not np.issubdtype(index.dtype, np.integer):
         raise TensorIndexError("take: indices must be integers")
-    index = np.ascontiguousarray(_index_array(index, shape[axis], axis))
+    index = _index_array(index, shape[axis], axis)      # a new C-ordered array, 0-d kept
     return _first(bind(Gather(axis, shape, index.shape), a, index))
 
 

@@ -56,7 +56,7 @@ __all__ = [
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
-    "take_along_axis", "put_along_axis",
+    "take_along_axis", "put_along_axis", "meshgrid",
 ]
 
 
@@ -707,3 +707,26 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
     written[targets] = True
     return reshape(where(written, scattered, flat), shape_of(source))
 
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
+    """``np.meshgrid``: coordinate arrays, broadcasts of the (flattened) inputs; the
+    gradient of each input sums over the grid.
+
+    >>> [g.tolist() for g in meshgrid(np.array([1.0, 2.0]), np.array([3.0]))]
+    [[[1.0, 2.0]], [[3.0, 3.0]]]
+    """
+    if indexing not in ("xy", "ij"):
+        raise TensorTypeError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = [ravel(_operand(x, "meshgrid")) for x in xi]
+    shapes = [[1] * len(arrays) for _ in arrays]
+    for i, a in enumerate(arrays):
+        shapes[i][i] = shape_of(a)[0]
+    if indexing == "xy" and len(arrays) > 1:       # the first two axes swapped, as NumPy
+        for shape in shapes:
+            shape[0], shape[1] = shape[1], shape[0]
+    grids = [reshape(a, tuple(shape)) for a, shape in zip(arrays, shapes)]
+    if not sparse:
+        full = tuple(max(shape[d] for shape in shapes) for d in range(len(arrays)))
+        grids = [broadcast_to(g, full) for g in grids]
+    return tuple(grids)

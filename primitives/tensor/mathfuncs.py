@@ -36,6 +36,8 @@ from primitives.tensor.api import (
     astype,
     bind,
     divide,
+    subtract,
+    take,
     imag,
     multiply,
     negative,
@@ -44,8 +46,8 @@ from primitives.tensor.api import (
     result_dtype,
     where,
 )
-from primitives.tensor.core import Frontend, dtype_of
-from primitives.tensor.errors import TensorTypeError
+from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 from primitives.tensor.ops import elementwise as ew
 
@@ -269,5 +271,45 @@ __all__ = [
     "reciprocal", "pow", "true_divide",
     "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
     "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
-    "isnan", "isinf", "isfinite", "signbit",
+    "isnan", "isinf", "isfinite", "signbit", "interp",
 ]
+
+
+@implements(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` and ``fp``.
+
+    ``xp`` is a constant (the knots); which segment each ``x`` falls in is read
+    from its values, so under ``jit`` a traced ``x`` raises ``ConcretizationError``.
+    At a knot the derivative in ``x`` is the slope of the segment to its right
+    (of the last segment at the last knot); outside ``[xp[0], xp[-1]]`` it is 0.
+
+    >>> interp(np.array([0.5, 2.0]), np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0]))
+    array([1. , 2.5])
+    """
+    if period is not None:
+        raise TensorNotSupportedError("interp: period= is not supported")
+    if isinstance(xp, Frontend) and xp.carries_gradient:
+        raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
+                                      "the knots as a constant (tnp.stop_gradient(xp))")
+    knots = np.asarray(data_of(xp, "interp: reading xp"), dtype=np.float64)
+    x, fp = _operand(x, "interp"), _operand(fp, "interp")
+    if knots.ndim != 1 or len(shape_of(fp)) != 1 or knots.shape[0] != shape_of(fp)[0]:
+        raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got {knots.shape} "
+                               f"and {shape_of(fp)}")
+    if knots.shape[0] == 0:
+        raise TensorShapeError("interp: xp is empty")
+    fp = astype(fp, np.result_type(dtype_of(fp), np.float64))
+    x = astype(x, np.float64)
+    where_x = np.asarray(data_of(x, "interp: reading x to find its segments"))
+    if knots.shape[0] == 1:
+        result = take(fp, np.zeros(where_x.shape, dtype=np.intp))
+    else:
+        i = np.clip(np.searchsorted(knots, where_x, side="right") - 1, 0, knots.shape[0] - 2)
+        f0, f1 = take(fp, i), take(fp, i + 1)
+        t = divide(subtract(x, knots[i]), knots[i + 1] - knots[i])
+        result = add(f0, multiply(t, subtract(f1, f0)))
+    below = take(fp, 0) if left is None else left
+    above = take(fp, -1) if right is None else right
+    result = where(where_x < knots[0], below, result)
+    return where(where_x > knots[-1], above, result)

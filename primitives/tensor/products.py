@@ -31,6 +31,9 @@ from primitives.tensor.api import (
     conj,
     dot_general,
     getitem,
+    matmul,
+    pad,
+    take,
     multiply,
     negative,
     reshape,
@@ -41,7 +44,7 @@ from primitives.tensor.core import Frontend, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 
-__all__ = ["inner", "vdot", "kron", "cross"]
+__all__ = ["inner", "vdot", "kron", "cross", "convolve", "correlate"]
 
 
 def _array(x, fn: str):
@@ -180,3 +183,51 @@ def einsum_subscripts(*args) -> tuple[str, list]:
     if output is not None:
         spec += "->" + _sublist_term(output)
     return spec, operands
+
+
+@implements(np.convolve)
+def convolve(a, v, mode: str = "full"):
+    """``np.convolve`` of two 1-d arrays (``mode`` "full", "same" or "valid"), differentiable
+    in both: the windows of the zero-padded longer input, times the flipped shorter one.
+
+    >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
+    array([0. , 1. , 2.5, 4. , 1.5])
+    """
+    a, v = _operand(a, "convolve"), _operand(v, "convolve")
+    for x in (a, v):
+        if len(shape_of(x)) != 1:
+            raise TensorShapeError(f"convolve: operands must be 1-d, got shape {shape_of(x)}")
+    if mode not in ("full", "same", "valid"):
+        raise TensorTypeError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    (n,), (m,) = shape_of(a), shape_of(v)
+    if m > n:
+        a, v, n, m = v, a, m, n
+    if m == 0:
+        raise TensorShapeError("convolve: an operand is empty")
+    a, v = _promoted(a, v)[0]
+    windows = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
+    full = matmul(take(pad(a, (m - 1, m - 1)), windows), getitem(v, slice(None, None, -1)))
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return getitem(full, slice(start, start + n))
+    return getitem(full, slice(m - 1, n))
+
+
+@implements(np.correlate)
+def correlate(a, v, mode: str = "valid"):
+    """``np.correlate``: ``c[k] = sum_n a[n+k] * conj(v[n])``, i.e. ``convolve(a,
+    conj(v)[::-1], mode)``; differentiable in both.
+
+    >>> correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
+    array([3.5])
+    """
+    a, v = _operand(a, "correlate"), _operand(v, "correlate")
+    for x in (a, v):
+        if len(shape_of(x)) != 1:
+            raise TensorShapeError(f"correlate: operands must be 1-d, got shape {shape_of(x)}")
+    reverse = slice(None, None, -1)
+    if shape_of(v)[0] > shape_of(a)[0]:       # as NumPy: the longer first, then undone
+        return conj(getitem(convolve(v, getitem(conj(a), reverse), mode), reverse))
+    return convolve(a, getitem(conj(v), reverse), mode)

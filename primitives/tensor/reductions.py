@@ -21,10 +21,11 @@ import numbers
 import numpy as np
 
 from primitives.tensor.api import (_axes, _axis, _first, _float_dtype, _is_python_scalar,
-                                   _operand, add, astype, broadcast_to, concatenate, conj,
-                                   divide, equal, getitem, max, mean, min, multiply,
-                                   not_equal, real, reshape, result_dtype, subtract, sum,
-                                   take, transpose, where)
+                                   _operand, add, astype, broadcast_to, clip, concatenate,
+                                   conj, divide, equal, getitem, matmul, max, mean, min,
+                                   multiply, not_equal, real, reshape, result_dtype, sqrt,
+                                   squeeze, subtract, sum, take, transpose, where)
+from primitives.tensor.manipulation import diagonal
 from primitives.tensor.core import bind, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.interop import constant_data, implements
@@ -33,7 +34,7 @@ from primitives.tensor.ops.scan import Argsort, Cumprod, Cumsum, Sort
 
 __all__ = ["prod", "cumsum", "cumprod", "diff", "var", "std", "average", "ptp", "nansum",
            "nanmean", "sort", "argsort", "argmax", "argmin", "median", "quantile",
-           "percentile", "all", "any"]
+           "percentile", "all", "any", "cov", "corrcoef"]
 
 _NO_VALUE = object()        # NumPy's "argument not given" (None is a value for some)
 
@@ -561,3 +562,54 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     """
     _no_out(out, "median")
     return _quantile(a, 0.5, axis, "midpoint", keepdims, "median", 1.0)
+
+
+def _variables(m, rowvar: bool, fn: str):
+    """``m`` as a 2-d array of variables by observations (NumPy's ``cov`` layout)."""
+    x = _operand(m, fn)
+    shape = shape_of(x)
+    if len(shape) > 2:
+        raise TensorShapeError(f"{fn}: m has more than 2 dimensions (shape {shape})")
+    if len(shape) < 2:
+        x = reshape(x, (1, -1))
+    elif not rowvar and shape[0] != 1:
+        x = transpose(x)
+    return x
+
+
+@implements(np.cov)
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None,
+        aweights=None, *, dtype=None):
+    """``np.cov`` (without weights): ``xc @ conj(xc).T / (n - ddof)`` for the centred
+    observations ``xc``; differentiable in ``m`` and ``y``.
+
+    >>> cov(np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])).tolist()
+    [[1.0, -1.0], [-1.0, 1.0]]
+    """
+    if fweights is not None or aweights is not None:
+        raise TensorNotSupportedError("cov: fweights and aweights are not supported")
+    x = _variables(m, rowvar, "cov")
+    if y is not None:
+        x = concatenate([x, _variables(y, rowvar, "cov")], axis=0)
+    x = astype(x, dtype if dtype is not None else np.result_type(dtype_of(x), np.float64))
+    n = shape_of(x)[1]
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    centred = subtract(x, mean(x, axis=1, keepdims=True))
+    c = divide(matmul(centred, conj(transpose(centred))), float(builtins.max(n - ddof, 0)))
+    return squeeze(c)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar: bool = True, *, dtype=None):
+    """``np.corrcoef``: the covariance scaled by the standard deviations (real parts clipped
+    to [-1, 1] as NumPy does); differentiable in ``x`` and ``y``.
+
+    >>> corrcoef(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0])).round(12).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    c = cov(x, y, rowvar, dtype=dtype)
+    if len(shape_of(c)) == 0:
+        return divide(c, c)
+    stddev = sqrt(real(diagonal(c)))
+    c = divide(divide(c, reshape(stddev, (-1, 1))), reshape(stddev, (1, -1)))
+    return clip(c, -1.0, 1.0) if dtype_of(c).kind == "f" else c

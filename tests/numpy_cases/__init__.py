@@ -41,7 +41,9 @@ class Case:
     are checked). ``dtypes`` are the input dtypes tried; ``second_order=False``
     skips the second-order check (say why in ``note``). ``note`` is the gradient
     convention shown in the docs (ties, non-differentiable points, complex).
-    ``label`` tells several cases of one function apart.
+    ``label`` tells several cases of one function apart. ``jit=False`` skips the forward
+    check under ``jit``, for functions that read their arguments' values (say why in
+    ``note``).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Case:
     note: str = ""
     label: str = ""
     rtol: float = 1e-6           # first/second-order checks in float64 (loosened for float32)
+    jit: bool = True
     options: dict = field(default_factory=dict)
 
     @property

@@ -114,3 +114,39 @@ CASES = [
          note="a list of tensors stacks, with gradients"),
     Case("asarray", tnp.asarray, np.asarray, (normal((2, 3)),)),
 ]
+
+# added with the NumPy port: functions NumPy code reaches for (convolve, cov, interp...)
+from numpy_cases import fixed  # noqa: E402
+
+KNOTS = np.array([-1.0, 0.0, 0.5, 2.0])
+CASES += [
+    Case("take", lambda x: tnp.take(x, np.intp(4)), lambda x: np.take(x, np.intp(4)),
+         (normal((2, 3)),), label="scalar index"),
+    *[Case("convolve", lambda a, v, mode=mode: tnp.convolve(a, v, mode),
+           lambda a, v, mode=mode: np.convolve(a, v, mode), (normal((5,)), normal((3,))),
+           wrt=(0, 1), label=mode) for mode in ("full", "same", "valid")],
+    Case("convolve", tnp.convolve, np.convolve, (normal((2,)), normal((4,))), wrt=(0, 1),
+         label="longer second"),
+    *[Case("correlate", lambda a, v, mode=mode: tnp.correlate(a, v, mode),
+           lambda a, v, mode=mode: np.correlate(a, v, mode), shapes, wrt=(0, 1),
+           label=f"{mode} {len(shapes[0](np.random.default_rng(0), 'float64'))}",
+           note="conjugates its second argument, as NumPy")
+      for mode in ("full", "same", "valid")
+      for shapes in ((normal((5,)), normal((3,))), (normal((2,)), normal((4,))))],
+    Case("cov", tnp.cov, np.cov, (normal((3, 5)),)),
+    Case("cov", lambda x, y: tnp.cov(x, y, rowvar=False, ddof=0),
+         lambda x, y: np.cov(x, y, rowvar=False, ddof=0), (normal((5, 2)), normal((5, 1))),
+         wrt=(0, 1), label="y rowvar ddof"),
+    Case("corrcoef", tnp.corrcoef, np.corrcoef, (normal((3, 6)),), dtypes=REAL_DTYPES,
+         note="real parts clipped to [-1, 1] as NumPy (the diagonal's derivative is 0)"),
+    Case("meshgrid", lambda a, b: tnp.meshgrid(a, b), lambda a, b: np.meshgrid(a, b),
+         (normal((3,)), normal((2,))), wrt=(0, 1)),
+    Case("meshgrid", lambda a, b: tnp.meshgrid(a, b, indexing="ij", sparse=True),
+         lambda a, b: np.meshgrid(a, b, indexing="ij", sparse=True),
+         (normal((3,)), normal((2,))), wrt=(0, 1), label="ij sparse"),
+    Case("interp", lambda x, fp: tnp.interp(x, KNOTS, fp), lambda x, fp: np.interp(x, KNOTS, fp),
+         (fixed([-2.0, -0.7, 0.2, 1.1, 1.9, 3.0]), normal((4,))), wrt=(0, 1),
+         dtypes=("float64", "float32"),
+         jit=False, note="xp constant; at a knot, the slope of the segment to its right; "
+         "0 outside; reads x's values (not under jit)"),
+]
