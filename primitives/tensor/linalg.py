@@ -48,7 +48,9 @@ from primitives.tensor.api import (
     astype,
     broadcast_to,
     conj,
+    divide,
     equal,
+    getitem,
     greater,
     matmul,
     max,
@@ -80,7 +82,7 @@ from primitives.tensor.ops.linalg import (
 )
 
 __all__ = ["LinAlgError", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-           "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "multi_dot",
+           "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "multi_dot",
            "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
 
 
@@ -496,3 +498,19 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     if len(shape_of(x)) < 2:
         raise LinAlgError("linalg.matrix_norm: the input must be at least two-dimensional")
     return norm(x, ord, (-2, -1), keepdims)
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    """``np.linalg.cond``: ``s_max / s_min`` for ``p`` None, 2 or -2 (from the singular
+    values, so the derivative is that of a ratio of singular values: see :func:`svd` for
+    repeated ones), else ``norm(x, p) * norm(inv(x), p)``.
+
+    >>> float(cond(np.diag([4.0, 0.5])))
+    8.0
+    """
+    if p is None or p in (2, -2):
+        s = svdvals(x)
+        largest, smallest = getitem(s, (Ellipsis, 0)), getitem(s, (Ellipsis, -1))
+        return divide(smallest, largest) if p == -2 else divide(largest, smallest)
+    return multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))

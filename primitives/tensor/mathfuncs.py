@@ -271,7 +271,7 @@ __all__ = [
     "reciprocal", "pow", "true_divide",
     "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
     "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
-    "isnan", "isinf", "isfinite", "signbit", "interp",
+    "isnan", "isinf", "isfinite", "signbit", "interp", "polyval",
 ]
 
 
@@ -313,3 +313,20 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     above = take(fp, -1) if right is None else right
     result = where(where_x < knots[0], below, result)
     return where(where_x > knots[-1], above, result)
+
+
+@implements(np.polyval)
+def polyval(p, x):
+    """``np.polyval`` by Horner's rule, differentiable in the coefficients ``p`` (highest
+    power first) and in ``x``.
+
+    >>> polyval(np.array([3.0, 0.0, 1.0]), np.array([2.0]))
+    array([13.])
+    """
+    p, x = _operand(p, "polyval"), _operand(x, "polyval")
+    if len(shape_of(p)) != 1:
+        raise TensorShapeError(f"polyval: p must be 1-d, got shape {shape_of(p)}")
+    result = multiply(x, 0)
+    for i in range(shape_of(p)[0]):
+        result = add(multiply(result, x), take(p, i))
+    return result

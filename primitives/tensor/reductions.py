@@ -34,7 +34,7 @@ from primitives.tensor.ops.scan import Argsort, Cumprod, Cumsum, Sort
 
 __all__ = ["prod", "cumsum", "cumprod", "diff", "var", "std", "average", "ptp", "nansum",
            "nanmean", "sort", "argsort", "argmax", "argmin", "median", "quantile",
-           "percentile", "all", "any", "cov", "corrcoef"]
+           "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
 _NO_VALUE = object()        # NumPy's "argument not given" (None is a value for some)
 
@@ -613,3 +613,29 @@ def corrcoef(x, y=None, rowvar: bool = True, *, dtype=None):
     stddev = sqrt(real(diagonal(c)))
     c = divide(divide(c, reshape(stddev, (-1, 1))), reshape(stddev, (1, -1)))
     return clip(c, -1.0, 1.0) if dtype_of(c).kind == "f" else c
+
+
+@implements(np.trapezoid)
+def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
+    """``np.trapezoid``: the trapezoidal rule along ``axis``, differentiable in ``y`` and in
+    the sample points ``x``.
+
+    >>> float(trapezoid(np.array([1.0, 2.0, 3.0]), x=np.array([0.0, 1.0, 3.0])))
+    6.5
+    """
+    y = _operand(y, "trapezoid")
+    axis = _axis(axis, len(shape_of(y)), "trapezoid")
+    n = shape_of(y)[axis]
+    head = (slice(None),) * axis
+    upper, lower = getitem(y, head + (slice(1, None),)), getitem(y, head + (slice(None, -1),))
+    if x is None:
+        widths = dx
+    else:
+        x = _operand(x, "trapezoid")
+        if len(shape_of(x)) == 1:
+            widths = subtract(getitem(x, slice(1, None)), getitem(x, slice(None, -1)))
+            widths = reshape(widths, (n - 1,) + (1,) * (len(shape_of(y)) - axis - 1))
+        else:
+            widths = subtract(getitem(x, head + (slice(1, None),)),
+                              getitem(x, head + (slice(None, -1),)))
+    return sum(multiply(multiply(add(upper, lower), 0.5), widths), axis)

@@ -150,3 +150,16 @@ CASES += [
          jit=False, note="xp constant; at a knot, the slope of the segment to its right; "
          "0 outside; reads x's values (not under jit)"),
 ]
+CASES += [
+    Case("linalg.cond", tnp.linalg.cond, np.linalg.cond,
+         (fixed([[2.0, 1.0, 0.3], [0.5, 3.0, -1.0], [0.2, 0.1, 1.5]]),),
+         note="from the singular values (distinct here); see linalg.svd"),
+    Case("linalg.cond", lambda a: tnp.linalg.cond(a, 1), lambda a: np.linalg.cond(a, 1),
+         (fixed([[2.0, 1.0, 0.3], [0.5, 3.0, -1.0], [0.2, 0.1, 1.5]]),), label="p=1",
+         dtypes=REAL_DTYPES, note="norm(a, p) * norm(inv(a), p): kinks where maxima tie"),
+    Case("trapezoid", lambda y, x: tnp.trapezoid(y, x), lambda y, x: np.trapezoid(y, x),
+         (normal((2, 4)), fixed([0.0, 0.5, 1.5, 2.0])), wrt=(0, 1), dtypes=REAL_DTYPES),
+    Case("trapezoid", lambda y: tnp.trapezoid(y, dx=0.5, axis=0),
+         lambda y: np.trapezoid(y, dx=0.5, axis=0), (normal((3, 2)),), label="dx axis"),
+    Case("polyval", tnp.polyval, np.polyval, (normal((4,)), normal((5,))), wrt=(0, 1)),
+]
