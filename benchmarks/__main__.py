@@ -14,6 +14,8 @@ Workloads (each peer is skipped with a note when it is not installed):
   the forward pass holds.
 - hvp: eager Hessian-vector products of the MLP loss (``benchmarks/hvp.py``): try_hvp,
   create_graph double backward and tnp.hvp, against PyTorch's double backward.
+- vmap: per-example gradients of the MLP loss with vmap(grad) (``benchmarks/vmap.py``),
+  against torch.func and jax.vmap (no jit), and one batched grad of the summed loss.
 - device: each speed or memory device on the main path, on and off in fresh
   processes (``benchmarks/devices.py``), so it stays only while it pays.
 
@@ -38,6 +40,7 @@ import numpy as np
 
 from benchmarks.devices import devices_workload
 from benchmarks.hvp import hvp_workload
+from benchmarks.vmap import BATCHED, vmap_workload
 
 
 def _median_time(fn, repeat: int) -> float:
@@ -210,6 +213,7 @@ def run(quick: bool) -> dict:
     rows += mlp_workload(3 if quick else 20)
     rows += memory_workload(60 if quick else 1_000)
     rows += hvp_workload(3 if quick else 20)
+    rows += vmap_workload(2, batch=32) if quick else vmap_workload(5)
     rows += devices_workload(1 if quick else 3, quick)
     for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench")):
         try:
@@ -236,6 +240,9 @@ def format_table(result: dict) -> str:
         elif row["workload"] == "hvp":
             value = (f"{row['tidu_ms']:9.2f} ms     (try_hvp; create_graph "
                      f"{row['tidu create_graph ms']:.2f} ms, tnp.hvp {row['tidu tnp.hvp ms']:.2f} ms)")
+        elif row["workload"] == "vmap":
+            value = (f"{row['tidu_ms']:9.2f} ms     (vmap(grad); one batched grad of the summed "
+                     f"loss {row[f'{BATCHED} ms']:.2f} ms)")
         elif row["workload"] == "device":
             value = (f"on {row['on']:.3g} / off {row['off']:.3g} {row['unit']} = "
                      f"{row['on_over_off']:.2f}")

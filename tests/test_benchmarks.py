@@ -26,7 +26,7 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
     data = json.loads(out.read_text())
     assert data["quick"] is True
     workloads = {row["workload"] for row in data["rows"]}
-    assert workloads == {"transform", "eager scalar", "mlp", "mlp jit", "memory", "hvp", "device"}
+    assert workloads == {"transform", "eager scalar", "mlp", "mlp jit", "memory", "hvp", "vmap", "device"}
     for row in data["rows"]:
         for key, value in row.items():
             if isinstance(value, float):

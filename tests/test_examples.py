@@ -43,7 +43,8 @@ EXPECTED_OUTPUT = {
                      "epoch   1: train loss", "final test accuracy"],
 }
 # script name -> command-line arguments (keep the suite fast)
-ARGS = {"train_mlp.py": ["--epochs", "1", "--subset", "300"]}
+ARGS = {"train_mlp.py": ["--epochs", "1", "--subset", "300"],
+        "per_example_gradients.py": ["--steps", "10", "--batch", "16"]}
 
 
 def missing_imports(script: Path) -> list[str]:

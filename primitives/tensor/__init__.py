@@ -111,6 +111,7 @@ from primitives.tensor.functional import (
     vjp,
 )
 from primitives.tensor.custom import custom_jvp, custom_vjp
+from primitives.tensor.vmap import vmap
 
 __all__ = [
     "retain_freed_memory",
@@ -207,6 +208,7 @@ __all__ = [
     "make_graph",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 __all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
             *products.__all__]

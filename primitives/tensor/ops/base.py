@@ -9,6 +9,23 @@ dataclasses: immutable, hashable, equal by value.
 >>> from primitives.tensor.ops import elementwise as ew
 >>> ew.add.eval(None, [np.ones(2), np.ones(2)])
 [array([2., 2.])]
+
+Batch rules (:func:`tidu.batch`) share these helpers. They need no shapes (the
+elementwise ops carry none): moves and broadcasts emit the rank-free ops
+``MoveAxis`` and ``BroadcastAxis`` of :mod:`.shape` with the role
+``tidu.input_role(role, index)``, where ``role`` is the role of the op being
+batched and ``index`` the input's position, and return a reference ready for
+``builder.add_primitive``:
+
+- ``move_batch_axis(builder, ref, from_axis, to_axis, role, index) -> ref``
+- ``broadcast_batch(builder, ref, axis, axis_size, role, index) -> ref``
+- ``batch_all_at(builder, inputs, axes, role, axis_size, axis) -> [ref, ...]``: every
+  input batched along ``axis`` (moved there, or broadcast when its axis is ``None``)
+- ``batch_elementwise``: the whole batch rule of an op on operands of one shape
+  (``batch_rule = batch_elementwise`` in the class body)
+- ``shift_axis(op, axis, batch_axis) -> int``: an axis parameter of ``op`` once a batch
+  axis is at ``batch_axis`` (``ADRuleError`` for a negative one)
+- ``with_batch(shape, batch_axis, axis_size) -> tuple``: a shape parameter, batched
 """
 
 from __future__ import annotations
@@ -17,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu import Primitive, TiduError
-from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized
+from tidu import ADRuleError, ADRuleKind, Primitive, TiduError, input_role
+from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized, Local
 from primitives.tensor import buffers
 from primitives.tensor.buffers import output_like, unshared
 
@@ -159,6 +176,55 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
         name = getattr(self, "name", type(self).__name__.lower())
         params = self.params()
         return f"{name}[{params}]" if params else name
+
+
+# --- batch rules -------------------------------------------------------------------------
+
+
+def move_batch_axis(builder, ref, from_axis: int, to_axis: int, role, index: int):
+    """``ref`` (input ``index`` of an op with ``role``) with its batch axis moved from
+    ``from_axis`` to ``to_axis`` (``np.moveaxis``); ``ref`` itself when they agree."""
+    from primitives.tensor.ops.shape import MoveAxis
+
+    if from_axis == to_axis:
+        return ref
+    return Local(emit(builder, MoveAxis(from_axis, to_axis), [ref], input_role(role, index)))
+
+
+def broadcast_batch(builder, ref, axis: int, axis_size: int, role, index: int):
+    """Unbatched ``ref`` (input ``index`` of an op with ``role``) repeated ``axis_size``
+    times along a new batch axis at ``axis``."""
+    from primitives.tensor.ops.shape import BroadcastAxis
+
+    return Local(emit(builder, BroadcastAxis(axis, axis_size), [ref], input_role(role, index)))
+
+
+def batch_all_at(builder, inputs, axes, role, axis_size: int, axis: int) -> list:
+    """Every input batched along ``axis``: moved there, or broadcast (when unbatched)."""
+    return [broadcast_batch(builder, ref, axis, axis_size, role, i) if from_axis is None
+            else move_batch_axis(builder, ref, from_axis, axis, role, i)
+            for i, (ref, from_axis) in enumerate(zip(inputs, axes))]
+
+
+def batch_elementwise(self, builder, inputs, axes, role, axis_size, ctx):
+    """The batch rule of an elementwise op whose operands have one shape (this set's
+    contract): every operand batched along the first batched operand's axis."""
+    axis = next(a for a in axes if a is not None)
+    refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+    return builder.add_primitive(self, refs, role), [axis]
+
+
+def shift_axis(op, axis: int, batch_axis: int) -> int:
+    """``op``'s (non-negative) axis parameter ``axis`` once a batch axis is at ``batch_axis``."""
+    if axis < 0:
+        raise ADRuleError(repr(op), ADRuleKind.BATCH,
+                          f"its axis {axis} counts from the end, which batching cannot shift")
+    return axis + (axis >= batch_axis)
+
+
+def with_batch(shape: tuple, batch_axis: int, axis_size: int) -> tuple:
+    """``shape`` with the batch axis of length ``axis_size`` inserted at ``batch_axis``."""
+    return tuple(shape[:batch_axis]) + (axis_size,) + tuple(shape[batch_axis:])
 
 
 def is_complex_dtype(dtype) -> bool:

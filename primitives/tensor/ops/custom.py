@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tidu import ADRuleError, ADRuleKind
 from tidu.graph import PRIMARY, External, Graph, Linearized, Local
 from primitives.tensor.ops.base import TensorPrimitive, emit, tensor_op
 from primitives.tensor.ops.select import zeros
@@ -127,6 +128,9 @@ class CustomJVPCall(TensorPrimitive):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         return self.rule.emit_jvp(builder, primal_inputs, tangent_inputs)
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        return BatchLoop.emit(builder, self, self.rule.out_avals, inputs, axes, role, axis_size)
+
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         raise self.rule.transpose_error()      # reached when a JVP rule applies it to a tangent
 
@@ -163,6 +167,10 @@ class CustomVJPCall(TensorPrimitive):
         mask += [False] * len(residuals)
         return builder.add_primitive(CustomVJPLinear(self.rule), refs, Linearized(tuple(mask)))
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        avals = list(self.rule.out_avals) + list(self.rule.res_avals)
+        return BatchLoop.emit(builder, self, avals, inputs, axes, role, axis_size)
+
     def params(self) -> str:
         return self.rule.name
 
@@ -196,3 +204,59 @@ class CustomVJPLinear(TensorPrimitive):
 
     def params(self) -> str:
         return self.rule.name
+
+
+@tensor_op
+class BatchLoop(TensorPrimitive):
+    """``op`` on a batch of ``axis_size`` examples, one at a time: the batch rule of ops
+    that run opaque user code. Input ``i`` has its batch axis at ``in_axes[i]`` (``None``:
+    shared by every example); each output of ``op``, of shape and dtype ``out_avals[j]``
+    per example, is stacked along a new axis 0.
+
+    It has no derivative rules: differentiate inside ``vmap``, not outside.
+
+    >>> from primitives.tensor.ops.elementwise import sin
+    >>> loop = BatchLoop(sin, (1,), 3, (((2,), "float64"),))
+    >>> loop.eval(None, [np.zeros((2, 3))])[0].shape
+    (3, 2)
+    """
+
+    op: Any
+    in_axes: tuple
+    axis_size: int
+    out_avals: tuple
+    name = "batch_loop"
+
+    @classmethod
+    def emit(cls, builder, op, out_avals, inputs, axes, role, axis_size) -> tuple[list, list]:
+        """Emit ``op`` batched by a loop; a batch rule's result (every output at axis 0)."""
+        avals = tuple((tuple(shape), np.dtype(dtype).name) for shape, dtype in out_avals)
+        ids = builder.add_primitive(cls(op, tuple(axes), axis_size, avals), inputs, role)
+        return ids, [0] * len(ids)
+
+    def input_count(self) -> int:
+        return self.op.input_count()
+
+    def output_count(self) -> int:
+        return self.op.output_count()
+
+    def eval(self, ctx, inputs):
+        stacked = [np.empty((self.axis_size,) + shape, dtype) for shape, dtype in self.out_avals]
+        for k in range(self.axis_size):
+            example = [x if axis is None else np.take(x, k, axis=axis)
+                       for x, axis in zip(inputs, self.in_axes)]
+            for out, value in zip(stacked, self.op.eval(ctx, example)):
+                out[k] = value
+        return stacked
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        raise ADRuleError(repr(self), ADRuleKind.JVP, f"{self.op!r} runs opaque code, batched "
+                          "by a loop without derivative rules: differentiate inside vmap "
+                          "(vmap(grad(f))), not outside (grad(vmap(f)))")
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        avals = tuple(((self.axis_size,) + shape, dtype) for shape, dtype in self.out_avals)
+        return BatchLoop.emit(builder, self, avals, inputs, axes, role, axis_size)
+
+    def params(self) -> str:
+        return f"{self.op!r}, in_axes={self.in_axes}, axis_size={self.axis_size}"

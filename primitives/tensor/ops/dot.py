@@ -35,7 +35,9 @@ from primitives.tensor.ops.base import (
     TensorPrimitive,
     emit,
     linear_mask,
+    shift_axis,
     tensor_op,
+    with_batch,
 )
 from primitives.tensor.ops.shape import Transpose
 
@@ -116,7 +118,10 @@ class DotGeneral(TensorPrimitive):
             x = np.transpose(x, lperm)
         if rperm is not None:
             y = np.transpose(y, rperm)
-        return [np.reshape(_matmul(np.reshape(x, lhs3), np.reshape(y, rhs3)), out_shape)]
+        x, y = np.reshape(x, lhs3), np.reshape(y, rhs3)
+        if lhs3[-1] == 1:         # an outer product: a broadcast multiply is 3-4x matmul's speed
+            return [np.reshape(np.multiply(x, y), out_shape)]
+        return [np.reshape(_matmul(x, y), out_shape)]
 
     # --- rules --------------------------------------------------------------------
 
@@ -159,6 +164,30 @@ class DotGeneral(TensorPrimitive):
             return [None, self._to_layout(builder, result, source)]
         raise ADRuleError("dot_general", ADRuleKind.TRANSPOSE,
                           "dot_general is linear in one operand at a time")
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        """Both operands batched: their batch axes become the first batch dimension. One
+        batched: its batch axis stays a free dimension, placed in the output after the
+        dimensions that precede it (batch dims, lhs free dims, then rhs free dims)."""
+        lhs_axis, rhs_axis = axes
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        lhs_shape, rhs_shape = self.lhs_shape, self.rhs_shape
+        if lhs_axis is not None:
+            lhs_shape = with_batch(lhs_shape, lhs_axis, axis_size)
+            lc, lb = (tuple(shift_axis(self, a, lhs_axis) for a in dims) for dims in (lc, lb))
+        if rhs_axis is not None:
+            rhs_shape = with_batch(rhs_shape, rhs_axis, axis_size)
+            rc, rb = (tuple(shift_axis(self, a, rhs_axis) for a in dims) for dims in (rc, rb))
+        lfree, rfree = self.free_axes()
+        if lhs_axis is not None and rhs_axis is not None:
+            lb, rb = (lhs_axis,) + lb, (rhs_axis,) + rb
+            out_axis = 0
+        elif lhs_axis is not None:
+            out_axis = len(lb) + sum(a < lhs_axis for a in lfree)
+        else:
+            out_axis = len(lb) + len(lfree) + sum(a < rhs_axis for a in rfree)
+        op = DotGeneral(((lc, rc), (lb, rb)), lhs_shape, rhs_shape, self.dtype)
+        return builder.add_primitive(op, inputs, role), [out_axis]
 
     @staticmethod
     def _to_layout(builder, result: int, source: tuple) -> int:

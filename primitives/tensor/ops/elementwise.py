@@ -17,6 +17,10 @@ Piecewise-constant ops (``floor``, ``round``, ``floor_divide``...) have a zero
 tangent, as in JAX, and predicates (``isnan``...) none. Binary ops whose
 derivatives need a helper array (``fmax``'s tie weights, ``logaddexp``'s logistic
 weights, ``remainder``'s quotient) emit it as a primal op of its own.
+
+Every op here batches (:func:`tidu.batch`): its operands have one shape, so they
+share the first batched operand's batch axis, and an unbatched operand is
+broadcast along it (:func:`.base.batch_elementwise`).
 """
 
 from __future__ import annotations
@@ -37,10 +41,13 @@ from primitives.tensor.ops.base import (
     LinearOp,
     TensorPrimitive,
     apply_ufunc,
+    batch_all_at,
+    batch_elementwise,
     emit,
     reusable_output,
     linear_mask,
     tensor_op,
+    with_batch,
 )
 
 
@@ -135,6 +142,7 @@ class Unary(TensorPrimitive):
     """An elementwise unary op, by name; its rules live in this module's registry."""
 
     name: str
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [_UNARY[self.name].fn(inputs[0])]
@@ -245,6 +253,7 @@ class Round(TensorPrimitive):
 
     decimals: int
     name = "round"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [np.round(inputs[0], self.decimals)]
@@ -267,6 +276,7 @@ class SincDerivative(TensorPrimitive):
 
     order: int
     name = "sinc_derivative"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [_sinc_derivative(np.asarray(inputs[0]), self.order)]
@@ -349,6 +359,7 @@ class Scale(LinearOp):
     factor: complex | float | int
     name = "scale"
     __eq__, __hash__ = _exact_eq, _exact_hash      # scale[-0.0] is not scale[0.0]
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [inputs[0] * self.factor]
@@ -377,6 +388,7 @@ class Affine(TensorPrimitive):
     offset: complex | float | int
     name = "affine"
     __eq__, __hash__ = _exact_eq, _exact_hash
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         x = inputs[0]
@@ -407,6 +419,7 @@ class IntegerPow(TensorPrimitive):
 
     n: int
     name = "integer_pow"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         x = inputs[0]
@@ -432,6 +445,7 @@ class Pow(TensorPrimitive):
     exponent: complex | float
     name = "pow"
     __eq__, __hash__ = _exact_eq, _exact_hash
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [np.power(inputs[0], self.exponent)]
@@ -462,6 +476,7 @@ class Binary(TensorPrimitive):
     """An elementwise binary op on operands of one shape and dtype."""
 
     name: str
+    batch_rule = batch_elementwise
 
     def input_count(self) -> int:
         return 2
@@ -789,6 +804,12 @@ class Power(TensorPrimitive):
             terms.append(scale_tangent(builder, ty, log_x * out))
         return [_sum_all(builder, terms)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        axis = next(a for a in axes if a is not None)
+        refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+        batched = Power(with_batch(self.shape, axis, axis_size), self.dtype)
+        return builder.add_primitive(batched, refs, role), [axis]
+
 
 # --- dtype conversion -----------------------------------------------------------------
 
@@ -800,6 +821,7 @@ class ConvertElementType(TensorPrimitive):
     new_dtype: str
     old_dtype: str
     name = "convert_element_type"
+    batch_rule = batch_elementwise
 
     def params(self) -> str:
         return f"{self.old_dtype}->{self.new_dtype}"

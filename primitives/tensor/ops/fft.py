@@ -27,11 +27,13 @@ array([ 1.,  2.,  0., -1.])
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tidu.graph import Local
 from primitives.tensor.errors import TensorTypeError
-from primitives.tensor.ops.base import LIN, LinearOp, OpParameterError, emit, tensor_op
+from primitives.tensor.ops.base import LIN, LinearOp, OpParameterError, emit, shift_axis, tensor_op
 
 NORMS = ("backward", "ortho", "forward")
 ADJOINT_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
@@ -58,8 +60,21 @@ def _check_kind(op, x, kind: str) -> None:
         raise TensorTypeError(f"{op!r}: the operand must be {wanted}, got {x.dtype}")
 
 
+class _AxesTransform(LinearOp):
+    """A transform along ``axes``, batched by renumbering them: the batch axis stays where
+    it is."""
+
+    __slots__ = ()
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        moved = tuple(shift_axis(self, a, axis) for a in self.axes)
+        batched = dataclasses.replace(self, axes=moved)
+        return builder.add_primitive(batched, inputs, role), [axis]
+
+
 @tensor_op
-class Fft(LinearOp):
+class Fft(_AxesTransform):
     """``np.fft.fftn`` (``ifftn`` if ``inverse``) over ``axes`` of a complex operand, without
     resizing. Transposes to the opposite transform with the adjoint ``norm``."""
 
@@ -85,7 +100,7 @@ class Fft(LinearOp):
 
 
 @tensor_op
-class Rfft(LinearOp):
+class Rfft(_AxesTransform):
     """``np.fft.rfftn`` over ``axes`` of a real operand whose last transformed axis has
     length ``n``: the half spectrum (``n // 2 + 1`` bins) along ``axes[-1]``."""
 
@@ -112,7 +127,7 @@ class Rfft(LinearOp):
 
 
 @tensor_op
-class Irfft(LinearOp):
+class Irfft(_AxesTransform):
     """``np.fft.irfftn`` over ``axes`` of a half spectrum (``n // 2 + 1`` bins along
     ``axes[-1]``) to a real result of length ``n`` there. As in NumPy, the imaginary
     parts of the DC and Nyquist bins are ignored."""
@@ -167,3 +182,8 @@ class HalfSpectrumWeight(LinearOp):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        batched = dataclasses.replace(self, axis=shift_axis(self, self.axis, axis))
+        return builder.add_primitive(batched, inputs, role), [axis]

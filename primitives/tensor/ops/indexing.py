@@ -22,15 +22,45 @@ from __future__ import annotations
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind
-from tidu.graph import External, Linearized, Local
-from primitives.tensor.ops.base import LIN, LIN_TF, LinearOp, TensorPrimitive, emit, linear_mask, \
-    tensor_op
+from tidu import ADRuleError, ADRuleKind, input_role
+from tidu.graph import PRIMARY, External, Linearized, Local
+from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.base import (
+    LIN,
+    LIN_TF,
+    LinearOp,
+    TensorPrimitive,
+    broadcast_batch,
+    emit,
+    linear_mask,
+    move_batch_axis,
+    shift_axis,
+    tensor_op,
+    with_batch,
+)
 from primitives.tensor.ops.select import zeros
+from primitives.tensor.ops.shape import BroadcastInDim, Reshape
 
 
 def slice_length(start: int, limit: int, stride: int) -> int:
     return max(0, (limit - start + stride - 1) // stride)
+
+
+# --- batching helpers -------------------------------------------------------------------
+
+
+def output_role(role):
+    """The role of one-input work on the output of an op with ``role``: linear work if the
+    op is."""
+    return PRIMARY if role is PRIMARY else LIN
+
+
+def batched_at(builder, ref, axis, target: int, axis_size: int, role, index: int):
+    """Input ``index`` of an op with ``role`` with its batch axis at ``target``: moved there
+    from ``axis``, or broadcast if it has none (``axis`` ``None``)."""
+    if axis is None:
+        return broadcast_batch(builder, ref, target, axis_size, role, index)
+    return move_batch_axis(builder, ref, axis, target, role, index)
 
 
 # --- slice and pad ----------------------------------------------------------------------
@@ -69,6 +99,12 @@ class Slice(LinearOp):
         pad = Pad(tuple(low), tuple(high), tuple(interior), self.out_shape())
         return [emit(builder, pad, [Local(cotangent_outputs[0])], LIN)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes                           # the whole batch axis, in place
+        op = Slice(with_batch(self.starts, axis, 0), with_batch(self.limits, axis, axis_size),
+                   with_batch(self.strides, axis, 1), with_batch(self.shape, axis, axis_size))
+        return builder.add_primitive(op, inputs, role), [axis]
+
 
 @tensor_op
 class Pad(LinearOp):
@@ -105,6 +141,12 @@ class Pad(LinearOp):
                    tuple(w.step for w in window), self.out_shape())
         return [emit(builder, op, [Local(cotangent_outputs[0])], LIN)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes                           # no padding along the batch axis
+        op = Pad(with_batch(self.low, axis, 0), with_batch(self.high, axis, 0),
+                 with_batch(self.interior, axis, 0), with_batch(self.shape, axis, axis_size))
+        return builder.add_primitive(op, inputs, role), [axis]
+
 
 @tensor_op
 class Rev(LinearOp):
@@ -118,6 +160,11 @@ class Rev(LinearOp):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        flipped = tuple(shift_axis(self, a, axis) for a in self.axes)
+        return builder.add_primitive(Rev(flipped), inputs, role), [axis]
 
 
 # --- concatenate ------------------------------------------------------------------------
@@ -169,6 +216,15 @@ class Concatenate(TensorPrimitive):
                 results.append(None)
             offset += size
         return results
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # the first batched operand's batch axis; the others moved there, shared ones broadcast
+        target = next(axis for axis in axes if axis is not None)
+        refs = [batched_at(builder, ref, axis, target, axis_size, role, i)
+                for i, (ref, axis) in enumerate(zip(inputs, axes))]
+        shapes = tuple(with_batch(shape, target, axis_size) for shape in self.shapes)
+        op = Concatenate(shift_axis(self, self.axis, target), shapes, self.dtype)
+        return builder.add_primitive(op, refs, role), [target]
 
 
 @tensor_op
@@ -222,6 +278,12 @@ class Split(TensorPrimitive):
         mask = tuple(ct is not None for ct in cotangent_outputs)
         return [emit(builder, Concatenate(self.axis, shapes, self.dtype), refs, Linearized(mask))]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        op = Split(shift_axis(self, self.axis, axis), self.sizes,
+                   with_batch(self.shape, axis, axis_size), self.dtype)
+        return builder.add_primitive(op, inputs, role), [axis] * len(self.sizes)
+
 
 # --- gather and scatter-add -------------------------------------------------------------
 
@@ -249,6 +311,22 @@ class _IndexedLinear(TensorPrimitive):
                               f"{self.name} is linear in its first input only")
         return [emit(builder, other, [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
 
+    def _flat_indices(self, builder, indices, axis: int, axis_size: int) -> Local:
+        """Batched indices into the batch of operands merged with the indexed axis: example
+        ``b``'s indices, batch axis ``axis`` moved to the front, plus ``b * shape[self.axis]``."""
+        from primitives.tensor.ops.custom import constant
+
+        indices = move_batch_axis(builder, indices, axis, 0, PRIMARY, 1)
+        batched = (axis_size,) + tuple(self.index_shape)
+        offsets = constant(builder, np.arange(axis_size, dtype=np.intp) * self.shape[self.axis])
+        offsets = emit(builder, BroadcastInDim(batched, (0,), (axis_size,)), [offsets])
+        return Local(emit(builder, ew.add, [indices, Local(offsets)]))
+
+    def _merged_shape(self, axis_size: int) -> tuple:
+        """``shape`` with a batch of ``axis_size`` merged into the indexed axis."""
+        return (self.shape[:self.axis] + (axis_size * self.shape[self.axis],)
+                + self.shape[self.axis + 1:])
+
 
 @tensor_op
 class Gather(_IndexedLinear):
@@ -267,6 +345,26 @@ class Gather(_IndexedLinear):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         other = ScatterAdd(self.axis, self.shape, self.index_shape)
         return self._transpose(builder, cotangent_outputs, inputs, role, other)
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        (x, indices), (x_axis, index_axis) = inputs, axes
+        axis, shape, k = self.axis, self.shape, len(self.index_shape)
+        if index_axis is None:                  # one index array: gather from each operand
+            op = Gather(axis + (x_axis <= axis), with_batch(shape, x_axis, axis_size),
+                        self.index_shape)
+            return builder.add_primitive(op, inputs, role), [x_axis if x_axis <= axis
+                                                              else x_axis - 1 + k]
+        if x_axis is None:                      # one operand: gather a batch of index arrays
+            op = Gather(axis, shape, with_batch(self.index_shape, index_axis, axis_size))
+            return builder.add_primitive(op, inputs, role), [axis + index_axis]
+        # example b's operand is block b of the indexed axis; its indices are offset to it
+        x = move_batch_axis(builder, x, x_axis, axis, role, 0)
+        merged = self._merged_shape(axis_size)
+        x = Local(emit(builder, Reshape(merged, with_batch(shape, axis, axis_size)), [x],
+                       input_role(role, 0)))
+        flat = self._flat_indices(builder, indices, index_axis, axis_size)
+        op = Gather(axis, merged, (axis_size,) + tuple(self.index_shape))
+        return builder.add_primitive(op, [x, flat], role), [axis]
 
 
 @tensor_op
@@ -289,3 +387,24 @@ class ScatterAdd(_IndexedLinear):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         other = Gather(self.axis, self.shape, self.index_shape)
         return self._transpose(builder, cotangent_outputs, inputs, role, other)
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        (updates, indices), (u_axis, index_axis) = inputs, axes
+        axis, shape, k = self.axis, self.shape, len(self.index_shape)
+        if index_axis is None:                  # one index array: scatter each example's updates
+            if axis < u_axis < axis + k:        # the batch axis among the index axes: in front
+                updates = move_batch_axis(builder, updates, u_axis, axis, role, 0)
+                u_axis = axis
+            out_axis = u_axis if u_axis <= axis else u_axis - k + 1
+            op = ScatterAdd(axis + (u_axis <= axis), with_batch(shape, out_axis, axis_size),
+                            self.index_shape)
+            return builder.add_primitive(op, [updates, indices], role), [out_axis]
+        # example b scatters into block b of the indexed axis: its indices offset to it
+        updates = batched_at(builder, updates, u_axis, axis, axis_size, role, 0)
+        flat = self._flat_indices(builder, indices, index_axis, axis_size)
+        merged = self._merged_shape(axis_size)
+        op = ScatterAdd(axis, merged, (axis_size,) + tuple(self.index_shape))
+        [out] = builder.add_primitive(op, [updates, flat], role)
+        out = emit(builder, Reshape(with_batch(shape, axis, axis_size), merged), [Local(out)],
+                   output_role(role))
+        return [out], [axis]

@@ -43,16 +43,27 @@ array([[0.0909],
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind, TiduError
+from tidu import ADRuleError, ADRuleKind, TiduError, input_role
 from tidu.graph import PRIMARY, External, Linearized, Local
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LinearOp, TensorPrimitive, emit, linear_mask, tensor_op
+from primitives.tensor.ops.base import (
+    LIN,
+    LinearOp,
+    TensorPrimitive,
+    broadcast_batch,
+    emit,
+    linear_mask,
+    move_batch_axis,
+    tensor_op,
+)
 from primitives.tensor.ops.dot import DotGeneral
-from primitives.tensor.ops.indexing import Concatenate, Pad, Slice
+from primitives.tensor.ops.indexing import Concatenate, Pad, Slice, output_role
 from primitives.tensor.ops.select import Full, Real, real_dtype_name
-from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Transpose
+from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
 
 class LinAlgError(TiduError, np.linalg.LinAlgError):
@@ -278,8 +289,23 @@ def _outputs(builder, op, operand: Mat) -> list:
 # --- linear helpers ----------------------------------------------------------------------
 
 
+class _TrailingAxesOp(LinearOp):
+    """A linear op on the last axes of its operand, batched over any leading ones.
+
+    It knows no rank, so a batch rule cannot tell whether a batch axis falls among the
+    matrix axes: it moves the batch axis to the front, the one place sure to be leading.
+    """
+
+    __slots__ = ()
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [ref], [axis] = inputs, axes
+        ref = move_batch_axis(builder, ref, axis, 0, role, 0)
+        return builder.add_primitive(self, [ref], role), [0]
+
+
 @tensor_op
-class MatrixBand(LinearOp):
+class MatrixBand(_TrailingAxesOp):
     """Each matrix's strictly lower triangle times ``lower``, its diagonal times ``diagonal``
     and its strictly upper triangle times ``upper``: a mask of real weights, so its own
     transpose.
@@ -307,7 +333,7 @@ class MatrixBand(LinearOp):
 
 
 @tensor_op
-class MatrixDiagonal(LinearOp):
+class MatrixDiagonal(_TrailingAxesOp):
     """The diagonal of each square matrix, ``(..., n, n) -> (..., n)``; transposes to
     :class:`DiagEmbed`."""
 
@@ -321,7 +347,7 @@ class MatrixDiagonal(LinearOp):
 
 
 @tensor_op
-class DiagEmbed(LinearOp):
+class DiagEmbed(_TrailingAxesOp):
     """Diagonal matrices from vectors, ``(..., n) -> (..., n, n)``; transposes to
     :class:`MatrixDiagonal`."""
 
@@ -377,6 +403,27 @@ class Solve(TensorPrimitive):
         ct = Mat.tangent(builder, cotangent_outputs[0], self.shape, self.dtype)
         return [None, solve(a.H, ct).id]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        (a, b), (a_axis, b_axis) = inputs, axes
+        ndim = len(self.shape)
+        if a_axis is None:
+            # one matrix, a batch of right-hand sides: the batch joins b's columns
+            b = move_batch_axis(builder, b, b_axis, ndim, role, 1)
+            columns = self.shape[:-1] + (self.shape[-1] * axis_size,)
+            b = Local(emit(builder, Reshape(columns, self.shape + (axis_size,)), [b],
+                           input_role(role, 1)))
+            [x] = builder.add_primitive(Solve(columns, self.dtype), [a, b], role)
+            x = emit(builder, Reshape(self.shape + (axis_size,), columns), [Local(x)],
+                     output_role(role))
+            return [x], [ndim]
+        a = move_batch_axis(builder, a, a_axis, 0, role, 0)
+        if b_axis is None:
+            b = broadcast_batch(builder, b, 0, axis_size, role, 1)
+        else:
+            b = move_batch_axis(builder, b, b_axis, 0, role, 1)
+        batched = Solve((axis_size,) + tuple(self.shape), self.dtype)
+        return builder.add_primitive(batched, [a, b], role), [0]
+
 
 # --- decompositions ------------------------------------------------------------------------
 
@@ -401,6 +448,14 @@ class _MatrixOp(TensorPrimitive):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE, f"{self.name} is not linear")
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # the op batches over leading axes already: the batch axis in front is one more
+        [ref], [axis] = inputs, axes
+        ref = move_batch_axis(builder, ref, axis, 0, role, 0)
+        batched = dataclasses.replace(self, shape=(axis_size,) + tuple(self.shape))
+        ids = builder.add_primitive(batched, [ref], role)
+        return ids, [0] * len(ids)
 
 
 @tensor_op

@@ -22,10 +22,20 @@ import numpy as np
 from tidu.graph import External, Local
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, emit, is_float_dtype, \
-    tensor_op
+    shift_axis, tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare, _not_linear
-from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
+from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
+    reduced_before
+
+
+def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
+    """The batch rule of a reduction over ``axes`` of an operand of ``shape``: the
+    reduced axes shift past the batch axis, which stays."""
+    [axis] = axes
+    batched = type(self)(tuple(shift_axis(self, a, axis) for a in self.axes),
+                         with_batch(self.shape, axis, axis_size), self.dtype)
+    return builder.add_primitive(batched, inputs, role), [axis - reduced_before(self.axes, axis)]
 
 
 class _ReduceExtremum(TensorPrimitive):
@@ -58,6 +68,8 @@ class _ReduceExtremum(TensorPrimitive):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         _not_linear(self)
+
+    batch_rule = _batch_reduction
 
 
 @tensor_op
@@ -131,6 +143,8 @@ class ReduceProd(TensorPrimitive):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         _not_linear(self)
 
+    batch_rule = _batch_reduction
+
 
 class _ArgExtremum(TensorPrimitive):
     """An integer index of an extremum along ``axis``: no tangent."""
@@ -146,6 +160,11 @@ class _ArgExtremum(TensorPrimitive):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         _not_linear(self)
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        batched = type(self)(shift_axis(self, self.axis, axis))
+        return builder.add_primitive(batched, inputs, role), [axis - (self.axis < axis)]
 
 
 @tensor_op

@@ -24,17 +24,31 @@ tangent.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
-                                        emit, is_complex_dtype, is_float_dtype, linear_mask,
-                                        tensor_op)
+                                        batch_all_at, emit, is_complex_dtype, is_float_dtype,
+                                        linear_mask, move_batch_axis, shift_axis, tensor_op,
+                                        with_batch)
 from primitives.tensor.ops.indexing import Concatenate, Gather, Slice
 from primitives.tensor.ops.select import Full
 from primitives.tensor.ops.shape import Reshape
+
+
+def _batch_along_axis(self, builder, inputs, axes, role, axis_size, ctx):
+    """The batch rule of an op along ``axis`` (with the operand's ``shape``, if it has one):
+    the axis shifts past the batch axis, which stays; operands share one batch axis."""
+    axis = next(a for a in axes if a is not None)
+    refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+    changes = {"axis": shift_axis(self, self.axis, axis)}
+    if hasattr(self, "shape"):
+        changes["shape"] = with_batch(self.shape, axis, axis_size)
+    return builder.add_primitive(replace(self, **changes), refs, role), [axis]
 
 
 def _not_linear(op):
@@ -94,6 +108,8 @@ class Cumsum(LinearOp):
         return [emit(builder, Cumsum(self.axis, not self.reverse),
                      [Local(cotangent_outputs[0])], LIN)]
 
+    batch_rule = _batch_along_axis
+
 
 @tensor_op
 class Cumprod(TensorPrimitive):
@@ -124,6 +140,8 @@ class Cumprod(TensorPrimitive):
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         _not_linear(self)
+
+    batch_rule = _batch_along_axis
 
 
 @tensor_op
@@ -179,6 +197,8 @@ class LinearRecurrence(TensorPrimitive):
         back = LinearRecurrence(self.axis, self.shape, self.dtype, not self.reverse)
         return [None, emit(builder, back, [coefficients, Local(cotangent_outputs[0])], LIN_FT)]
 
+    batch_rule = _batch_along_axis
+
 
 # --- sorting ---------------------------------------------------------------------------------
 
@@ -211,6 +231,8 @@ class Sort(TensorPrimitive):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         _not_linear(self)
 
+    batch_rule = _batch_along_axis
+
 
 class _IntegerResult(TensorPrimitive):
     """An op with an integer result: no tangent, not linear."""
@@ -241,6 +263,18 @@ class SortPermutation(_IntegerResult):
             return [np.zeros(self.shape, dtype=np.intp)]
         return [np.ravel_multi_index(tuple(index), self.shape)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # with the batch axis in front, example b's positions are b * size + its own
+        # positions: the remainder modulo size takes the offset off
+        ref = move_batch_axis(builder, inputs[0], axes[0], 0, role, 0)
+        shape = (axis_size, *self.shape)
+        positions = emit(builder, SortPermutation(self.axis + 1, shape), [ref], role)
+        size = int(np.prod(self.shape, dtype=np.int64))
+        if size == 0 or axis_size == 1:
+            return [positions], [0]
+        sizes = emit(builder, Full(shape, np.dtype(np.intp).name, size), [])
+        return builder.add_primitive(ew.remainder, [Local(positions), Local(sizes)], role), [0]
+
 
 @tensor_op
 class Argsort(_IntegerResult):
@@ -252,6 +286,8 @@ class Argsort(_IntegerResult):
 
     def eval(self, ctx, inputs):
         return [np.argsort(inputs[0], axis=self.axis, kind=self.kind)]
+
+    batch_rule = _batch_along_axis
 
 
 __all__ = ["Cumsum", "Cumprod", "LinearRecurrence", "Sort", "SortPermutation", "Argsort",

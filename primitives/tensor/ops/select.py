@@ -28,9 +28,12 @@ from primitives.tensor.ops.base import (
     LIN_TF,
     LinearOp,
     TensorPrimitive,
+    batch_all_at,
+    batch_elementwise,
     emit,
     linear_mask,
     tensor_op,
+    with_batch,
 )
 
 
@@ -142,6 +145,12 @@ class Select(TensorPrimitive):
                 self._emit(builder, inputs[0], ct, None) if mask[1] else None,
                 self._emit(builder, inputs[0], None, ct) if mask[2] else None]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        axis = next(a for a in axes if a is not None)
+        refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+        batched = Select(with_batch(self.shape, axis, axis_size), self.dtype)
+        return builder.add_primitive(batched, refs, role), [axis]
+
 
 # --- comparisons ------------------------------------------------------------------------
 
@@ -157,6 +166,7 @@ class Compare(TensorPrimitive):
     """
 
     name: str
+    batch_rule = batch_elementwise
 
     def __post_init__(self):
         if self.name not in _COMPARISONS:
@@ -192,6 +202,7 @@ class _Extremum(TensorPrimitive):
     _fn = None
     _wins = ""
     _loses = ""
+    batch_rule = batch_elementwise
 
     def input_count(self) -> int:
         return 2
@@ -245,6 +256,7 @@ class ComplexAbs(TensorPrimitive):
 
     dtype: str
     name = "complex_abs"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [np.abs(inputs[0])]
@@ -266,6 +278,7 @@ class Real(LinearOp):
 
     dtype: str
     name = "real"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [np.real(inputs[0])]
@@ -281,6 +294,7 @@ class Imag(LinearOp):
 
     dtype: str
     name = "imag"
+    batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
         return [np.imag(inputs[0])]

@@ -1,7 +1,10 @@
-"""Shape primitives: broadcast_in_dim, reduce_sum, reshape, transpose.
+"""Shape primitives: broadcast_in_dim, reduce_sum, reshape, transpose, and the rank-free
+move_axis, broadcast_axis, sum_axis that batch rules emit.
 
 All are linear; each transposes to another op of this family, which is how
 "unbroadcasting" sums a cotangent over the axes an operand was broadcast along.
+``MoveAxis``, ``BroadcastAxis`` and ``SumAxis`` need no shapes, so a batch rule
+can move or broadcast a batch axis of an operand whose shape it does not know.
 
 >>> op = BroadcastInDim(shape=(2, 3), broadcast_dimensions=(1,), operand_shape=(3,))
 >>> op.eval(None, [np.arange(3.0)])[0].shape
@@ -13,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.graph import Local
-from primitives.tensor.ops.base import LIN, LinearOp, emit, tensor_op
+from primitives.tensor.ops.base import (LIN, LinearOp, emit, move_batch_axis, shift_axis,
+                                        tensor_op, with_batch)
 
 
 @tensor_op
@@ -47,6 +51,18 @@ class BroadcastInDim(LinearOp):
             ct = emit(builder, Reshape(tuple(self.operand_shape), reduced), [Local(ct)], LIN)
         return [ct]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # the result's batch axis goes right after the result axis of the operand axis
+        # before the batch axis, so the broadcast dimensions stay increasing
+        [axis] = axes
+        dims = self.broadcast_dimensions
+        out_axis = dims[axis - 1] + 1 if axis > 0 else 0
+        batched = BroadcastInDim(with_batch(self.shape, out_axis, axis_size),
+                                 tuple(d + (d >= out_axis) for d in dims[:axis]) + (out_axis,)
+                                 + tuple(d + 1 for d in dims[axis:]),
+                                 with_batch(self.operand_shape, axis, axis_size))
+        return builder.add_primitive(batched, inputs, role), [out_axis]
+
 
 @tensor_op
 class ReduceSum(LinearOp):
@@ -68,6 +84,18 @@ class ReduceSum(LinearOp):
         return [emit(builder, BroadcastInDim(tuple(self.shape), kept, out_shape),
                      [Local(cotangent_outputs[0])], LIN)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        batched = ReduceSum(tuple(shift_axis(self, a, axis) for a in self.axes),
+                            with_batch(self.shape, axis, axis_size))
+        return builder.add_primitive(batched, inputs, role), [axis - reduced_before(self.axes, axis)]
+
+
+def reduced_before(axes, batch_axis: int) -> int:
+    """How many of the reduced ``axes`` lie in front of ``batch_axis`` (of the operand):
+    the batch axis of the result is that many places further left."""
+    return sum(a < batch_axis for a in axes)
+
 
 @tensor_op
 class Reshape(LinearOp):
@@ -87,6 +115,12 @@ class Reshape(LinearOp):
         return [emit(builder, Reshape(self.old_shape, self.new_shape),
                      [Local(cotangent_outputs[0])], LIN)]
 
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # the batch axis in front, where a C-order reshape keeps examples apart
+        ref = move_batch_axis(builder, inputs[0], axes[0], 0, role, 0)
+        batched = Reshape((axis_size, *self.new_shape), (axis_size, *self.old_shape))
+        return builder.add_primitive(batched, [ref], role), [0]
+
 
 @tensor_op
 class Transpose(LinearOp):
@@ -104,3 +138,110 @@ class Transpose(LinearOp):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         inverse = tuple(int(i) for i in np.argsort(self.permutation))
         return [emit(builder, Transpose(inverse), [Local(cotangent_outputs[0])], LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # the batch axis stays where it is; the other axes permute around it
+        [axis] = axes
+        permuted = [shift_axis(self, p, axis) for p in self.permutation]
+        permuted.insert(axis, axis)
+        return builder.add_primitive(Transpose(tuple(permuted)), inputs, role), [axis]
+
+
+@tensor_op
+class MoveAxis(LinearOp):
+    """``np.moveaxis(x, source, destination)`` for non-negative axes: needs no shape, so
+    batch rules use it to move batch axes.
+
+    >>> MoveAxis(0, 2).eval(None, [np.zeros((2, 3, 4))])[0].shape
+    (3, 4, 2)
+    """
+
+    source: int
+    destination: int
+    name = "move_axis"
+
+    def params(self) -> str:
+        return f"{self.source}->{self.destination}"
+
+    def eval(self, ctx, inputs):
+        return [np.moveaxis(inputs[0], self.source, self.destination)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, MoveAxis(self.destination, self.source),
+                     [Local(cotangent_outputs[0])], LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # one move of the batched value: take the source axis out (the batch axis shifts
+        # left if it was behind it), put it back at the destination among the other axes
+        [axis] = axes
+        source = shift_axis(self, self.source, axis)
+        without = axis - (self.source < axis)           # the batch axis, source axis removed
+        if self.destination < without:
+            return builder.add_primitive(MoveAxis(source, self.destination), inputs,
+                                         role), [without + 1]
+        return builder.add_primitive(MoveAxis(source, self.destination + 1), inputs,
+                                     role), [without]
+
+
+@tensor_op
+class BroadcastAxis(LinearOp):
+    """A new axis of length ``size`` at ``axis``, the operand repeated along it (no shape
+    needed: batch rules broadcast unbatched operands with it). Transposes to ``SumAxis``.
+
+    >>> BroadcastAxis(1, 3).eval(None, [np.arange(2.0)])[0]
+    array([[0., 0., 0.],
+           [1., 1., 1.]])
+    """
+
+    axis: int
+    size: int
+    name = "broadcast_axis"
+
+    def params(self) -> str:
+        return f"axis={self.axis}, size={self.size}"
+
+    def eval(self, ctx, inputs):
+        x = np.expand_dims(inputs[0], self.axis)
+        shape = x.shape[:self.axis] + (self.size,) + x.shape[self.axis + 1:]
+        return [np.broadcast_to(x, shape)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, SumAxis(self.axis, self.size), [Local(cotangent_outputs[0])], LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        if self.axis <= axis:                   # the new axis lands in front of the batch axis
+            return builder.add_primitive(self, inputs, role), [axis + 1]
+        return builder.add_primitive(BroadcastAxis(self.axis + 1, self.size), inputs,
+                                     role), [axis]
+
+
+@tensor_op
+class SumAxis(LinearOp):
+    """The sum over ``axis``, of length ``size`` (no shape needed); transposes to
+    ``BroadcastAxis``.
+
+    >>> SumAxis(0, 2).eval(None, [np.ones((2, 3))])[0]
+    array([2., 2., 2.])
+    """
+
+    axis: int
+    size: int
+    name = "sum_axis"
+
+    def params(self) -> str:
+        return f"axis={self.axis}, size={self.size}"
+
+    def eval(self, ctx, inputs):
+        return [np.asarray(np.sum(inputs[0], axis=self.axis))]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [emit(builder, BroadcastAxis(self.axis, self.size), [Local(cotangent_outputs[0])],
+                     LIN)]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        if axis <= self.axis:
+            return builder.add_primitive(SumAxis(self.axis + 1, self.size), inputs,
+                                         role), [axis]
+        return builder.add_primitive(self, inputs, role), [axis - 1]

@@ -1,0 +1,298 @@
+"""``vmap``: a function written for one example, run on a batch (JAX's ``jax.vmap``).
+
+``vmap(f, in_axes, out_axes)(*args)`` traces ``f`` once at one example's shapes
+(abstractly, as :func:`~primitives.tensor.jit` does: Python control flow on a
+batched value raises), hands the graph to :func:`tidu.batch` with the
+positions of the batch axes, and runs the batched graph: compiled on plain
+arrays; replayed through their front end on eager ``Tensor``s or on another
+transform's traced values, so it composes with ``grad``, ``jvp``, ``jit``, the
+Jacobians and itself (``vmap(grad(loss))`` gives per-example gradients).
+
+``in_axes`` and ``out_axes`` as in JAX: an int (negative counts from the end),
+``None`` (not batched), or a container per argument (``in_axes`` a tuple with
+one entry per positional argument), each entry a prefix of that argument's
+structure. Keyword arguments are batched along axis 0, as in JAX. The batch
+size comes from the batched arguments; if they disagree, the error names them.
+
+>>> import numpy as np
+>>> import primitives.tensor as tnp
+>>> vmap(lambda x, w: tnp.dot(x, w), in_axes=(0, None))(np.ones((3, 2)), np.array([1.0, 2.0]))
+array([3., 3., 3.])
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+from typing import Any, Callable
+
+import numpy as np
+
+from tidu import batch, optimize
+from tidu.graph import Input, compiled
+from primitives.tensor import api
+from primitives.tensor.core import Frontend, interpret, shape_of
+from primitives.tensor.functional import (FunctionalError, GraphTrace, _array, _function_name,
+                                          check_output)
+from primitives.tensor.manipulation import moveaxis
+from primitives.tensor.pytree import tree_flatten, tree_unflatten
+
+__all__ = ["vmap"]
+
+
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+    """``f`` mapped over a batch axis of its arguments (``jax.vmap``'s semantics).
+
+    ``in_axes``: an int, ``None``, or a tuple with one entry per positional
+    argument (a list is taken as a tuple, as JAX does); each entry an int,
+    ``None`` or a container matching a prefix of the argument's structure.
+    ``out_axes`` likewise for the result. Negative axes count from the end.
+    Keyword arguments are batched along axis 0. ``f`` runs once per call (there
+    is no cache: wrap it in ``jit`` for that). Complex values follow tidu's
+    convention in every transform composed with it.
+
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> xs = np.arange(6.0).reshape(2, 3)
+    >>> vmap(tnp.sum, in_axes=1)(xs)                    # one sum per column
+    array([3., 5., 7.])
+    >>> vmap(lambda p: p["w"] * p["b"], in_axes=({"w": 0, "b": None},))(
+    ...     {"w": np.array([1.0, 2.0]), "b": np.array(10.0)})
+    array([10., 20.])
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
+        raise FunctionalError(f"vmap of {_function_name(f)}: in_axes must be an int, None or a "
+                              f"tuple with one entry per positional argument, got {in_axes!r}")
+    _check_spec(in_axes, f, "in_axes")
+    _check_spec(out_axes, f, "out_axes")
+
+    @functools.wraps(f)
+    def vmapped(*args, **kwargs):
+        return _Call(f, in_axes, out_axes, args, kwargs).result()
+
+    return vmapped
+
+
+def _is_axis(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_spec(spec, f, what: str) -> None:
+    """Axis specs hold ints and ``None`` in tuples, lists and dicts (a container nesting)."""
+    if spec is None or _is_axis(spec):
+        return
+    children = spec.values() if type(spec) is dict else spec if isinstance(
+        spec, (tuple, list)) else None
+    if children is None:
+        raise FunctionalError(f"vmap of {_function_name(f)}: {what} holds {spec!r} "
+                              f"({type(spec).__name__}); it must be an int, None, or a tuple, "
+                              "list or dict of them")
+    for child in children:
+        _check_spec(child, f, what)
+
+
+def _node(tree):
+    """A container's kind and its children with their path suffixes (pytree order)."""
+    if type(tree) in (tuple, list) or (isinstance(tree, tuple) and hasattr(type(tree), "_fields")):
+        return type(tree), [(f"[{i}]", child) for i, child in enumerate(tree)]
+    if type(tree) is dict:
+        return dict, [(f"[{key!r}]", tree[key]) for key in sorted(tree)]
+    return None, None
+
+
+def _leaf_paths(tree, path: str, out: list) -> None:
+    if tree is None:
+        return
+    kind, children = _node(tree)
+    if kind is None:
+        out.append(path)
+        return
+    for suffix, child in children:
+        _leaf_paths(child, path + suffix, out)
+
+
+def _leaf_specs(spec, tree, path: str, out: list, f, what: str) -> None:
+    """Append ``(path, axis)`` for each leaf of ``tree``, ``spec`` being a prefix of it."""
+    if spec is None or _is_axis(spec):
+        paths: list = []
+        _leaf_paths(tree, path, paths)
+        out.extend((p, spec) for p in paths)
+        return
+    kind, children = _node(tree)
+    spec_kind, spec_children = _node(spec)
+    same = kind is not None and kind is spec_kind and len(children) == len(spec_children) and (
+        kind is not dict or sorted(spec) == sorted(tree))
+    if not same:
+        raise FunctionalError(
+            f"vmap of {_function_name(f)}: {what} {spec!r} for {path} does not match its "
+            f"structure {tree_flatten(tree)[1]!r}; {what} must be a prefix of it (an int or "
+            "None applies to everything below it)")
+    for (suffix, child), (_, child_spec) in zip(children, spec_children):
+        _leaf_specs(child_spec, child, path + suffix, out, f, what)
+
+
+def _argument_names(f, count: int) -> list[str]:
+    """``"argument x"`` for each positional argument, from ``f``'s signature where it can."""
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for i in range(count):
+        if i < len(parameters) and parameters[i].kind in (parameters[i].POSITIONAL_ONLY,
+                                                          parameters[i].POSITIONAL_OR_KEYWORD):
+            names.append(f"argument {parameters[i].name}")
+        else:
+            names.append(f"argument {i}")
+    return names
+
+
+def _data(value) -> np.ndarray:
+    """The arrays under a front-end value, to trace ``f`` at (never part of the result)."""
+    while isinstance(value, Frontend):
+        value = value.value_below
+    return np.asarray(value)
+
+
+def _describe(path: str, value) -> str:
+    dtype = getattr(value, "dtype", None) or np.asarray(value).dtype
+    return f"{path} of type {np.dtype(dtype).name}{list(shape_of(value))}"
+
+
+class _Call:
+    """One call of a vmapped function: the arguments' batch axes, the trace, the result."""
+
+    def __init__(self, f, in_axes, out_axes, args: tuple, kwargs: dict) -> None:
+        self.f = f
+        self.name = _function_name(f)
+        self.out_axes = out_axes
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise FunctionalError(
+                f"vmap of {self.name}: in_axes has {len(in_axes)} entries ({in_axes!r}) but "
+                f"{len(args)} positional arguments were given; give one entry per argument")
+        per_arg = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        specs: list = []
+        for name, spec, arg in zip(_argument_names(f, len(args)), per_arg, args):
+            _leaf_specs(spec, arg, name, specs, f, "in_axes")
+        for key in sorted(kwargs):      # the order tree_flatten gives a dict's leaves
+            _leaf_specs(0, kwargs[key], f"keyword argument {key}", specs, f, "in_axes")
+        self.leaves, self.structure = tree_flatten((list(args), kwargs))
+        self.axes = [self._axis(path, axis, leaf) for (path, axis), leaf
+                     in zip(specs, self.leaves)]
+        self.axis_size = self._axis_size(specs)
+
+    def _axis(self, path: str, axis, leaf) -> int | None:
+        if axis is None:
+            return None
+        if not isinstance(leaf, (Frontend, np.ndarray, np.generic, numbers.Number)):
+            raise FunctionalError(f"vmap of {self.name}: {path} is a {type(leaf).__name__}, "
+                                  f"which cannot be batched along axis {axis}; pass arrays, or "
+                                  "give it in_axes None")
+        ndim = len(shape_of(leaf))
+        if not -ndim <= axis < ndim:
+            raise FunctionalError(
+                f"vmap of {self.name} was asked to map {path} along axis {axis}, so its rank "
+                f"should be at least {axis + 1 if axis >= 0 else -axis}, but it is {ndim} "
+                f"(its shape is {tuple(shape_of(leaf))})")
+        return axis % ndim
+
+    def _axis_size(self, specs: list) -> int:
+        sizes: dict[int, list[str]] = {}
+        for (path, _), leaf, axis in zip(specs, self.leaves, self.axes):
+            if axis is not None:
+                sizes.setdefault(shape_of(leaf)[axis], []).append(
+                    f"axis {axis} of {_describe(path, leaf)}")
+        if not sizes:
+            raise FunctionalError(f"vmap of {self.name}: no argument is batched (in_axes is "
+                                  "None for every one, and there are no keyword arguments); "
+                                  "at least one must have a batch axis")
+        if len(sizes) > 1:
+            lines = "\n".join(f"  * size {size}: {', '.join(where)}"
+                              for size, where in sizes.items())
+            raise FunctionalError(f"vmap of {self.name} got inconsistent sizes for the array "
+                                  f"axes to be mapped:\n{lines}")
+        return next(iter(sizes))
+
+    def result(self):
+        graph, trace, out_structure, leaf_inputs = self._trace()
+        in_axes = {("arg", i): axis for i, axis in enumerate(self.axes) if axis is not None}
+        batched = batch(graph, graph.output_keys, in_axes, self.axis_size)
+        values = {key: trace.values[key] for key in graph.input_keys
+                  if key.key[0] == "constant"}    # what f closed over
+        values.update((Input(("arg", i)), self.leaves[i]) for i in leaf_inputs
+                      if self.axes[i] is None)
+        for (key, _), input_key in zip(batched.inputs, batched.input_keys):
+            values[input_key] = self.leaves[key[1]]
+        outputs = self._run(graph, batched, values)
+        specs: list = []
+        _leaf_specs(self.out_axes, tree_unflatten(out_structure, outputs), "the output",
+                    specs, self.f, "out_axes")
+        results = [self._placed(out, axis, path, want) for out, axis, (path, want)
+                   in zip(outputs, batched.out_axes, specs)]
+        return tree_unflatten(out_structure, results)
+
+    def _trace(self):
+        """``f`` traced at example 0 (abstractly: the graph holds for every example)."""
+        trace = GraphTrace(transform=f"vmap of {self.name}", abstract=True)
+        inputs = list(self.leaves)
+        leaf_inputs = []                # leaves that are inputs of the graph
+        for i, (leaf, axis) in enumerate(zip(self.leaves, self.axes)):
+            if axis is None and not isinstance(leaf, Frontend):
+                continue                # passed to f as it is, as JAX passes unmapped values
+            data = _data(leaf)
+            if axis is not None:
+                data = np.take(data, 0, axis=axis) if self.axis_size else \
+                    np.zeros(data.shape[:axis] + data.shape[axis + 1:], data.dtype)
+            inputs[i] = trace.new_input(("arg", i), data)
+            leaf_inputs.append(i)
+        args, kwargs = tree_unflatten(self.structure, inputs)
+        try:
+            with np.errstate(all="ignore"):     # the trace's values are thrown away
+                out = self.f(*args, **kwargs)
+            out_leaves, out_structure = tree_flatten(out)
+            for position, value in enumerate(out_leaves):
+                check_output(value, "vmap", self.f, position)
+            outs = [trace.lift(o) for o in out_leaves]
+        finally:
+            trace.active = False
+        return trace.build(outs), trace, out_structure, leaf_inputs
+
+    def _run(self, graph, batched, values: dict) -> list:
+        keys = batched.output_keys
+        if any(isinstance(v, Frontend) for v in values.values()):
+            # tensors or another transform's values: replay, so their derivatives flow
+            return interpret(keys, values)
+        program = optimize([graph, batched.graph], keys)
+        inputs = list(program.input_keys)
+        outs = compiled(program).runner(inputs)([values[k] for k in inputs])
+        given = {id(v) for v in values.values()}   # an input returned as it is: copy it
+        return [o.copy() if id(o) in given else o for o in outs]
+
+    def _placed(self, out, axis: int | None, path: str, want):
+        """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""
+        if want is None:
+            if axis is not None:
+                raise FunctionalError(
+                    f"vmap of {self.name}: {path} depends on the batched arguments, but its "
+                    "out_axes is None (only an output that is the same for every example can "
+                    "be returned without a batch axis)")
+            return _array(out)
+        ndim = len(shape_of(out)) + (axis is None)
+        if not -ndim <= want < ndim:
+            raise FunctionalError(f"vmap of {self.name}: out_axes {want} for {path}, which has "
+                                  f"{ndim} axes with the batch axis")
+        want %= ndim
+        if axis is None:                # the same for every example: broadcast it
+            shape = list(shape_of(out))
+            shape.insert(want, self.axis_size)
+            if isinstance(out, Frontend):
+                return api.broadcast_to(api.expand_dims(out, want), tuple(shape))
+            return np.array(np.broadcast_to(np.expand_dims(out, want), shape))
+        if axis == want:
+            return _array(out)
+        if isinstance(out, Frontend):
+            return moveaxis(out, axis, want)
+        return np.moveaxis(out, axis, want)
