@@ -82,9 +82,12 @@ def data_of(value, what: str = "reading its data"):
     naming ``what`` needed it."""
     while isinstance(value, Frontend):
         if value.is_tracer and value.graph_trace.abstract:
+            transform = value.graph_trace.transform
+            static = (", or mark the argument static (static_argnums)"
+                      if transform.startswith("jit") else "")
             raise ConcretizationError(
-                f"{what}: the values of an array traced by {value.graph_trace.transform} are not "
-                "known while it traces, only its shape and dtype; compute with tnp functions "
-                "(tnp.where instead of if), or mark the argument static (static_argnums)")
+                f"{what}: the values of an array traced by {transform} are not known while it "
+                f"traces, only its shape and dtype; compute with tnp functions (tnp.where "
+                f"instead of if){static}")
         value = value.value_below
     return value

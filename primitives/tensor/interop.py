@@ -90,13 +90,14 @@ def constant_data(value, what: str):
     >>> constant_data(np.ones(2), "float()")
     array([1., 1.])
     """
+    data = data_of(value, what)      # under jit or vmap: no values yet (ConcretizationError)
     if carries_gradient(value):
         kind = type(value).__name__
         raise TensorTypeError(f"{what} on a {kind} that carries a gradient would drop its "
                               "derivative; use tnp functions on it, or take its value as a "
                               "constant on purpose with tnp.stop_gradient(x) (or .detach() "
                               "and .item() on a Tensor)")
-    return data_of(value, what)
+    return data
 
 
 def _plain(value):
