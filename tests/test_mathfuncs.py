@@ -21,7 +21,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import primitives.tensor as tnp
 from primitives.tensor.ops import elementwise as ew

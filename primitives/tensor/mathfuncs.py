@@ -22,7 +22,6 @@ array([1., 0., 0.])
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Callable
 

@@ -28,7 +28,7 @@ from tidu.errors import (
     sequence_argument,
 )
 from tidu.graph import PRIMARY, Graph, GraphBuilder, Input, Local, ValueKey
-from tidu.graph import FreshInput, Input, OperationKey, op_name, operation_counts
+from tidu.graph import FreshInput, OperationKey, op_name, operation_counts
 from tidu.eager.trace import Trace
 
 
