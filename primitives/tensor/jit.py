@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

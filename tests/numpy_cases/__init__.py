@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-import primitives.tensor as tnp
+import primitives.tensor as tnp  # noqa: F401  (the doctest uses it)
 
 ALL_DTYPES = ("float64", "float32", "complex128")
 REAL_DTYPES = ("float64", "float32")
