@@ -48,9 +48,13 @@ def coverage_rows() -> list[dict]:
                 "name": case.name, "family": family, "wrt": [], "dtypes": [], "forward": True,
                 "first_order": False, "second_order": False, "notes": [], "cases": 0})
             row["cases"] += 1
+            # the function's own parameter names where a case calls it directly, else the
+            # names of the case's lambda
+            own = case.fn is _public(case.name)
+            names = row.setdefault("own" if own else "other", [])
             for name in _argument_names(case):
-                if name not in row["wrt"]:
-                    row["wrt"].append(name)
+                if name not in names:
+                    names.append(name)
             for dtype in case.dtypes:
                 if dtype not in row["dtypes"]:
                     row["dtypes"].append(dtype)
@@ -59,7 +63,19 @@ def coverage_rows() -> list[dict]:
                 row["second_order"] |= case.second_order
             if case.note and case.note not in row["notes"]:
                 row["notes"].append(case.note)
+    for row in rows.values():
+        row["wrt"] = row.pop("own", None) or row.pop("other", [])
+        row.pop("other", None)
     return list(rows.values())
+
+
+def _public(name: str):
+    import primitives.tensor as tnp
+
+    found = tnp
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 def _family_lists() -> list[tuple[str, list]]:
