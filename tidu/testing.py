@@ -1242,15 +1242,7 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
     tidu.testing.CheckUsageError: check_primitive: no input of NEG is differentiable ...
     """
     name = op_name(op)
-    if order not in (1, 2) or isinstance(order, bool):
-        raise CheckUsageError(f"check_primitive: order must be 1 or 2, got {order!r}")
-    if not isinstance(op, EvaluableGraphOperation):
-        raise CheckUsageError(f"check_primitive: {name} is not an EvaluableGraphOperation: "
-                              "finite differences need its eval")
-    n_inputs = op.input_count()
-    if len(primal_inputs) != n_inputs:
-        raise CheckUsageError(f"check_primitive: {name} takes {n_inputs} inputs, "
-                              f"got {len(primal_inputs)}")
+    graph = _one_op_graph(op, primal_inputs, order, "check_primitive")
     primals = dict(enumerate(primal_inputs))
     wrt = [slot for slot, value in primals.items() if _is_differentiable(value)]
     if not wrt:
@@ -1258,10 +1250,6 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
         raise CheckUsageError(f"check_primitive: no input of {name} is differentiable (got "
                               f"{given}), so there is nothing to check; pass float or complex "
                               "values")
-    builder = GraphBuilder()
-    ids = [builder.add_input(slot) for slot in range(n_inputs)]
-    builder.set_outputs(builder.add_operation(op, [Local(i) for i in ids]))
-    graph = builder.build()
     outputs = list(graph.output_keys)
 
     eps_machine = min(_machine_eps(primals[slot]) for slot in wrt)

@@ -28,6 +28,7 @@ import numpy as np
 from primitives.tensor.api import (
     _axis,
     _first,
+    _no_out,
     _operand,
     astype,
     bind,
@@ -36,7 +37,7 @@ from primitives.tensor.api import (
     getitem,
 )
 from primitives.tensor.core import dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
 from primitives.tensor.ops.indexing import Pad, Slice
@@ -58,12 +59,6 @@ def _norm(norm, fn: str) -> str:
         raise TensorShapeError(f'{fn}: invalid norm value {norm!r}; should be "backward", '
                                '"ortho" or "forward"')
     return norm
-
-
-def _no_out(out, fn: str) -> None:
-    if out is not None:
-        raise TensorNotSupportedError(f"{fn}: out= is not supported (writing into an existing "
-                                      "array would drop the derivative); assign the result")
 
 
 def _points(n, fn: str) -> int:

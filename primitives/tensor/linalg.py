@@ -43,6 +43,7 @@ import numpy as np
 
 from primitives.tensor.api import (
     _axis,
+    _no_out,
     _operand,
     abs,
     astype,
@@ -367,9 +368,7 @@ def matrix_power(a, n: int):
 @implements(np.linalg.multi_dot)
 def multi_dot(arrays, *, out=None):
     """``np.linalg.multi_dot``: a 1-d first (last) array is a row (column) vector."""
-    if out is not None:
-        raise TensorNotSupportedError("linalg.multi_dot: out= would drop the derivative; use "
-                                      "the result")
+    _no_out(out, "linalg.multi_dot")
     arrays = [_operand(x, "linalg.multi_dot") for x in arrays]
     if len(arrays) < 2:
         raise TensorShapeError("linalg.multi_dot: expecting at least two arrays")

@@ -20,9 +20,9 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.api import (_axes, _axis, _first, _float_dtype, _is_python_scalar,
-                                   _operand, add, astype, broadcast_to, clip, concatenate,
-                                   conj, divide, equal, getitem, matmul, max, mean, min,
+from primitives.tensor.api import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
+                                   _is_python_scalar, _no_out, _operand, add, astype,
+                                   broadcast_to, clip, concatenate, conj, divide, equal, getitem, matmul, max, mean, min,
                                    multiply, not_equal, real, reshape, result_dtype, sqrt,
                                    squeeze, subtract, sum, take, transpose, where)
 from primitives.tensor.manipulation import diagonal
@@ -36,16 +36,9 @@ __all__ = ["prod", "cumsum", "cumprod", "diff", "var", "std", "average", "ptp", 
            "nanmean", "sort", "argsort", "argmax", "argmin", "median", "quantile",
            "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
-_NO_VALUE = object()        # NumPy's "argument not given" (None is a value for some)
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def _no_out(out, fn: str) -> None:
-    if out is not None:
-        raise TensorNotSupportedError(f"{fn}: out= is not supported (tensors are immutable); "
-                                      "use the returned value")
 
 
 def _kept_shape(shape: tuple, axes: tuple) -> tuple:
