@@ -320,8 +320,8 @@ def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=_N
     if where is not _NO_VALUE:
         selected = broadcast_to(_operand(where, "mean"), shape_of(x))
         total = sum(x, axis, keepdims=keepdims, where=selected)
-        return divide(total, sum(astype(selected, total.dtype if hasattr(total, "dtype")
-                                        else dtype_of(total)), axis, keepdims=keepdims))
+        count = sum(astype(selected, dtype_of(total)), axis, keepdims=keepdims)
+        return divide(total, count)
     shape = shape_of(x)
     count = int(np.prod([shape[a] for a in _axes(axis, len(shape), "mean")], dtype=np.int64))
     total = sum(x, axis, keepdims=keepdims)
