@@ -18,6 +18,10 @@ Workloads (each peer is skipped with a note when it is not installed):
   against torch.func and jax.vmap (no jit), and one batched grad of the summed loss.
 - device: each speed or memory device on the main path, on and off in fresh
   processes (``benchmarks/devices.py``), so it stays only while it pays.
+- array backends (``benchmarks/backends.py``): the MLP step on PyTorch tensors
+  through tidu against ``torch.autograd``; a Dask gradient step on 1 and 2 worker
+  processes of a ``LocalCluster``; and the NumPy path of this tree against the tree
+  before the array backends (A/B, full runs only).
 
 Prints a table (medians, and every peer as a ratio tidu/peer measured in the same
 run) and writes JSON (``--json PATH``). ``--quick`` runs small sizes in well under
@@ -38,6 +42,7 @@ import tracemalloc
 
 import numpy as np
 
+from benchmarks import backends
 from benchmarks.devices import devices_workload
 from benchmarks.hvp import hvp_workload
 from benchmarks.vmap import BATCHED, vmap_workload
@@ -215,7 +220,12 @@ def run(quick: bool) -> dict:
     rows += hvp_workload(3 if quick else 20)
     rows += vmap_workload(2, batch=32) if quick else vmap_workload(5)
     rows += devices_workload(1 if quick else 3, quick)
-    for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench")):
+    rows += backends.torch_workload(3 if quick else 15)
+    rows += backends.dask_workload(quick)
+    if not quick:                   # two trees in fresh processes: minutes, not seconds
+        rows += backends.numpy_ab_workload(rounds=3, repeat=15)
+    for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench"),
+                          ("distributed", "dask")):
         try:
             __import__(module)
         except ImportError:
@@ -229,6 +239,9 @@ def format_table(result: dict) -> str:
     lines = [f"tidu benchmarks ({'quick' if result['quick'] else 'full'}); "
              f"Python {result['machine']['python']}; ratios are tidu / peer (< 1: tidu faster)"]
     for row in result["rows"]:
+        if row["workload"] in ("torch arrays", "dask", "numpy A/B"):
+            lines.append(backends.format_rows([row]))
+            continue
         if row["workload"] in ("transform", "eager scalar"):
             value = f"{row['tidu_us_per_op']:9.2f} µs/op"
         elif row["workload"] == "mlp jit":

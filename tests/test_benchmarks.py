@@ -21,12 +21,13 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json", str(out)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads(out.read_text())
     assert data["quick"] is True
     workloads = {row["workload"] for row in data["rows"]}
-    assert workloads == {"transform", "eager scalar", "mlp", "mlp jit", "memory", "hvp", "vmap", "device"}
+    assert workloads == {"transform", "eager scalar", "mlp", "mlp jit", "memory", "hvp", "vmap",
+                         "device", "torch arrays", "dask"}
     for row in data["rows"]:
         for key, value in row.items():
             if isinstance(value, float):

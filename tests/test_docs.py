@@ -21,6 +21,7 @@ Docstring examples run separately: ``pytest`` is configured with
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -71,11 +72,25 @@ def python_blocks(path: Path) -> list[tuple[int, str, bool]]:
 
 
 PAGES_WITH_CODE = [p for p in pages() if python_blocks(p)]
+OPTIONAL_MODULES = ("torch", "cupy", "dask", "distributed", "jax")
+IMPORT = re.compile(r"^\s*(?:import|from)\s+([\w]+)", flags=re.MULTILINE)
+
+
+def optional_modules_missing(page: Path) -> list[str]:
+    """The optional array libraries a page's code imports that are not installed here."""
+    imported = {name for _, source, runs in python_blocks(page) if runs
+                for name in IMPORT.findall(source)}
+    return sorted(name for name in imported & set(OPTIONAL_MODULES)
+                  if importlib.util.find_spec(name) is None)
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE,
                          ids=[str(p.relative_to(ROOT)) for p in PAGES_WITH_CODE])
 def test_page_code_runs(page: Path, tmp_path, monkeypatch):
+    missing = optional_modules_missing(page)
+    if missing:
+        pytest.skip(f"{page.name} uses {', '.join(missing)}, not installed here (an optional "
+                    "extra: pip install '.[torch]', '.[dask]' or '.[cupy]')")
     monkeypatch.chdir(tmp_path)                  # blocks that write files write here
     namespace = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
     for line, source, runs in python_blocks(page):

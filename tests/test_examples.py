@@ -39,12 +39,19 @@ EXPECTED_OUTPUT = {
     "gradient_two_inputs.py": ["df/dx = -1.252947193096", "df/dy = -0.256311071824"],
     "newton_step.py": ["hvp vs finite differences of gradients", "Newton-CG loss",
                        "Newton-CG: loss"],
+    "distributed_least_squares.py": ["cluster: 2 workers", "value_and_grad returned Arrays: "
+                                     "one Dask graph of", "step  1: loss", "step  3: loss",
+                                     "relative error of the fitted weights",
+                                     "peak memory of a worker"],
     "train_mlp.py": ["first gradient vs finite differences: worst relative error",
                      "epoch   1: train loss", "final test accuracy"],
 }
 # script name -> command-line arguments (keep the suite fast)
 ARGS = {"train_mlp.py": ["--epochs", "1", "--subset", "300"],
-        "per_example_gradients.py": ["--steps", "10", "--batch", "16"]}
+        "per_example_gradients.py": ["--steps", "10", "--batch", "16"],
+        # a small dataset (the default one is 1.3 GB: 3.2x a worker's memory limit)
+        "distributed_least_squares.py": ["--rows", "200000", "--features", "8",
+                                         "--chunk-rows", "25000", "--steps", "3"]}
 
 
 def missing_imports(script: Path) -> list[str]:

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
@@ -43,7 +44,8 @@ def _public_caller() -> str:
 
 
 def _holds_frontend(seq) -> bool:
-    """Whether a (nested) list or tuple holds a tensor or traced value anywhere."""
+    """Whether a (nested) list or tuple holds a tensor, a traced value or an array of another
+    library than NumPy anywhere (any of which ``np.asarray`` would turn into NumPy data)."""
     pending = [seq]
     while pending:
         for item in pending.pop():
@@ -51,6 +53,8 @@ def _holds_frontend(seq) -> bool:
                 return True
             if isinstance(item, (list, tuple)):
                 pending.append(item)
+            elif not isinstance(item, _ARRAY_LIKE) and _is_foreign_array(item):
+                return True
     return False
 
 
@@ -61,7 +65,7 @@ def _operand(x, fn: str | None = None):
     """Python sequences become arrays (``stack``-ed, with gradients, when they hold tensors or
     traced values); arrays, numbers and frontend values pass through; anything else (``None``,
     strings, generators...) is a ``TensorTypeError`` naming the tnp function."""
-    if isinstance(x, _ARRAY_LIKE):
+    if isinstance(x, _ARRAY_LIKE) or _is_foreign_array(x):
         return x
     if not isinstance(x, (list, tuple)):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
@@ -77,7 +81,22 @@ def _operand(x, fn: str | None = None):
 
 
 def _is_array_like(value) -> bool:
-    return isinstance(value, (Frontend, np.ndarray, np.generic, numbers.Number, list, tuple))
+    return isinstance(value, (Frontend, np.ndarray, np.generic, numbers.Number, list, tuple)) \
+        or _is_foreign_array(value)
+
+
+def _is_foreign_array(value) -> bool:
+    """An array of another library than NumPy (PyTorch, CuPy, Dask: :mod:`.backends`)."""
+    return library_of(value) is not NUMPY
+
+
+def _host(data) -> np.ndarray:
+    """``data`` as a NumPy array: another library's array is copied to host memory (a Dask
+    array is computed)."""
+    if type(data) is np.ndarray:
+        return data
+    library = library_of(data)
+    return np.asarray(data) if library is NUMPY else library.to_numpy(data)
 
 
 def _is_python_scalar(value) -> bool:
@@ -145,7 +164,7 @@ def _float_dtype(x) -> np.dtype:
 
 def _unary_float(op):
     def fn(x):
-        if getattr(x, "dtype", None) is not None and x.dtype.kind in "fc":   # fast path
+        if getattr(getattr(x, "dtype", None), "kind", None) in ("f", "c"):   # fast path
             return bind(op, x)[0]
         x = _operand(x, op.name)
         return _first(bind(op, astype(x, _float_dtype(x))))
@@ -429,8 +448,8 @@ class ArrayOperators(ArrayMethods):
         return array_function(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        data = np.asarray(constant_data(self, "converting to a NumPy array (np.asarray, "
-                                              "np.array, Tensor.numpy(), a NumPy function)"))
+        data = _host(constant_data(self, "converting to a NumPy array (np.asarray, "
+                                         "np.array, Tensor.numpy(), a NumPy function)"))
         if dtype is not None and data.dtype != dtype:
             return data.astype(dtype)                  # a new array
         return data.copy() if copy else data
@@ -438,16 +457,16 @@ class ArrayOperators(ArrayMethods):
     def item(self):
         """The value of a one-element array as a Python number (refused where it would drop
         a derivative: use ``tnp.stop_gradient(x).item()`` to mean it)."""
-        return np.asarray(constant_data(self, "item()")).item()
+        return _host(constant_data(self, "item()")).item()
 
     def tolist(self):
         """The values as nested Python lists (refused where it would drop a derivative)."""
-        return np.asarray(constant_data(self, "tolist()")).tolist()
+        return _host(constant_data(self, "tolist()")).tolist()
 
-    def __float__(self): return float(constant_data(self, "float()"))
-    def __int__(self): return int(constant_data(self, "int()"))
-    def __complex__(self): return complex(constant_data(self, "complex()"))
-    def __index__(self): return operator.index(constant_data(self, "using as an index"))
+    def __float__(self): return float(_host(constant_data(self, "float()")))
+    def __int__(self): return int(_host(constant_data(self, "int()")))
+    def __complex__(self): return complex(_host(constant_data(self, "complex()")))
+    def __index__(self): return operator.index(_host(constant_data(self, "using as an index")))
 
     def __matmul__(self, other): return matmul(self, other)
     def __rmatmul__(self, other): return matmul(other, self)
@@ -842,13 +861,14 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 def stop_gradient(x):
     """``x`` as a constant: no derivative flows through it.
 
-    For an array or a ``Tensor``, its data as a NumPy array; for a traced value,
-    a ``stop_gradient`` op (its value where the data is not known yet, under ``jit``).
+    For an array or a ``Tensor``, its data as an array of its library; for a traced
+    value, a ``stop_gradient`` op (its value where the data is not known yet, under ``jit``).
     """
     x = _operand(x)
     if isinstance(x, Frontend) and x.is_tracer:
         return _first(bind(sel.stop_gradient, x))
-    return np.asarray(data_of(x))
+    data = data_of(x)
+    return data if _is_foreign_array(data) else np.asarray(data)
 
 
 # --- selection and comparisons --------------------------------------------------------------
@@ -1035,7 +1055,7 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
 
 def _index_array(value, size: int, axis: int) -> np.ndarray:
     """An integer index array made non-negative, or IndexError as NumPy raises it."""
-    index = np.asarray(value)
+    index = _host(value)
     if index.size and ((index < -size).any() or (index >= size).any()):
         bad = index[(index < -size) | (index >= size)].flat[0]
         raise TensorIndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
@@ -1063,7 +1083,7 @@ def _index_entries(key, ndim: int) -> list:
             entries.append(("int", int(k)))
             consumed += 1
         else:
-            array = np.asarray(data_of(_operand(k)))
+            array = _host(data_of(_operand(k)))      # index values are op parameters
             if array.size == 0 and isinstance(k, (list, tuple)):
                 array = array.astype(np.intp)           # NumPy reads [] as an empty index
             if array.dtype == np.bool_:
@@ -1201,32 +1221,11 @@ def take(a, indices, axis=None):
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
     axis = _axis(axis, len(shape), "take")
-    index = np.asarray(data_of(_operand(indices)))
+    index = _host(data_of(_operand(indices)))      # index values are op parameters
     if not np.issubdtype(index.dtype, np.integer):
         raise TensorIndexError("take: indices must be integers")
     index = _index_array(index, shape[axis], axis)      # a new C-ordered array, 0-d kept
     return _first(bind(Gather(axis, shape, index.shape), a, index))
-
-
-@implements(np.zeros_like)
-def zeros_like(a, dtype=None):
-    """``np.zeros_like``: a constant array (its values do not depend on ``a``'s)."""
-    a = _operand(a)
-    return np.zeros(shape_of(a), dtype=dtype_of(a) if dtype is None else dtype)
-
-
-@implements(np.ones_like)
-def ones_like(a, dtype=None):
-    """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
-    a = _operand(a)
-    return np.ones(shape_of(a), dtype=dtype_of(a) if dtype is None else dtype)
-
-
-@implements(np.full_like)
-def full_like(a, fill_value, dtype=None):
-    """``np.full_like`` with a constant ``fill_value``."""
-    a = _operand(a)
-    return np.full(shape_of(a), fill_value, dtype=dtype_of(a) if dtype is None else dtype)
 
 
 @implements(np.shape)
@@ -1286,6 +1285,10 @@ def array(object, dtype=None, copy=True):
     value = _operand(object) if isinstance(object, (list, tuple)) else object
     if isinstance(value, Frontend):
         return value if dtype is None else astype(value, dtype)
+    if _is_foreign_array(value):                 # stays in its library, on its device
+        xp = library_of(value).xp
+        value = value if dtype is None else xp.astype(value, np.dtype(dtype))
+        return xp.asarray(value, copy=copy)
     return np.array(value, dtype=dtype, copy=copy)
 
 

@@ -30,8 +30,10 @@ from typing import Sequence
 import numpy as np
 
 from tidu.eager import try_hvp
-from primitives.tensor.eager import Tensor, _cotangents, _executor, _new
-from primitives.tensor.errors import BackwardError
+from primitives.tensor.backends import NUMPY, library_of
+from primitives.tensor.core import dtype_of, shape_of
+from primitives.tensor.eager import Tensor, _cotangents, _executor, _in_library_of, _new
+from primitives.tensor.errors import BackwardError, TensorTypeError
 
 __all__ = ["grad", "hvp"]
 
@@ -111,7 +113,8 @@ def hvp(loss: Tensor, params: Tensor | Sequence[Tensor], vectors):
         tangents[p.key] = _vector(v, p, position)
     _, products = try_hvp(loss.key, loss._trace, np.ones(loss.shape, loss.dtype), tangents,
                           _executor, keep=tangents.keys(), leaf_cotangents=False)
-    result = tuple(products.get(p.key, np.zeros_like(p.data)) for p in params)
+    result = tuple(products.get(p.key) if p.key in products else
+                   library_of(p._data).xp.zeros_like(p._data) for p in params)
     return result[0] if single else result
 
 
@@ -119,14 +122,21 @@ def _vector(v, p: Tensor, position: int) -> np.ndarray:
     """``v`` as a tangent of ``p``: an array of its shape and dtype."""
     if isinstance(v, Tensor):
         v = v.detach().data
-    array = np.asarray(v)
-    if array.shape != p.shape:
-        raise BackwardError(f"hvp: vectors[{position}] has shape {array.shape}, params"
+    array = v if library_of(v) is not NUMPY else np.asarray(v)
+    if shape_of(array) != p.shape:
+        raise BackwardError(f"hvp: vectors[{position}] has shape {shape_of(array)}, params"
                             f"[{position}] {p.shape}")
-    if array.dtype.kind not in "biufc" or (array.dtype.kind == "c" and p.dtype.kind != "c"):
-        raise BackwardError(f"hvp: vectors[{position}] of dtype {array.dtype} for params"
+    dtype = dtype_of(array)
+    if dtype.kind not in "biufc" or (dtype.kind == "c" and p.dtype.kind != "c"):
+        raise BackwardError(f"hvp: vectors[{position}] of dtype {dtype} for params"
                             f"[{position}] of dtype {p.dtype}")
-    return np.array(array, dtype=p.dtype)
+    if type(array) is np.ndarray and type(p._data) is np.ndarray:
+        return np.array(array, dtype=p.dtype)
+    try:
+        array = _in_library_of(p, array)
+    except TensorTypeError as error:
+        raise BackwardError(f"hvp: vectors[{position}] is {error}") from None
+    return library_of(array).xp.astype(array, p.dtype)
 
 
 def _sequence(value, function: str, argument: str) -> list:

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tidu.graph import Derived, ValueKey, schedule
+from primitives.tensor.backends import as_array, numpy_dtype
 from primitives.tensor.errors import ConcretizationError
 
 
@@ -49,7 +50,7 @@ def bind(op, *args) -> list:
         if isinstance(arg, Frontend) and (top is None or arg.level > top.level):
             top = arg
     if top is None:
-        return op.eval(None, [np.asarray(a) if not isinstance(a, np.ndarray) else a for a in args])
+        return op.eval(None, [a if type(a) is np.ndarray else as_array(a) for a in args])
     return top.bind(op, args)
 
 
@@ -72,9 +73,11 @@ def shape_of(value) -> tuple:
 
 
 def dtype_of(value) -> np.dtype:
-    if hasattr(value, "dtype"):
-        return np.dtype(value.dtype)
-    return np.asarray(value).dtype
+    """The NumPy dtype of any value (a PyTorch tensor's ``torch.float32`` is ``float32``)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return np.asarray(value).dtype
+    return dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)
 
 
 def data_of(value, what: str = "reading its data"):
@@ -89,5 +92,15 @@ def data_of(value, what: str = "reading its data"):
                 f"{what}: the values of an array traced by {transform} are not known while it "
                 f"traces, only its shape and dtype; compute with tnp functions (tnp.where "
                 f"instead of if){static}")
+        value = value.value_below
+    return value
+
+
+
+def array_below(value):
+    """The level-0 array under a ``Tensor`` or traced value, for its metadata only (library,
+    device): unlike :func:`data_of` it does not refuse under ``jit``, so never read its values.
+    """
+    while isinstance(value, Frontend):
         value = value.value_below
     return value

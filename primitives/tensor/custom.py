@@ -19,12 +19,13 @@ differentiate it, without writing a primitive class::
 How it works. On plain arrays the function simply runs. On tensors or traced
 values (``grad``, ``jvp``, ``jit``, ``Tensor.backward``...) a call is one op
 (:mod:`primitives.tensor.ops.custom`) whose evaluation runs ``f`` (``custom_jvp``)
-or ``fwd`` (``custom_vjp``) on NumPy arrays, so the function itself may be
+or ``fwd`` (``custom_vjp``) on arrays, so the function itself may be
 opaque code; it must be pure (the first call for a new argument signature runs
 it one or two extra times). Its derivative is the rule: ``jvp_fn`` or ``bwd`` is
-traced once per argument signature (structure, shapes, dtypes, nondiff
-arguments) into a graph of tensor ops, which the transforms emit in place of the
-function's derivative. Those ops are differentiated like any others, so:
+traced once per argument signature (structure, shapes, dtypes, array library,
+nondiff arguments) into a graph of tensor ops, which the transforms emit in
+place of the function's derivative. Those ops are differentiated like any
+others, so:
 
 - ``custom_jvp`` works in forward and reverse mode and to any order (the
   derivative of the rule is the derivative of ``jvp_fn``'s code). One limit:
@@ -54,6 +55,14 @@ argument. Rules are checked when traced: structures, shapes and dtypes (the
 (zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
 results); every error names the function.
 
+Other array libraries. On PyTorch, Dask or CuPy arrays (or tensors of them) the
+function runs on those arrays (write it with their functions, or the Array API
+through ``array_api_compat.array_namespace``) and the call's results are arrays
+of that library; NumPy results are converted to it. Nothing is computed for the
+checks on Dask arrays: the linearity check reads values, so it is skipped for
+lazy Dask results (a rule first traced on Dask arrays is checked for structure,
+shapes and dtypes only).
+
 Complex numbers. ``jvp_fn`` is forward mode, with JAX's meaning. ``bwd`` is
 reverse mode in tidu's convention (the adjoint under ``Re<a, b>``, PyTorch's):
 for holomorphic ``f`` it returns ``ct * conj(f'(z))``. A JAX ``bwd`` written for
@@ -82,6 +91,7 @@ import numpy as np
 
 from tidu import TiduError
 from tidu.graph import External
+from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output
 from primitives.tensor.ops.custom import (
@@ -280,13 +290,16 @@ def _positional(fun, signature, args: tuple, kwargs: dict, kind: str) -> tuple:
     return tuple(bound.args)
 
 
-def _bottom(value, custom: _CustomFunction, position: int) -> np.ndarray:
-    """The array under a tensor or traced value (jit's traces have real values too)."""
+def _bottom(value, custom: _CustomFunction, position: int):
+    """The array under a tensor or traced value (jit's traces have real values too), of any
+    array library."""
     while isinstance(value, Frontend):
         value = value.value_below
-    array = np.asarray(value) if isinstance(value, (np.ndarray, np.generic, int, float,
-                                                    complex)) else None
-    if array is None or array.dtype.kind not in "biufc":
+    if isinstance(value, (np.ndarray, np.generic, int, float, complex)):
+        array = np.asarray(value)
+    else:
+        array = value if library_of(value) is not NUMPY else None
+    if array is None or dtype_of(array).kind not in "biufc":
         raise FunctionalError(f"{custom.kind} function {_name(custom.fun)}: argument leaf "
                               f"{position} is a {type(value).__name__}; it takes arrays, "
                               "numbers or pytrees of them (mark other arguments in "
@@ -298,7 +311,8 @@ def _rule_for(custom: _CustomFunction, in_tree: TreeDef, leaves: list, static: t
     """The rule of ``custom`` for this argument signature (structure, shapes, dtypes and
     nondiff arguments): made and traced on first use."""
     data = [_bottom(leaf, custom, i) for i, leaf in enumerate(leaves)]
-    key = (in_tree, tuple((d.shape, d.dtype.str) for d in data), static)
+    key = (in_tree, tuple((shape_of(d), dtype_of(d).str, library_of(d).name) for d in data),
+           static)
     try:
         rule = custom._rules.get(key)
     except TypeError:
@@ -330,7 +344,7 @@ class _Rule:
         self.custom = custom
         self.name = _name(custom.fun)
         self.in_tree = in_tree
-        self.in_avals = [(d.shape, d.dtype) for d in data]
+        self.in_avals = [(shape_of(d), dtype_of(d)) for d in data]
         self.static = static                 # (position, value) of the nondiff arguments
         self.static_args = tuple(value for _, value in static)
 
@@ -344,7 +358,7 @@ class _Rule:
     def _arrays(self, values: list, tree: TreeDef, expected_tree: TreeDef,
                 expected_avals, what: str) -> list:
         """``values`` (leaves of structure ``tree``) checked against the structure and types
-        recorded at the first call, as arrays."""
+        recorded at the first call, as arrays (of their own library: NumPy for numbers)."""
         if tree != expected_tree:
             raise FunctionalError(f"{self.kind} function {self.name}: {what} has structure "
                                   f"{tree!r}, expected {expected_tree!r}")
@@ -356,8 +370,8 @@ class _Rule:
                     f"{type(value).__name__} at leaf {position}: the function closes over a "
                     "tensor or traced value, whose derivative would be lost; pass it as an "
                     "argument")
-            array = np.asarray(value)
-            if array.dtype.kind not in "biufc":
+            array = as_array(value)
+            if dtype_of(array).kind not in "biufc":
                 raise FunctionalError(f"{self.kind} function {self.name}: {what} holds a "
                                       f"{type(value).__name__} at leaf {position}; expected "
                                       "arrays or numbers")
@@ -375,11 +389,19 @@ class _Rule:
                     f"{dtype} (the first call's, for these argument types)")
 
     def _own_results(self, arrays: list, inputs: list) -> list:
-        """Results that alias an input or are views are copied: ops own their outputs."""
+        """Results that alias an input or are NumPy views are copied: ops own their outputs.
+        On arrays of another library, NumPy results (of NumPy code in the function) become
+        arrays of that library, as any op's results."""
+        like = _foreign_array(inputs)
         owned = []
         for array in arrays:
-            if array.base is not None or any(array is i for i in inputs):
-                array = array.copy()
+            if type(array) is np.ndarray:
+                if array.base is not None or any(array is i for i in inputs):
+                    array = array.copy()
+                if like is not None:
+                    array = to_library(array, library_of(like), like)
+            elif any(array is i for i in inputs):
+                array = library_of(array).copy(array)
             owned.append(array)
         return owned
 
@@ -404,7 +426,7 @@ class _Rule:
 
     def _check_zero(self, values: list, what: str) -> None:
         for position, value in enumerate(values):
-            if np.any(np.abs(np.asarray(value)) > 0):
+            if _any_nonzero(value):
                 raise FunctionalError(
                     f"the {what} of {self.kind} function {self.name} is not linear: with zero "
                     f"{'tangents' if self.kind == 'custom_jvp' else 'cotangents'} it gave a "
@@ -421,7 +443,7 @@ class _JVPRule(_Rule):
         super().__init__(custom, in_tree, data, static)
         out_leaves, self.out_tree = tree_flatten(custom.fun(*self.args(data)))
         outs = self._arrays(out_leaves, self.out_tree, self.out_tree, None, "its result")
-        self.out_avals = [(o.shape, o.dtype) for o in outs]
+        self.out_avals = [(shape_of(o), dtype_of(o)) for o in outs]
         self.op = CustomJVPCall(self)
 
     def run(self, inputs: list) -> list:
@@ -496,8 +518,8 @@ class _VJPRule(_Rule):
         outs = self._arrays(outs, self.out_tree, self.out_tree, None, "fwd's out")
         residuals = self._arrays(residuals, self.res_tree, self.res_tree, None,
                                  "fwd's residuals")
-        self.out_avals = [(o.shape, o.dtype) for o in outs]
-        self.res_avals = [(r.shape, r.dtype) for r in residuals]
+        self.out_avals = [(shape_of(o), dtype_of(o)) for o in outs]
+        self.res_avals = [(shape_of(r), dtype_of(r)) for r in residuals]
         primal, primal_tree = tree_flatten(custom.fun(*self.args(data)))
         self._arrays(primal, primal_tree, self.out_tree, self.out_avals,
                      "its result (compared with fwd's out)")
@@ -612,6 +634,26 @@ class _VJPRule(_Rule):
             f"forward-mode differentiation (jvp, jacfwd) of custom_vjp function {self.name}: "
             "a custom_vjp function has a reverse-mode rule only, as in JAX; define it with "
             "custom_jvp to use both modes")
+
+
+def _foreign_array(inputs: list):
+    """The first array among ``inputs`` of a library other than NumPy (``None``: none)."""
+    for x in inputs:
+        if type(x) is not np.ndarray and library_of(x) is not NUMPY:
+            return x
+    return None
+
+
+def _any_nonzero(value) -> bool:
+    """Whether ``value`` has a nonzero element, read in its own library. A lazy Dask array is
+    not computed for a check: it counts as zero (the check is skipped)."""
+    value = as_array(value)
+    if type(value) is np.ndarray:
+        return bool(np.any(np.abs(value) > 0))
+    library = library_of(value)
+    if library.name == "dask":
+        return False
+    return bool(library.xp.any(library.xp.abs(value) > 0))
 
 
 def _leaves_like(value, tree: TreeDef, leaves: list, rule: _VJPRule, position: int) -> None:

@@ -58,6 +58,7 @@ array([ 6., 12.])
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import weakref
@@ -67,8 +68,9 @@ import numpy as np
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
 from primitives.tensor.api import ArrayOperators
+from primitives.tensor.backends import NUMPY, as_array, library_of, numpy_dtype, to_library
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
-from primitives.tensor.core import Frontend
+from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.executor import NumpyExecutor
 
 _recorder = Recorder()
@@ -98,6 +100,12 @@ def _recorded_graph(op) -> RecordedGraph:
 
 def _can_require_grad(dtype: np.dtype) -> bool:
     return np.issubdtype(dtype, np.inexact)
+
+
+def _is_inexact(array) -> bool:
+    """Whether ``array`` holds floating point or complex numbers (values that carry a gradient)."""
+    dtype = array.dtype
+    return (dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)).kind in "fc"
 
 
 def _new(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) -> "Tensor":
@@ -150,21 +158,32 @@ class _StillReferenced:
 _STILL_REFERENCED = _StillReferenced()
 
 
-def _owned_data(t: "Tensor") -> np.ndarray:
-    """``t``'s array, to be saved or shared: a handle that ``t.data`` gave out becomes read-only."""
+def _owned_data(t: "Tensor"):
+    """``t``'s array, to be saved or shared: a NumPy handle that ``t.data`` gave out becomes
+    read-only; another library's arrays cannot be made read-only, so while the user holds
+    the handle, what is saved is a copy."""
     data = t._data
     if t._exposed:
+        if type(data) is not np.ndarray:
+            return library_of(data).copy(data)
         data.flags.writeable = False
         t._exposed = False
     return data
 
 
-def _owned_copy(value) -> np.ndarray:
-    """``value`` as an array no one else can write to: a NumPy array (or a view of one) that
+def _is_view(array) -> bool:
+    """Whether ``array`` shares another array's memory (a NumPy or PyTorch view)."""
+    if type(array) is np.ndarray:
+        return array.base is not None
+    return getattr(array, "_base", None) is not None
+
+
+def _owned_copy(value):
+    """``value`` as an array no one else can write to: an array (or a view of one) that
     the caller holds is copied; a number becomes a new array."""
-    array = np.asarray(value)
-    if array is value or array.base is not None:
-        array = array.copy()
+    array = as_array(value)
+    if array is value or _is_view(array):
+        array = library_of(array).copy(array)
     return array
 
 
@@ -173,10 +192,12 @@ def _data_refs(t: "Tensor") -> int:
 
 
 class Tensor(ArrayOperators, Frontend):
-    """A NumPy array that records the ops applied to it when it requires grad.
+    """An array (NumPy, PyTorch, CuPy or Dask) that records the ops applied to it when it
+    requires grad.
 
     ``Tensor(data)`` copies ``data``; see the module docstring for how ``.data``
-    stays safe to write.
+    stays safe to write. ``dtype`` is a NumPy dtype whatever the library (tidu describes
+    dtypes by NumPy's); ``data`` and ``device`` are the library's own.
     """
 
     __slots__ = ("_data", "_requires_grad", "_grad", "_key", "_trace", "_exposed",
@@ -201,6 +222,12 @@ class Tensor(ArrayOperators, Frontend):
         >>> p.data, y.backward(np.ones(2)).grad(p)
         (array([0., 1.]), array([2., 4.]))
         """
+        if type(self._data) is not np.ndarray:
+            if not self._exposed and not (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS
+                                          and not _is_view(self._data)):
+                self._data = library_of(self._data).copy(self._data)
+            self._exposed = True
+            return self._data
         if not self._exposed or not self._data.flags.writeable:
             if _EXACT_REFS and _data_refs(self) <= _SOLE_REFS and self._data.base is None:
                 self._data.flags.writeable = True
@@ -215,10 +242,14 @@ class Tensor(ArrayOperators, Frontend):
             return
         if isinstance(value, Tensor):
             value = _owned_data(value)
-        array = np.asarray(value)
-        if self._requires_grad and not _can_require_grad(array.dtype):
+        array = as_array(value) if library_of(value) is not NUMPY else np.asarray(value)
+        if self._requires_grad and not _can_require_grad(dtype_of(array)):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
-                                  f"data, got dtype {array.dtype}")
+                                  f"data, got dtype {dtype_of(array)}")
+        if type(array) is not np.ndarray:
+            self._data = library_of(array).copy(array) if _is_view(array) else array
+            self._exposed = True              # the caller holds it
+            return
         if array.base is not None or not array.flags.writeable:
             array = array.copy()              # a view: its base stays writable elsewhere
             self._exposed = False
@@ -261,17 +292,26 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def value_below(self):
+        if type(self._data) is not np.ndarray:
+            return self._data             # tidu writes into no other library's arrays
         view = self._data.view()          # for NumPy conversions: they may not write to it
         view.flags.writeable = False
         return view
 
     @property
     def shape(self) -> tuple:
-        return self._data.shape
+        return tuple(self._data.shape)
 
     @property
     def dtype(self) -> np.dtype:
-        return self._data.dtype
+        dtype = self._data.dtype
+        return dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)
+
+    @property
+    def device(self):
+        """The device of the data (``"cpu"`` for NumPy)."""
+        from primitives.tensor.backends import device_of
+        return device_of(self._data)
 
     @property
     def key(self):
@@ -302,14 +342,20 @@ class Tensor(ArrayOperators, Frontend):
     def item(self):
         """The value of a one-element tensor as a Python number (explicitly without gradient,
         as ``torch.Tensor.item``)."""
-        return self._data.item()
+        return self._host_data().item()
 
     def tolist(self):
         """The values as nested Python lists (explicitly without gradient, as PyTorch's)."""
-        return self._data.tolist()
+        return self._host_data().tolist()
+
+    def _host_data(self) -> np.ndarray:
+        data = self._data
+        return data if type(data) is np.ndarray else library_of(data).to_numpy(data)
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self._requires_grad else ""
+        if type(self._data) is not np.ndarray:
+            return f"tensor({self._data!r}{grad})"
         return f"tensor({np.array2string(self._data, separator=', ')}{grad})"
 
     def __reduce__(self):
@@ -331,9 +377,9 @@ class Tensor(ArrayOperators, Frontend):
                 if a._requires_grad:
                     requires_grad = True
             else:
-                data.append(a if type(a) is np.ndarray else np.asarray(a))
+                data.append(a if type(a) is np.ndarray else as_array(a))
         if not requires_grad:
-            return [_new(r if type(r) is np.ndarray else np.asarray(r))
+            return [_new(r if type(r) is np.ndarray else as_array(r))
                     for r in op.eval(None, data)]
         inputs = []
         for position, a in enumerate(args):
@@ -341,12 +387,15 @@ class Tensor(ArrayOperators, Frontend):
                 inputs.append(EagerInput(a.key, a._trace, True, data[position]))
                 continue
             d = data[position]
-            if (d is a or d.base is not None) and not isinstance(a, Tensor):
-                d = data[position] = d.copy()      # the caller's array, saved: it may write to it
+            if (d is a or _is_view(d)) and not isinstance(a, Tensor):
+                # the caller's array, saved: it may write to it
+                d = data[position] = library_of(d).copy(d)
             inputs.append(EagerInput(_CONSTANT, None, False, d))
-        results = [r if type(r) is np.ndarray else np.asarray(r) for r in op.eval(None, data)]
+        results = [r if type(r) is np.ndarray else as_array(r) for r in op.eval(None, data)]
         trace = _recorder.record(_recorded_graph(op), inputs, results)
-        return [_computed(result, key, trace) if result.dtype.kind in "fc" else _new(result)
+        return [_computed(result, key, trace)
+                if (result.dtype.kind in "fc" if type(result) is np.ndarray
+                    else _is_inexact(result)) else _new(result)
                 for result, key in zip(results, trace.output_keys)]   # ints, bools: no grad
 
     def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
@@ -409,7 +458,7 @@ def _recorded_backward(t: Tensor, seed, keep) -> dict:
 
 def _from_record(record: EagerInput) -> Tensor:
     """The tensor of an eager record (with history when it requires grad)."""
-    data = record.data if type(record.data) is np.ndarray else np.asarray(record.data)
+    data = record.data if type(record.data) is np.ndarray else as_array(record.data)
     if not record.requires_grad:
         return _new(data)
     if record.trace is None:                  # a leaf itself (the seed of a leaf's backward)
@@ -420,40 +469,63 @@ def _from_record(record: EagerInput) -> Tensor:
     return t if t is not None else _computed(data, record.key, record.trace)
 
 
-def _checked_gradient(t: Tensor, value, what: str) -> np.ndarray:
-    """``value`` as the gradient of ``t``: an array of ``t``'s shape and dtype, or an error."""
-    array = np.asarray(value)
-    if array.shape != t.shape:
-        raise TensorShapeError(f"{what}: a gradient of shape {array.shape} for a tensor of shape "
-                               f"{t.shape}")
-    if array.dtype != t.dtype:
-        raise TensorTypeError(f"{what}: a gradient of dtype {array.dtype} for a tensor of dtype "
-                              f"{t.dtype}")
-    return array
+def _checked_gradient(t: Tensor, value, what: str):
+    """``value`` as the gradient of ``t``: an array of ``t``'s shape and dtype (in ``t``'s
+    library), or an error."""
+    array = as_array(value) if library_of(value) is not NUMPY else np.asarray(value)
+    if shape_of(array) != t.shape:
+        raise TensorShapeError(f"{what}: a gradient of shape {shape_of(array)} for a tensor of "
+                               f"shape {t.shape}")
+    if dtype_of(array) != t.dtype:
+        raise TensorTypeError(f"{what}: a gradient of dtype {dtype_of(array)} for a tensor of "
+                              f"dtype {t.dtype}")
+    return _in_library_of(t, array)
+
+
+def _in_library_of(t: Tensor, array):
+    """``array`` in the library of ``t``'s data (a NumPy array for a PyTorch tensor is
+    converted; two other libraries are a ``TensorTypeError``)."""
+    library = library_of(t._data)
+    if library_of(array) is library:
+        return array
+    if library_of(array) is not NUMPY:
+        raise TensorTypeError(f"an array of {library_of(array).name} for a tensor of "
+                              f"{library.name}")
+    return to_library(array, library, t._data)
 
 
 def _checked_seed(t: Tensor, seed) -> np.ndarray:
     """The seed for ``t.backward``, as a new array of ``t``'s dtype (it may become a ``.grad``)."""
     if seed is None:
-        if t._data.size != 1:
+        if math.prod(t.shape) != 1:
             raise BackwardError(f"backward of a tensor of shape {t.shape} needs a seed (only "
                                 "one-element tensors default to a seed of 1)")
+        if type(t._data) is not np.ndarray:
+            return library_of(t._data).xp.ones_like(t._data)
         return np.ones_like(t._data)
     if isinstance(seed, Tensor):
         seed = seed._data                    # as PyTorch: its value, not its history
     try:
-        array = np.asarray(seed)
+        array = as_array(seed) if library_of(seed) is not NUMPY else np.asarray(seed)
     except (TypeError, ValueError) as error:
         raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
-    if array.dtype.kind not in "biufc":
-        raise BackwardError(f"backward: a seed of dtype {array.dtype}; it must hold numbers")
-    if array.dtype.kind == "c" and t.dtype.kind != "c":
-        raise BackwardError(f"backward: a complex seed ({array.dtype}) for a real tensor "
+    dtype = dtype_of(array)
+    if dtype.kind not in "biufc":
+        raise BackwardError(f"backward: a seed of dtype {dtype}; it must hold numbers")
+    if dtype.kind == "c" and t.dtype.kind != "c":
+        raise BackwardError(f"backward: a complex seed ({dtype}) for a real tensor "
                             f"({t.dtype})")
-    if array.shape != t.shape:
-        raise BackwardError(f"backward: seed of shape {array.shape} for a tensor of shape "
+    if shape_of(array) != t.shape:
+        raise BackwardError(f"backward: seed of shape {shape_of(array)} for a tensor of shape "
                             f"{t.shape}")
-    return np.array(array, dtype=t.dtype)
+    if type(t._data) is np.ndarray and type(array) is np.ndarray:
+        return np.array(array, dtype=t.dtype)
+    try:
+        array = _in_library_of(t, array)
+    except TensorTypeError as error:
+        raise BackwardError(f"backward: the seed is {error}") from None
+    xp = library_of(array).xp
+    return xp.asarray(xp.astype(array, t.dtype), copy=True)
 
 
 def _accumulate_into_leaves(cotangents: dict) -> None:
@@ -463,9 +535,9 @@ def _accumulate_into_leaves(cotangents: dict) -> None:
         leaf = _leaves.get(key)
         if leaf is None or not leaf._requires_grad or leaf._trace is not None:
             continue
-        if value.shape != leaf.shape or value.dtype != leaf.dtype:
-            raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is {value.dtype} "
-                                f"of shape {value.shape} but the tensor is now {leaf.dtype} of "
+        if shape_of(value) != leaf.shape or dtype_of(value) != leaf.dtype:
+            raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is "
+                                f"{dtype_of(value)} of shape {shape_of(value)} but the tensor is now {leaf.dtype} of "
                                 f"shape {leaf.shape} (its .data was replaced after it was used)")
         updates.append((leaf, value))
     with _grad_lock:
@@ -478,7 +550,7 @@ def _accumulate_into_leaves(cotangents: dict) -> None:
 
 
 def _fresh(value):
-    return value if isinstance(value, Tensor) else value.copy()
+    return value if isinstance(value, Tensor) else library_of(value).copy(value)
 
 
 class Gradients:
@@ -517,18 +589,24 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     return _new(_copied(data, dtype, requires_grad), bool(requires_grad))
 
 
-def _copied(data, dtype, requires_grad: bool) -> np.ndarray:
-    """A new array of ``data`` for a leaf, checked (see :func:`tensor`)."""
+def _copied(data, dtype, requires_grad: bool):
+    """A new array of ``data`` for a leaf, checked (see :func:`tensor`); an array of another
+    library than NumPy stays in its library, on its device."""
     if isinstance(data, Tensor):
         if data._requires_grad:
             raise TensorTypeError("tensor() of a Tensor that requires grad would copy its data "
                                   "without its history; use t.detach() for a constant copy, "
                                   "or t itself to keep the gradient")
         data = data._data
-    array = np.array(data, dtype=dtype)
-    if requires_grad and not _can_require_grad(array.dtype):
+    library = library_of(data)
+    if library is NUMPY:
+        array = np.array(data, dtype=dtype)
+    else:
+        xp = library.xp
+        array = library.copy(data if dtype is None else xp.astype(data, np.dtype(dtype)))
+    if requires_grad and not _can_require_grad(dtype_of(array)):
         raise TensorTypeError(f"only floating point and complex tensors can require grad, "
-                              f"got dtype {array.dtype}")
+                              f"got dtype {dtype_of(array)}")
     return array
 
 
@@ -568,8 +646,8 @@ def checkpoint(f):
                 inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
         records = _recorder.record_graph(recorded, inputs, traced.outputs)
-        outs = [_computed(np.asarray(value), record.key, record.trace) if record.requires_grad
-                else _new(np.asarray(value), False, record.key, record.trace)
+        outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
+                else _new(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]
         return outs[0] if traced.single_output else tuple(outs)
 

@@ -1,4 +1,7 @@
-"""Running tensor backward work on NumPy: ``NumpyExecutor`` and an immediate builder.
+"""Running tensor backward work: ``NumpyExecutor`` and an immediate builder.
+
+The executor runs on the arrays it is given, of any library (:mod:`.backends`);
+its name says where the set started.
 
 >>> from tidu.graph import GraphBuilder, Local, Input
 >>> from primitives.tensor.ops import elementwise as ew
@@ -18,13 +21,15 @@ import numpy as np
 from tidu.eager import BackwardExecutor, ImmediateBuilder
 from tidu.graph import Graph, ValueKey, compiled
 from primitives.tensor import buffers
+from primitives.tensor.backends import as_array
 from primitives.tensor.buffers import is_cached
+from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.errors import BackwardError
 
 
-def _array(value) -> np.ndarray:
+def _array(value):
     """NumPy gives 0-d results as scalars; every value this executor returns is an array."""
-    return value if type(value) is np.ndarray else np.asarray(value)
+    return value if type(value) is np.ndarray else as_array(value)
 
 
 def _refs_of_argument(a, b) -> int:
@@ -46,9 +51,9 @@ def _summable_in_place(a, b) -> bool:
 
 
 class NumpyExecutor(BackwardExecutor):
-    """A :class:`BackwardExecutor` for tensor-primitive graphs over NumPy arrays.
+    """A :class:`BackwardExecutor` for tensor-primitive graphs over arrays of any library.
 
-    Everything it returns is an ``np.ndarray`` (0-d results included).
+    Everything it returns is an array (0-d results included, never a NumPy scalar).
     """
 
     def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
@@ -59,12 +64,12 @@ class NumpyExecutor(BackwardExecutor):
                       ) -> Callable[[Sequence[Any]], list]:
         """``graph``'s compiled program as a function of the values of ``input_keys``, in order.
 
-        Like :meth:`execute_forward`, every value it returns is an ``np.ndarray``.
+        Like :meth:`execute_forward`, every value it returns is an array.
         """
         run = compiled(graph).runner(input_keys)
 
         def run_to_arrays(values: Sequence[Any]) -> list:
-            return [v if type(v) is np.ndarray else np.asarray(v) for v in run(values)]
+            return [v if type(v) is np.ndarray else as_array(v) for v in run(values)]
         return run_to_arrays
 
     def add_operands(self, a, b):
@@ -72,22 +77,25 @@ class NumpyExecutor(BackwardExecutor):
         if (_summable_in_place(a, b) and _EXACT_REFS
                 and sys.getrefcount(a) <= _HANDED_OVER_REFS + is_cached(a)):
             return np.add(a, b, out=a)
-        return _array(np.add(a, b))
+        if type(a) is np.ndarray and type(b) is np.ndarray:
+            return _array(np.add(a, b))
+        from primitives.tensor.ops.elementwise import add
+        return add.eval(None, [a, b])[0]
 
     def check_seed(self, seed, output) -> None:
         """A seed must be an array of ``output``'s shape that casts to its dtype safely
         (no complex seed for a real output)."""
         try:
-            array = np.asarray(seed)
+            seed_shape, seed_dtype = shape_of(seed), dtype_of(seed)
         except (TypeError, ValueError) as error:
             raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
-        if array.shape != np.shape(output):
-            raise BackwardError(f"backward: seed of shape {array.shape} for an output of shape "
-                            f"{np.shape(output)}")
-        out_dtype = np.asarray(output).dtype
-        if array.dtype.kind not in "biufc" or (array.dtype.kind == "c" and out_dtype.kind != "c"):
-            raise BackwardError(f"backward: a seed of dtype {array.dtype} for an output of dtype "
-                            f"{out_dtype}")
+        if seed_shape != shape_of(output):
+            raise BackwardError(f"backward: seed of shape {seed_shape} for an output of shape "
+                                f"{shape_of(output)}")
+        out_dtype = dtype_of(output)
+        if seed_dtype.kind not in "biufc" or (seed_dtype.kind == "c" and out_dtype.kind != "c"):
+            raise BackwardError(f"backward: a seed of dtype {seed_dtype} for an output of dtype "
+                                f"{out_dtype}")
 
 
 ImmediateNumpyBuilder = ImmediateBuilder

@@ -35,8 +35,10 @@ from primitives.tensor.api import (
     concatenate,
     conj,
     getitem,
+    multiply,
 )
-from primitives.tensor.core import dtype_of, shape_of
+from primitives.tensor.backends import NUMPY, library_of
+from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
@@ -334,11 +336,26 @@ def ifftshift(x, axes=None):
     return _shift(x, axes, "ifftshift", -1)
 
 
+def _numpy_spacing(d) -> bool:
+    """Whether NumPy's own frequency functions take ``d``: a number, a NumPy value, or a
+    ``Tensor`` or traced value (NumPy's operators dispatch to tidu for those)."""
+    return isinstance(d, Frontend) or library_of(d) is NUMPY
+
+
 def fftfreq(n, d=1.0, device=None):
-    """``np.fft.fftfreq``: sample frequencies (NumPy's own, which differentiates in ``d``)."""
-    return np.fft.fftfreq(n, d, device=device)
+    """``np.fft.fftfreq``: sample frequencies, differentiable in ``d``. For a ``d`` of another
+    array library the result is an array of it, on its device (``device`` is NumPy's)."""
+    if _numpy_spacing(d):
+        return np.fft.fftfreq(n, d, device=device)
+    n = operator.index(n)
+    k = np.concatenate([np.arange((n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
+    return multiply(k, 1.0 / (n * d))           # NumPy's arithmetic, in d's library
 
 
 def rfftfreq(n, d=1.0, device=None):
-    """``np.fft.rfftfreq``: sample frequencies (NumPy's own, which differentiates in ``d``)."""
-    return np.fft.rfftfreq(n, d, device=device)
+    """``np.fft.rfftfreq``: sample frequencies, differentiable in ``d``. For a ``d`` of another
+    array library the result is an array of it, on its device (``device`` is NumPy's)."""
+    if _numpy_spacing(d):
+        return np.fft.rfftfreq(n, d, device=device)
+    n = operator.index(n)
+    return multiply(np.arange(n // 2 + 1), 1.0 / (n * d))

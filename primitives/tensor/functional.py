@@ -46,7 +46,10 @@ from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
-from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
+from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_library
+from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
+from primitives.tensor.creation import zeros_like
+from primitives.tensor.errors import TensorTypeError
 
 _levels = itertools.count(2)
 
@@ -232,16 +235,27 @@ def check_output(value, transform: str, f, position: int | None) -> None:
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)) and \
             np.asarray(value).dtype.kind in "biufc":
         return
+    if library_of(value) is not NUMPY and dtype_of(value).kind in "biufc":
+        return
     raise FunctionalError(f"{transform}: {_function_name(f)} returned "
                           f"{type(value).__name__}{where}; a transformed function must return "
                           "arrays or numbers (or a tuple or list of them)")
 
 
 def _check_differentiable(primals: Sequence, what: str) -> None:
+    """Differentiated inputs are floating point or complex, and arrays of one library."""
+    first = None
     for position, p in enumerate(primals):
         if not np.issubdtype(dtype_of(p), np.inexact):
             raise FunctionalError(f"{what}: argument {position} has dtype {dtype_of(p)}; "
                                   "only floating point and complex inputs are differentiable")
+        library = library_of(array_below(p))
+        if first is None:
+            first = library
+        elif library is not first:
+            raise TensorTypeError(f"{what}: differentiated inputs of two array libraries, "
+                                  f"{first.name} and {library.name} (argument {position}); "
+                                  "convert them to one")
 
 
 def _as_value(x):
@@ -249,16 +263,33 @@ def _as_value(x):
         return x
     if isinstance(x, numbers.Number) or isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return np.asarray(x)
+    if library_of(x) is not NUMPY:
+        return x
     raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
 
 
 def _array(x):
-    """Top-level results are NumPy arrays (0-d arrays, not NumPy scalars)."""
+    """Top-level results are arrays (0-d arrays, not NumPy scalars)."""
     return np.asarray(x) if isinstance(x, (np.generic, numbers.Number)) else x
 
 
 def _zeros_like(x):
-    return np.zeros(shape_of(x), dtype=dtype_of(x))
+    """Zeros of ``x``'s shape and dtype, in the library of the array under it, on its device."""
+    return zeros_like(array_below(x))
+
+
+def in_library_of(values: list, inputs: Sequence) -> list:
+    """``values`` with NumPy arrays (constants, zeros) converted to the library of ``inputs``
+    (the differentiated arguments), on their device: results are arrays of the inputs'
+    library."""
+    for value in inputs:
+        below = array_below(value)
+        library = library_of(below)
+        if library is not NUMPY:
+            return [to_library(_array(v), library, below)
+                    if not isinstance(v, Frontend) and library_of(v) is NUMPY else v
+                    for v in values]
+    return values
 
 
 def _cast_like(value, like):
@@ -368,9 +399,9 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
         it = iter(computed)
         leaves = [_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
-        return tuple(flat.unflatten_inputs(leaves))
+        return tuple(flat.unflatten_inputs(in_library_of(leaves, primal_values)))
 
-    out = tree_unflatten(flat.out_tree, list(traced.output()))
+    out = tree_unflatten(flat.out_tree, in_library_of(list(traced.output()), primal_values))
     if has_aux:
         return out, vjp_fn, flat.aux_result(traced.trace)
     return out, vjp_fn
@@ -493,8 +524,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     computed = iter(interpret([k for k in keys if k is not None], values))
     tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
-    out = (tree_unflatten(flat.out_tree, list(traced.output())),
-           tree_unflatten(flat.out_tree, tangent_out))
+    out = (tree_unflatten(flat.out_tree, in_library_of(list(traced.output()), flat.leaves)),
+           tree_unflatten(flat.out_tree, in_library_of(tangent_out, flat.leaves)))
     return (*out, flat.aux_result(traced.trace)) if has_aux else out
 
 
@@ -599,7 +630,8 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
         traced = make_graph(flat, *inputs, transform=transform)
         _check_jacobian_dtypes(transform, f, holomorphic, inputs, traced.outputs)
         blocks = (_jacfwd_blocks if transform == "jacfwd" else _jacrev_blocks)(traced, inputs)
-        per_output = [_by_argnums(argnums, nums, distinct, flat.unflatten_inputs(row))
+        per_output = [_by_argnums(argnums, nums, distinct,
+                                  flat.unflatten_inputs(in_library_of(row, inputs)))
                       for row in blocks]
         result = tree_unflatten(flat.out_tree, per_output)
         return (result, flat.aux_result(traced.trace)) if has_aux else result
@@ -649,10 +681,16 @@ def _block(pieces: list, axis: int, shape: tuple, dtype):
         return np.zeros(shape, dtype=dtype)
     if any(isinstance(piece, Frontend) for piece in pieces):     # an outer transform's values
         return api.astype(api.reshape(api.stack(pieces, axis=axis), shape), dtype)
-    stacked = np.stack(pieces, axis=axis).reshape(shape)
-    if stacked.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-        stacked = stacked.real          # a real input's cotangent through complex work
-    return stacked.astype(dtype, copy=False)
+    xp, pieces = operands(pieces)
+    return _real_as(xp, xp.reshape(xp.stack(pieces, axis=axis), shape), dtype)
+
+
+def _real_as(xp, block, dtype):
+    """``block`` as ``dtype``: its real part when a real input's cotangent went through
+    complex work."""
+    if dtype_of(block).kind == "c" and np.dtype(dtype).kind != "c":
+        block = xp.real(block)
+    return xp.astype(block, np.dtype(dtype), copy=False)
 
 
 def _jacfwd_blocks(traced: Traced, inputs: list) -> list:
@@ -771,7 +809,8 @@ def _front(value, axis: int):
     if isinstance(value, Frontend):
         order = list(range(len(shape_of(value))))
         return api.transpose(value, [order.pop(axis)] + order)
-    return np.moveaxis(value, axis, 0)
+    xp, (value,) = operands([value])
+    return xp.moveaxis(value, axis, 0)
 
 
 def _block_of_batch(piece, last: bool, shape: tuple, dtype):
@@ -783,10 +822,8 @@ def _block_of_batch(piece, last: bool, shape: tuple, dtype):
             order = list(range(1, len(shape_of(piece))))
             piece = api.transpose(piece, order + [0])
         return api.astype(api.reshape(piece, shape), dtype)
-    block = (np.moveaxis(piece, 0, -1) if last else piece).reshape(shape)
-    if block.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-        block = block.real          # a real input's cotangent through complex work
-    return block.astype(dtype, copy=False)
+    xp, (piece,) = operands([piece])
+    return _real_as(xp, xp.reshape(xp.moveaxis(piece, 0, -1) if last else piece, shape), dtype)
 
 
 class _LinearMap:
@@ -815,7 +852,7 @@ class _LinearMap:
         loaded = [self.env.get(key) for key in load_keys]
         if not any(isinstance(value, Frontend) for value in loaded):
             self.program = program.runner(load_keys)
-            self.loaded = [None if key in dependent else np.asarray(value)
+            self.loaded = [None if key in dependent else as_array(value)
                            for key, value in zip(load_keys, loaded)]
             self.seed_slots = [load_keys.index(key) if key in load_keys else None
                                for key in self.seed_keys]

@@ -37,8 +37,9 @@ import numpy as np
 
 from tidu import optimize
 from tidu.graph import compiled
-from primitives.tensor.core import Frontend, dtype_of, interpret, shape_of
-from primitives.tensor.functional import FunctionalError, GraphTrace, check_output
+from primitives.tensor.backends import NUMPY, common_library, library_of
+from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
+from primitives.tensor.functional import FunctionalError, GraphTrace, check_output, in_library_of
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
@@ -75,8 +76,8 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
                 if len(cache) >= _CACHE_SIZE:
                     cache.pop(next(iter(cache)))
                 cache[signature] = traced
-            return traced.first_result
-        return traced(leaves)
+            return _in_library_of_leaves(traced.first_result, leaves, f)
+        return _in_library_of_leaves(traced(leaves), leaves, f)
 
     return jitted
 
@@ -93,8 +94,24 @@ def _leaf(value, f):
         return value
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)):
         return np.asarray(value)
+    if library_of(value) is not NUMPY:
+        return value
     raise FunctionalError(f"jit of {_name(f)}: an argument holds a {type(value).__name__}; "
                           "pass arrays and numbers (or mark the argument static)")
+
+
+def _in_library_of_leaves(result, leaves: list, f):
+    """``result`` with NumPy arrays (constants) in the library of the arguments: arrays of two
+    libraries other than NumPy among them are a ``TensorTypeError``."""
+    if all(type(leaf) is np.ndarray for leaf in leaves):
+        return result
+    below = [array_below(leaf) for leaf in leaves]
+    library = common_library(below, f"jit of {_name(f)}")
+    if library is NUMPY:
+        return result
+    out_leaves, structure = tree_flatten(result)
+    like = next(b for b in below if library_of(b) is library)
+    return tree_unflatten(structure, in_library_of(out_leaves, [like]))
 
 
 def _name(f) -> str:
@@ -140,7 +157,7 @@ class _Traced:
             outs = self.run(values)
             # a constant returned as it is would let the caller write into the next call's
             constant_ids = {id(c) for c in self.constants}
-            outs = [o.copy() if id(o) in constant_ids else o for o in outs]
+            outs = [library_of(o).copy(o) if id(o) in constant_ids else o for o in outs]
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
 
 

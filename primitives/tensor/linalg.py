@@ -67,7 +67,8 @@ from primitives.tensor.api import (
     transpose,
     where,
 )
-from primitives.tensor.core import bind, data_of, dtype_of, shape_of
+from primitives.tensor.backends import NUMPY, common_library, library_of, to_library
+from primitives.tensor.core import array_below, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 from primitives.tensor.ops.linalg import (
@@ -151,6 +152,16 @@ def _identity(n: int, shape: tuple, dtype) -> np.ndarray:
     return np.broadcast_to(np.eye(n, dtype=dtype), shape)
 
 
+def _in_library_of(constant: np.ndarray, fn: str, *operands):
+    """A NumPy constant result of ``fn`` as an array of the operands' library, on their
+    device."""
+    below = [array_below(x) for x in operands]
+    library = common_library(below, f"linalg.{fn}")
+    if library is NUMPY:
+        return constant
+    return to_library(constant, library, next(b for b in below if library_of(b) is library))
+
+
 # --- solves and inverses -----------------------------------------------------------------------
 
 
@@ -216,7 +227,7 @@ def lstsq(a, b, rcond=None):
     """``np.linalg.lstsq``: ``(x, residuals, rank, s)`` with ``x = pinv(a, rcond) @ b``, the
     minimum-norm least-squares solution, differentiated at constant rank as ``pinv``. For a
     tall ``a`` whether residuals are returned depends on the rank: under ``jit`` that is a
-    ``ConcretizationError``."""
+    ``ConcretizationError``, and on Dask arrays it computes the rank."""
     a = _matrices(a, "lstsq", square=False)
     b = _operand(b, "linalg.lstsq")
     if len(shape_of(a)) != 2 or len(shape_of(b)) not in (1, 2):
@@ -233,7 +244,7 @@ def lstsq(a, b, rcond=None):
     cutoff = multiply(max(s), rcond) if builtins.min(m, n) else 0.0
     rank = astype(sum(greater(s, cutoff)), np.int32)
     x = matmul(pinv(a, rcond), b)
-    residuals = np.array([], dtype=np.finfo(dtype).dtype)
+    residuals = _in_library_of(np.array([], dtype=np.finfo(dtype).dtype), "lstsq", a, b)
     if m > n and bool(data_of(equal(rank, n), "linalg.lstsq: residuals are returned only for a "
                                               "full-rank a")):
         fit = subtract(b, matmul(a, x))
@@ -325,7 +336,9 @@ _QR_MODES = ("reduced", "complete", "r")
 @implements(np.linalg.qr)
 def qr(a, mode: str = "reduced"):
     """``np.linalg.qr`` in mode ``"reduced"``, ``"complete"`` or ``"r"``; the derivative needs
-    ``a``'s leading square block of full rank."""
+    ``a``'s leading square block of full rank. A tall Dask matrix is factored chunk by chunk
+    (Dask's ``tsqr``): its factors can differ from NumPy's by the signs of ``R``'s rows
+    (the columns of ``Q``)."""
     if mode not in _QR_MODES:
         if mode in ("raw", "full", "f", "economic", "e"):
             raise TensorNotSupportedError(f"linalg.qr: mode {mode!r} is not supported; use one "
@@ -352,7 +365,7 @@ def matrix_power(a, n: int):
         raise LinAlgError(f"linalg.matrix_power: the last 2 dimensions of shape {shape} must be "
                           "square")
     if n == 0:
-        return _identity(shape[-1], shape, dtype_of(a)).copy()
+        return _in_library_of(_identity(shape[-1], shape, dtype_of(a)).copy(), "matrix_power", a)
     if n < 0:
         a, n = inv(a), -n
     result, power_of_a = None, a

@@ -6,7 +6,8 @@ indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
 ``transpose``, ``reshape``, ``broadcast_in_dim``, ``gather``/``scatter_add``,
 ``select`` with a constant mask), so complex values pass through and every
 transform applies. Integer arguments (offsets, shifts, repeats, sections, index
-arrays) are static: they must be known while ``jit`` traces.
+arrays) are static: they must be known while ``jit`` traces, and given as a PyTorch,
+CuPy or Dask array they are copied to host memory (a Dask array is computed).
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -28,7 +29,9 @@ from primitives.tensor.api import (
     _axes,
     _axis,
     _first,
+    _host,
     _index_array,
+    _is_foreign_array,
     _operand,
     _shape_tuple,
     astype,
@@ -74,7 +77,7 @@ def _integer(value, fn: str, what: str) -> int:
 def _static_integers(value, fn: str, what: str) -> np.ndarray:
     """An integer argument (a number, a sequence, an array) as a NumPy integer array; it must
     be known now (under ``jit`` a traced value raises ``ConcretizationError``)."""
-    data = np.asarray(data_of(_operand(value, fn), f"{fn}: reading {what}"))
+    data = _host(data_of(_operand(value, fn), f"{fn}: reading {what}"))
     if data.size == 0 and data.dtype.kind == "f":
         data = data.astype(np.intp)                    # [] reads as an empty integer list
     if data.dtype.kind not in "iu":
@@ -473,7 +476,7 @@ def _sequence(tup, fn: str) -> list:
     """The arrays of a stacking function's argument (an array stacks its rows, as in NumPy)."""
     if isinstance(tup, (list, tuple)):
         return list(tup)
-    if isinstance(tup, (Frontend, np.ndarray)) and shape_of(tup):
+    if (isinstance(tup, (Frontend, np.ndarray)) or _is_foreign_array(tup)) and shape_of(tup):
         return list(tup)
     raise TensorTypeError(f"{fn}: arrays to stack must be passed as a sequence such as a list "
                           f"or tuple, got {type(tup).__name__}")
@@ -624,7 +627,7 @@ def _along_axis(arr, indices, axis, fn: str):
     """``arr`` (flattened when ``axis`` is ``None``), its axis, and the flat positions in it
     that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape."""
     arr = _operand(arr, fn)
-    index = np.asarray(data_of(_operand(indices, fn), f"{fn}: reading indices"))
+    index = _host(data_of(_operand(indices, fn), f"{fn}: reading indices"))
     if index.dtype.kind not in "iu":
         raise TensorIndexError(f"{fn}: `indices` must be an integer array, got {index.dtype}")
     if axis is None:

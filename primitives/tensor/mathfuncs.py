@@ -45,10 +45,12 @@ from primitives.tensor.api import (
     result_dtype,
     where,
 )
+from primitives.tensor.backends import NUMPY, as_array, library_of, operands
 from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
 from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.indexing import Gather
 
 
 @lru_cache(maxsize=512)
@@ -248,7 +250,12 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     x = _operand(x, "nan_to_num")
     dtype = dtype_of(x)
     if dtype.kind not in "fc":                                   # nothing to replace
-        return np.array(x, copy=copy) if not isinstance(x, Frontend) else x
+        if isinstance(x, Frontend):
+            return x
+        library = library_of(x)
+        if library is NUMPY:
+            return np.array(x, copy=copy)
+        return library.copy(x) if copy else x
     if dtype.kind == "c":
         parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf)
                  for part in (real(x), imag(x))]
@@ -279,7 +286,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` and ``fp``.
 
     ``xp`` is a constant (the knots); which segment each ``x`` falls in is read
-    from its values, so under ``jit`` a traced ``x`` raises ``ConcretizationError``.
+    from its values (in ``x``'s library: on its device, lazily for Dask), so
+    under ``jit`` a traced ``x`` raises ``ConcretizationError``.
     At a knot the derivative in ``x`` is the slope of the segment to its right
     (of the last segment at the last knot); outside ``[xp[0], xp[-1]]`` it is 0.
 
@@ -291,22 +299,31 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if isinstance(xp, Frontend) and xp.carries_gradient:
         raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
                                       "the knots as a constant (tnp.stop_gradient(xp))")
-    knots = np.asarray(data_of(xp, "interp: reading xp"), dtype=np.float64)
+    knots = as_array(data_of(xp, "interp: reading xp"))
     x, fp = _operand(x, "interp"), _operand(fp, "interp")
-    if knots.ndim != 1 or len(shape_of(fp)) != 1 or knots.shape[0] != shape_of(fp)[0]:
-        raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got {knots.shape} "
-                               f"and {shape_of(fp)}")
-    if knots.shape[0] == 0:
+    n = shape_of(knots)[0] if len(shape_of(knots)) == 1 else None
+    if n is None or len(shape_of(fp)) != 1 or n != shape_of(fp)[0]:
+        raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got "
+                               f"{shape_of(knots)} and {shape_of(fp)}")
+    if n == 0:
         raise TensorShapeError("interp: xp is empty")
     fp = astype(fp, np.result_type(dtype_of(fp), np.float64))
     x = astype(x, np.float64)
-    where_x = np.asarray(data_of(x, "interp: reading x to find its segments"))
-    if knots.shape[0] == 1:
-        result = take(fp, np.zeros(where_x.shape, dtype=np.intp))
+    where_x = as_array(data_of(x, "interp: reading x to find its segments"))
+    array_xp, (where_x, knots) = operands([where_x, knots])
+    knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)
+    if n == 1:
+        result = take(fp, np.zeros(shape_of(where_x), dtype=np.intp))
     else:
-        i = np.clip(np.searchsorted(knots, where_x, side="right") - 1, 0, knots.shape[0] - 2)
-        f0, f1 = take(fp, i), take(fp, i + 1)
-        t = divide(subtract(x, knots[i]), knots[i + 1] - knots[i])
+        i = array_xp.clip(array_xp.searchsorted(knots, where_x, side="right") - 1, 0, n - 2)
+
+        def at(index):
+            """``fp[index]`` (differentiable in ``fp``) and ``knots[index]``."""
+            gather = Gather(0, (n,), tuple(shape_of(index)))
+            return _first(bind(gather, fp, index)), _first(gather.eval(None, [knots, index]))
+
+        (f0, k0), (f1, k1) = at(i), at(i + 1)
+        t = divide(subtract(x, k0), k1 - k0)
         result = add(f0, multiply(t, subtract(f1, f0)))
     below = take(fp, 0) if left is None else left
     above = take(fp, -1) if right is None else right

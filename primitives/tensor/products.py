@@ -40,6 +40,7 @@ from primitives.tensor.api import (
     stack,
     subtract,
 )
+from primitives.tensor.backends import as_array
 from primitives.tensor.core import Frontend, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
@@ -49,9 +50,9 @@ __all__ = ["inner", "vdot", "kron", "cross", "convolve", "correlate"]
 
 def _array(x, fn: str):
     """An operand as NumPy's ``asarray`` sees it: Python numbers become 0-d arrays (so they
-    promote as arrays do, not as weak scalars)."""
+    promote as arrays do, not as weak scalars); arrays of any library stay as they are."""
     x = _operand(x, fn)
-    return x if isinstance(x, Frontend) else np.asarray(x)
+    return x if isinstance(x, Frontend) else as_array(x)
 
 
 @implements(np.inner)

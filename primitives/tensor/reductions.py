@@ -22,9 +22,11 @@ import numpy as np
 
 from primitives.tensor.api import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
                                    _is_python_scalar, _no_out, _operand, add, astype,
-                                   broadcast_to, clip, concatenate, conj, divide, equal, getitem, matmul, max, mean, min,
-                                   multiply, not_equal, real, reshape, result_dtype, sqrt,
-                                   squeeze, subtract, sum, take, transpose, where)
+                                   broadcast_to, clip, concatenate, conj, divide, equal,
+                                   getitem, matmul, max, mean, min, multiply, not_equal, real,
+                                   reshape, result_dtype, sqrt, squeeze, subtract, sum, take,
+                                   transpose, where)
+from primitives.tensor.creation import full_like
 from primitives.tensor.manipulation import diagonal
 from primitives.tensor.core import bind, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
@@ -242,7 +244,7 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
         if not returned:
             return result
         count = _count(shape, _axes(axis, len(shape), "average"))
-        return result, np.full(shape_of(result), count, dtype=dtype_of(result))
+        return result, full_like(result, count)
     w = _operand(weights, "average")
     if shape_of(w) != shape:
         w = _weights_along(w, shape, axis)

@@ -32,9 +32,10 @@ import numpy as np
 from tidu import batch, optimize
 from tidu.graph import Input, compiled
 from primitives.tensor import api
-from primitives.tensor.core import Frontend, interpret, shape_of
+from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
+from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.functional import (FunctionalError, GraphTrace, _array, _function_name,
-                                          check_output)
+                                          check_output, in_library_of)
 from primitives.tensor.manipulation import moveaxis
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 
@@ -150,16 +151,13 @@ def _argument_names(f, count: int) -> list[str]:
     return names
 
 
-def _data(value) -> np.ndarray:
-    """The arrays under a front-end value, to trace ``f`` at (never part of the result)."""
-    while isinstance(value, Frontend):
-        value = value.value_below
-    return np.asarray(value)
+def _data(value):
+    """The array under a front-end value, to trace ``f`` at (never part of the result)."""
+    return as_array(array_below(value))
 
 
 def _describe(path: str, value) -> str:
-    dtype = getattr(value, "dtype", None) or np.asarray(value).dtype
-    return f"{path} of type {np.dtype(dtype).name}{list(shape_of(value))}"
+    return f"{path} of type {dtype_of(value).name}{list(shape_of(value))}"
 
 
 class _Call:
@@ -187,7 +185,8 @@ class _Call:
     def _axis(self, path: str, axis, leaf) -> int | None:
         if axis is None:
             return None
-        if not isinstance(leaf, (Frontend, np.ndarray, np.generic, numbers.Number)):
+        if not isinstance(leaf, (Frontend, np.ndarray, np.generic, numbers.Number)) and \
+                library_of(leaf) is NUMPY:
             raise FunctionalError(f"vmap of {self.name}: {path} is a {type(leaf).__name__}, "
                                   f"which cannot be batched along axis {axis}; pass arrays, or "
                                   "give it in_axes None")
@@ -244,8 +243,10 @@ class _Call:
                 continue                # passed to f as it is, as JAX passes unmapped values
             data = _data(leaf)
             if axis is not None:
-                data = np.take(data, 0, axis=axis) if self.axis_size else \
-                    np.zeros(data.shape[:axis] + data.shape[axis + 1:], data.dtype)
+                shape = shape_of(data)
+                data = data[(slice(None),) * axis + (0,)] if self.axis_size else \
+                    operands([data])[0].zeros(shape[:axis] + shape[axis + 1:],
+                                              dtype=dtype_of(data), device=device_of(data))
             inputs[i] = trace.new_input(("arg", i), data)
             leaf_inputs.append(i)
         args, kwargs = tree_unflatten(self.structure, inputs)
@@ -269,7 +270,8 @@ class _Call:
         inputs = list(program.input_keys)
         outs = compiled(program).runner(inputs)([values[k] for k in inputs])
         given = {id(v) for v in values.values()}   # an input returned as it is: copy it
-        return [o.copy() if id(o) in given else o for o in outs]
+        outs = [library_of(o).copy(o) if id(o) in given else o for o in outs]
+        return in_library_of(outs, self.leaves)
 
     def _placed(self, out, axis: int | None, path: str, want):
         """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""
@@ -290,9 +292,12 @@ class _Call:
             shape.insert(want, self.axis_size)
             if isinstance(out, Frontend):
                 return api.broadcast_to(api.expand_dims(out, want), tuple(shape))
-            return np.array(np.broadcast_to(np.expand_dims(out, want), shape))
+            xp, (out,) = operands([_array(out)])
+            return xp.asarray(xp.broadcast_to(xp.expand_dims(out, axis=want), tuple(shape)),
+                              copy=True)
         if axis == want:
             return _array(out)
         if isinstance(out, Frontend):
             return moveaxis(out, axis, want)
-        return np.moveaxis(out, axis, want)
+        xp, (out,) = operands([out])
+        return xp.moveaxis(out, axis, want)

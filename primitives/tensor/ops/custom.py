@@ -3,11 +3,11 @@
 A call of a custom function on tensors or traced values is recorded as one op
 that holds a *rule*: the user's function and its rules for one argument
 signature (made by :mod:`primitives.tensor.custom`). The op's ``eval`` runs
-the user's function on arrays, so it may call any NumPy or SciPy code. Its
-derivative rules do not look inside that function: they emit the user's rule,
-traced once into a graph of tensor ops, into the transform's builder
-(:func:`emit_graph`). As those ops are ordinary primitives, the emitted work can
-be differentiated again.
+the user's function on arrays (of its inputs' library), so it may call any code
+for them: NumPy, SciPy, PyTorch... Its derivative rules do not look inside that
+function: they emit the user's rule, traced once into a graph of tensor ops,
+into the transform's builder (:func:`emit_graph`). As those ops are ordinary
+primitives, the emitted work can be differentiated again.
 
 - :class:`CustomJVPCall` (``custom_jvp``): its JVP rule emits the traced
   ``jvp_fn``; reverse mode transposes that tangent work as usual.
@@ -29,20 +29,27 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import PRIMARY, External, Graph, Linearized, Local
+from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
+from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.ops.base import TensorPrimitive, emit, tensor_op
 from primitives.tensor.ops.select import zeros
 
 
 class HeldConstant(TensorPrimitive):
     """A nullary op returning one array, held as it is (for constants of a traced rule that
-    :func:`~primitives.tensor.ops.simplify.constant_op` would not store). Equal by identity."""
+    :func:`~primitives.tensor.ops.simplify.constant_op` would not store), in its own library.
+    Equal by identity."""
 
     __slots__ = ("value",)
     name = "held_constant"
 
-    def __init__(self, value: np.ndarray) -> None:
-        value = np.array(value)             # a copy of its own, read-only: no one writes into it
-        value.flags.writeable = False
+    def __init__(self, value) -> None:
+        library = library_of(value)
+        if library is NUMPY:
+            value = np.array(value)         # a copy of its own, read-only: no one writes into it
+            value.flags.writeable = False
+        else:
+            value = library.copy(value)     # a copy of its own
         self.value = value
 
     def input_count(self) -> int:
@@ -55,14 +62,14 @@ class HeldConstant(TensorPrimitive):
         return [None]
 
     def params(self) -> str:
-        return f"shape={self.value.shape}, dtype={self.value.dtype}"
+        return f"shape={shape_of(self.value)}, dtype={dtype_of(self.value)}"
 
 
 def constant(builder, value) -> Local:
     """Emit ``value`` as a constant (primal work); return its reference."""
     from primitives.tensor.ops.simplify import constant_op
 
-    array = np.asarray(value)
+    array = as_array(value)
     op = constant_op(array) or HeldConstant(array)
     return Local(emit(builder, op, []))
 
@@ -241,12 +248,30 @@ class BatchLoop(TensorPrimitive):
         return self.op.output_count()
 
     def eval(self, ctx, inputs):
-        stacked = [np.empty((self.axis_size,) + shape, dtype) for shape, dtype in self.out_avals]
+        xp, inputs = operands(inputs, self)
+        if xp is NUMPY.xp:
+            stacked = [np.empty((self.axis_size,) + shape, dtype)
+                       for shape, dtype in self.out_avals]
+            for k in range(self.axis_size):
+                example = [x if axis is None else np.take(x, k, axis=axis)
+                           for x, axis in zip(inputs, self.in_axes)]
+                for out, value in zip(stacked, self.op.eval(ctx, example)):
+                    out[k] = value
+            return stacked
+        if self.axis_size == 0:
+            like = next(x for x in inputs if library_of(x) is not NUMPY)
+            return [xp.zeros((0,) + shape, dtype=dtype, device=device_of(like))
+                    for shape, dtype in self.out_avals]
+        # other libraries: the examples' results stacked (Dask arrays cannot be written into)
+        results = []
         for k in range(self.axis_size):
-            example = [x if axis is None else np.take(x, k, axis=axis)
+            example = [x if axis is None else x[(slice(None),) * axis + (k,)]
                        for x, axis in zip(inputs, self.in_axes)]
-            for out, value in zip(stacked, self.op.eval(ctx, example)):
-                out[k] = value
+            results.append(self.op.eval(ctx, example))
+        stacked = []
+        for j in range(len(self.out_avals)):
+            xp_j, values = operands([as_array(r[j]) for r in results], self)
+            stacked.append(xp_j.stack(values))
         return stacked
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):

@@ -3,8 +3,10 @@
 ``DotGeneral(((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), lhs_shape,
 rhs_shape)`` has ``lax.dot_general``'s semantics: the result's dimensions are the
 batch dimensions, then the lhs free dimensions, then the rhs free dimensions
-(free dimensions in their operand's order). It evaluates as one (batched)
-``np.matmul`` after moving the dimensions into place.
+(free dimensions in their operand's order). On NumPy arrays it evaluates as one
+(batched) ``np.matmul`` after moving the dimensions into place; on other
+libraries' as one ``einsum`` (Dask's contracts chunk by chunk, without the
+reshapes that would merge chunks).
 
 The JVP is bilinear, ``dx·y + x·dy``; the transpose with respect to either
 operand is another ``DotGeneral`` of the cotangent with the conjugate of the
@@ -26,7 +28,9 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
+from primitives.tensor.backends import NUMPY, operands
 from primitives.tensor.buffers import MIN_BYTES, empty
+from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     LIN,
@@ -111,8 +115,37 @@ class DotGeneral(TensorPrimitive):
         object.__setattr__(self, "_plan_cache", plan)
         return plan
 
+    def einsum_subscripts(self) -> str:
+        """The contraction as ``einsum`` subscripts, e.g. ``"ab,bc->ac"`` for a matrix product.
+
+        >>> DotGeneral((((2,), (1,)), ((0,), (0,))), (5, 2, 3), (5, 3, 4)).einsum_subscripts()
+        'abc,acd->abd'
+        """
+        try:
+            return self.__dict__["_subscripts_cache"]
+        except KeyError:
+            pass
+        (lc, rc), (lb, rb) = self.dimension_numbers
+        letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        lhs = [next(letters) for _ in self.lhs_shape]
+        rhs = [None] * len(self.rhs_shape)
+        for l, r in zip(lc + lb, rc + rb):
+            rhs[r] = lhs[l]
+        rhs = [c or next(letters) for c in rhs]
+        lfree, rfree = self.free_axes()
+        out = [lhs[a] for a in lb] + [lhs[a] for a in lfree] + [rhs[a] for a in rfree]
+        subscripts = f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
+        object.__setattr__(self, "_subscripts_cache", subscripts)
+        return subscripts
+
     def eval(self, ctx, inputs):
-        x, y = inputs
+        xp, (x, y) = operands(inputs, self)
+        if xp is not NUMPY.xp:
+            if dtype_of(x) == np.bool_:     # NumPy's "any of the ands"; PyTorch has no bool matmul
+                counts = xp.einsum(self.einsum_subscripts(), xp.astype(x, np.dtype(np.int64)),
+                                   xp.astype(y, np.dtype(np.int64)))
+                return [counts != 0]
+            return [xp.einsum(self.einsum_subscripts(), x, y)]
         lperm, rperm, lhs3, rhs3, out_shape = self._plan()
         if lperm is not None:
             x = np.transpose(x, lperm)

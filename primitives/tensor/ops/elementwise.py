@@ -21,11 +21,18 @@ weights, ``remainder``'s quotient) emit it as a primal op of its own.
 Every op here batches (:func:`tidu.batch`): its operands have one shape, so they
 share the first batched operand's batch axis, and an unbatched operand is
 broadcast along it (:func:`.base.batch_elementwise`).
+
+Every op computes on the arrays of its inputs' library (:mod:`..backends`): NumPy
+arrays through NumPy's ufuncs (into reused buffers where they fit), other
+libraries' through the Array API names of their namespace, and the functions the
+standard lacks (``sinc``, ``fmax``, ``fmod``...) through the table of
+:func:`~primitives.tensor.backends.define`.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -49,6 +56,53 @@ from primitives.tensor.ops.base import (
     tensor_op,
     with_batch,
 )
+from primitives.tensor.backends import NUMPY, define, operands
+from primitives.tensor.core import dtype_of
+
+
+# --- functions outside the Array API standard, with NumPy's semantics -------------------
+
+
+def _of(module: str, name: str) -> Callable:
+    """``module.name``, looked up when called: arrays of that library exist by then, so the
+    module is imported (tidu never imports it)."""
+    return lambda *args: getattr(sys.modules[module], name)(*args)
+
+
+def _torch_round(x, decimals: int = 0):
+    """``np.round`` on a PyTorch tensor: half to even, complex parts apart, integers kept."""
+    torch = sys.modules["torch"]
+    if x.is_complex():
+        return torch.complex(_torch_round(x.real, decimals), _torch_round(x.imag, decimals))
+    if x.is_floating_point():
+        return torch.round(x, decimals=decimals)
+    if decimals >= 0:
+        return torch.round(x)                              # a copy, as NumPy's
+    return torch.round(x.double(), decimals=decimals).to(x.dtype)
+
+
+for _name in ("sinc", "exp2", "deg2rad", "rad2deg", "logaddexp2", "fmax", "fmin", "fmod"):
+    define(_name, numpy=getattr(np, _name), torch=_of("torch", _name),
+           dask=_of("dask.array", _name), cupy=_of("cupy", _name))
+define("rint", numpy=np.rint, torch=_torch_round, dask=_of("dask.array", "rint"),
+       cupy=_of("cupy", "rint"))
+define("round_decimals", numpy=np.round, torch=_torch_round, dask=_of("dask.array", "round"),
+       cupy=_of("cupy", "round"))
+
+
+def _api(name: str) -> Callable:
+    """``(xp, *arrays) -> xp.<name>(*arrays)``: an op's function for non-NumPy arrays."""
+    return lambda xp, *arrays: getattr(xp, name)(*arrays)
+
+
+def _every_library(fn: Callable) -> Callable:
+    """``fn``, which takes every library's arrays, as an op's function ``(xp, *arrays)``."""
+    return lambda xp, *arrays: fn(*arrays)
+
+
+def _conj_api(xp, x):
+    """``conj(x)`` on complex ``x``, real ``x`` itself (``np.conj`` would copy it)."""
+    return xp.conj(x) if dtype_of(x).kind == "c" else x
 
 
 # --- symbolic handles for derivative expressions ------------------------------------
@@ -109,10 +163,11 @@ def scale_tangent(builder, tangent: int, factor: Sym) -> int:
 
 
 class _UnaryRules(NamedTuple):
-    fn: Callable
+    fn: Callable                 # on NumPy arrays
     jvp: Callable | None         # (builder, x_key, y_key, tangent) -> tangent id | None
     transpose: Callable | None   # (builder, cotangent, x_key) -> cotangent id | None
     into: Callable | None        # fn(x, out=buffer), for ufuncs that keep the dtype
+    api: Callable                # (xp, x) -> result, on other libraries' arrays
 
 
 _UNARY: dict[str, _UnaryRules] = {}
@@ -145,7 +200,9 @@ class Unary(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [_UNARY[self.name].fn(inputs[0])]
+        xp, inputs = operands(inputs, self)
+        rules = _UNARY[self.name]
+        return [rules.fn(inputs[0]) if xp is NUMPY.xp else rules.api(xp, inputs[0])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into the input when a compiled program no longer reads it and it fits."""
@@ -166,19 +223,23 @@ class Unary(TensorPrimitive):
         return [rule(builder, cotangent_outputs[0], inputs[0].key)]
 
 
-def unary(name: str, fn: Callable, *, deriv: Callable | None = None, jvp: Callable | None = None,
+def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
+          deriv: Callable | None = None, jvp: Callable | None = None,
           transpose: Callable | None = None) -> Unary:
     """Register an elementwise unary op and return it.
 
-    ``deriv(x, y)`` gives ``f'(x)`` from symbolic input ``x`` and output ``y``
-    (the JVP is then ``f'(x) * t``); or pass a full ``jvp(builder, x, y, t)``.
-    Linear ops also give ``transpose(builder, ct, x)``.
+    ``fn`` computes it on NumPy arrays; ``api`` on other libraries' arrays: a name in
+    their namespace or a function ``(xp, x)`` (by default ``fn`` itself, which must
+    then take every library's arrays). ``deriv(x, y)`` gives ``f'(x)`` from symbolic
+    input ``x`` and output ``y`` (the JVP is then ``f'(x) * t``); or pass a full
+    ``jvp(builder, x, y, t)``. Linear ops also give ``transpose(builder, ct, x)``.
     """
     if deriv is not None:
         def jvp(builder, x, y, t, _deriv=deriv):
             factor = _deriv(Sym(builder, External(x)), Sym(builder, External(y)))
             return scale_tangent(builder, t, factor)
-    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose, _into(fn))
+    api = _api(api) if isinstance(api, str) else api or _every_library(fn)
+    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose, _into(fn), api)
     return Unary(name)
 
 
@@ -187,18 +248,18 @@ def _linear(op_name: str):
     return lambda b, x, y, t: emit(b, Unary(op_name), [Local(t)], LIN)
 
 
-neg = unary("neg", np.negative, jvp=_linear("neg"),
+neg = unary("neg", np.negative, "negative", jvp=_linear("neg"),
             transpose=lambda b, ct, x: emit(b, neg, [Local(ct)], LIN))
-conj = unary("conj", lambda a: np.conj(a) if np.iscomplexobj(a) else a, jvp=_linear("conj"),
-             transpose=lambda b, ct, x: emit(b, conj, [Local(ct)], LIN))
-exp = unary("exp", np.exp, deriv=lambda x, y: y)
-log = unary("log", np.log, deriv=lambda x, y: 1 / x)
-sin = unary("sin", np.sin, deriv=lambda x, y: x.apply(cos))
-cos = unary("cos", np.cos, deriv=lambda x, y: -x.apply(sin))
-tanh = unary("tanh", np.tanh, deriv=lambda x, y: 1 - y * y)
-sqrt = unary("sqrt", np.sqrt, deriv=lambda x, y: 0.5 / y)
-sign = unary("sign", np.sign, jvp=lambda b, x, y, t: None)       # zero almost everywhere
-abs_real = unary("abs", np.abs, deriv=lambda x, y: x.apply(sign))
+conj = unary("conj", lambda a: np.conj(a) if np.iscomplexobj(a) else a, _conj_api,
+             jvp=_linear("conj"), transpose=lambda b, ct, x: emit(b, conj, [Local(ct)], LIN))
+exp = unary("exp", np.exp, "exp", deriv=lambda x, y: y)
+log = unary("log", np.log, "log", deriv=lambda x, y: 1 / x)
+sin = unary("sin", np.sin, "sin", deriv=lambda x, y: x.apply(cos))
+cos = unary("cos", np.cos, "cos", deriv=lambda x, y: -x.apply(sin))
+tanh = unary("tanh", np.tanh, "tanh", deriv=lambda x, y: 1 - y * y)
+sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y)
+sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None)       # zero almost everywhere
+abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign))
 
 
 def _no_tangent(b, x, y, t):
@@ -209,42 +270,45 @@ def _no_tangent(b, x, y, t):
 # Holomorphic where NumPy takes complex values: the JVP multiplies by f'(z) and the
 # transpose (of that ``mul``) by conj(f'(z)). 1 - x*x is formed as (1 - x)(1 + x),
 # which keeps its relative accuracy near x = ±1, where these derivatives are large.
-reciprocal = unary("reciprocal", np.reciprocal, deriv=lambda x, y: -(y * y))
-sinh = unary("sinh", np.sinh, deriv=lambda x, y: x.apply(cosh))
-cosh = unary("cosh", np.cosh, deriv=lambda x, y: x.apply(sinh))
-tan = unary("tan", np.tan, deriv=lambda x, y: 1 + y * y)
-arcsin = unary("arcsin", np.arcsin, deriv=lambda x, y: ((1 - x) * (1 + x)).apply(Pow(-0.5)))
-arccos = unary("arccos", np.arccos, deriv=lambda x, y: -((1 - x) * (1 + x)).apply(Pow(-0.5)))
-arctan = unary("arctan", np.arctan, deriv=lambda x, y: 1 / (x * x + 1))
-arcsinh = unary("arcsinh", np.arcsinh, deriv=lambda x, y: (x * x + 1).apply(Pow(-0.5)))
+reciprocal = unary("reciprocal", np.reciprocal, "reciprocal", deriv=lambda x, y: -(y * y))
+sinh = unary("sinh", np.sinh, "sinh", deriv=lambda x, y: x.apply(cosh))
+cosh = unary("cosh", np.cosh, "cosh", deriv=lambda x, y: x.apply(sinh))
+tan = unary("tan", np.tan, "tan", deriv=lambda x, y: 1 + y * y)
+arcsin = unary("arcsin", np.arcsin, "asin",
+               deriv=lambda x, y: ((1 - x) * (1 + x)).apply(Pow(-0.5)))
+arccos = unary("arccos", np.arccos, "acos",
+               deriv=lambda x, y: -((1 - x) * (1 + x)).apply(Pow(-0.5)))
+arctan = unary("arctan", np.arctan, "atan", deriv=lambda x, y: 1 / (x * x + 1))
+arcsinh = unary("arcsinh", np.arcsinh, "asinh",
+                deriv=lambda x, y: (x * x + 1).apply(Pow(-0.5)))
 # sqrt(z - 1) sqrt(z + 1), not sqrt(z*z - 1): the two differ in sign off the real line
-arccosh = unary("arccosh", np.arccosh,
+arccosh = unary("arccosh", np.arccosh, "acosh",
                 deriv=lambda x, y: 1 / ((x - 1).apply(sqrt) * (x + 1).apply(sqrt)))
-arctanh = unary("arctanh", np.arctanh, deriv=lambda x, y: 1 / ((1 - x) * (1 + x)))
-expm1 = unary("expm1", np.expm1, deriv=lambda x, y: y + 1)
-log1p = unary("log1p", np.log1p, deriv=lambda x, y: 1 / (x + 1))
-log2 = unary("log2", np.log2, deriv=lambda x, y: 1 / (x * math.log(2.0)))
-log10 = unary("log10", np.log10, deriv=lambda x, y: 1 / (x * math.log(10.0)))
-exp2 = unary("exp2", np.exp2, deriv=lambda x, y: y * math.log(2.0))
-sinc = unary("sinc", np.sinc, deriv=lambda x, y: x.apply(SincDerivative(1)))
+arctanh = unary("arctanh", np.arctanh, "atanh", deriv=lambda x, y: 1 / ((1 - x) * (1 + x)))
+expm1 = unary("expm1", np.expm1, "expm1", deriv=lambda x, y: y + 1)
+log1p = unary("log1p", np.log1p, "log1p", deriv=lambda x, y: 1 / (x + 1))
+log2 = unary("log2", np.log2, "log2", deriv=lambda x, y: 1 / (x * math.log(2.0)))
+log10 = unary("log10", np.log10, "log10", deriv=lambda x, y: 1 / (x * math.log(10.0)))
+exp2 = unary("exp2", np.exp2, "exp2", deriv=lambda x, y: y * math.log(2.0))
+sinc = unary("sinc", np.sinc, "sinc", deriv=lambda x, y: x.apply(SincDerivative(1)))
 
 # linear, real only: NumPy's own ufuncs (the same roundings as np.deg2rad), self-transposing
-deg2rad = unary("deg2rad", np.deg2rad, jvp=_linear("deg2rad"),
+deg2rad = unary("deg2rad", np.deg2rad, "deg2rad", jvp=_linear("deg2rad"),
                 transpose=lambda b, ct, x: emit(b, deg2rad, [Local(ct)], LIN))
-rad2deg = unary("rad2deg", np.rad2deg, jvp=_linear("rad2deg"),
+rad2deg = unary("rad2deg", np.rad2deg, "rad2deg", jvp=_linear("rad2deg"),
                 transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN))
 
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
-floor = unary("floor", np.floor, jvp=_no_tangent)
-ceil = unary("ceil", np.ceil, jvp=_no_tangent)
-trunc = unary("trunc", np.trunc, jvp=_no_tangent)
-rint = unary("rint", np.rint, jvp=_no_tangent)
+floor = unary("floor", np.floor, "floor", jvp=_no_tangent)
+ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent)
+trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent)
+rint = unary("rint", np.rint, "rint", jvp=_no_tangent)
 
 # boolean results: no tangent
-isnan = unary("isnan", np.isnan, jvp=_no_tangent)
-isinf = unary("isinf", np.isinf, jvp=_no_tangent)
-isfinite = unary("isfinite", np.isfinite, jvp=_no_tangent)
-signbit = unary("signbit", np.signbit, jvp=_no_tangent)
+isnan = unary("isnan", np.isnan, "isnan", jvp=_no_tangent)
+isinf = unary("isinf", np.isinf, "isinf", jvp=_no_tangent)
+isfinite = unary("isfinite", np.isfinite, "isfinite", jvp=_no_tangent)
+signbit = unary("signbit", np.signbit, "signbit", jvp=_no_tangent)
 
 
 @tensor_op
@@ -256,7 +320,8 @@ class Round(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [np.round(inputs[0], self.decimals)]
+        xp, inputs = operands(inputs, self)
+        return [xp.round_decimals(inputs[0], self.decimals)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         return [None]
@@ -279,37 +344,39 @@ class SincDerivative(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [_sinc_derivative(np.asarray(inputs[0]), self.order)]
+        xp, inputs = operands(inputs, self)
+        return [_sinc_derivative(xp, inputs[0], self.order)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         factor = Sym(builder, External(primal_inputs[0])).apply(SincDerivative(self.order + 1))
         return [scale_tangent(builder, tangent_inputs[0], factor)]
 
 
-def _sinc_derivative(x: np.ndarray, k: int) -> np.ndarray:
+def _sinc_derivative(xp, x, k: int):
     """``sinc``'s ``k``-th derivative: its Maclaurin series where ``|x| < 1``, else the
     recurrence from ``x sinc(x) = sin(pi x) / pi``, differentiated ``k`` times:
     ``x s_k + k s_(k-1) = pi**(k-1) sin(pi x + k pi / 2)`` (which cancels badly near 0)."""
-    small = np.abs(x) < 1
-    near = np.where(small, x, 0).astype(x.dtype, copy=False)
-    far = np.where(small, 1, x).astype(x.dtype, copy=False)       # no division by 0
+    dtype = dtype_of(x)
+    small = xp.abs(x) < 1
+    near = xp.astype(xp.where(small, x, 0), dtype, copy=False)
+    far = xp.astype(xp.where(small, 1, x), dtype, copy=False)       # no division by 0
     # sinc(x) = sum_n (-1)^n (pi x)^(2n) / (2n+1)!, so its k-th derivative is
     # sum over 2n >= k of (-1)^n pi^(2n) x^(2n-k) / ((2n+1) (2n-k)!)
     first = (k + 1) // 2
     coefficients = [(-1) ** n * math.pi ** (2 * n) / ((2 * n + 1) * math.factorial(2 * n - k))
                     for n in range(first, first + 20 + k)]
     square = near * near
-    series = np.zeros_like(near)
+    series = xp.zeros_like(near)
     for c in reversed(coefficients):
         series = series * square + c
     if (2 * first - k) == 1:
         series = series * near
-    value = np.sinc(far)
-    pi_x = np.pi * far
+    value = xp.sinc(far)
+    pi_x = math.pi * far
     for j in range(1, k + 1):
-        wave = (np.sin, np.cos)[j % 2](pi_x) * (1 if j % 4 < 2 else -1)
-        value = (np.pi ** (j - 1) * wave - j * value) / far
-    return np.where(small, series, value).astype(x.dtype, copy=False)
+        wave = (xp.sin, xp.cos)[j % 2](pi_x) * (1 if j % 4 < 2 else -1)
+        value = (math.pi ** (j - 1) * wave - j * value) / far
+    return xp.astype(xp.where(small, series, value), dtype, copy=False)
 
 
 # --- ops with a scalar parameter ------------------------------------------------------
@@ -391,8 +458,10 @@ class Affine(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
+        xp, (x,) = operands(inputs, self)
         unit = _is_real(self.scale) and self.scale == 1     # not 1+0j, which makes x complex
+        if xp is not NUMPY.xp:
+            return [(x if unit else x * self.scale) + self.offset]
         out = np.array(x, copy=True) if unit else apply_ufunc(np.multiply, x, self.scale)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
         return [out]
@@ -423,10 +492,15 @@ class IntegerPow(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         x = inputs[0]
-        if self.n < 0:
-            return [np.reciprocal(x ** -self.n) if np.issubdtype(x.dtype, np.inexact)
-                    else 1.0 / x ** -self.n]
-        return [x ** self.n]
+        if self.n >= 0:
+            return [x ** self.n]
+        xp, (x,) = operands(inputs, self)
+        powered = x ** -self.n
+        if dtype_of(x).kind in "fc":
+            return [xp.reciprocal(powered)]
+        if xp is not NUMPY.xp:          # integers: a float64 result, as NumPy's 1.0 / x**n
+            powered = xp.astype(powered, np.dtype(np.float64))
+        return [1.0 / powered]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if self.n == 0:
@@ -448,7 +522,8 @@ class Pow(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [np.power(inputs[0], self.exponent)]
+        xp, (x,) = operands(inputs, self)
+        return [xp.pow(x, self.exponent)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if self.exponent == 0:
@@ -462,10 +537,11 @@ class Pow(TensorPrimitive):
 
 
 class _BinaryRules(NamedTuple):
-    fn: Callable
+    fn: Callable                 # on NumPy arrays
     jvp: Callable          # (builder, x, y, out, tx, ty) -> tangent id | None
     transpose: Callable | None   # (builder, ct, x, y, mask) -> (ct_x, ct_y)
     into: Callable | None        # fn(x, y, out=buffer), when the result has x's dtype
+    api: Callable                # (xp, x, y) -> result, on other libraries' arrays
 
 
 _BINARY: dict[str, _BinaryRules] = {}
@@ -482,7 +558,11 @@ class Binary(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        return [_BINARY[self.name].fn(inputs[0], inputs[1])]
+        xp, inputs = operands(inputs, self)
+        rules = _BINARY[self.name]
+        if xp is NUMPY.xp:
+            return [rules.fn(inputs[0], inputs[1])]
+        return [rules.api(xp, inputs[0], inputs[1])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into an input a compiled program no longer reads, when it fits; so a
@@ -504,10 +584,15 @@ class Binary(TensorPrimitive):
 
 
 def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = None,
-           into: Callable | None = None) -> Binary:
-    """Register an elementwise binary op and return it (``into``: ``fn`` with ``out=``,
-    by default ``fn`` itself for the ufuncs that keep the dtype)."""
-    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose, into or _into(fn))
+           into: Callable | None = None, api: str | Callable | None = None) -> Binary:
+    """Register an elementwise binary op and return it.
+
+    ``fn`` computes it on NumPy arrays (``into``: ``fn`` with ``out=``, by default ``fn``
+    itself for the ufuncs that keep the dtype); ``api`` on other libraries' arrays: a
+    name in their namespace or a function ``(xp, x, y)`` (by default ``fn`` itself).
+    """
+    api = _api(api) if isinstance(api, str) else api or _every_library(fn)
+    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose, into or _into(fn), api)
     return Binary(name)
 
 
@@ -618,20 +703,27 @@ def _mul_conj_into(a, b, out):
     return np.multiply(a, _conj_if_complex(b), out=out)
 
 
-add = binary("add", np.add, _add_jvp, _add_transpose)
-sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose)
-mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose)
+def _div_or_zero_api(xp, x, y):
+    nonzero = y != 0
+    return xp.where(nonzero, x / xp.where(nonzero, y, 1), 0)
+
+
+add = binary("add", np.add, _add_jvp, _add_transpose, api="add")
+sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose, api="subtract")
+mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose, api="multiply")
 mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose,
-                  _mul_conj_into)
-div = binary("div", np.divide, *_quotient_rules("div"))
+                  _mul_conj_into, api=lambda xp, a, b: xp.multiply(a, _conj_api(xp, b)))
+div = binary("div", np.divide, *_quotient_rules("div"), api="divide")
 div_conj = binary("div_conj", lambda a, b: apply_ufunc(np.divide, a, _conj_if_complex(b)),
                   *_quotient_rules("div_conj"),
-                  into=lambda a, b, out: np.divide(a, _conj_if_complex(b), out=out))
-div_or_zero = binary("div_or_zero", _div_or_zero_fn, *_quotient_rules("div_or_zero"))
+                  into=lambda a, b, out: np.divide(a, _conj_if_complex(b), out=out),
+                  api=lambda xp, a, b: xp.divide(a, _conj_api(xp, b)))
+div_or_zero = binary("div_or_zero", _div_or_zero_fn, *_quotient_rules("div_or_zero"),
+                     api=_div_or_zero_api)
 """``x / y``, and 0 where ``y`` is 0: ``|z|``'s derivatives are 0 at 0 with it (PyTorch's)."""
 div_or_zero_conj = binary("div_or_zero_conj", lambda a, b: _div_or_zero_fn(a, _conj_if_complex(b)),
-                          *_quotient_rules("div_or_zero_conj"))
-
+                          *_quotient_rules("div_or_zero_conj"),
+                          api=lambda xp, a, b: _div_or_zero_api(xp, a, _conj_api(xp, b)))
 
 
 # --- more binary ops --------------------------------------------------------------------
@@ -665,6 +757,11 @@ def _with_errstate(fn: Callable) -> Callable:
     return quiet
 
 
+def _quiet_numpy(api: Callable) -> Callable:
+    """``api(xp, x, y)`` on NumPy arrays, without NumPy's floating-point warnings."""
+    return _with_errstate(partial(api, NUMPY.xp))
+
+
 def _unit_over_norm(a: Sym, h: Sym) -> Sym:
     """``a / h**2`` as ``(a / h) / h`` (no overflow of ``h**2``), and 0 where ``h`` is 0."""
     return a.apply(div_or_zero, h).apply(div_or_zero, h)
@@ -675,16 +772,17 @@ def _unit_over_norm(a: Sym, h: Sym) -> Sym:
 # NaN for arctan2 and 1/2 for hypot there, PyTorch 0 and NaN. h**2 is never formed, so
 # large operands do not overflow.
 hypot = binary("hypot", np.hypot, _partials_jvp(lambda x, y, out: x.apply(div_or_zero, out),
-                                                lambda x, y, out: y.apply(div_or_zero, out)))
+                                                lambda x, y, out: y.apply(div_or_zero, out)),
+               api="hypot")
 arctan2 = binary("arctan2", np.arctan2, _partials_jvp(
     lambda x, y, out: _unit_over_norm(y, x.apply(hypot, y)),
-    lambda x, y, out: -_unit_over_norm(x, x.apply(hypot, y))))
+    lambda x, y, out: -_unit_over_norm(x, x.apply(hypot, y))), api="atan2")
 
 
-def _logistic_of_difference(x, y):
+def _logistic_of_difference(xp, x, y):
     """``1 / (1 + exp(y - x))``, and 1/2 where ``x == y`` (equal infinities included)."""
-    difference = np.where(x == y, 0, np.subtract(x, y))
-    return 1 / (1 + np.exp(-difference))
+    difference = xp.where(x == y, 0, xp.subtract(x, y))
+    return 1 / (1 + xp.exp(-difference))
 
 
 def _logaddexp_weight_jvp(b, x, y, out, tx, ty):
@@ -695,46 +793,53 @@ def _logaddexp_weight_jvp(b, x, y, out, tx, ty):
                         None if ty is None else scale_tangent(b, ty, -slope)])
 
 
-logaddexp_weight = binary("logaddexp_weight", _with_errstate(_logistic_of_difference),
-                          _logaddexp_weight_jvp)
+logaddexp_weight = binary("logaddexp_weight", _quiet_numpy(_logistic_of_difference),
+                          _logaddexp_weight_jvp, api=_logistic_of_difference)
 """``d logaddexp(x, y) / dx = exp(x) / (exp(x) + exp(y))``, computed as a logistic function of
 ``x - y``: no overflow, 0 (not NaN) at ``x = -inf`` and 1/2 where ``x == y == ±inf``."""
 
 
 logaddexp = binary("logaddexp", np.logaddexp,
                    _partials_jvp(lambda x, y, out: x.apply(logaddexp_weight, y),
-                                 lambda x, y, out: y.apply(logaddexp_weight, x)))
+                                 lambda x, y, out: y.apply(logaddexp_weight, x)), api="logaddexp")
 logaddexp2 = binary("logaddexp2", np.logaddexp2, _partials_jvp(
     lambda x, y, out: (x * math.log(2.0)).apply(logaddexp_weight, y * math.log(2.0)),
-    lambda x, y, out: (y * math.log(2.0)).apply(logaddexp_weight, x * math.log(2.0))))
+    lambda x, y, out: (y * math.log(2.0)).apply(logaddexp_weight, x * math.log(2.0))),
+                    api="logaddexp2")
 
 
-def _extremum_weight(wins: Callable) -> Callable:
-    """The share of ``x``'s tangent in ``fmax``/``fmin``: 1 where ``x`` is taken, 0 where
-    ``y`` is, 1/2 at ties (as ``maximum``); NaN loses to a number, as in NumPy."""
-    def weight(x, y):
-        taken = np.where(wins(x, y) | np.isnan(y), 1.0, 0.0)
-        return np.where(x == y, 0.5, taken).astype(np.result_type(x, y), copy=False)
-    return _with_errstate(weight)
+def _extremum_weight(wins: str) -> Callable:
+    """The share of ``x``'s tangent in ``fmax``/``fmin``, ``(xp, x, y) -> weight``: 1 where
+    ``x`` is taken (``xp.<wins>(x, y)``), 0 where ``y`` is, 1/2 at ties (as ``maximum``);
+    NaN loses to a number, as in NumPy."""
+    def weight(xp, x, y):
+        dtype = np.result_type(dtype_of(x), dtype_of(y))
+        taken = xp.astype(getattr(xp, wins)(x, y) | xp.isnan(y), dtype)
+        return xp.astype(xp.where(x == y, 0.5, taken), dtype, copy=False)
+    return weight
 
 
-fmax_weight = binary("fmax_weight", _extremum_weight(np.greater), _no_tangents)
-fmin_weight = binary("fmin_weight", _extremum_weight(np.less), _no_tangents)
+_fmax_weight, _fmin_weight = _extremum_weight("greater"), _extremum_weight("less")
+fmax_weight = binary("fmax_weight", _quiet_numpy(_fmax_weight), _no_tangents, api=_fmax_weight)
+fmin_weight = binary("fmin_weight", _quiet_numpy(_fmin_weight), _no_tangents, api=_fmin_weight)
 fmax = binary("fmax", np.fmax, _partials_jvp(lambda x, y, out: x.apply(fmax_weight, y),
-                                             lambda x, y, out: 1 - x.apply(fmax_weight, y)))
+                                             lambda x, y, out: 1 - x.apply(fmax_weight, y)),
+              api="fmax")
 fmin = binary("fmin", np.fmin, _partials_jvp(lambda x, y, out: x.apply(fmin_weight, y),
-                                             lambda x, y, out: 1 - x.apply(fmin_weight, y)))
+                                             lambda x, y, out: 1 - x.apply(fmin_weight, y)),
+              api="fmin")
 
 
-def _truncated_quotient(x, y):
-    """The integer ``n`` of ``fmod(x, y) = x - n y`` (rounded: exact where ``np.trunc(x / y)``
+def _truncated_quotient(xp, x, y):
+    """The integer ``n`` of ``fmod(x, y) = x - n y`` (rounded: exact where ``trunc(x / y)``
     may round across an integer)."""
-    return np.round((x - np.fmod(x, y)) / y)
+    return xp.round((x - xp.fmod(x, y)) / y)
 
 
 # Piecewise constant in both operands: derivative zero (as JAX's floor_divide).
-floor_divide = binary("floor_divide", np.floor_divide, _no_tangents)
-fmod_quotient = binary("fmod_quotient", _with_errstate(_truncated_quotient), _no_tangents)
+floor_divide = binary("floor_divide", np.floor_divide, _no_tangents, api="floor_divide")
+fmod_quotient = binary("fmod_quotient", _quiet_numpy(_truncated_quotient), _no_tangents,
+                       api=_truncated_quotient)
 
 
 def _minus_quotient_jvp(quotient: Binary) -> Callable:
@@ -748,8 +853,9 @@ def _minus_quotient_jvp(quotient: Binary) -> Callable:
     return jvp
 
 
-remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide))
-fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient))
+remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide),
+                   api="remainder")
+fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api="fmod")
 
 
 @tensor_op
@@ -771,7 +877,8 @@ class Power(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        return [apply_ufunc(np.power, inputs[0], inputs[1])]
+        xp, (x, y) = operands(inputs, self)
+        return [apply_ufunc(np.power, x, y) if xp is NUMPY.xp else xp.pow(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         from primitives.tensor.ops.select import Compare, Full, Select
@@ -827,7 +934,12 @@ class ConvertElementType(TensorPrimitive):
         return f"{self.old_dtype}->{self.new_dtype}"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
+        xp, (x,) = operands(inputs, self)
+        if xp is not NUMPY.xp:
+            new_dtype = np.dtype(self.new_dtype)
+            if dtype_of(x).kind == "c" and new_dtype.kind != "c":
+                x = xp.real(x)
+            return [xp.astype(x, new_dtype, copy=False)]
         if np.iscomplexobj(x) and not np.issubdtype(np.dtype(self.new_dtype), np.complexfloating):
             x = np.real(x)
         return [np.asarray(x).astype(self.new_dtype, copy=False)]

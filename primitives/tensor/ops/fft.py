@@ -16,6 +16,10 @@ bins, and the adjoint of ``irfft`` is ``rfft`` doubling them
 (:class:`HalfSpectrumWeight`). JAX's ``lax.fft`` has the same factors but
 transposes with the bilinear pairing (no conjugation).
 
+The ops compute with the Array API ``fft`` extension of their operand's
+library. Dask transforms an axis only in one chunk: its entries rechunk the
+transformed axes first (lazily).
+
 >>> x = np.array([1.0, 2.0, 0.0, -1.0])
 >>> Fft((0,), False, "backward").eval(None, [x.astype(complex)])[0]
 array([2.+0.j, 1.-3.j, 0.+0.j, 1.+3.j])
@@ -32,6 +36,8 @@ import dataclasses
 import numpy as np
 
 from tidu.graph import Local
+from primitives.tensor.backends import NUMPY, define, device_of, operands
+from primitives.tensor.core import dtype_of
 from primitives.tensor.errors import TensorTypeError
 from primitives.tensor.ops.base import LIN, LinearOp, OpParameterError, emit, shift_axis, tensor_op
 
@@ -55,9 +61,24 @@ def _check_kind(op, x, kind: str) -> None:
     """Refuse an operand of the wrong kind: a real operand of a complex transform would get
     a complex cotangent (the promotion to complex, whose transpose takes the real part,
     belongs before the op)."""
-    if x.dtype.kind != kind:
+    dtype = dtype_of(x)
+    if dtype.kind != kind:
         wanted = "complex" if kind == "c" else "real floating-point"
-        raise TensorTypeError(f"{op!r}: the operand must be {wanted}, got {x.dtype}")
+        raise TensorTypeError(f"{op!r}: the operand must be {wanted}, got {dtype}")
+
+
+def _dask_transform(name: str):
+    """Dask's ``fft.<name>``, after rechunking the transformed axes to one chunk each."""
+    def transform(x, s=None, axes=None, norm="backward"):
+        import dask.array as da
+
+        whole = x.rechunk({axis: -1 for axis in axes})
+        return getattr(da.fft, name)(whole, s=s, axes=axes, norm=norm)
+    return transform
+
+
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    define(f"fft.{_name}", dask=_dask_transform(_name))
 
 
 class _AxesTransform(LinearOp):
@@ -90,9 +111,10 @@ class Fft(_AxesTransform):
         return f"{'inverse, ' if self.inverse else ''}axes={self.axes}, norm={self.norm}"
 
     def eval(self, ctx, inputs):
-        _check_kind(self, inputs[0], "c")
-        transform = np.fft.ifftn if self.inverse else np.fft.fftn
-        return [transform(inputs[0], axes=self.axes, norm=self.norm)]
+        xp, (x,) = operands(inputs, self)
+        _check_kind(self, x, "c")
+        transform = xp.fft.ifftn if self.inverse else xp.fft.fftn
+        return [transform(x, axes=self.axes, norm=self.norm)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         adjoint = Fft(self.axes, not self.inverse, ADJOINT_NORM[self.norm])
@@ -116,8 +138,9 @@ class Rfft(_AxesTransform):
         return f"axes={self.axes}, n={self.n}, norm={self.norm}"
 
     def eval(self, ctx, inputs):
-        _check_kind(self, inputs[0], "f")
-        return [np.fft.rfftn(inputs[0], axes=self.axes, norm=self.norm)]
+        xp, (x,) = operands(inputs, self)
+        _check_kind(self, x, "f")
+        return [xp.fft.rfftn(x, axes=self.axes, norm=self.norm)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         halved = emit(builder, HalfSpectrumWeight(self.axes[-1], self.n, 0.5),
@@ -144,10 +167,10 @@ class Irfft(_AxesTransform):
         return f"axes={self.axes}, n={self.n}, norm={self.norm}"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
+        xp, (x,) = operands(inputs, self)
         _check_kind(self, x, "c")
         lengths = [x.shape[a] for a in self.axes[:-1]] + [self.n]
-        return [np.fft.irfftn(x, s=lengths, axes=self.axes, norm=self.norm)]
+        return [xp.fft.irfftn(x, s=lengths, axes=self.axes, norm=self.norm)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         adjoint = Rfft(self.axes, self.n, ADJOINT_NORM[self.norm])
@@ -174,11 +197,18 @@ class HalfSpectrumWeight(LinearOp):
     name = "half_spectrum_weight"
 
     def eval(self, ctx, inputs):
-        out = np.array(inputs[0], copy=True)
-        paired = [slice(None)] * out.ndim
-        paired[self.axis] = slice(1, (self.n + 1) // 2)
-        out[tuple(paired)] *= self.factor
-        return [out]
+        xp, (x,) = operands(inputs, self)
+        paired = slice(1, (self.n + 1) // 2)
+        if xp is NUMPY.xp:
+            out = np.array(x, copy=True)
+            out[(slice(None),) * self.axis + (paired,)] *= self.factor
+            return [out]
+        # other libraries: times a weight per bin, as exact (the factors are powers of 2)
+        # and without writing into an array (Dask arrays are immutable)
+        weights = np.ones(x.shape[self.axis], np.finfo(dtype_of(x)).dtype)
+        weights[paired] = self.factor
+        weights = weights.reshape((-1,) + (1,) * (x.ndim - self.axis - 1))
+        return [x * xp.asarray(weights, device=device_of(x))]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]

@@ -4,7 +4,9 @@ All are linear in their array operand; each transposes to another op here:
 ``Slice`` <-> ``Pad`` (zero padding), ``Rev`` to itself, ``Concatenate`` to
 ``Slice``s, ``Split`` (one op, one output per piece) to ``Concatenate``, and
 ``Gather`` (integer-array indexing along one axis, the index array a
-non-differentiable second input) <-> ``ScatterAdd`` (``np.add.at``).
+non-differentiable second input) <-> ``ScatterAdd`` (``np.add.at``). The
+scatter-add is outside the Array API standard: each library's namespace has its
+``scatter_add`` (:func:`..backends.define`, at the end of this module).
 
 >>> Slice((1,), (5,), (2,), (6,)).eval(None, [np.arange(6.0)])
 [array([1., 3.])]
@@ -20,10 +22,13 @@ non-differentiable second input) <-> ``ScatterAdd`` (``np.add.at``).
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from tidu import ADRuleError, ADRuleKind, input_role
 from tidu.graph import PRIMARY, External, Linearized, Local
+from primitives.tensor.backends import NUMPY, define, device_of, numpy_dtype, operands
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     LIN,
@@ -130,9 +135,14 @@ class Pad(LinearOp):
                      for lo, inner, n in zip(self.low, self.interior, self.shape))
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
-        out = np.zeros(self.out_shape(), dtype=x.dtype)
-        out[self._window()] = x
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            out = np.zeros(self.out_shape(), dtype=x.dtype)
+            out[self._window()] = x
+            return [out]
+        out = xp.zeros(self.out_shape(), dtype=numpy_dtype(x.dtype), device=device_of(x))
+        if 0 not in self.shape:             # (Dask refuses to write an empty array)
+            out[self._window()] = x         # into a fresh array: Dask records it lazily
         return [out]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
@@ -156,7 +166,8 @@ class Rev(LinearOp):
     name = "rev"
 
     def eval(self, ctx, inputs):
-        return [np.flip(inputs[0], self.axes)]
+        xp, (x,) = operands(inputs, self)
+        return [xp.flip(x, axis=self.axes)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
@@ -191,7 +202,8 @@ class Concatenate(TensorPrimitive):
         return tuple(shape)
 
     def eval(self, ctx, inputs):
-        return [np.concatenate(inputs, axis=self.axis)]
+        xp, inputs = operands(inputs, self)
+        return [xp.concat(inputs, axis=self.axis)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         refs = [Local(t) if t is not None else Local(zeros(builder, shape, self.dtype))
@@ -255,7 +267,14 @@ class Split(TensorPrimitive):
                      for size in self.sizes)
 
     def eval(self, ctx, inputs):
-        return np.split(inputs[0], np.cumsum(self.sizes[:-1], dtype=np.intp), axis=self.axis)
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return np.split(x, np.cumsum(self.sizes[:-1], dtype=np.intp), axis=self.axis)
+        lead, start, pieces = (slice(None),) * self.axis, 0, []
+        for size in self.sizes:
+            pieces.append(x[lead + (slice(start, start + size),)])
+            start += size
+        return pieces
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if tangent_inputs[0] is None:
@@ -340,7 +359,14 @@ class Gather(_IndexedLinear):
     name = "gather"
 
     def eval(self, ctx, inputs):
-        return [np.take(inputs[0], inputs[1], axis=self.axis)]
+        xp, (x, indices) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [np.take(x, indices, axis=self.axis)]
+        # the standard's take wants 1-d indices: the index axes are flattened and restored
+        taken = xp.take(x, xp.reshape(indices, (-1,)), axis=self.axis)
+        shape = self.shape
+        return [xp.reshape(taken, shape[:self.axis] + tuple(self.index_shape)
+                           + shape[self.axis + 1:])]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         other = ScatterAdd(self.axis, self.shape, self.index_shape)
@@ -379,10 +405,8 @@ class ScatterAdd(_IndexedLinear):
     name = "scatter_add"
 
     def eval(self, ctx, inputs):
-        updates, indices = inputs
-        out = np.zeros(self.shape, dtype=updates.dtype)
-        np.add.at(out, (slice(None),) * self.axis + (indices,), updates)
-        return [out]
+        xp, (updates, indices) = operands(inputs, self)
+        return [xp.scatter_add(updates, indices, self.axis, self.shape)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         other = Gather(self.axis, self.shape, self.index_shape)
@@ -408,3 +432,53 @@ class ScatterAdd(_IndexedLinear):
         out = emit(builder, Reshape(with_batch(shape, axis, axis_size), merged), [Local(out)],
                    output_role(role))
         return [out], [axis]
+
+
+# np.add.at for each library: zeros of ``shape`` with ``updates`` (of Gather's result shape)
+# added at ``indices`` along ``axis``, repeated indices accumulating
+
+
+def _numpy_scatter_add(updates, indices, axis: int, shape: tuple):
+    out = np.zeros(shape, dtype=updates.dtype)
+    np.add.at(out, (slice(None),) * axis + (indices,), updates)
+    return out
+
+
+def _torch_scatter_add(updates, indices, axis: int, shape: tuple):
+    import torch
+
+    indices = indices.reshape(-1)
+    rows = updates.reshape(shape[:axis] + (indices.shape[0],) + shape[axis + 1:])
+    out = torch.zeros(shape, dtype=updates.dtype, device=updates.device)
+    return out.index_add_(axis, indices, rows)
+
+
+def _dask_scatter_add(updates, indices, axis: int, shape: tuple):
+    """One ``np.add.at`` per block of the axes off the indexed ones: a block sees all its
+    updates (the index axes concatenated) and makes its part of the result whole along
+    ``axis``; so the work stays lazy and split like ``updates``, and adds in NumPy's order."""
+    import dask.array as da
+
+    k = indices.ndim
+    names = string.ascii_letters[:updates.ndim + 1]
+    before, indexed, after, new = (names[:axis], names[axis:axis + k],
+                                   names[axis + k:updates.ndim], names[-1])
+
+    def block(u, i):
+        return _numpy_scatter_add(u, i, axis, u.shape[:axis] + (shape[axis],) + u.shape[axis + k:])
+    return da.blockwise(block, before + new + after, updates, before + indexed + after,
+                        indices, indexed, new_axes={new: shape[axis]}, concatenate=True,
+                        meta=np.empty((0,) * len(shape), dtype=updates.dtype))
+
+
+def _cupy_scatter_add(updates, indices, axis: int, shape: tuple):
+    import cupy
+
+    with updates.device:
+        out = cupy.zeros(shape, dtype=updates.dtype)
+    cupy.add.at(out, (slice(None),) * axis + (indices,), updates)
+    return out
+
+
+define("scatter_add", numpy=_numpy_scatter_add, torch=_torch_scatter_add,
+       dask=_dask_scatter_add, cupy=_cupy_scatter_add)

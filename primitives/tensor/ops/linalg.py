@@ -35,6 +35,12 @@ depend on that choice. Equal eigenvalues (singular values) make ``F`` infinite
 and the vector derivatives non-finite, as in JAX; the value derivatives stay
 finite.
 
+The ops compute in the namespace of their operands' library (``xp.linalg``).
+On Dask arrays, a single matrix goes through Dask's chunked algorithms where
+they exist (blocked Cholesky, tall-and-skinny QR and SVD, short-and-fat QR);
+the other functions, and stacks of matrices, gather each matrix into one chunk
+(the batch axes keep theirs) and run NumPy's function on it, lazily.
+
 >>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
 >>> Solve((2, 1), "float64").eval(None, [a, np.array([[1.0], [2.0]])])[0].round(4)
 array([[0.0909],
@@ -44,11 +50,17 @@ array([[0.0909],
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import sys
+import warnings
 
 import numpy as np
 
 from tidu import ADRuleError, ADRuleKind, TiduError, input_role
 from tidu.graph import PRIMARY, External, Linearized, Local
+from primitives.tensor.backends import NUMPY, define, device_of, library_of, operands, to_library
+from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     LIN,
@@ -76,12 +88,21 @@ class LinAlgError(TiduError, np.linalg.LinAlgError):
 
 
 def _lapack(op, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, with NumPy's ``LinAlgError`` re-raised naming ``op``."""
+    """``fn(*args, **kwargs)``, with NumPy's (or PyTorch's) ``LinAlgError`` re-raised naming
+    ``op``. (Dask raises NumPy's when the result is computed.)"""
     try:
         return fn(*args, **kwargs)
-    except np.linalg.LinAlgError as error:
-        raise LinAlgError(f"{op.name}: {error} (in a matrix of shape {args[0].shape[-2:]}, "
-                          f"batch {args[0].shape[:-2]})") from None
+    except _linalg_errors() as error:
+        raise LinAlgError(f"{op.name}: {error} (in a matrix of shape {tuple(args[0].shape[-2:])}, "
+                          f"batch {tuple(args[0].shape[:-2])})") from None
+
+
+def _linalg_errors() -> tuple:
+    """NumPy's ``LinAlgError``, and PyTorch's once PyTorch is imported (tidu never imports it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return (np.linalg.LinAlgError,)
+    return (np.linalg.LinAlgError, torch.linalg.LinAlgError)
 
 
 # --- matrices inside rules ---------------------------------------------------------------
@@ -321,12 +342,15 @@ class MatrixBand(_TrailingAxesOp):
     name = "matrix_band"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
+        xp, (x,) = operands(inputs, self)
         m, n = x.shape[-2:]
         row, column = np.arange(m)[:, None], np.arange(n)[None, :]
         weights = np.where(row > column, self.lower,
                            np.where(row == column, self.diagonal, self.upper))
-        return [x * weights.astype(np.finfo(x.dtype).dtype)]
+        weights = weights.astype(np.finfo(dtype_of(x)).dtype)
+        if xp is NUMPY.xp:
+            return [x * weights]
+        return [xp.multiply(x, to_library(weights, library_of(x), x))]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
@@ -340,7 +364,10 @@ class MatrixDiagonal(_TrailingAxesOp):
     name = "matrix_diagonal"
 
     def eval(self, ctx, inputs):
-        return [np.diagonal(inputs[0], axis1=-2, axis2=-1).copy()]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [np.diagonal(x, axis1=-2, axis2=-1).copy()]
+        return [xp.linalg.diagonal(x)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, DiagEmbed(), [Local(cotangent_outputs[0])], LIN)]
@@ -354,11 +381,16 @@ class DiagEmbed(_TrailingAxesOp):
     name = "diag_embed"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
+        xp, (x,) = operands(inputs, self)
         n = x.shape[-1]
-        out = np.zeros(x.shape + (n,), dtype=x.dtype)
-        out[..., np.arange(n), np.arange(n)] = x
-        return [out]
+        if xp is NUMPY.xp:
+            out = np.zeros(x.shape + (n,), dtype=x.dtype)
+            out[..., np.arange(n), np.arange(n)] = x
+            return [out]
+        # no writes into arrays (Dask has none): select x's entries on the diagonal
+        diagonal = to_library(np.eye(n, dtype=bool), library_of(x), x)
+        return [xp.where(diagonal, x[..., None, :], xp.zeros((), dtype=dtype_of(x),
+                                                           device=device_of(x)))]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, MatrixDiagonal(), [Local(cotangent_outputs[0])], LIN)]
@@ -383,7 +415,8 @@ class Solve(TensorPrimitive):
         return self.shape[:-1] + (self.shape[-2],)
 
     def eval(self, ctx, inputs):
-        return [_lapack(self, np.linalg.solve, inputs[0], inputs[1])]
+        xp, (a, b) = operands(inputs, self)
+        return [_lapack(self, xp.linalg.solve, a, b)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = _primal(builder, primal_inputs[0], self.a_shape(), self.dtype)
@@ -468,7 +501,8 @@ class Cholesky(_MatrixOp):
     name = "cholesky"
 
     def eval(self, ctx, inputs):
-        return [_lapack(self, np.linalg.cholesky, inputs[0])]
+        xp, (a,) = operands(inputs, self)
+        return [_lapack(self, xp.linalg.cholesky, a)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         factor = _primal(builder, primal_outputs[0], self.shape, self.dtype)
@@ -494,9 +528,10 @@ class Eigh(_MatrixOp):
         return 2 if self.compute_v else 1
 
     def eval(self, ctx, inputs):
+        xp, (a,) = operands(inputs, self)
         if self.compute_v:
-            return list(_lapack(self, np.linalg.eigh, inputs[0]))
-        return [_lapack(self, np.linalg.eigvalsh, inputs[0])]
+            return list(_lapack(self, xp.linalg.eigh, a))
+        return [_lapack(self, xp.linalg.eigvalsh, a)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         n = self.shape[-1]
@@ -535,9 +570,10 @@ class Svd(_MatrixOp):
         return 3 if self.compute_uv else 1
 
     def eval(self, ctx, inputs):
-        out = _lapack(self, np.linalg.svd, inputs[0], full_matrices=self.full_matrices,
-                      compute_uv=self.compute_uv)
-        return list(out) if self.compute_uv else [out]
+        xp, (a,) = operands(inputs, self)
+        if not self.compute_uv:
+            return [_lapack(self, xp.linalg.svdvals, a)]
+        return list(_lapack(self, xp.linalg.svd, a, full_matrices=self.full_matrices))
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         m, n = self.shape[-2:]
@@ -605,8 +641,12 @@ class Qr(_MatrixOp):
         return 1 if self.mode == "r" else 2
 
     def eval(self, ctx, inputs):
-        out = _lapack(self, np.linalg.qr, inputs[0], mode=self.mode)
-        return [out] if self.mode == "r" else list(out)
+        xp, (a,) = operands(inputs, self)
+        if self.mode != "r":
+            return list(_lapack(self, xp.linalg.qr, a, mode=self.mode))
+        if xp is NUMPY.xp:
+            return [_lapack(self, np.linalg.qr, a, mode="r")]
+        return [_lapack(self, xp.linalg.qr, a)[1]]          # the standard has no mode "r"
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         m, n = self.shape[-2:]
@@ -664,8 +704,11 @@ class Slogdet(_MatrixOp):
         return 2
 
     def eval(self, ctx, inputs):
-        sign, logabsdet = _lapack(self, np.linalg.slogdet, inputs[0])
-        return [np.asarray(sign), np.asarray(logabsdet)]
+        xp, (a,) = operands(inputs, self)
+        sign, logabsdet = _lapack(self, xp.linalg.slogdet, a)
+        if xp is NUMPY.xp:                  # 0-d arrays, not NumPy scalars
+            return [np.asarray(sign), np.asarray(logabsdet)]
+        return [sign, logabsdet]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = self.operand(builder, primal_inputs[0])
@@ -687,7 +730,9 @@ class Det(_MatrixOp):
     name = "det"
 
     def eval(self, ctx, inputs):
-        return [np.asarray(_lapack(self, np.linalg.det, inputs[0]))]
+        xp, (a,) = operands(inputs, self)
+        det = _lapack(self, xp.linalg.det, a)
+        return [np.asarray(det) if xp is NUMPY.xp else det]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = self.operand(builder, primal_inputs[0])
@@ -707,19 +752,19 @@ class Adjugate(_MatrixOp):
     name = "adjugate"
 
     def eval(self, ctx, inputs):
-        a = inputs[0]
+        xp, (a,) = operands(inputs, self)
         n = a.shape[-1]
-        if a.size == 0 or n == 1:
-            return [np.ones_like(a)]
-        u, s, vh = _lapack(self, np.linalg.svd, a)
+        if math.prod(a.shape) == 0 or n == 1:
+            return [xp.ones_like(a)]
+        u, s, vh = _lapack(self, xp.linalg.svd, a)
         # the products of all singular values but one, without dividing
-        before = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :-1]], -1), -1)
-        after = np.flip(np.cumprod(np.concatenate(
-            [np.ones_like(s[..., :1]), np.flip(s, -1)[..., :-1]], -1), -1), -1)
-        phase = np.linalg.det(u) * np.linalg.det(vh)
-        adjugate = np.conj(np.swapaxes(vh, -1, -2)) * (before * after)[..., None, :] \
-            @ np.conj(np.swapaxes(u, -1, -2))
-        return [(phase[..., None, None] * adjugate).astype(a.dtype)]
+        before = xp.cumulative_prod(s, axis=-1, include_initial=True)[..., :-1]
+        after = xp.flip(xp.cumulative_prod(xp.flip(s, axis=-1), axis=-1,
+                                           include_initial=True)[..., :-1], axis=-1)
+        phase = xp.linalg.det(u) * xp.linalg.det(vh)
+        # V W Uᴴ = (U W Vh)ᴴ, W the diagonal of products
+        adjugate = xp.conj(xp.matrix_transpose((u * (before * after)[..., None, :]) @ vh))
+        return [phase[..., None, None] * adjugate]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         n = self.shape[-1]
@@ -759,8 +804,10 @@ class Pinv(_MatrixOp):
     _flags = ("rcond", "hermitian")
 
     def eval(self, ctx, inputs):
-        return [_lapack(self, np.linalg.pinv, inputs[0], rcond=self.rcond,
-                        hermitian=self.hermitian)]
+        xp, (a,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [_lapack(self, np.linalg.pinv, a, rcond=self.rcond, hermitian=self.hermitian)]
+        return [_lapack(self, xp.linalg.pinv_rcond, a, self.rcond, self.hermitian)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         m, n = self.shape[-2:]
@@ -775,3 +822,168 @@ class Pinv(_MatrixOp):
         left = (p @ p.H) @ dah
         right = dah @ (p.H @ p)
         return [(first + (left - (left @ a) @ p) + (right - p @ (a @ right))).id]
+
+
+# --- functions the libraries lack ------------------------------------------------------------
+
+
+def _hermitian_from_lower(xp, a):
+    """The Hermitian matrices of ``a``'s lower triangles: what NumPy's ``hermitian=True``
+    functions read of ``a``."""
+    lower = xp.asarray(np.tri(a.shape[-1], dtype=bool))
+    return xp.where(lower, a, xp.conj(xp.matrix_transpose(a)))
+
+
+def _torch_pinv(a, rcond: float, hermitian: bool):
+    return sys.modules["torch"].linalg.pinv(a, rtol=rcond, hermitian=hermitian)
+
+
+def _cupy_pinv(a, rcond: float, hermitian: bool):
+    import array_api_compat.cupy as xp
+
+    return xp.linalg.pinv(_hermitian_from_lower(xp, a) if hermitian else a, rtol=rcond)
+
+
+def _each_matrix(fn, signature: str, *arrays, dtypes, sizes=None):
+    """NumPy's ``fn`` on each matrix (``signature``'s core axes) of the Dask ``arrays``, lazily:
+    each matrix is gathered into one chunk, the batch axes keep their chunks. ``dtypes``: the
+    result's, or a tuple of the results'."""
+    import dask.array as da
+
+    # empty arrays as Dask's "meta": from output_dtypes it would cast a complex one to real
+    meta = (tuple(np.empty((), d) for d in dtypes) if isinstance(dtypes, tuple)
+            else np.empty((), dtypes))
+    return da.apply_gufunc(fn, signature, *arrays, meta=meta, output_sizes=sizes,
+                           allow_rechunk=True)
+
+
+def _real(dtype) -> np.dtype:
+    return np.finfo(dtype).dtype
+
+
+def _compat_linalg():
+    """array-api-compat's ``linalg`` for Dask, for its result tuples (``EighResult``...)."""
+    from array_api_compat.dask.array import linalg
+
+    return linalg
+
+
+def _dask_solve(x1, x2):
+    vector = x2.ndim == 1
+    return _each_matrix(np.linalg.solve, "(n,n),(n)->(n)" if vector else "(n,n),(n,k)->(n,k)",
+                        x1, x2, dtypes=np.result_type(x1.dtype, x2.dtype))
+
+
+def _dask_inv(x):
+    return _each_matrix(np.linalg.inv, "(n,n)->(n,n)", x, dtypes=x.dtype)
+
+
+def _dask_det(x):
+    return _each_matrix(np.linalg.det, "(n,n)->()", x, dtypes=x.dtype)
+
+
+def _dask_slogdet(x):
+    sign, logabsdet = _each_matrix(np.linalg.slogdet, "(n,n)->(),()", x,
+                                   dtypes=(x.dtype, _real(x.dtype)))
+    return _compat_linalg().SlogdetResult(sign, logabsdet)
+
+
+def _dask_eigh(x):
+    w, v = _each_matrix(np.linalg.eigh, "(n,n)->(n),(n,n)", x, dtypes=(_real(x.dtype), x.dtype))
+    return _compat_linalg().EighResult(w, v)
+
+
+def _dask_eigvalsh(x):
+    return _each_matrix(np.linalg.eigvalsh, "(n,n)->(n)", x, dtypes=_real(x.dtype))
+
+
+def _dask_pinv(x, rcond: float, hermitian: bool):
+    pinv = functools.partial(np.linalg.pinv, rcond=rcond, hermitian=hermitian)
+    return _each_matrix(pinv, "(m,n)->(n,m)", x, dtypes=x.dtype)
+
+
+def _dask_cholesky(x, upper: bool = False):
+    """Dask's blocked Cholesky for a matrix (SciPy installed), else each matrix gathered."""
+    import array_api_compat.dask.array as xp
+    import dask.array as da
+
+    if x.ndim != 2 or 0 in x.shape or not _has_scipy():
+        factor = _each_matrix(np.linalg.cholesky, "(n,n)->(n,n)", x, dtypes=x.dtype)
+    else:
+        # Dask reads the blocks above the diagonal, NumPy the lower triangle; Dask also needs
+        # square chunks of one size: an identity block pads the matrix to a multiple of it
+        n, size = x.shape[0], max(x.chunks[0])
+        hermitian = _hermitian_from_lower(xp, x)
+        padding = -n % size
+        if padding:
+            hermitian = da.block([[hermitian, da.zeros((n, padding), dtype=x.dtype)],
+                                  [da.zeros((padding, n), dtype=x.dtype),
+                                   da.eye(padding, dtype=x.dtype)]])
+        factor = da.linalg.cholesky(hermitian.rechunk(size), lower=True)[:n, :n]
+    return xp.conj(xp.matrix_transpose(factor)) if upper else factor
+
+
+@functools.cache
+def _has_scipy() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("scipy") is not None
+
+
+def _dask_qr(x, mode: str = "reduced"):
+    """Dask's tall-and-skinny QR for a tall matrix (its R's signs can differ from LAPACK's on
+    the whole matrix), its short-and-fat QR for a real wide or square one (LAPACK's signs),
+    else each matrix gathered (Dask's short-and-fat QR is wrong for complex matrices: it
+    transposes Q without conjugating)."""
+    import dask.array as da
+
+    m, n = x.shape[-2:]
+    one_matrix = x.ndim == 2 and mode != "complete" and 0 not in x.shape
+    if one_matrix and m > n:
+        q, r = da.linalg.tsqr(x.rechunk({1: -1}))
+    elif one_matrix and np.dtype(x.dtype).kind == "f":
+        q, r = da.linalg.sfqr(x.rechunk({0: -1, 1: max(m, x.chunks[1][0])}))
+    else:
+        k = m if mode == "complete" else min(m, n)
+        qr = functools.partial(np.linalg.qr, mode="complete" if mode == "complete" else "reduced")
+        q, r = _each_matrix(qr, "(m,n)->(m,k),(k,n)", x, dtypes=(x.dtype, x.dtype),
+                            sizes={"k": k})
+    return _compat_linalg().QRResult(q, r)
+
+
+def _dask_svd(x, full_matrices: bool = True):
+    """Dask's (tall-and-skinny) SVD of a matrix, chunked along its longer axis; with
+    ``full_matrices`` of a non-square matrix or for a stack, each matrix gathered."""
+    import dask.array as da
+
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    if x.ndim == 2 and (not full_matrices or m == n) and k:
+        with warnings.catch_warnings():         # Dask casts a complex "meta" to real for S
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            u, s, vh = da.linalg.svd(x.rechunk({1: -1} if m >= n else {0: -1}),
+                                     coerce_signs=False)
+    else:
+        signature = "(m,n)->(m,m),(k),(n,n)" if full_matrices else "(m,n)->(m,k),(k),(k,n)"
+        svd = functools.partial(np.linalg.svd, full_matrices=full_matrices)
+        u, s, vh = _each_matrix(svd, signature, x, dtypes=(x.dtype, _real(x.dtype), x.dtype),
+                                sizes={"k": k})
+    return _compat_linalg().SVDResult(u, s, vh)
+
+
+def _dask_svdvals(x):
+    if x.ndim == 2 and min(x.shape):
+        return _dask_svd(x, full_matrices=False)[1]
+    return _each_matrix(functools.partial(np.linalg.svd, compute_uv=False), "(m,n)->(k)", x,
+                        dtypes=_real(x.dtype), sizes={"k": min(x.shape[-2:])})
+
+
+# NumPy's pinv(a, rcond, hermitian); the standard's pinv has no hermitian
+define("linalg.pinv_rcond", torch=_torch_pinv, dask=_dask_pinv, cupy=_cupy_pinv)
+# Dask's array-api-compat namespace lacks these, or has them for single matrices only (and
+# its LU solve does not pivot across chunks: it fails on some invertible matrices)
+for _name, _fn in (("solve", _dask_solve), ("inv", _dask_inv), ("det", _dask_det),
+                   ("slogdet", _dask_slogdet), ("eigh", _dask_eigh), ("eigvalsh", _dask_eigvalsh),
+                   ("cholesky", _dask_cholesky), ("qr", _dask_qr), ("svd", _dask_svd),
+                   ("svdvals", _dask_svdvals)):
+    define(f"linalg.{_name}", dask=_fn)

@@ -20,10 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.graph import External, Local
+from primitives.tensor.backends import NUMPY, device_of, operands
+from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, emit, is_float_dtype, \
     shift_axis, tensor_op, with_batch
-from primitives.tensor.ops.scan import Cumprod, previous_along
+from primitives.tensor.ops.scan import Cumprod, check_ordered, previous_along
 from primitives.tensor.ops.select import Compare, _not_linear
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
     reduced_before
@@ -40,7 +42,7 @@ def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
 
 class _ReduceExtremum(TensorPrimitive):
     __slots__ = ()
-    _fn = None
+    _function = ""                  # the namespace's function
 
     def params(self) -> str:
         return f"axes={self.axes}, shape={self.shape}"
@@ -52,7 +54,14 @@ class _ReduceExtremum(TensorPrimitive):
         return tuple(self.shape[axis] for axis in self.kept_axes())
 
     def eval(self, ctx, inputs):
-        return [np.asarray(type(self)._fn(inputs[0], axis=self.axes))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:                                  # NumPy gives 0-d scalars
+            return [np.asarray(getattr(xp, self._function)(x, axis=self.axes))]
+        check_ordered(xp, x, self)
+        out_shape = self.out_shape()
+        if 0 in out_shape:                  # Dask's max of no slices fails (no identity)
+            return [xp.zeros(out_shape, dtype=dtype_of(x), device=device_of(x))]
+        return [getattr(xp, self._function)(x, axis=self.axes)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if not np.issubdtype(np.dtype(self.dtype), np.inexact):
@@ -80,7 +89,7 @@ class ReduceMax(_ReduceExtremum):
     shape: tuple
     dtype: str
     name = "reduce_max"
-    _fn = staticmethod(np.max)
+    _function = "max"
 
 
 @tensor_op
@@ -91,7 +100,7 @@ class ReduceMin(_ReduceExtremum):
     shape: tuple
     dtype: str
     name = "reduce_min"
-    _fn = staticmethod(np.min)
+    _function = "min"
 
 
 @tensor_op
@@ -108,7 +117,12 @@ class ReduceProd(TensorPrimitive):
         return f"axes={self.axes}, shape={self.shape}"
 
     def eval(self, ctx, inputs):
-        return [np.asarray(np.prod(inputs[0], axis=self.axes, dtype=inputs[0].dtype))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [np.asarray(np.prod(x, axis=self.axes, dtype=x.dtype))]
+        # other libraries multiply integers in a wider type (PyTorch has no uint64 kernels):
+        # cast back, they wrap to the bits of NumPy's product in x's dtype
+        return [xp.astype(xp.prod(x, axis=self.axes), np.dtype(self.dtype), copy=False)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         n = int(np.prod([self.shape[a] for a in self.axes], dtype=np.int64))
@@ -150,10 +164,16 @@ class _ArgExtremum(TensorPrimitive):
     """An integer index of an extremum along ``axis``: no tangent."""
 
     __slots__ = ()
-    _fn = None
+    _function = ""                  # the namespace's function
 
     def eval(self, ctx, inputs):
-        return [np.asarray(type(self)._fn(inputs[0], axis=self.axis))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:                                  # NumPy gives 0-d scalars
+            return [np.asarray(getattr(xp, self._function)(x, axis=self.axis))]
+        check_ordered(xp, x, self)
+        if dtype_of(x).kind == "b":             # PyTorch's argmax takes no booleans
+            x = xp.astype(x, np.dtype(np.uint8))
+        return [getattr(xp, self._function)(x, axis=self.axis)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         return [None]
@@ -173,7 +193,7 @@ class Argmax(_ArgExtremum):
 
     axis: int
     name = "argmax"
-    _fn = staticmethod(np.argmax)
+    _function = "argmax"
 
 
 @tensor_op
@@ -182,7 +202,7 @@ class Argmin(_ArgExtremum):
 
     axis: int
     name = "argmin"
-    _fn = staticmethod(np.argmin)
+    _function = "argmin"
 
 
 def _sqrt_jvp(builder, x, y, t):
@@ -193,5 +213,6 @@ def _sqrt_jvp(builder, x, y, t):
     return emit(builder, ew.mul, [Local(t), Local(half)], LIN_TF)
 
 
-sqrt_zero_slope_at_zero = ew.unary("sqrt_zero_slope_at_zero", np.sqrt, jvp=_sqrt_jvp)
+sqrt_zero_slope_at_zero = ew.unary("sqrt_zero_slope_at_zero", np.sqrt, api="sqrt",
+                                   jvp=_sqrt_jvp)
 """``np.sqrt`` whose derivatives are 0 at 0 (``std`` at zero variance, as PyTorch's ``std``)."""

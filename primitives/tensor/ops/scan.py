@@ -15,6 +15,12 @@ the tangents of their entries in NumPy's stable order; the gather transposes to
 a scatter-add. ``Argsort`` and ``SortPermutation`` have integer results and no
 tangent.
 
+On other libraries than NumPy the ops compute through the inputs' namespace
+(:mod:`..backends`). Dask's cumulative sums and products are its chunked scans;
+it has no sort nor recurrence of its own, so ``Sort``, ``Argsort``,
+``SortPermutation`` and ``LinearRecurrence`` make each block whole along the
+op's axis (still lazy, and split along the other axes).
+
 >>> Cumsum(0).eval(None, [np.array([1.0, 2.0, 3.0])])
 [array([1., 3., 6.])]
 >>> LinearRecurrence(0, (3,), "float64").eval(None, [np.array([5.0, 2.0, 0.5]),
@@ -24,12 +30,16 @@ tangent.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
+from primitives.tensor.backends import NUMPY, define, device_of, operands
+from primitives.tensor.core import dtype_of
+from primitives.tensor.errors import TensorNotSupportedError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
                                         batch_all_at, emit, is_complex_dtype, is_float_dtype,
@@ -55,11 +65,11 @@ def _not_linear(op):
     raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, f"{op.name} is not linear")
 
 
-def _along(x, axis: int, reverse: bool, scan):
-    """``scan(x, axis)`` run from the end of ``axis`` when ``reverse``."""
+def _along(xp, scan, x, axis: int, reverse: bool, **options):
+    """``scan(x, axis=axis, **options)`` run from the end of ``axis`` when ``reverse``."""
     if not reverse:
-        return scan(x, axis)
-    return np.flip(scan(np.flip(x, axis), axis), axis)
+        return scan(x, axis=axis, **options)
+    return xp.flip(scan(xp.flip(x, axis=axis), axis=axis, **options), axis=axis)
 
 
 def previous_along(builder, value, axis: int, shape: tuple, dtype: str, reverse: bool,
@@ -100,9 +110,13 @@ class Cumsum(LinearOp):
     name = "cumsum"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
-        return [_along(x, self.axis, self.reverse,
-                       lambda v, axis: np.cumsum(v, axis=axis, dtype=x.dtype))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [_along(xp, np.cumsum, x, self.axis, self.reverse, dtype=x.dtype)]
+        # other libraries sum integers in a wider type (PyTorch has no uint64 kernels):
+        # cast back, they wrap to the bits of NumPy's sum in x's dtype
+        scanned = _along(xp, xp.cumulative_sum, x, self.axis, self.reverse)
+        return [xp.astype(scanned, dtype_of(x), copy=False)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, Cumsum(self.axis, not self.reverse),
@@ -123,9 +137,11 @@ class Cumprod(TensorPrimitive):
     name = "cumprod"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
-        return [_along(x, self.axis, self.reverse,
-                       lambda v, axis: np.cumprod(v, axis=axis, dtype=x.dtype))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [_along(xp, np.cumprod, x, self.axis, self.reverse, dtype=x.dtype)]
+        scanned = _along(xp, xp.cumulative_prod, x, self.axis, self.reverse)
+        return [xp.astype(scanned, dtype_of(x), copy=False)]     # as Cumsum's
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if not is_float_dtype(self.dtype):
@@ -163,15 +179,8 @@ class LinearRecurrence(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        a, b = (np.moveaxis(v, self.axis, 0) for v in inputs)
-        if self.reverse:
-            a, b = a[::-1], b[::-1]
-        z = np.array(b, dtype=np.result_type(a, b))
-        for i in range(1, len(z)):
-            z[i] += a[i] * z[i - 1]
-        if self.reverse:
-            z = z[::-1]
-        return [np.moveaxis(z, 0, self.axis)]
+        xp, (a, b) = operands(inputs, self)
+        return [xp.linear_recurrence(a, b, self.axis, self.reverse)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         # dz[i] = a[i] dz[i-1] + (db[i] + da[i] z[i-1]): the same recurrence
@@ -200,7 +209,56 @@ class LinearRecurrence(TensorPrimitive):
     batch_rule = _batch_along_axis
 
 
+def _numpy_recurrence(a, b, axis: int, reverse: bool):
+    a, b = np.moveaxis(a, axis, 0), np.moveaxis(b, axis, 0)
+    if reverse:
+        a, b = a[::-1], b[::-1]
+    z = np.array(b, dtype=np.result_type(a, b))
+    for i in range(1, len(z)):
+        z[i] += a[i] * z[i - 1]
+    if reverse:
+        z = z[::-1]
+    return np.moveaxis(z, 0, axis)
+
+
+def _recurrence_in_place(a, b, axis: int, reverse: bool):
+    """The loop of ``_numpy_recurrence`` on arrays that take in-place writes (PyTorch, CuPy)."""
+    xp, (a, b) = operands([a, b])
+    a, b = xp.moveaxis(a, axis, 0), xp.moveaxis(b, axis, 0)
+    if reverse:
+        a, b = xp.flip(a, axis=0), xp.flip(b, axis=0)
+    z = xp.astype(b, np.result_type(dtype_of(a), dtype_of(b)), copy=True)
+    for i in range(1, z.shape[0]):
+        z[i] += a[i] * z[i - 1]
+    if reverse:
+        z = xp.flip(z, axis=0)
+    return xp.moveaxis(z, 0, axis)
+
+
+def _dask_recurrence(a, b, axis: int, reverse: bool):
+    """NumPy's loop on each block, made whole along ``axis``: lazy, and split along the
+    other axes as the operands are."""
+    import dask.array as da
+
+    dtype = np.result_type(a.dtype, b.dtype)
+    return da.map_blocks(_numpy_recurrence, a.rechunk({axis: -1}), b.rechunk({axis: -1}),
+                         axis=axis, reverse=reverse, dtype=dtype,
+                         meta=np.empty((0,) * a.ndim, dtype=dtype))
+
+
+define("linear_recurrence", numpy=_numpy_recurrence, torch=_recurrence_in_place,
+       dask=_dask_recurrence, cupy=_recurrence_in_place)
+
+
 # --- sorting ---------------------------------------------------------------------------------
+
+
+def check_ordered(xp, x, op) -> None:
+    """Raise for complex ``x`` on PyTorch, which does not order complex numbers (NumPy, and
+    so Dask and CuPy, order them lexicographically)."""
+    if xp.name == "torch" and dtype_of(x).kind == "c":
+        raise TensorNotSupportedError(f"{op.name}: PyTorch does not order complex numbers; "
+                                      "apply it to the real part, the imaginary part or abs()")
 
 
 @tensor_op
@@ -214,7 +272,10 @@ class Sort(TensorPrimitive):
     name = "sort"
 
     def eval(self, ctx, inputs):
-        return [np.sort(inputs[0], axis=self.axis)]
+        xp, (x,) = operands(inputs, self)
+        if xp is not NUMPY.xp:
+            check_ordered(xp, x, self)
+        return [xp.sort(x, axis=self.axis)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if not is_float_dtype(self.dtype):
@@ -256,12 +317,26 @@ class SortPermutation(_IntegerResult):
     name = "sort_permutation"
 
     def eval(self, ctx, inputs):
-        order = np.argsort(inputs[0], axis=self.axis, kind="stable")
-        index = list(np.indices(self.shape, sparse=True))
-        index[self.axis] = order
-        if 0 in self.shape:
-            return [np.zeros(self.shape, dtype=np.intp)]
-        return [np.ravel_multi_index(tuple(index), self.shape)]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            order = np.argsort(x, axis=self.axis, kind="stable")
+            index = list(np.indices(self.shape, sparse=True))
+            index[self.axis] = order
+            if 0 in self.shape:
+                return [np.zeros(self.shape, dtype=np.intp)]
+            return [np.ravel_multi_index(tuple(index), self.shape)]
+        check_ordered(xp, x, self)
+        # the flat position is the sum over the axes of index * stride, with the stable
+        # sort order for the index along ``axis``
+        strides = [math.prod(self.shape[axis + 1:]) for axis in range(len(self.shape))]
+        positions = xp.argsort(x, axis=self.axis, stable=True) * strides[self.axis]
+        for axis, (n, stride) in enumerate(zip(self.shape, strides)):
+            if axis != self.axis and n > 1:
+                offsets = xp.arange(0, n * stride, stride, dtype=np.dtype(np.intp),
+                                    device=device_of(x))
+                along = tuple(n if a == axis else 1 for a in range(len(self.shape)))
+                positions = positions + xp.reshape(offsets, along)
+        return [positions]
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         # with the batch axis in front, example b's positions are b * size + its own
@@ -285,10 +360,15 @@ class Argsort(_IntegerResult):
     name = "argsort"
 
     def eval(self, ctx, inputs):
-        return [np.argsort(inputs[0], axis=self.axis, kind=self.kind)]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [np.argsort(x, axis=self.axis, kind=self.kind)]
+        check_ordered(xp, x, self)
+        # stable: the order of NumPy's stable kinds (its others may order ties otherwise)
+        return [xp.argsort(x, axis=self.axis, stable=True)]
 
     batch_rule = _batch_along_axis
 
 
 __all__ = ["Cumsum", "Cumprod", "LinearRecurrence", "Sort", "SortPermutation", "Argsort",
-           "previous_along"]
+           "previous_along", "check_ordered"]

@@ -21,6 +21,7 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Linearized, Local
+from primitives.tensor.backends import NUMPY, operands
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     OpParameterError,
@@ -90,7 +91,7 @@ def zeros(builder, shape, dtype) -> int:
     return emit(builder, Full(tuple(shape), np.dtype(dtype).name), [])
 
 
-zeros_like = ew.unary("zeros_like", np.zeros_like, jvp=lambda b, x, y, t: None)
+zeros_like = ew.unary("zeros_like", np.zeros_like, "zeros_like", jvp=lambda b, x, y, t: None)
 """Zeros of the operand's shape and dtype; its derivative is zero (``np.imag`` of a real array)."""
 
 stop_gradient = ew.unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
@@ -116,7 +117,8 @@ class Select(TensorPrimitive):
         return 3
 
     def eval(self, ctx, inputs):
-        return [np.where(*inputs)]
+        xp, inputs = operands(inputs, self)
+        return [xp.where(*inputs)]
 
     def _emit(self, builder, pred, on_true, on_false) -> int:
         mask = (False, on_true is not None, on_false is not None)
@@ -154,6 +156,7 @@ class Select(TensorPrimitive):
 
 # --- comparisons ------------------------------------------------------------------------
 
+# NumPy's ufuncs, whose names are the Array API's
 _COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                 "gt": np.greater, "ge": np.greater_equal}
 
@@ -177,7 +180,11 @@ class Compare(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        return [np.asarray(_COMPARISONS[self.name](inputs[0], inputs[1]))]
+        xp, (x, y) = operands(inputs, self)
+        compare = _COMPARISONS[self.name]
+        if xp is NUMPY.xp:
+            return [np.asarray(compare(x, y))]          # NumPy gives 0-d results as scalars
+        return [getattr(xp, compare.__name__)(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         return [None]
@@ -199,7 +206,7 @@ def _tie_weight(builder, x, y, strict: str, dtype: str) -> ew.Sym:
 
 class _Extremum(TensorPrimitive):
     __slots__ = ()
-    _fn = None
+    _fn = None                      # a NumPy ufunc, whose name is the Array API's
     _wins = ""
     _loses = ""
     batch_rule = batch_elementwise
@@ -208,7 +215,9 @@ class _Extremum(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        return [type(self)._fn(inputs[0], inputs[1])]
+        xp, (x, y) = operands(inputs, self)
+        fn = type(self)._fn
+        return [fn(x, y) if xp is NUMPY.xp else getattr(xp, fn.__name__)(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         x, y = External(primal_inputs[0]), External(primal_inputs[1])
@@ -259,7 +268,8 @@ class ComplexAbs(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [np.abs(inputs[0])]
+        xp, (z,) = operands(inputs, self)
+        return [xp.abs(z)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         z, r = External(primal_inputs[0]), External(primal_outputs[0])
@@ -281,7 +291,8 @@ class Real(LinearOp):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [np.real(inputs[0])]
+        xp, (z,) = operands(inputs, self)
+        return [xp.real(z)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         as_complex = ew.ConvertElementType(self.dtype, real_dtype_name(self.dtype))
@@ -297,7 +308,8 @@ class Imag(LinearOp):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        return [np.imag(inputs[0])]
+        xp, (z,) = operands(inputs, self)
+        return [xp.imag(z)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         as_complex = ew.ConvertElementType(self.dtype, real_dtype_name(self.dtype))

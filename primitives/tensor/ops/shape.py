@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.graph import Local
+from primitives.tensor.backends import NUMPY, define, operands
 from primitives.tensor.ops.base import (LIN, LinearOp, emit, move_batch_axis, shift_axis,
                                         tensor_op, with_batch)
 
@@ -33,10 +34,11 @@ class BroadcastInDim(LinearOp):
         return f"{self.operand_shape}->{self.shape}, dims={self.broadcast_dimensions}"
 
     def eval(self, ctx, inputs):
+        xp, (x,) = operands(inputs, self)
         expanded = [1] * len(self.shape)
         for axis, size in zip(self.broadcast_dimensions, self.operand_shape):
             expanded[axis] = size
-        return [np.broadcast_to(np.reshape(inputs[0], expanded), self.shape)]
+        return [xp.broadcast_to(xp.reshape(x, expanded), self.shape)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         kept = set(self.broadcast_dimensions)
@@ -76,7 +78,10 @@ class ReduceSum(LinearOp):
         return f"axes={self.axes}, shape={self.shape}"
 
     def eval(self, ctx, inputs):
-        return [np.asarray(np.sum(inputs[0], axis=self.axes))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:                      # a full sum is a NumPy scalar: made 0-d
+            return [np.asarray(np.sum(x, axis=self.axes))]
+        return [xp.sum(x, axis=self.axes)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         kept = tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
@@ -109,7 +114,8 @@ class Reshape(LinearOp):
         return f"{self.old_shape}->{self.new_shape}"
 
     def eval(self, ctx, inputs):
-        return [np.reshape(inputs[0], self.new_shape)]
+        xp, (x,) = operands(inputs, self)
+        return [xp.reshape(x, self.new_shape)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, Reshape(self.old_shape, self.new_shape),
@@ -120,6 +126,22 @@ class Reshape(LinearOp):
         ref = move_batch_axis(builder, inputs[0], axes[0], 0, role, 0)
         batched = Reshape((axis_size, *self.new_shape), (axis_size, *self.old_shape))
         return builder.add_primitive(batched, [ref], role), [0]
+
+
+def _dask_reshape(x, shape):
+    """Dask's reshape, through one flat axis where Dask refuses (it only merges or splits
+    axes evenly: ``(2, 3) -> (3, 2)`` is neither), and of empty arrays."""
+    import dask.array as da
+
+    if 0 in x.shape:                        # no data to move (Dask fails on some of these)
+        return da.zeros(tuple(max(n, 0) for n in shape), dtype=x.dtype)
+    try:
+        return da.reshape(x, shape)
+    except NotImplementedError:
+        return da.reshape(da.reshape(x, (-1,)), shape)
+
+
+define("reshape", dask=_dask_reshape)
 
 
 @tensor_op
@@ -133,7 +155,8 @@ class Transpose(LinearOp):
         return f"{self.permutation}"
 
     def eval(self, ctx, inputs):
-        return [np.transpose(inputs[0], self.permutation)]
+        xp, (x,) = operands(inputs, self)
+        return [xp.permute_dims(x, self.permutation)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         inverse = tuple(int(i) for i in np.argsort(self.permutation))
@@ -164,7 +187,8 @@ class MoveAxis(LinearOp):
         return f"{self.source}->{self.destination}"
 
     def eval(self, ctx, inputs):
-        return [np.moveaxis(inputs[0], self.source, self.destination)]
+        xp, (x,) = operands(inputs, self)
+        return [xp.moveaxis(x, self.source, self.destination)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, MoveAxis(self.destination, self.source),
@@ -201,9 +225,10 @@ class BroadcastAxis(LinearOp):
         return f"axis={self.axis}, size={self.size}"
 
     def eval(self, ctx, inputs):
-        x = np.expand_dims(inputs[0], self.axis)
+        xp, (x,) = operands(inputs, self)
+        x = xp.expand_dims(x, axis=self.axis)
         shape = x.shape[:self.axis] + (self.size,) + x.shape[self.axis + 1:]
-        return [np.broadcast_to(x, shape)]
+        return [xp.broadcast_to(x, shape)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, SumAxis(self.axis, self.size), [Local(cotangent_outputs[0])], LIN)]
@@ -233,7 +258,10 @@ class SumAxis(LinearOp):
         return f"axis={self.axis}, size={self.size}"
 
     def eval(self, ctx, inputs):
-        return [np.asarray(np.sum(inputs[0], axis=self.axis))]
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:                      # a full sum is a NumPy scalar: made 0-d
+            return [np.asarray(np.sum(x, axis=self.axis))]
+        return [xp.sum(x, axis=self.axis)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, BroadcastAxis(self.axis, self.size), [Local(cotangent_outputs[0])],

@@ -161,8 +161,12 @@ def constant_op(value):
     A uniform array becomes ``Full(shape, dtype, v)`` (a ``Literal`` holding one
     element when ``Full`` cannot make its exact bits, e.g. ``-0.0``); any other
     array of at most :data:`MAX_LITERAL_ELEMENTS` elements a :class:`Literal`.
-    Larger arrays, Python numbers (NumPy treats them as weakly typed) and
-    non-numeric dtypes give ``None``.
+    Larger arrays, Python numbers (NumPy treats them as weakly typed),
+    non-numeric dtypes and arrays of other libraries than NumPy give ``None``:
+    their values are never read here (that would compute a Dask array or copy
+    a GPU's). Folding starts from ``Full`` and ``Literal``, so folded values are
+    NumPy arrays; the ops that meet other libraries' arrays convert them
+    (:func:`~primitives.tensor.backends.operands`).
 
     >>> constant_op(np.zeros((512, 512), np.float32))
     full[shape=(512, 512), dtype='float32', value=0.0]

@@ -1,0 +1,367 @@
+"""Array libraries: which one a value belongs to, and the namespace ops compute with.
+
+The tensor ops compute through the Array API namespace of their inputs, so one
+graph runs on NumPy, PyTorch, CuPy or Dask arrays, and gives arrays of the
+inputs' library (Dask's stay lazy: the ops only build Dask's task graph). An
+op's ``eval`` starts with :func:`operands`, which names the namespace ``xp``
+and converts NumPy constants (and numbers) among the inputs to the inputs'
+library, on their device:
+
+>>> xp, (x, y) = operands([np.ones(2), np.zeros(2)])
+>>> xp.name, xp.exp(y)
+('numpy', array([1., 1.]))
+
+For NumPy, ``operands`` is one type check per input and ``xp`` calls NumPy's
+own functions (NumPy 2 implements the standard). Other libraries go through
+``array-api-compat``'s namespaces, which take NumPy dtypes here too. Functions
+the standard lacks (``einsum``, a scatter-add, some ``linalg``) come from one
+small table per library, filled by the op modules that need them
+(:func:`define`); ``xp.<name>`` finds them like any other function.
+
+Arrays of two non-NumPy libraries in one op are a :class:`TensorTypeError`
+naming both.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
+
+
+class Namespace:
+    """A library's array namespace: ``array-api-compat``'s (NumPy's own module for NumPy),
+    plus this library's entries of the table of functions outside the standard.
+
+    Attributes are looked up once and then cached on the instance, so ``xp.exp`` costs
+    what ``np.exp`` does.
+    """
+
+    def __init__(self, name: str, base, extras: dict, dtype: Callable | None = None,
+                 prefix: str = "") -> None:
+        self.name = name
+        self._base = base
+        self._extras = extras
+        self._dtype = dtype            # NumPy dtype -> the library's (None: takes NumPy's)
+        self._prefix = prefix          # "linalg." in the linalg sub-namespace
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        qualified = self._prefix + attr
+        if qualified in self._extras:
+            value = self._extras[qualified]
+        elif attr in ("linalg", "fft"):
+            value = Namespace(self.name, getattr(self._base, attr), self._extras, self._dtype,
+                              attr + ".")
+        else:
+            try:
+                value = getattr(self._base, attr)
+            except AttributeError:
+                raise TensorNotSupportedError(
+                    f"{qualified} is not available for {self.name} arrays") from None
+            if self._dtype is not None and callable(value) and attr in _TAKES_DTYPE:
+                value = _with_library_dtype(value, self._dtype, _TAKES_DTYPE[attr])
+        self.__dict__[attr] = value
+        return value
+
+    def __repr__(self) -> str:
+        return f"<array namespace of {self.name}>"
+
+
+# functions whose dtype argument (position, or keyword only: None) a NumPy dtype is given to
+_TAKES_DTYPE = {"astype": 1, "asarray": None, "zeros": None, "ones": None, "empty": None,
+                "full": None, "eye": None, "arange": None, "linspace": None,
+                "zeros_like": None, "ones_like": None, "full_like": None, "empty_like": None,
+                "sum": None, "prod": None, "cumulative_sum": None, "cumulative_prod": None,
+                "finfo": 0, "iinfo": 0}
+
+
+def _with_library_dtype(fn: Callable, convert: Callable, position: int | None) -> Callable:
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if position is not None and len(args) > position:
+            args = list(args)
+            args[position] = convert(args[position])
+        elif kwargs.get("dtype") is not None:
+            kwargs["dtype"] = convert(kwargs["dtype"])
+        return fn(*args, **kwargs)
+    return call
+
+
+class Library:
+    """One array library: its namespace (:attr:`xp`) and the conversions tidu needs."""
+
+    def __init__(self, name: str, xp: Namespace) -> None:
+        self.name = name
+        self.xp = xp
+
+    def from_numpy(self, array, like):
+        """``array`` (NumPy, or a number) as an array of this library on ``like``'s device."""
+        return self.xp.asarray(np.asarray(array), device=_device(like))
+
+    def to_numpy(self, array) -> np.ndarray:
+        """``array``'s values in host memory, not sharing its memory (a Dask array is
+        computed)."""
+        return np.array(array)
+
+    def copy(self, array):
+        """A copy of ``array`` that writing to ``array`` does not change."""
+        return array.copy()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _device(array):
+    from array_api_compat import device
+
+    return device(array)
+
+
+def device_of(array):
+    """The device ``array`` lives on, to create arrays next to it (``"cpu"`` for NumPy).
+
+    >>> device_of(np.zeros(1))
+    'cpu'
+    """
+    return "cpu" if type(array) is np.ndarray else _device(array)
+
+
+def dask_task(fn: Callable, *args, outputs: Sequence[tuple]) -> list:
+    """``fn`` applied to Dask arrays as one lazy task on their whole (NumPy) values: for a
+    function Dask lacks (``eigh``, ``slogdet``...). ``outputs`` are the ``(shape, dtype)`` of
+    each array ``fn`` returns (a tuple of them when there are several); the results are lazy
+    Dask arrays of those shapes and dtypes.
+    """
+    import dask
+    import dask.array as da
+
+    if len(outputs) == 1:
+        [(shape, dtype)] = outputs
+        return [da.from_delayed(dask.delayed(fn, pure=True)(*args), shape, dtype)]
+    task = dask.delayed(fn, pure=True, nout=len(outputs))(*args)
+    return [da.from_delayed(task[i], shape, dtype) for i, (shape, dtype) in enumerate(outputs)]
+
+
+class _Torch(Library):
+    def from_numpy(self, array, like):
+        array = np.asarray(array)
+        # PyTorch takes no negative strides, and would share read-only memory as writable
+        if not array.flags.writeable or any(stride < 0 for stride in array.strides):
+            array = array.copy()
+        return super().from_numpy(array, like)
+
+    def to_numpy(self, array) -> np.ndarray:
+        host = array.detach().cpu().resolve_conj()
+        # a CPU tensor's .numpy() shares its memory: copy, so writing to it changes no tensor
+        return host.numpy().copy() if array.device.type == "cpu" else host.numpy()
+
+    def copy(self, array):
+        return array.clone()
+
+
+class _Dask(Library):
+    def from_numpy(self, array, like):
+        return self.xp.asarray(np.asarray(array))
+
+    def to_numpy(self, array) -> np.ndarray:
+        return np.asarray(array.compute())
+
+
+class _CuPy(Library):
+    def to_numpy(self, array) -> np.ndarray:
+        return array.get()
+
+
+_EXTRAS: dict[str, dict[str, Any]] = {"numpy": {}, "torch": {}, "dask": {}, "cupy": {}}
+
+
+def define(name: str, **by_library: Callable) -> None:
+    """Give a function outside the Array API standard to each library's namespace.
+
+    ``name`` is how ops call it (``xp.<name>``; ``"linalg.<name>"`` for the linalg
+    sub-namespace) and each keyword a library (``numpy``, ``torch``, ``dask``,
+    ``cupy``); all share NumPy's semantics. A library left out has no such function:
+    an op that needs it raises :class:`TensorNotSupportedError` for that library.
+
+    >>> define("doc_example_twice", numpy=lambda a: a * 2)
+    >>> NUMPY.xp.doc_example_twice(np.ones(1))
+    array([2.])
+    """
+    for library, fn in by_library.items():
+        table = _EXTRAS[library]
+        table[name] = fn
+        namespace = _LIBRARIES_BY_NAME.get(library)
+        if namespace is not None:                # drop what an earlier lookup cached
+            namespace.xp.__dict__.pop(name.split(".")[-1], None)
+            for sub in ("linalg", "fft"):
+                namespace.xp.__dict__.pop(sub, None)
+
+
+NUMPY = Library("numpy", Namespace("numpy", np, _EXTRAS["numpy"]))
+_LIBRARIES_BY_NAME: dict[str, Library] = {"numpy": NUMPY}
+
+# the library of each type seen; built up as values of new types arrive
+_BY_TYPE: dict[type, Library] = {np.ndarray: NUMPY, float: NUMPY, int: NUMPY, complex: NUMPY,
+                                 bool: NUMPY}
+
+
+def library_of(value) -> Library:
+    """The array library ``value`` belongs to (NumPy for NumPy values and Python numbers).
+
+    >>> library_of(np.float32(1.0)).name
+    'numpy'
+    """
+    library = _BY_TYPE.get(type(value))
+    if library is None:
+        library = _library_of_type(value)
+        _BY_TYPE[type(value)] = library
+    return library
+
+
+def _library_of_type(value) -> Library:
+    import array_api_compat as compat
+
+    if isinstance(value, (np.ndarray, np.generic)) or not compat.is_array_api_obj(value):
+        return NUMPY
+    if compat.is_torch_array(value):
+        return _library("torch")
+    if compat.is_dask_array(value):
+        return _library("dask")
+    if compat.is_cupy_array(value):
+        return _library("cupy")
+    raise TensorTypeError(f"arrays of type {type(value).__module__}.{type(value).__name__} are "
+                          "not supported: pass NumPy, PyTorch, CuPy or Dask arrays")
+
+
+def _library(name: str) -> Library:
+    library = _LIBRARIES_BY_NAME.get(name)
+    if library is None:
+        if name == "torch":
+            import torch
+            import array_api_compat.torch as base
+
+            def to_torch(dtype):
+                return _TORCH_DTYPES.get(np.dtype(dtype).name) or _torch_dtype(torch, dtype)
+            library = _Torch("torch", Namespace("torch", base, _EXTRAS["torch"], to_torch))
+        elif name == "dask":
+            import array_api_compat.dask.array as base
+
+            library = _Dask("dask", Namespace("dask", base, _EXTRAS["dask"]))
+        else:
+            import array_api_compat.cupy as base
+
+            library = _CuPy("cupy", Namespace("cupy", base, _EXTRAS["cupy"]))
+        _LIBRARIES_BY_NAME[name] = library
+    return library
+
+
+_TORCH_DTYPES: dict = {}
+
+
+def _torch_dtype(torch, dtype):
+    name = np.dtype(dtype).name
+    try:
+        converted = getattr(torch, name)
+    except AttributeError:
+        raise TensorTypeError(f"PyTorch has no dtype {name}") from None
+    _TORCH_DTYPES[name] = converted
+    return converted
+
+
+_NUMPY_DTYPES: dict = {}
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of any library's dtype (tidu describes dtypes by NumPy's).
+
+    >>> numpy_dtype("float32")
+    dtype('float32')
+    """
+    if type(dtype) is not str:
+        found = _NUMPY_DTYPES.get(dtype)
+        if found is not None:
+            return found
+    try:
+        converted = np.dtype(dtype)
+    except TypeError:
+        name = str(dtype).rsplit(".", 1)[-1]            # torch.float32 -> float32
+        try:
+            converted = np.dtype(name)
+        except TypeError:
+            raise TensorTypeError(f"dtype {dtype} has no NumPy equivalent") from None
+    if type(dtype) is not str:
+        _NUMPY_DTYPES[dtype] = converted
+    return converted
+
+
+def common_library(values: Iterable, what: str) -> Library:
+    """The one library other than NumPy among ``values`` (NumPy if none); ``what`` (an op
+    or function) is named in the error for two such libraries.
+
+    >>> common_library([np.ones(1), 2.0], "add").name
+    'numpy'
+    """
+    found = NUMPY
+    for value in values:
+        library = library_of(value)
+        if library is not NUMPY and library is not found:
+            if found is not NUMPY:
+                raise TensorTypeError(f"{what}: arrays of two libraries, {found.name} and "
+                                      f"{library.name}, in one call; convert them to one")
+            found = library
+    return found
+
+
+def operands(inputs: Sequence, op=None) -> tuple:
+    """``(xp, inputs)``: the namespace ``op`` computes in and its inputs, NumPy constants and
+    numbers converted to the inputs' library (on the device of the first of its arrays).
+
+    >>> xp, args = operands([np.ones(1), 1.5])
+    >>> xp.name, args[1]
+    ('numpy', 1.5)
+    """
+    for x in inputs:
+        if type(x) is not np.ndarray:
+            break
+    else:
+        return NUMPY.xp, inputs
+    library = common_library(inputs, repr(op) if op is not None else "an operation")
+    if library is NUMPY:
+        return NUMPY.xp, inputs
+    like = next(x for x in inputs if library_of(x) is library)
+    return library.xp, [x if library_of(x) is library or _is_number(x)
+                        else library.from_numpy(x, like) for x in inputs]
+
+
+def _is_number(x) -> bool:
+    return type(x) in (int, float, complex, bool)
+
+
+def as_array(value):
+    """``value`` as an array of its library: NumPy scalars and numbers become 0-d NumPy
+    arrays; arrays (of any library) are returned as they are.
+
+    >>> as_array(np.float64(2.0))
+    array(2.)
+    """
+    if type(value) is np.ndarray:
+        return value
+    library = library_of(value)
+    return np.asarray(value) if library is NUMPY else value
+
+
+def to_library(value, library: Library, like=None):
+    """``value`` (a NumPy array or a number; an array of ``library`` is returned as it is) as
+    an array of ``library``, on ``like``'s device.
+
+    >>> to_library(np.ones(1), NUMPY)
+    array([1.])
+    """
+    if library is NUMPY or library_of(value) is library:
+        return value
+    return library.from_numpy(value, like)

@@ -1,0 +1,184 @@
+"""Every case of ``tests/numpy_cases`` on PyTorch tensors and on Dask arrays.
+
+For each case (float64 inputs, and float32 for the dtype), on each library:
+
+- forward: the function's results are arrays of the inputs' library and dtype,
+  equal to the NumPy path's; so are ``jit``'s;
+- VJP: ``tnp.vjp``'s cotangents (for a random cotangent of the library) are arrays
+  of the library equal to the NumPy path's;
+- eager: ``Tensor.backward`` on tensors of the library gives the same gradients.
+
+Nothing may pass through NumPy on the way: on PyTorch, converting a tensor to a
+NumPy array raises during the calls; on Dask, computing anything does, so the
+results are checked to be lazy before they are computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from numpy_cases import all_cases
+
+CASES = all_cases()
+LIBRARIES = ("torch", "dask")
+
+
+def _ids(run):
+    case, library, dtype = run
+    return f"{library}-{case.id}-{dtype}"
+
+
+# cases that call a method or index the raw input array: on a torch or Dask array that is the
+# library's own (PyTorch refuses x[::-1]), not tidu's; tidu's are checked on NumPy's cases
+RAW_METHOD_CASES = {"sum[dtype]", "getitem"}
+RUNS = [(case, library, dtype) for case in CASES if case.id not in RAW_METHOD_CASES
+        for library in LIBRARIES for dtype in ("float64", "float32") if dtype in case.dtypes]
+
+
+class Library:
+    """Conversions to and from one array library, and a guard against leaving it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "torch":
+            self.torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+        else:
+            self.da = pytest.importorskip("dask.array", reason="Dask is not installed")
+            import dask
+            self.dask = dask
+
+    def convert(self, array):
+        array = np.asarray(array)
+        if self.name == "torch":
+            return self.torch.from_numpy(array.copy())
+        chunks = tuple(max(1, (n + 1) // 2) for n in array.shape)    # two chunks per axis
+        return self.da.from_array(array, chunks=chunks)
+
+    def is_own(self, value) -> bool:
+        if self.name == "torch":
+            return isinstance(value, self.torch.Tensor)
+        return isinstance(value, self.da.Array)
+
+    def values(self, leaves: list) -> list:
+        if self.name == "torch":
+            return [leaf.detach().numpy() for leaf in leaves]
+        return [np.asarray(v) for v in self.dask.compute(*leaves, scheduler="sync")]
+
+    @contextlib.contextmanager
+    def only(self):
+        """Inside: converting to NumPy (PyTorch) or computing (Dask) raises."""
+        if self.name == "torch":
+            original = self.torch.Tensor.__array__
+
+            def refuse(*args, **kwargs):
+                raise AssertionError("a PyTorch tensor was converted to a NumPy array")
+            self.torch.Tensor.__array__ = refuse
+            try:
+                yield
+            finally:
+                self.torch.Tensor.__array__ = original
+        else:
+            def refuse(*args, **kwargs):
+                raise AssertionError("a Dask array was computed before .compute()")
+            with self.dask.config.set(scheduler=refuse):
+                yield
+
+
+def _inputs(case, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return [make(rng, dtype) for make in case.inputs]
+
+
+def _restricted(case, args):
+    def f(*diff):
+        full = list(args)
+        for i, v in zip(case.wrt, diff):
+            full[i] = v
+        return case.fn(*full)
+    return f
+
+
+def _check_leaves(lib: Library, got, expected, what: str, dtype) -> None:
+    got_leaves = tree_flatten(got)[0]
+    expected_leaves = [np.asarray(e) for e in tree_flatten(expected)[0]]
+    assert len(got_leaves) == len(expected_leaves), what
+    for g in got_leaves:
+        assert lib.is_own(g), f"{what}: a {type(g).__module__}.{type(g).__name__}, not a " \
+                              f"{lib.name} array"
+    tol = 1e-10 if np.dtype(dtype) == np.float64 else 2e-5
+    for g, e in zip(lib.values(got_leaves), expected_leaves):
+        assert g.shape == e.shape and g.dtype == e.dtype, (what, g.shape, g.dtype, e.shape, e.dtype)
+        np.testing.assert_allclose(g, e, rtol=tol, atol=tol * max(1.0, np.abs(e).max(initial=0)),
+                                   err_msg=what)
+
+
+def _random_cotangent(out, rng):
+    leaves, tree = tree_flatten(out)
+    seeds = []
+    for leaf in leaves:
+        leaf = np.asarray(leaf)
+        seed = rng.standard_normal(leaf.shape)
+        if leaf.dtype.kind == "c":
+            seed = seed + 1j * rng.standard_normal(leaf.shape)
+        seeds.append(seed.astype(leaf.dtype) if leaf.dtype.kind in "fc"
+                     else np.zeros(leaf.shape, leaf.dtype))
+    return tree_unflatten(tree, seeds), seeds
+
+
+@pytest.mark.parametrize("run", [r for r in RUNS if r[1] == "torch"], ids=_ids)
+def test_torch(run):
+    _check_case(run)
+
+
+@pytest.mark.parametrize("run", [r for r in RUNS if r[1] == "dask"], ids=_ids)
+def test_dask(run):
+    _check_case(run)
+
+
+def _check_case(run) -> None:
+    case, name, dtype = run
+    lib = Library(name)
+    args = _inputs(case, dtype)
+    converted = [lib.convert(a) for a in args]
+    with lib.only():
+        out = case.fn(*converted)
+        jitted = tnp.jit(case.fn)(*converted) if case.jit else None
+    expected = case.fn(*args)
+    _check_leaves(lib, out, expected, f"{case.id}: forward", dtype)
+    if jitted is not None:
+        _check_leaves(lib, jitted, expected, f"{case.id}: jit", dtype)
+    if not case.wrt:
+        return
+    rng = np.random.default_rng(1)
+    ct_tree, seeds = _random_cotangent(expected, rng)
+    _, pullback = tnp.vjp(_restricted(case, args), *[args[i] for i in case.wrt])
+    expected_cts = pullback(ct_tree)
+    lib_ct = tree_unflatten(tree_flatten(ct_tree)[1], [lib.convert(s) for s in seeds])
+    with lib.only():
+        _, lib_pullback = tnp.vjp(_restricted(case, converted),
+                                  *[converted[i] for i in case.wrt])
+        cts = lib_pullback(lib_ct)
+    _check_leaves(lib, cts, expected_cts, f"{case.id}: vjp", dtype)
+    # eager: the gradient of Re<ct, f(x)> is the VJP of ct
+    with lib.only():
+        tensors = [tnp.tensor(converted[i], requires_grad=True) for i in case.wrt]
+        full = list(converted)
+        for i, t in zip(case.wrt, tensors):
+            full[i] = t
+        loss = 0.0
+        for seed, leaf in zip(seeds, tree_flatten(case.fn(*full))[0]):
+            if seed.dtype.kind in "fc":
+                loss = loss + tnp.sum(tnp.real(tnp.conj(lib.convert(seed)) * leaf))
+        grads = loss.backward()
+        got = [grads.grad(t) for t in tensors]
+    for g, e in zip(got, expected_cts):
+        if g is None:
+            assert not np.any(np.asarray(e)), f"{case.id}: eager: no gradient where the VJP has one"
+    present = [(g, e) for g, e in zip(got, expected_cts) if g is not None]
+    _check_leaves(lib, [g for g, _ in present], [e for _, e in present], f"{case.id}: eager",
+                  dtype)

@@ -1,0 +1,151 @@
+"""PyTorch tensors through the transforms and the eager ``Tensor``; mixing libraries.
+
+``tests/test_backends_cases.py`` runs every function's case on PyTorch and Dask;
+this file checks the contract around them (API.md, "Array backends"). PyTorch is
+not in the test extra (its CPU wheel is large): install it to run these,
+``pip install ".[torch]"`` (the CPU build: ``pip install torch --index-url
+https://download.pytorch.org/whl/cpu``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor import TensorTypeError
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
+
+
+def loss(w, X, y):
+    residual = X @ w - y
+    return tnp.mean(residual * residual)
+
+
+def _data(rows=40, features=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, features))
+    w = rng.standard_normal(features)
+    y = X @ np.arange(1.0, features + 1) + 0.1 * rng.standard_normal(rows)
+    return X, w, y
+
+
+# --- PyTorch --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_transforms_keep_library_dtype_and_device(dtype):
+    X, w, y = _data()
+    tX, tw, ty = (torch.tensor(a, dtype=dtype) for a in (X, w, y))
+    expected_value, expected_grad = tnp.value_and_grad(loss)(w, X, y)
+    value, gradient = tnp.value_and_grad(loss)(tw, tX, ty)
+    jitted = tnp.jit(tnp.value_and_grad(loss))(tw, tX, ty)[1]
+    for result in (value, gradient, jitted):
+        assert isinstance(result, torch.Tensor) and result.dtype == dtype
+        assert result.device == tw.device
+    tol = 1e-12 if dtype == torch.float64 else 1e-4
+    np.testing.assert_allclose(value.numpy(), expected_value, rtol=tol)
+    np.testing.assert_allclose(gradient.numpy(), expected_grad, rtol=tol, atol=tol)
+    np.testing.assert_allclose(jitted.numpy(), expected_grad, rtol=tol, atol=tol)
+
+
+def test_torch_gradients_agree_with_torch_autograd():
+    X, w, y = _data()
+    tX, ty = torch.tensor(X), torch.tensor(y)
+    tw = torch.tensor(w, requires_grad=True)
+    ((tX @ tw - ty) ** 2).mean().backward()
+    np.testing.assert_allclose(tnp.grad(loss)(torch.tensor(w), tX, ty).numpy(),
+                               tw.grad.numpy(), rtol=1e-12)
+
+
+def test_torch_jacobians_hessian_and_vmap():
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    f = lambda v: tnp.sin(v) * v[::-1]            # noqa: E731
+    for transform in (tnp.jacfwd, tnp.jacrev):
+        got = transform(f)(x)
+        assert isinstance(got, torch.Tensor)
+        np.testing.assert_allclose(got.numpy(), transform(f)(x.numpy()), rtol=1e-12)
+    h = tnp.hessian(lambda v: tnp.sum(v ** 3))(x)
+    assert isinstance(h, torch.Tensor)
+    np.testing.assert_allclose(h.numpy(), np.diag(6 * x.numpy()), rtol=1e-12)
+    xs = torch.tensor(np.arange(12.0).reshape(4, 3))
+    per_row = tnp.vmap(tnp.grad(lambda v: tnp.sum(tnp.sin(v))))(xs)
+    assert isinstance(per_row, torch.Tensor)
+    np.testing.assert_allclose(per_row.numpy(), np.cos(xs.numpy()), rtol=1e-12)
+    out, tangent = tnp.jvp(tnp.exp, (x,), (torch.ones(3, dtype=torch.float64),))
+    assert isinstance(tangent, torch.Tensor)
+    np.testing.assert_allclose(tangent.numpy(), np.exp(x.numpy()), rtol=1e-12)
+
+
+def test_torch_eager_tensor_backward_create_graph_and_hvp():
+    data = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    x = tnp.tensor(data, requires_grad=True)
+    assert isinstance(x.data, torch.Tensor) and x.dtype == np.float64 and x.device == data.device
+    g = tnp.sum(x * x * x).backward(create_graph=True).grad(x)      # 3 x^2, with history
+    second = tnp.sum(g).backward().grad(x)                          # 6 x
+    assert isinstance(second, torch.Tensor)
+    np.testing.assert_allclose(second.numpy(), [6.0, 12.0])
+    y = tnp.tensor(data, requires_grad=True)
+    hv = tnp.autograd.hvp(tnp.sum(y ** 3), y, torch.tensor([1.0, 0.0], dtype=torch.float64))
+    assert isinstance(hv, torch.Tensor)
+    np.testing.assert_allclose(hv.numpy(), [6.0, 0.0])
+
+
+def test_torch_eager_data_writes_do_not_change_saved_values():
+    """A handle from ``t.data`` written after ``t`` was used: backward keeps the values the op
+    read (PyTorch arrays cannot be made read-only, so the op saved a copy)."""
+    p = tnp.tensor(torch.tensor([1.0, 2.0], dtype=torch.float64), requires_grad=True)
+    handle = p.data
+    y = tnp.sum(p * p)
+    handle -= 1.0                            # PyTorch's in-place update of the parameter
+    np.testing.assert_allclose(y.backward().grad(p).numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(p.data.numpy(), [0.0, 1.0])
+
+
+def test_numpy_constants_become_the_inputs_library():
+    x = torch.tensor([1.0, 2.0], dtype=torch.float32)
+    scale = np.array([3.0, 4.0], dtype=np.float32)
+    g = tnp.grad(lambda v: tnp.sum(v * scale))(x)
+    assert isinstance(g, torch.Tensor) and g.dtype == torch.float32
+    np.testing.assert_allclose(g.numpy(), scale)
+    # a gradient that is a constant (f ignores x) is still an array of x's library
+    zero = tnp.grad(lambda v, c: tnp.sum(c), argnums=0)(x, torch.ones(2))
+    assert isinstance(zero, torch.Tensor) and not zero.any()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_torch_cuda_results_stay_on_the_device():
+    x = torch.tensor([0.5, 1.5], device="cuda", dtype=torch.float64)
+    g = tnp.grad(lambda v: tnp.sum(tnp.exp(v) * np.array([1.0, 2.0])))(x)
+    assert g.device == x.device
+    np.testing.assert_allclose(g.cpu().numpy(), np.exp([0.5, 1.5]) * [1.0, 2.0])
+
+
+# --- mixing libraries -----------------------------------------------------------------------
+
+
+def test_two_libraries_in_one_op_name_both():
+    da = pytest.importorskip("dask.array", reason="Dask is not installed")
+    with pytest.raises(TensorTypeError, match=r"torch.*dask|dask.*torch"):
+        tnp.add(torch.ones(2, dtype=torch.float64), da.ones(2))
+    t = tnp.tensor(torch.ones(2, dtype=torch.float64), requires_grad=True)
+    with pytest.raises(TensorTypeError, match=r"torch.*dask|dask.*torch"):
+        t * da.ones(2)
+    assert tnp.sum(t * t).backward().grad(t) is not None          # still usable afterwards
+
+
+def test_differentiated_inputs_of_two_libraries_name_both():
+    da = pytest.importorskip("dask.array", reason="Dask is not installed")
+    f = lambda a, b: tnp.sum(a * b)            # noqa: E731
+    with pytest.raises(TensorTypeError, match=r"torch and numpy"):
+        tnp.grad(f, argnums=(0, 1))(torch.ones(2, dtype=torch.float64), np.ones(2))
+    with pytest.raises(TensorTypeError, match=r"dask and torch"):
+        tnp.grad(f, argnums=(0, 1))(da.ones(2), torch.ones(2, dtype=torch.float64))
+    with pytest.raises(TensorTypeError, match=r"torch.*dask|dask.*torch"):
+        tnp.jit(f)(torch.ones(2, dtype=torch.float64), da.ones(2))
+    # a NumPy constant beside differentiated torch inputs is fine (converted)
+    g = tnp.grad(f)(torch.ones(2, dtype=torch.float64), np.full(2, 3.0))
+    assert isinstance(g, torch.Tensor)
+
+
