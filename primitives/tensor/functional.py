@@ -293,8 +293,14 @@ def in_library_of(values: list, inputs: Sequence) -> list:
 
 
 def _cast_like(value, like):
-    from primitives.tensor.api import astype
-    return astype(value, dtype_of(like))
+    """``value`` (a seed, tangent or cotangent) in ``like``'s dtype and library: a NumPy seed
+    for a Dask output becomes a Dask array, so the work it starts is Dask's, not a NumPy
+    array of the output's size computed here and shipped in the graph."""
+    below = array_below(like)
+    if not isinstance(value, Frontend) and library_of(below) is not NUMPY and \
+            library_of(value) is NUMPY:
+        value = to_library(np.asarray(value), library_of(below), below)
+    return api.astype(value, dtype_of(like))
 
 
 class _Flat:
