@@ -299,9 +299,9 @@ def numpy_dtype(dtype) -> np.dtype:
     return converted
 
 
-def common_library(values: Iterable, what: str) -> Library:
-    """The one library other than NumPy among ``values`` (NumPy if none); ``what`` (an op
-    or function) is named in the error for two such libraries.
+def common_library(values: Iterable, what=None) -> Library:
+    """The one library other than NumPy among ``values`` (NumPy if none); ``what`` (a
+    function's name, or an op) is named in the error for two such libraries.
 
     >>> common_library([np.ones(1), 2.0], "add").name
     'numpy'
@@ -311,7 +311,9 @@ def common_library(values: Iterable, what: str) -> Library:
         library = library_of(value)
         if library is not NUMPY and library is not found:
             if found is not NUMPY:
-                raise TensorTypeError(f"{what}: arrays of two libraries, {found.name} and "
+                where = "an operation" if what is None else \
+                    what if isinstance(what, str) else repr(what)
+                raise TensorTypeError(f"{where}: arrays of two libraries, {found.name} and "
                                       f"{library.name}, in one call; convert them to one")
             found = library
     return found
@@ -325,12 +327,15 @@ def operands(inputs: Sequence, op=None) -> tuple:
     >>> xp.name, args[1]
     ('numpy', 1.5)
     """
+    kind = type(inputs[0]) if inputs else np.ndarray
     for x in inputs:
-        if type(x) is not np.ndarray:
+        if type(x) is not kind:
             break
-    else:
-        return NUMPY.xp, inputs
-    library = common_library(inputs, repr(op) if op is not None else "an operation")
+    else:                       # inputs of one type: of one library, if a known one
+        library = _BY_TYPE.get(kind)
+        if library is not None:
+            return library.xp, inputs
+    library = common_library(inputs, op)
     if library is NUMPY:
         return NUMPY.xp, inputs
     like = next(x for x in inputs if library_of(x) is library)
@@ -349,10 +354,12 @@ def as_array(value):
     >>> as_array(np.float64(2.0))
     array(2.)
     """
-    if type(value) is np.ndarray:
+    kind = type(value)
+    if kind is np.ndarray:
         return value
-    library = library_of(value)
-    return np.asarray(value) if library is NUMPY else value
+    if _BY_TYPE.get(kind) is NUMPY or library_of(value) is NUMPY:
+        return np.asarray(value)
+    return value
 
 
 def to_library(value, library: Library, like=None):

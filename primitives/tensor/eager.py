@@ -102,6 +102,12 @@ def _can_require_grad(dtype: np.dtype) -> bool:
     return np.issubdtype(dtype, np.inexact)
 
 
+def _as_array(value):
+    """An op's result as an array: NumPy's 0-d results are scalars (made 0-d arrays here, in
+    one C call: this is the eager hot path), other libraries' arrays stay as they are."""
+    return np.asarray(value) if isinstance(value, np.generic) else as_array(value)
+
+
 def _is_inexact(array) -> bool:
     """Whether ``array`` holds floating point or complex numbers (values that carry a gradient)."""
     dtype = array.dtype
@@ -300,7 +306,7 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def shape(self) -> tuple:
-        return tuple(self._data.shape)
+        return self._data.shape
 
     @property
     def dtype(self) -> np.dtype:
@@ -379,8 +385,7 @@ class Tensor(ArrayOperators, Frontend):
             else:
                 data.append(a if type(a) is np.ndarray else as_array(a))
         if not requires_grad:
-            return [_new(r if type(r) is np.ndarray else as_array(r))
-                    for r in op.eval(None, data)]
+            return [_new(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         inputs = []
         for position, a in enumerate(args):
             if isinstance(a, Tensor) and a._requires_grad:
@@ -391,7 +396,7 @@ class Tensor(ArrayOperators, Frontend):
                 # the caller's array, saved: it may write to it
                 d = data[position] = library_of(d).copy(d)
             inputs.append(EagerInput(_CONSTANT, None, False, d))
-        results = [r if type(r) is np.ndarray else as_array(r) for r in op.eval(None, data)]
+        results = [r if type(r) is np.ndarray else _as_array(r) for r in op.eval(None, data)]
         trace = _recorder.record(_recorded_graph(op), inputs, results)
         return [_computed(result, key, trace)
                 if (result.dtype.kind in "fc" if type(result) is np.ndarray

@@ -29,7 +29,9 @@ from primitives.tensor.errors import BackwardError
 
 def _array(value):
     """NumPy gives 0-d results as scalars; every value this executor returns is an array."""
-    return value if type(value) is np.ndarray else as_array(value)
+    if type(value) is np.ndarray:
+        return value
+    return np.asarray(value) if isinstance(value, np.generic) else as_array(value)
 
 
 def _refs_of_argument(a, b) -> int:
@@ -69,7 +71,7 @@ class NumpyExecutor(BackwardExecutor):
         run = compiled(graph).runner(input_keys)
 
         def run_to_arrays(values: Sequence[Any]) -> list:
-            return [v if type(v) is np.ndarray else as_array(v) for v in run(values)]
+            return [v if type(v) is np.ndarray else _array(v) for v in run(values)]
         return run_to_arrays
 
     def add_operands(self, a, b):

@@ -145,16 +145,17 @@ class DotGeneral(TensorPrimitive):
                 counts = xp.einsum(self.einsum_subscripts(), xp.astype(x, np.dtype(np.int64)),
                                    xp.astype(y, np.dtype(np.int64)))
                 return [counts != 0]
-            return [xp.einsum(self.einsum_subscripts(), x, y)]
+            if xp.name == "dask":       # chunk by chunk, with no reshape merging chunks
+                return [xp.einsum(self.einsum_subscripts(), x, y)]
         lperm, rperm, lhs3, rhs3, out_shape = self._plan()
         if lperm is not None:
-            x = np.transpose(x, lperm)
+            x = xp.permute_dims(x, lperm)
         if rperm is not None:
-            y = np.transpose(y, rperm)
-        x, y = np.reshape(x, lhs3), np.reshape(y, rhs3)
+            y = xp.permute_dims(y, rperm)
+        x, y = xp.reshape(x, lhs3), xp.reshape(y, rhs3)
         if lhs3[-1] == 1:         # an outer product: a broadcast multiply is 3-4x matmul's speed
-            return [np.reshape(np.multiply(x, y), out_shape)]
-        return [np.reshape(_matmul(x, y), out_shape)]
+            return [xp.reshape(xp.multiply(x, y), out_shape)]
+        return [xp.reshape(_matmul(x, y) if xp is NUMPY.xp else xp.matmul(x, y), out_shape)]
 
     # --- rules --------------------------------------------------------------------
 

@@ -200,9 +200,12 @@ class Unary(TensorPrimitive):
     batch_rule = batch_elementwise
 
     def eval(self, ctx, inputs):
-        xp, inputs = operands(inputs, self)
         rules = _UNARY[self.name]
-        return [rules.fn(inputs[0]) if xp is NUMPY.xp else rules.api(xp, inputs[0])]
+        if type(inputs[0]) is not np.ndarray:      # (on the NumPy path: no call more)
+            xp, inputs = operands(inputs, self)
+            if xp is not NUMPY.xp:
+                return [rules.api(xp, inputs[0])]
+        return [rules.fn(inputs[0])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into the input when a compiled program no longer reads it and it fits."""
@@ -558,11 +561,12 @@ class Binary(TensorPrimitive):
         return 2
 
     def eval(self, ctx, inputs):
-        xp, inputs = operands(inputs, self)
         rules = _BINARY[self.name]
-        if xp is NUMPY.xp:
-            return [rules.fn(inputs[0], inputs[1])]
-        return [rules.api(xp, inputs[0], inputs[1])]
+        if type(inputs[0]) is not np.ndarray or type(inputs[1]) is not np.ndarray:
+            xp, inputs = operands(inputs, self)
+            if xp is not NUMPY.xp:
+                return [rules.api(xp, inputs[0], inputs[1])]
+        return [rules.fn(inputs[0], inputs[1])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into an input a compiled program no longer reads, when it fits; so a
