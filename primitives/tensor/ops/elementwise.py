@@ -58,6 +58,7 @@ from primitives.tensor.ops.base import (
 )
 from primitives.tensor.backends import NUMPY, define, operands
 from primitives.tensor.core import dtype_of
+from primitives.tensor.errors import TensorNotSupportedError
 
 
 # --- functions outside the Array API standard, with NumPy's semantics -------------------
@@ -826,12 +827,25 @@ def _extremum_weight(wins: str) -> Callable:
 _fmax_weight, _fmin_weight = _extremum_weight("greater"), _extremum_weight("less")
 fmax_weight = binary("fmax_weight", _quiet_numpy(_fmax_weight), _no_tangents, api=_fmax_weight)
 fmin_weight = binary("fmin_weight", _quiet_numpy(_fmin_weight), _no_tangents, api=_fmin_weight)
+
+
+def _ordered(name: str) -> Callable:
+    """``xp.<name>(x, y)``, refused for complex operands on PyTorch, which does not order
+    complex numbers (NumPy, Dask and CuPy order them lexicographically)."""
+    def api(xp, x, y):
+        if xp.name == "torch" and dtype_of(x).kind == "c":
+            raise TensorNotSupportedError(f"{name}: PyTorch does not order complex numbers; "
+                                          "apply it to the real part, the imaginary part or abs()")
+        return getattr(xp, name)(x, y)
+    return api
+
+
 fmax = binary("fmax", np.fmax, _partials_jvp(lambda x, y, out: x.apply(fmax_weight, y),
                                              lambda x, y, out: 1 - x.apply(fmax_weight, y)),
-              api="fmax")
+              api=_ordered("fmax"))
 fmin = binary("fmin", np.fmin, _partials_jvp(lambda x, y, out: x.apply(fmin_weight, y),
                                              lambda x, y, out: 1 - x.apply(fmin_weight, y)),
-              api="fmin")
+              api=_ordered("fmin"))
 
 
 def _truncated_quotient(xp, x, y):
