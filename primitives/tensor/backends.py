@@ -38,6 +38,9 @@ class Namespace:
 
     Attributes are looked up once and then cached on the instance, so ``xp.exp`` costs
     what ``np.exp`` does.
+
+    >>> NUMPY.xp.exp is np.exp, NUMPY.xp.linalg.solve is np.linalg.solve
+    (True, True)
     """
 
     def __init__(self, name: str, base, extras: dict, dtype: Callable | None = None,
@@ -93,7 +96,11 @@ def _with_library_dtype(fn: Callable, convert: Callable, position: int | None) -
 
 
 class Library:
-    """One array library: its namespace (:attr:`xp`) and the conversions tidu needs."""
+    """One array library: its namespace (:attr:`xp`) and the conversions tidu needs.
+
+    >>> NUMPY.name, NUMPY.to_numpy(np.ones(2))
+    ('numpy', array([1., 1.]))
+    """
 
     def __init__(self, name: str, xp: Namespace) -> None:
         self.name = name
@@ -129,22 +136,6 @@ def device_of(array):
     'cpu'
     """
     return "cpu" if type(array) is np.ndarray else _device(array)
-
-
-def dask_task(fn: Callable, *args, outputs: Sequence[tuple]) -> list:
-    """``fn`` applied to Dask arrays as one lazy task on their whole (NumPy) values: for a
-    function Dask lacks (``eigh``, ``slogdet``...). ``outputs`` are the ``(shape, dtype)`` of
-    each array ``fn`` returns (a tuple of them when there are several); the results are lazy
-    Dask arrays of those shapes and dtypes.
-    """
-    import dask
-    import dask.array as da
-
-    if len(outputs) == 1:
-        [(shape, dtype)] = outputs
-        return [da.from_delayed(dask.delayed(fn, pure=True)(*args), shape, dtype)]
-    task = dask.delayed(fn, pure=True, nout=len(outputs))(*args)
-    return [da.from_delayed(task[i], shape, dtype) for i, (shape, dtype) in enumerate(outputs)]
 
 
 class _Torch(Library):
@@ -246,6 +237,8 @@ def _library(name: str) -> Library:
             import array_api_compat.torch as base
 
             def to_torch(dtype):
+                if isinstance(dtype, torch.dtype):
+                    return dtype
                 return _TORCH_DTYPES.get(np.dtype(dtype).name) or _torch_dtype(torch, dtype)
             library = _Torch("torch", Namespace("torch", base, _EXTRAS["torch"], to_torch))
         elif name == "dask":
