@@ -15,14 +15,13 @@ results are checked to be lazy before they are computed.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorNotSupportedError
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from backend_helpers import Library
 from numpy_cases import all_cases
 
 CASES = all_cases()
@@ -45,69 +44,6 @@ RUNS = [(case, library, dtype) for case in CASES if case.id not in RAW_METHOD_CA
 TORCH_UNORDERED = {"fmax", "fmin", "argmax", "argmin", "max", "min", "amax", "amin", "sort",
                    "argsort", "maximum", "minimum", "clip", "median", "percentile", "quantile",
                    "ptp"}
-
-
-class Library:
-    """Conversions to and from one array library, and a guard against leaving it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        if name == "torch":
-            self.torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-        else:
-            self.da = pytest.importorskip("dask.array", reason="Dask is not installed")
-            import dask
-            self.dask = dask
-
-    def convert(self, array):
-        array = np.asarray(array)
-        if self.name == "torch":
-            return self.torch.from_numpy(array.copy())
-        chunks = tuple(max(1, (n + 1) // 2) for n in array.shape)    # two chunks per axis
-        return self.da.from_array(array, chunks=chunks)
-
-    def is_own(self, value) -> bool:
-        if self.name == "torch":
-            return isinstance(value, self.torch.Tensor)
-        return isinstance(value, self.da.Array)
-
-    def values(self, leaves: list) -> list:
-        if self.name == "torch":
-            return [leaf.detach().numpy() for leaf in leaves]
-        return [np.asarray(v) for v in self.dask.compute(*leaves, scheduler="sync")]
-
-    @contextlib.contextmanager
-    def only(self):
-        """Inside: converting to NumPy (PyTorch) or computing (Dask) raises."""
-        if self.name == "torch":
-            original = self.torch.Tensor.__array__
-
-            def refuse(*args, **kwargs):
-                raise AssertionError("a PyTorch tensor was converted to a NumPy array")
-            self.torch.Tensor.__array__ = refuse
-            try:
-                yield
-            finally:
-                self.torch.Tensor.__array__ = original
-        else:
-            def refuse(*args, **kwargs):
-                raise AssertionError("a Dask array was computed before .compute()")
-            with self.dask.config.set(scheduler=refuse):
-                yield
-
-
-def _inputs(case, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    return [make(rng, dtype) for make in case.inputs]
-
-
-def _restricted(case, args):
-    def f(*diff):
-        full = list(args)
-        for i, v in zip(case.wrt, diff):
-            full[i] = v
-        return case.fn(*full)
-    return f
 
 
 def _check_leaves(lib: Library, got, expected, what: str, dtype) -> None:
@@ -150,7 +86,7 @@ def test_dask(run):
 def _check_case(run) -> None:
     case, name, dtype = run
     lib = Library(name)
-    args = _inputs(case, dtype)
+    args = case.sample(dtype)
     converted = [lib.convert(a) for a in args]
     if name == "torch" and dtype == "complex128" and case.name in TORCH_UNORDERED:
         with pytest.raises(TensorNotSupportedError, match="PyTorch does not order complex"):
@@ -167,11 +103,11 @@ def _check_case(run) -> None:
         return
     rng = np.random.default_rng(1)
     ct_tree, seeds = _random_cotangent(expected, rng)
-    _, pullback = tnp.vjp(_restricted(case, args), *[args[i] for i in case.wrt])
+    _, pullback = tnp.vjp(case.restricted(args), *[args[i] for i in case.wrt])
     expected_cts = pullback(ct_tree)
     lib_ct = tree_unflatten(tree_flatten(ct_tree)[1], [lib.convert(s) for s in seeds])
     with lib.only():
-        _, lib_pullback = tnp.vjp(_restricted(case, converted),
+        _, lib_pullback = tnp.vjp(case.restricted(converted),
                                   *[converted[i] for i in case.wrt])
         cts = lib_pullback(lib_ct)
     _check_leaves(lib, cts, expected_cts, f"{case.id}: vjp", dtype)

@@ -10,65 +10,17 @@ NumPy arrays is never reused for another library's.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import FunctionalError
+from backend_helpers import Library
 
 compat = pytest.importorskip("array_api_compat", reason="array-api-compat is not installed")
 
 LIBRARIES = ("torch", "dask")
 X = np.array([-3.0, -0.4, 0.2, 2.5])
-
-
-class Library:
-    """Conversions to and from one array library, and a guard against leaving it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        if name == "torch":
-            self.torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-        else:
-            self.da = pytest.importorskip("dask.array", reason="Dask is not installed")
-            import dask
-            self.dask = dask
-
-    def convert(self, array):
-        array = np.asarray(array)
-        if self.name == "torch":
-            return self.torch.from_numpy(array.copy())
-        return self.da.from_array(array, chunks=2)
-
-    def values(self, *arrays) -> list:
-        """The NumPy values of arrays of this library (which they must be)."""
-        for a in arrays:
-            own = self.torch.Tensor if self.name == "torch" else self.da.Array
-            assert isinstance(a, own), f"a {type(a).__module__}.{type(a).__name__}"
-        if self.name == "torch":
-            return [a.detach().numpy() for a in arrays]
-        return [np.asarray(a) for a in self.dask.compute(*arrays, scheduler="sync")]
-
-    @contextlib.contextmanager
-    def only(self):
-        """Inside: converting to NumPy (PyTorch) or computing (Dask) raises."""
-        if self.name == "torch":
-            original = self.torch.Tensor.__array__
-
-            def refuse(*args, **kwargs):
-                raise AssertionError("a PyTorch tensor was converted to a NumPy array")
-            self.torch.Tensor.__array__ = refuse
-            try:
-                yield
-            finally:
-                self.torch.Tensor.__array__ = original
-        else:
-            def refuse(*args, **kwargs):
-                raise AssertionError("a Dask array was computed before .compute()")
-            with self.dask.config.set(scheduler=refuse):
-                yield
 
 
 @pytest.fixture(params=LIBRARIES)
@@ -77,7 +29,7 @@ def lib(request) -> Library:
 
 
 def assert_equal(lib: Library, got: list, expected: list) -> None:
-    for g, e in zip(lib.values(*got), expected):
+    for g, e in zip(lib.values(got), expected):
         e = np.asarray(e)
         assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
@@ -149,7 +101,7 @@ def test_custom_jvp_keeps_float32(lib):
     assert expected.dtype == np.float32
     with lib.only():
         got = tnp.grad(softplus_loss)(lib.convert(x32))
-    [value] = lib.values(got)
+    [value] = lib.values([got])
     assert value.dtype == np.float32
     np.testing.assert_allclose(value, expected, rtol=2e-5)
 

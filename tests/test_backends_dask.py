@@ -12,6 +12,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorTypeError
+from backend_helpers import least_squares_data as _data, least_squares_loss as loss
 
 da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install '.[dask]')")
 import dask  # noqa: E402
@@ -20,18 +21,6 @@ import dask  # noqa: E402
 def _refuse_compute(*args, **kwargs):
     raise AssertionError("a Dask array was computed before .compute()")
 
-
-def loss(w, X, y):
-    residual = X @ w - y
-    return tnp.mean(residual * residual)
-
-
-def _data(rows=40, features=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((rows, features))
-    w = rng.standard_normal(features)
-    y = X @ np.arange(1.0, features + 1) + 0.1 * rng.standard_normal(rows)
-    return X, w, y
 
 
 # --- Dask: lazy everywhere ------------------------------------------------------------------

@@ -14,21 +14,10 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorTypeError
+from backend_helpers import least_squares_data as _data, least_squares_loss as loss
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
 
-
-def loss(w, X, y):
-    residual = X @ w - y
-    return tnp.mean(residual * residual)
-
-
-def _data(rows=40, features=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((rows, features))
-    w = rng.standard_normal(features)
-    y = X @ np.arange(1.0, features + 1) + 0.1 * rng.standard_normal(rows)
-    return X, w, y
 
 
 # --- PyTorch --------------------------------------------------------------------------------
@@ -149,3 +138,13 @@ def test_differentiated_inputs_of_two_libraries_name_both():
     assert isinstance(g, torch.Tensor)
 
 
+
+
+def test_torch_autograd_records_through_tidu_functions():
+    """tidu computes with PyTorch's own functions, so a tensor that requires grad in PyTorch's
+    sense gets PyTorch's gradient through them, equal to tidu's own."""
+    x = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    f = lambda v: tnp.sum(tnp.sin(v) * tnp.flip(v) + tnp.cumsum(v) ** 2)   # noqa: E731
+    f(x).backward()
+    expected = tnp.grad(f)(x.detach())
+    np.testing.assert_allclose(x.grad.numpy(), expected.numpy(), rtol=1e-12)

@@ -31,27 +31,12 @@ def _ids(run):
     return f"{case.id}-{dtype}"
 
 
-def _inputs(case, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    return [make(rng, dtype) for make in case.inputs]
-
-
 def _leaves(out):
     return [np.asarray(leaf) for leaf in tree_flatten(out)[0]]
 
 
 def _inexact(leaf) -> bool:
     return np.asarray(leaf).dtype.kind in "fc"
-
-
-def _restricted(case, args):
-    """``f(*differentiated inputs)`` with the other inputs fixed."""
-    def f(*diff):
-        full = list(args)
-        for i, v in zip(case.wrt, diff):
-            full[i] = v
-        return case.fn(*full)
-    return f
 
 
 def _random_like(rng, value):
@@ -81,7 +66,7 @@ def _tolerance(case, dtype):
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
 def test_forward_matches_numpy(run):
     case, dtype = run
-    args = _inputs(case, dtype)
+    args = case.sample(dtype)
     expected = _leaves(case.reference(*[a.copy() for a in args]))
     got = _leaves(case.fn(*args))
     jitted = _leaves(tnp.jit(case.fn)(*args)) if case.jit else got
@@ -98,7 +83,7 @@ DIFFERENTIABLE = [(c, d) for c, d in RUNS if c.wrt]
 
 
 def _first_order(case, args, rng):
-    f = _restricted(case, args)
+    f = case.restricted(args)
     primals = [args[i] for i in case.wrt]
     tangents = [_random_like(rng, p) for p in primals]
     out, tangent_out = tnp.jvp(f, primals, tangents)
@@ -112,7 +97,7 @@ def _first_order(case, args, rng):
 def test_first_order(run):
     case, dtype = run
     rng = np.random.default_rng(1)
-    args = _inputs(case, dtype)
+    args = case.sample(dtype)
     f, primals, tangents, out, tangent_out, ct_tree, seeds, cotangents = \
         _first_order(case, args, rng)
     # JVP against central differences
@@ -147,7 +132,7 @@ def test_first_order(run):
 @pytest.mark.parametrize("run", [r for r in DIFFERENTIABLE if r[1] == "float32"], ids=_ids)
 def test_float32_derivatives_agree_with_float64(run):
     case, _ = run
-    args32 = _inputs(case, "float32")
+    args32 = case.sample("float32")
     args64 = [a.astype(np.float64) for a in args32]
     first32 = _first_order(case, args32, np.random.default_rng(2))
     first64 = _first_order(case, args64, np.random.default_rng(2))
@@ -164,8 +149,8 @@ def test_float32_derivatives_agree_with_float64(run):
 def test_second_order(run):
     case, dtype = run
     rng = np.random.default_rng(3)
-    args = _inputs(case, dtype)
-    f = _restricted(case, args)
+    args = case.sample(dtype)
+    f = case.restricted(args)
     primals = [args[i] for i in case.wrt]
     out = f(*primals)
     ct_tree, _ = _seed_tree(out, rng)

@@ -63,6 +63,20 @@ class Case:
     def id(self) -> str:
         return f"{self.name}[{self.label}]" if self.label else self.name
 
+    def sample(self, dtype, seed: int = 0) -> list:
+        """The inputs drawn for ``dtype`` (the same arrays for the same seed)."""
+        rng = np.random.default_rng(seed)
+        return [make(rng, dtype) for make in self.inputs]
+
+    def restricted(self, args: list) -> Callable:
+        """``fn`` as a function of the differentiated inputs (``wrt``), the others ``args``'s."""
+        def f(*diff):
+            full = list(args)
+            for i, v in zip(self.wrt, diff):
+                full[i] = v
+            return self.fn(*full)
+        return f
+
 
 # --- input factories: (rng, dtype) -> array -------------------------------------------------
 
