@@ -65,6 +65,19 @@ def test_differentiated_dask_and_numpy_inputs_name_both():
     assert isinstance(g, da.Array)
 
 
+def test_unknown_chunk_sizes_are_a_clear_error():
+    d = da.from_array(np.arange(6.0), chunks=3)
+    unknown = d[d > 2]                              # its length depends on its values
+    for call in (lambda: tnp.grad(lambda v: tnp.sum(v * v))(unknown),
+                 lambda: tnp.exp(unknown), lambda: tnp.tensor(unknown),
+                 lambda: tnp.jit(tnp.exp)(unknown)):
+        with pytest.raises(tnp.TensorShapeError, match="compute_chunk_sizes"):
+            call()
+    known = unknown.compute_chunk_sizes()
+    np.testing.assert_allclose(tnp.grad(lambda v: tnp.sum(v * v))(known).compute(),
+                               [6.0, 8.0, 10.0])
+
+
 # --- Dask on a real cluster -----------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 
 
 class Namespace:
@@ -119,6 +119,10 @@ class Library:
         """A copy of ``array`` that writing to ``array`` does not change."""
         return array.copy()
 
+    def checked(self, array):
+        """``array``, if tidu can compute with it (else a ``TiduError`` saying why)."""
+        return array
+
     def __repr__(self) -> str:
         return self.name
 
@@ -156,6 +160,14 @@ class _Torch(Library):
 
 
 class _Dask(Library):
+    def checked(self, array):
+        if any(n != n for n in array.shape):          # NaN: a size known only once computed
+            raise TensorShapeError(
+                f"a Dask array of unknown shape {array.shape} (its chunk sizes depend on its "
+                "values, as after boolean indexing): tidu needs every shape to build its "
+                "graphs; call .compute_chunk_sizes() on it first")
+        return array
+
     def from_numpy(self, array, like):
         return self.xp.asarray(np.asarray(array))
 
@@ -352,7 +364,7 @@ def as_array(value):
         return value
     if _BY_TYPE.get(kind) is NUMPY or library_of(value) is NUMPY:
         return np.asarray(value)
-    return value
+    return library_of(value).checked(value)
 
 
 def to_library(value, library: Library, like=None):

@@ -608,7 +608,8 @@ def _copied(data, dtype, requires_grad: bool):
         array = np.array(data, dtype=dtype)
     else:
         xp = library.xp
-        array = library.copy(data if dtype is None else xp.astype(data, np.dtype(dtype)))
+        array = library.copy(as_array(data) if dtype is None
+                             else xp.astype(as_array(data), np.dtype(dtype)))
     if requires_grad and not _can_require_grad(dtype_of(array)):
         raise TensorTypeError(f"only floating point and complex tensors can require grad, "
                               f"got dtype {dtype_of(array)}")

@@ -264,7 +264,7 @@ def _as_value(x):
     if isinstance(x, numbers.Number) or isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return np.asarray(x)
     if library_of(x) is not NUMPY:
-        return x
+        return as_array(x)
     raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
 
 

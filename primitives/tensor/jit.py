@@ -37,7 +37,7 @@ import numpy as np
 
 from tidu import optimize
 from tidu.graph import compiled
-from primitives.tensor.backends import NUMPY, common_library, library_of
+from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.functional import FunctionalError, GraphTrace, check_output, in_library_of
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
@@ -95,7 +95,7 @@ def _leaf(value, f):
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)):
         return np.asarray(value)
     if library_of(value) is not NUMPY:
-        return value
+        return as_array(value)
     raise FunctionalError(f"jit of {_name(f)}: an argument holds a {type(value).__name__}; "
                           "pass arrays and numbers (or mark the argument static)")
 
