@@ -160,7 +160,7 @@ def _peak_rss() -> int:
 
 
 def dask_workload(quick: bool) -> list[dict]:
-    rows, features, chunk_rows, limit = ((200_000, 16, 25_000, "400MiB") if quick else
+    rows, features, chunk_rows, limit = ((40_000, 8, 10_000, "400MiB") if quick else
                                          (2_500_000, 64, 50_000, "400MiB"))
     row = {"workload": "dask", "case": f"least-squares step, {rows:,} x {features}",
            "peers": {}}
@@ -169,7 +169,7 @@ def dask_workload(quick: bool) -> list[dict]:
     except ImportError:
         row["note"] = "dask.distributed is not installed: skipped (pip install '.[dask]')"
         return [row]
-    steps = 2 if quick else 3
+    steps = 1 if quick else 3
     one, _ = _dask_step_seconds(1, rows, features, chunk_rows, limit, steps)
     two, peak = _dask_step_seconds(2, rows, features, chunk_rows, limit, steps)
     from dask.utils import parse_bytes

@@ -46,6 +46,18 @@ def test_dask_transforms_are_lazy_and_follow_the_chunks():
         np.testing.assert_allclose(g, expected_grad, rtol=1e-12, atol=1e-14)
 
 
+def test_dask_float32_stays_float32():
+    X, w, y = (a.astype(np.float32) for a in _data())
+    dX, dw, dy = (da.from_array(a, chunks=10) for a in (X, w, y))
+    value, gradient = tnp.value_and_grad(loss)(dw, dX, dy)
+    t = tnp.tensor(dw, requires_grad=True)
+    eager = loss(t, dX, dy).backward().grad(t)
+    assert value.dtype == gradient.dtype == eager.dtype == np.float32
+    expected = tnp.grad(loss)(w, X, y)
+    np.testing.assert_allclose(gradient.compute(), expected, rtol=1e-5)
+    np.testing.assert_allclose(eager.compute(), expected, rtol=1e-5)
+
+
 def test_dask_vmap_and_jacobian_are_lazy():
     xs = da.from_array(np.arange(12.0).reshape(4, 3), chunks=(2, 3))
     with dask.config.set(scheduler=_refuse_compute):
