@@ -30,6 +30,10 @@ through ``t.data``, copy-on-write:
   read-only`` at the write; call ``t.data`` again for a new handle). So a write
   through a kept handle can never reach a saved value.
 - ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays.
+- A tensor on another library's array (PyTorch, CuPy, Dask: ``tnp.tensor(torch_t)``)
+  keeps it in that library. Those arrays cannot be made read-only, so while a
+  handle from ``t.data`` may be held, an op that records ``t`` saves a copy of it:
+  writing through the handle updates ``t`` and never a saved value.
 - NumPy conversions (``np.asarray(t)``, ``t.numpy()``, ``stop_gradient``) see a
   read-only view.
 
@@ -110,8 +114,7 @@ def _as_array(value):
 
 def _is_inexact(array) -> bool:
     """Whether ``array`` holds floating point or complex numbers (values that carry a gradient)."""
-    dtype = array.dtype
-    return (dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)).kind in "fc"
+    return dtype_of(array).kind in "fc"
 
 
 def _new(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) -> "Tensor":

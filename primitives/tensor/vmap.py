@@ -245,7 +245,7 @@ class _Call:
             if axis is not None:
                 shape = shape_of(data)
                 data = data[(slice(None),) * axis + (0,)] if self.axis_size else \
-                    operands([data])[0].zeros(shape[:axis] + shape[axis + 1:],
+                    library_of(data).xp.zeros(shape[:axis] + shape[axis + 1:],
                                               dtype=dtype_of(data), device=device_of(data))
             inputs[i] = trace.new_input(("arg", i), data)
             leaf_inputs.append(i)
