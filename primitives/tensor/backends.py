@@ -14,7 +14,7 @@ library, on their device:
 For NumPy, ``operands`` is one type check per input and ``xp`` calls NumPy's
 own functions (NumPy 2 implements the standard). Other libraries go through
 ``array-api-compat``'s namespaces, which take NumPy dtypes here too. Functions
-the standard lacks (``einsum``, a scatter-add, some ``linalg``) come from one
+the standard lacks (a scatter-add, ``sinc``, some ``linalg`` on Dask) come from one
 small table per library, filled by the op modules that need them
 (:func:`define`); ``xp.<name>`` finds them like any other function.
 
