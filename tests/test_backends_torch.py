@@ -9,6 +9,8 @@ https://download.pytorch.org/whl/cpu``).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -148,3 +150,22 @@ def test_torch_autograd_records_through_tidu_functions():
     f(x).backward()
     expected = tnp.grad(f)(x.detach())
     np.testing.assert_allclose(x.grad.numpy(), expected.numpy(), rtol=1e-12)
+
+
+def test_torch_backward_from_threads_on_a_shared_leaf():
+    w = tnp.tensor(torch.ones(3, dtype=torch.float64), requires_grad=True)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(25):
+                tnp.sum(w * w).backward()
+        except Exception as error:         # noqa: BLE001  (reported below)
+            errors.append(error)
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    np.testing.assert_allclose(w.grad.numpy(), [200.0, 200.0, 200.0])      # 4 x 25 x 2w
