@@ -38,6 +38,8 @@ from tidu import ADRuleError, ADRuleKind, Primitive, TiduError, input_role
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized, Local
 from primitives.tensor import buffers
 from primitives.tensor.buffers import output_like, unshared
+from primitives.tensor.core import dtype_of
+from primitives.tensor.errors import TensorNotSupportedError
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
@@ -225,6 +227,18 @@ def shift_axis(op, axis: int, batch_axis: int) -> int:
 def with_batch(shape: tuple, batch_axis: int, axis_size: int) -> tuple:
     """``shape`` with the batch axis of length ``axis_size`` inserted at ``batch_axis``."""
     return tuple(shape[:batch_axis]) + (axis_size,) + tuple(shape[batch_axis:])
+
+
+def check_ordered(xp, x, name: str) -> None:
+    """Raise for complex ``x`` on PyTorch, which does not order complex numbers (NumPy, and
+    so Dask and CuPy, order them lexicographically); ``name`` is the op's.
+
+    >>> from primitives.tensor.backends import NUMPY
+    >>> check_ordered(NUMPY.xp, np.array([1j]), "sort")       # NumPy orders them
+    """
+    if xp.name == "torch" and dtype_of(x).kind == "c":
+        raise TensorNotSupportedError(f"{name}: PyTorch does not order complex numbers; "
+                                      "apply it to the real part, the imaginary part or abs()")
 
 
 def is_complex_dtype(dtype) -> bool:

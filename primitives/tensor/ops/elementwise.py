@@ -50,6 +50,7 @@ from primitives.tensor.ops.base import (
     apply_ufunc,
     batch_all_at,
     batch_elementwise,
+    check_ordered,
     emit,
     reusable_output,
     linear_mask,
@@ -58,7 +59,6 @@ from primitives.tensor.ops.base import (
 )
 from primitives.tensor.backends import NUMPY, define, operands
 from primitives.tensor.core import dtype_of
-from primitives.tensor.errors import TensorNotSupportedError
 
 
 # --- functions outside the Array API standard, with NumPy's semantics -------------------
@@ -830,12 +830,9 @@ fmin_weight = binary("fmin_weight", _quiet_numpy(_fmin_weight), _no_tangents, ap
 
 
 def _ordered(name: str) -> Callable:
-    """``xp.<name>(x, y)``, refused for complex operands on PyTorch, which does not order
-    complex numbers (NumPy, Dask and CuPy order them lexicographically)."""
+    """``xp.<name>(x, y)``, refused for complex operands on PyTorch (:func:`.base.check_ordered`)."""
     def api(xp, x, y):
-        if xp.name == "torch" and dtype_of(x).kind == "c":
-            raise TensorNotSupportedError(f"{name}: PyTorch does not order complex numbers; "
-                                          "apply it to the real part, the imaginary part or abs()")
+        check_ordered(xp, x, name)
         return getattr(xp, name)(x, y)
     return api
 

@@ -23,9 +23,9 @@ from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, emit, is_float_dtype, \
-    shift_axis, tensor_op, with_batch
-from primitives.tensor.ops.scan import Cumprod, check_ordered, previous_along
+from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, check_ordered, emit, \
+    is_float_dtype, shift_axis, tensor_op, with_batch
+from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare, _not_linear
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
     reduced_before
@@ -57,7 +57,7 @@ class _ReduceExtremum(TensorPrimitive):
         xp, (x,) = operands(inputs, self)
         if xp is NUMPY.xp:                                  # NumPy gives 0-d scalars
             return [np.asarray(getattr(xp, self._function)(x, axis=self.axes))]
-        check_ordered(xp, x, self)
+        check_ordered(xp, x, self.name)
         out_shape = self.out_shape()
         if 0 in out_shape:                  # Dask's max of no slices fails (no identity)
             return [xp.zeros(out_shape, dtype=dtype_of(x), device=device_of(x))]
@@ -170,7 +170,7 @@ class _ArgExtremum(TensorPrimitive):
         xp, (x,) = operands(inputs, self)
         if xp is NUMPY.xp:                                  # NumPy gives 0-d scalars
             return [np.asarray(getattr(xp, self._function)(x, axis=self.axis))]
-        check_ordered(xp, x, self)
+        check_ordered(xp, x, self.name)
         if dtype_of(x).kind == "b":             # PyTorch's argmax takes no booleans
             x = xp.astype(x, np.dtype(np.uint8))
         return [getattr(xp, self._function)(x, axis=self.axis)]

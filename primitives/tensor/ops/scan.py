@@ -39,12 +39,11 @@ from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
-from primitives.tensor.errors import TensorNotSupportedError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
-                                        batch_all_at, emit, is_complex_dtype, is_float_dtype,
-                                        linear_mask, move_batch_axis, shift_axis, tensor_op,
-                                        with_batch)
+                                        batch_all_at, check_ordered, emit, is_complex_dtype,
+                                        is_float_dtype, linear_mask, move_batch_axis, shift_axis,
+                                        tensor_op, with_batch)
 from primitives.tensor.ops.indexing import Concatenate, Gather, Slice
 from primitives.tensor.ops.select import Full
 from primitives.tensor.ops.shape import Reshape
@@ -253,14 +252,6 @@ define("linear_recurrence", numpy=_numpy_recurrence, torch=_recurrence_in_place,
 # --- sorting ---------------------------------------------------------------------------------
 
 
-def check_ordered(xp, x, op) -> None:
-    """Raise for complex ``x`` on PyTorch, which does not order complex numbers (NumPy, and
-    so Dask and CuPy, order them lexicographically)."""
-    if xp.name == "torch" and dtype_of(x).kind == "c":
-        raise TensorNotSupportedError(f"{op.name}: PyTorch does not order complex numbers; "
-                                      "apply it to the real part, the imaginary part or abs()")
-
-
 @tensor_op
 class Sort(TensorPrimitive):
     """``np.sort`` along ``axis`` of a real operand of ``shape`` and ``dtype``; the tangent
@@ -274,7 +265,7 @@ class Sort(TensorPrimitive):
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
         if xp is not NUMPY.xp:
-            check_ordered(xp, x, self)
+            check_ordered(xp, x, self.name)
         return [xp.sort(x, axis=self.axis)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
@@ -325,7 +316,7 @@ class SortPermutation(_IntegerResult):
             if 0 in self.shape:
                 return [np.zeros(self.shape, dtype=np.intp)]
             return [np.ravel_multi_index(tuple(index), self.shape)]
-        check_ordered(xp, x, self)
+        check_ordered(xp, x, self.name)
         # the flat position is the sum over the axes of index * stride, with the stable
         # sort order for the index along ``axis``
         strides = [math.prod(self.shape[axis + 1:]) for axis in range(len(self.shape))]
@@ -363,7 +354,7 @@ class Argsort(_IntegerResult):
         xp, (x,) = operands(inputs, self)
         if xp is NUMPY.xp:
             return [np.argsort(x, axis=self.axis, kind=self.kind)]
-        check_ordered(xp, x, self)
+        check_ordered(xp, x, self.name)
         # stable: the order of NumPy's stable kinds (its others may order ties otherwise)
         return [xp.argsort(x, axis=self.axis, stable=True)]
 
@@ -371,4 +362,4 @@ class Argsort(_IntegerResult):
 
 
 __all__ = ["Cumsum", "Cumprod", "LinearRecurrence", "Sort", "SortPermutation", "Argsort",
-           "previous_along", "check_ordered"]
+           "previous_along"]
