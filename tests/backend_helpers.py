@@ -85,3 +85,30 @@ def least_squares_data(rows: int = 40, features: int = 3, seed: int = 0):
     w = rng.standard_normal(features)
     y = X @ np.arange(1.0, features + 1) + 0.1 * rng.standard_normal(rows)
     return X, w, y
+
+
+def _f(v):
+    import primitives.tensor as tnp
+
+    return tnp.sum(tnp.sin(v) * v ** 2)
+
+
+def _pair(v):
+    import primitives.tensor as tnp
+
+    return tnp.stack([v, 2 * v])
+
+
+def compositions() -> dict:
+    """Transforms composed in both orders, each a function of one vector: name -> function."""
+    import primitives.tensor as tnp
+
+    g = tnp.grad
+    return {
+        "grad(jit)": g(tnp.jit(_f)), "jit(grad)": tnp.jit(g(_f)),
+        "vmap(grad)": lambda v: tnp.vmap(g(_f))(_pair(v)),
+        "grad(vmap)": g(lambda v: tnp.sum(tnp.vmap(_f)(_pair(v)))),
+        "jacfwd(jacrev)": tnp.jacfwd(tnp.jacrev(_f)), "jacrev(jacfwd)": tnp.jacrev(tnp.jacfwd(_f)),
+        "jit(vmap(grad))": lambda v: tnp.jit(tnp.vmap(g(_f)))(_pair(v)),
+        "vmap(jit(grad))": lambda v: tnp.vmap(tnp.jit(g(_f)))(_pair(v)),
+    }

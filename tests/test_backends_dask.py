@@ -12,7 +12,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorTypeError
-from backend_helpers import least_squares_data as _data, least_squares_loss as loss
+from backend_helpers import compositions, least_squares_data as _data, least_squares_loss as loss
 
 da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install '.[dask]')")
 import dask  # noqa: E402
@@ -144,3 +144,12 @@ def test_cupy_where_a_gpu_is():
     g = tnp.grad(loss)(cupy.asarray(w), cupy.asarray(X), cupy.asarray(y))
     assert isinstance(g, cupy.ndarray)
     np.testing.assert_allclose(cupy.asnumpy(g), tnp.grad(loss)(w, X, y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(compositions()))
+def test_dask_transforms_compose_in_both_orders(name):
+    fn = compositions()[name]
+    x = np.array([0.3, -1.2, 2.0])
+    got = fn(da.from_array(x, chunks=2))
+    assert isinstance(got, da.Array)
+    np.testing.assert_allclose(got.compute(), fn(x), rtol=1e-12)

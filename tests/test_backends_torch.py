@@ -16,7 +16,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorTypeError
-from backend_helpers import least_squares_data as _data, least_squares_loss as loss
+from backend_helpers import compositions, least_squares_data as _data, least_squares_loss as loss
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
 
@@ -169,3 +169,19 @@ def test_torch_backward_from_threads_on_a_shared_leaf():
         t.join()
     assert not errors
     np.testing.assert_allclose(w.grad.numpy(), [200.0, 200.0, 200.0])      # 4 x 25 x 2w
+
+
+@pytest.mark.parametrize("name", list(compositions()))
+def test_torch_transforms_compose_in_both_orders(name):
+    fn = compositions()[name]
+    x = np.array([0.3, -1.2, 2.0])
+    got = fn(torch.tensor(x))
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), fn(x), rtol=1e-12)
+
+
+def test_vjp_fn_keeps_the_primal_a_torch_tensor_had():
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
+    x[0] = 100.0                                   # PyTorch's in-place write, after vjp
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0].numpy(), [2.0, 4.0])

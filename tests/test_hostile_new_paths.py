@@ -85,3 +85,12 @@ def test_create_graph_gradients_keep_their_history_across_calls():
     np.testing.assert_allclose(h, 6 * x.data)
     with pytest.raises(TiduError):
         tnp.autograd.grad(tnp.sum(x * 2.0), [tnp.tensor(np.ones(2), requires_grad=True)])
+
+
+def test_vjp_fn_is_not_changed_by_writing_to_the_primal_afterwards():
+    """``vjp_fn`` outlives ``vjp``: writing to the caller's array before calling it must not
+    change the cotangent (it differentiates at the values ``vjp`` was given)."""
+    x = np.array([1.0, 2.0])
+    _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
+    x[0] = 100.0
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], [2.0, 4.0])

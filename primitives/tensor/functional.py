@@ -268,6 +268,15 @@ def _as_value(x):
     raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
 
 
+def _owned_copy(x):
+    """A copy of array ``x`` that writing to ``x`` does not change (tensors and traced values,
+    which tidu owns, as they are)."""
+    if isinstance(x, Frontend):
+        return x
+    x = as_array(_as_value(x))
+    return library_of(x).copy(x)
+
+
 def _array(x):
     """Top-level results are arrays (0-d arrays, not NumPy scalars)."""
     return np.asarray(x) if isinstance(x, (np.generic, numbers.Number)) else x
@@ -384,7 +393,12 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     """
     flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
-    traced = make_graph(flat, *flat.leaves, transform=transform)
+    leaves = flat.leaves
+    if transform == "vjp":
+        # vjp_fn outlives this call: it differentiates at copies of the primals, so writing
+        # to the caller's arrays later cannot change its cotangents (grad calls it at once)
+        leaves = [_owned_copy(leaf) for leaf in leaves]
+    traced = make_graph(flat, *leaves, transform=transform)
     argnums = tuple(range(len(flat.leaves)))
     transposed = traced.transposed(argnums)
     linear = traced.linearized(argnums)
