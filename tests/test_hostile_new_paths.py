@@ -94,3 +94,10 @@ def test_vjp_fn_is_not_changed_by_writing_to_the_primal_afterwards():
     _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
     x[0] = 100.0
     np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], [2.0, 4.0])
+
+
+def test_vjp_fn_is_not_changed_by_writing_to_what_f_closed_over():
+    c = np.array([3.0, 4.0])
+    _, vjp_fn = tnp.vjp(lambda v: tnp.sum(tnp.reshape(v, (2,)) * c), np.ones(2))
+    c[0] = 100.0                      # reshape's view and the product both read c's old values
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], [3.0, 4.0])

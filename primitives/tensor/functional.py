@@ -67,8 +67,10 @@ class GraphTrace:
     """
 
     def __init__(self, capture: Callable[[Any], bool] | None = None,
-                 transform: str = "a transform", abstract: bool = False) -> None:
+                 transform: str = "a transform", abstract: bool = False,
+                 own_constants: bool = False) -> None:
         self.level = next(_levels)
+        self.own_constants = own_constants  # constants copied: the graph may outlive the call
         self.transform = transform
         self.active = True
         self.abstract = abstract        # values not to be read: jit's trace is for any input
@@ -91,6 +93,8 @@ class GraphTrace:
         if self.capture is not None and self.capture(value):
             self.captured[key] = value
             return self.new_input(key, value.value_below)
+        if self.own_constants:
+            value = _owned_copy(value)
         return self.new_input(key, value)
 
     def key_of(self, tracer: "Tracer"):
@@ -161,8 +165,8 @@ class Traced:
     """``f`` traced at some primals: its graph, and its linearization and transpose on demand."""
 
     def __init__(self, f: Callable, primals: Sequence, capture=None,
-                 transform: str = "make_graph") -> None:
-        self.trace = GraphTrace(capture, transform)
+                 transform: str = "make_graph", own_constants: bool = False) -> None:
+        self.trace = GraphTrace(capture, transform, own_constants=own_constants)
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
         try:
@@ -270,7 +274,7 @@ def _as_value(x):
 
 def _owned_copy(x):
     """A copy of array ``x`` that writing to ``x`` does not change (tensors and traced values,
-    which tidu owns, as they are)."""
+    which tidu owns, as they are; numbers as 0-d arrays)."""
     if isinstance(x, Frontend):
         return x
     x = as_array(_as_value(x))
@@ -393,12 +397,13 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     """
     flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
-    leaves = flat.leaves
-    if transform == "vjp":
-        # vjp_fn outlives this call: it differentiates at copies of the primals, so writing
-        # to the caller's arrays later cannot change its cotangents (grad calls it at once)
-        leaves = [_owned_copy(leaf) for leaf in leaves]
-    traced = make_graph(flat, *leaves, transform=transform)
+    # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
+    # closes over, so writing to the caller's arrays later cannot change its cotangents
+    # (grad calls it at once, and copies nothing)
+    owned = transform == "vjp"
+    leaves = [_owned_copy(leaf) for leaf in flat.leaves] if owned else flat.leaves
+    traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
+                    own_constants=owned)
     argnums = tuple(range(len(flat.leaves)))
     transposed = traced.transposed(argnums)
     linear = traced.linearized(argnums)
