@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of
+from primitives.tensor.backends import NUMPY, library_of, to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
@@ -88,15 +88,6 @@ def _is_array_like(value) -> bool:
 def _is_foreign_array(value) -> bool:
     """An array of another library than NumPy (PyTorch, CuPy, Dask: :mod:`.backends`)."""
     return library_of(value) is not NUMPY
-
-
-def _host(data) -> np.ndarray:
-    """``data`` as a NumPy array: another library's array is copied to host memory (a Dask
-    array is computed)."""
-    if type(data) is np.ndarray:
-        return data
-    library = library_of(data)
-    return np.asarray(data) if library is NUMPY else library.to_numpy(data)
 
 
 def _is_python_scalar(value) -> bool:
@@ -448,7 +439,7 @@ class ArrayOperators(ArrayMethods):
         return array_function(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        data = _host(constant_data(self, "converting to a NumPy array (np.asarray, "
+        data = to_host(constant_data(self, "converting to a NumPy array (np.asarray, "
                                          "np.array, Tensor.numpy(), a NumPy function)"))
         if dtype is not None and data.dtype != dtype:
             return data.astype(dtype)                  # a new array
@@ -457,16 +448,16 @@ class ArrayOperators(ArrayMethods):
     def item(self):
         """The value of a one-element array as a Python number (refused where it would drop
         a derivative: use ``tnp.stop_gradient(x).item()`` to mean it)."""
-        return _host(constant_data(self, "item()")).item()
+        return to_host(constant_data(self, "item()")).item()
 
     def tolist(self):
         """The values as nested Python lists (refused where it would drop a derivative)."""
-        return _host(constant_data(self, "tolist()")).tolist()
+        return to_host(constant_data(self, "tolist()")).tolist()
 
-    def __float__(self): return float(_host(constant_data(self, "float()")))
-    def __int__(self): return int(_host(constant_data(self, "int()")))
-    def __complex__(self): return complex(_host(constant_data(self, "complex()")))
-    def __index__(self): return operator.index(_host(constant_data(self, "using as an index")))
+    def __float__(self): return float(to_host(constant_data(self, "float()")))
+    def __int__(self): return int(to_host(constant_data(self, "int()")))
+    def __complex__(self): return complex(to_host(constant_data(self, "complex()")))
+    def __index__(self): return operator.index(to_host(constant_data(self, "using as an index")))
 
     def __matmul__(self, other): return matmul(self, other)
     def __rmatmul__(self, other): return matmul(other, self)
@@ -1055,7 +1046,7 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
 
 def _index_array(value, size: int, axis: int) -> np.ndarray:
     """An integer index array made non-negative, or IndexError as NumPy raises it."""
-    index = _host(value)
+    index = to_host(value)
     if index.size and ((index < -size).any() or (index >= size).any()):
         bad = index[(index < -size) | (index >= size)].flat[0]
         raise TensorIndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
@@ -1083,7 +1074,7 @@ def _index_entries(key, ndim: int) -> list:
             entries.append(("int", int(k)))
             consumed += 1
         else:
-            array = _host(data_of(_operand(k)))      # index values are op parameters
+            array = to_host(data_of(_operand(k)))      # index values are op parameters
             if array.size == 0 and isinstance(k, (list, tuple)):
                 array = array.astype(np.intp)           # NumPy reads [] as an empty index
             if array.dtype == np.bool_:
@@ -1221,7 +1212,7 @@ def take(a, indices, axis=None):
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
     axis = _axis(axis, len(shape), "take")
-    index = _host(data_of(_operand(indices)))      # index values are op parameters
+    index = to_host(data_of(_operand(indices)))      # index values are op parameters
     if not np.issubdtype(index.dtype, np.integer):
         raise TensorIndexError("take: indices must be integers")
     index = _index_array(index, shape[axis], axis)      # a new C-ordered array, 0-d kept

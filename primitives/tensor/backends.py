@@ -367,6 +367,44 @@ def as_array(value):
     return library_of(value).checked(value)
 
 
+def to_host(value) -> np.ndarray:
+    """``value`` as a NumPy array: another library's array is copied to host memory (a Dask
+    array is computed).
+
+    >>> to_host([1.0, 2.0])
+    array([1., 2.])
+    """
+    if type(value) is np.ndarray:
+        return value
+    library = library_of(value)
+    return np.asarray(value) if library is NUMPY else library.to_numpy(value)
+
+
+def is_view(array) -> bool:
+    """Whether ``array`` shares another array's memory (a NumPy or PyTorch view).
+
+    >>> is_view(np.ones(3)[1:]), is_view(np.ones(3))
+    (True, False)
+    """
+    if type(array) is np.ndarray:
+        return array.base is not None
+    return getattr(array, "_base", None) is not None
+
+
+def owned_copy(value):
+    """``value`` as an array nobody else can write to: an array that the caller holds (or a
+    view of one) is copied, in its library; a number becomes a new array.
+
+    >>> a = np.ones(2)
+    >>> owned_copy(a) is a
+    False
+    """
+    array = as_array(value)
+    if array is value or is_view(array):
+        array = library_of(array).copy(array)
+    return array
+
+
 def to_library(value, library: Library, like=None):
     """``value`` (a NumPy array or a number; an array of ``library`` is returned as it is) as
     an array of ``library``, on ``like``'s device.

@@ -72,7 +72,8 @@ import numpy as np
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
 from primitives.tensor.api import ArrayOperators
-from primitives.tensor.backends import NUMPY, as_array, library_of, numpy_dtype, to_library
+from primitives.tensor.backends import (NUMPY, as_array, is_view, library_of, numpy_dtype,
+                                        owned_copy, to_host, to_library)
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.executor import NumpyExecutor
@@ -180,22 +181,6 @@ def _owned_data(t: "Tensor"):
     return data
 
 
-def _is_view(array) -> bool:
-    """Whether ``array`` shares another array's memory (a NumPy or PyTorch view)."""
-    if type(array) is np.ndarray:
-        return array.base is not None
-    return getattr(array, "_base", None) is not None
-
-
-def _owned_copy(value):
-    """``value`` as an array no one else can write to: an array (or a view of one) that
-    the caller holds is copied; a number becomes a new array."""
-    array = as_array(value)
-    if array is value or _is_view(array):
-        array = library_of(array).copy(array)
-    return array
-
-
 def _data_refs(t: "Tensor") -> int:
     return sys.getrefcount(t._data)
 
@@ -233,7 +218,7 @@ class Tensor(ArrayOperators, Frontend):
         """
         if type(self._data) is not np.ndarray:
             if not self._exposed and not (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS
-                                          and not _is_view(self._data)):
+                                          and not is_view(self._data)):
                 self._data = library_of(self._data).copy(self._data)
             self._exposed = True
             return self._data
@@ -256,7 +241,7 @@ class Tensor(ArrayOperators, Frontend):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
                                   f"data, got dtype {dtype_of(array)}")
         if type(array) is not np.ndarray:
-            self._data = library_of(array).copy(array) if _is_view(array) else array
+            self._data = library_of(array).copy(array) if is_view(array) else array
             self._exposed = True              # the caller holds it
             return
         if array.base is not None or not array.flags.writeable:
@@ -351,15 +336,11 @@ class Tensor(ArrayOperators, Frontend):
     def item(self):
         """The value of a one-element tensor as a Python number (explicitly without gradient,
         as ``torch.Tensor.item``)."""
-        return self._host_data().item()
+        return to_host(self._data).item()
 
     def tolist(self):
         """The values as nested Python lists (explicitly without gradient, as PyTorch's)."""
-        return self._host_data().tolist()
-
-    def _host_data(self) -> np.ndarray:
-        data = self._data
-        return data if type(data) is np.ndarray else library_of(data).to_numpy(data)
+        return to_host(self._data).tolist()
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self._requires_grad else ""
@@ -395,7 +376,7 @@ class Tensor(ArrayOperators, Frontend):
                 inputs.append(EagerInput(a.key, a._trace, True, data[position]))
                 continue
             d = data[position]
-            if (d is a or _is_view(d)) and not isinstance(a, Tensor):
+            if (d is a or is_view(d)) and not isinstance(a, Tensor):
                 # the caller's array, saved: it may write to it
                 d = data[position] = library_of(d).copy(d)
             inputs.append(EagerInput(_CONSTANT, None, False, d))
@@ -638,7 +619,7 @@ def checkpoint(f):
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
             return f(*args)              # under a functional transform: nothing to checkpoint
-        tensors = [a if isinstance(a, Tensor) else _new(_owned_copy(a)) for a in args]
+        tensors = [a if isinstance(a, Tensor) else _new(owned_copy(a)) for a in args]
         # Tensors the function closes over are captured as inputs of the node too.
         traced = Traced(f, [_owned_data(t) for t in tensors],
                         capture=lambda v: isinstance(v, Tensor))
@@ -650,7 +631,7 @@ def checkpoint(f):
             t = by_key.get(key.key)
             if t is None:                # a constant f closed over: saved, so owned
                 inputs.append(EagerInput(_CONSTANT, None, False,
-                                         _owned_copy(traced.trace.values[key])))
+                                         owned_copy(traced.trace.values[key])))
             else:
                 inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)

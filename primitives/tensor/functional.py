@@ -46,7 +46,8 @@ from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
-from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_library
+from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
+                                        to_library)
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
@@ -94,7 +95,7 @@ class GraphTrace:
             self.captured[key] = value
             return self.new_input(key, value.value_below)
         if self.own_constants:
-            value = _owned_copy(value)
+            value = _owned(value)
         return self.new_input(key, value)
 
     def key_of(self, tracer: "Tracer"):
@@ -272,13 +273,10 @@ def _as_value(x):
     raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
 
 
-def _owned_copy(x):
-    """A copy of array ``x`` that writing to ``x`` does not change (tensors and traced values,
-    which tidu owns, as they are; numbers as 0-d arrays)."""
-    if isinstance(x, Frontend):
-        return x
-    x = as_array(_as_value(x))
-    return library_of(x).copy(x)
+def _owned(x):
+    """``x`` where writing to the caller's array cannot change it: tensors and traced values
+    (tidu owns them) as they are, arrays copied (:func:`..backends.owned_copy`)."""
+    return x if isinstance(x, Frontend) else owned_copy(_as_value(x))
 
 
 def _array(x):
@@ -401,7 +399,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     # closes over, so writing to the caller's arrays later cannot change its cotangents
     # (grad calls it at once, and copies nothing)
     owned = transform == "vjp"
-    leaves = [_owned_copy(leaf) for leaf in flat.leaves] if owned else flat.leaves
+    leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
                     own_constants=owned)
     argnums = tuple(range(len(flat.leaves)))

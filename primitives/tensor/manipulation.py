@@ -29,7 +29,6 @@ from primitives.tensor.api import (
     _axes,
     _axis,
     _first,
-    _host,
     _index_array,
     _is_foreign_array,
     _operand,
@@ -45,6 +44,7 @@ from primitives.tensor.api import (
     transpose,
     where,
 )
+from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
@@ -77,7 +77,7 @@ def _integer(value, fn: str, what: str) -> int:
 def _static_integers(value, fn: str, what: str) -> np.ndarray:
     """An integer argument (a number, a sequence, an array) as a NumPy integer array; it must
     be known now (under ``jit`` a traced value raises ``ConcretizationError``)."""
-    data = _host(data_of(_operand(value, fn), f"{fn}: reading {what}"))
+    data = to_host(data_of(_operand(value, fn), f"{fn}: reading {what}"))
     if data.size == 0 and data.dtype.kind == "f":
         data = data.astype(np.intp)                    # [] reads as an empty integer list
     if data.dtype.kind not in "iu":
@@ -627,7 +627,7 @@ def _along_axis(arr, indices, axis, fn: str):
     """``arr`` (flattened when ``axis`` is ``None``), its axis, and the flat positions in it
     that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape."""
     arr = _operand(arr, fn)
-    index = _host(data_of(_operand(indices, fn), f"{fn}: reading indices"))
+    index = to_host(data_of(_operand(indices, fn), f"{fn}: reading indices"))
     if index.dtype.kind not in "iu":
         raise TensorIndexError(f"{fn}: `indices` must be an integer array, got {index.dtype}")
     if axis is None:
