@@ -164,7 +164,16 @@ def mlp_workload(repeat):
                "tidu_ms": mlp.tidu_jit_runs(params, x, onehot, repeat),
                "peers": {peer: row["peers"][peer] for peer in ("torch", "jax jit")
                          if peer in row["peers"]}}
-    return [row, jit_row]
+    labels = mlp.labels_of(onehot)
+    labels_row = {"workload": "mlp jit", "case": "jit(value_and_grad), integer labels",
+                  "tidu_ms": mlp.tidu_jit_labels_runs(params, x, labels, repeat),
+                  "peers": {"tidu one-hot": jit_row["tidu_ms"]}}
+    try:
+        labels_row["peers"]["torch cross_entropy"] = mlp.torch_labels_runs(params, x, labels,
+                                                                           repeat)
+    except ImportError:
+        pass
+    return [row, jit_row, labels_row]
 
 
 def _mlp_retaining_memory(repeat) -> float:

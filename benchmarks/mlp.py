@@ -23,6 +23,11 @@ SIZES = [784, 512, 512, 10]
 BATCH = 256
 
 
+def labels_of(onehot) -> np.ndarray:
+    """The integer class of each one-hot row."""
+    return onehot.argmax(axis=1)
+
+
 def make_data(seed=0):
     rng = np.random.default_rng(seed)
     params = []
@@ -103,6 +108,71 @@ def tidu_jit_runs(params, x, onehot, repeat):
     assert abs(float(value) - numpy_forward(params, x, onehot)) < 1e-4
     assert all(g.shape == p.shape and g.dtype == p.dtype for g, p in zip(grads, params))
     return median_ms(lambda: step(params, x, onehot), repeat)
+
+
+def tidu_jit_labels_runs(params, x, labels, repeat):
+    """The same step with integer labels, ``logits[arange(n), y]`` (the usual cross-entropy),
+    as one ``jit(value_and_grad(loss))`` program: ms. Its gradient is checked against
+    PyTorch's ``cross_entropy`` where PyTorch is installed, else against the one-hot step."""
+    from primitives import tensor as tnp
+
+    def loss(ps, x, y):
+        h = x
+        for i in range(0, len(ps) - 2, 2):
+            h = tnp.tanh(tnp.matmul(h, ps[i]) + ps[i + 1])
+        z = tnp.matmul(h, ps[-2]) + ps[-1]
+        return tnp.mean(tnp.logsumexp(z, axis=1) - z[tnp.arange(len(y)), y])
+
+    step = tnp.jit(tnp.value_and_grad(loss))
+    value, grads = step(params, x, labels)
+    try:
+        _, expected = torch_cross_entropy(params, x, labels)
+    except ImportError:
+        onehot = np.eye(SIZES[-1], dtype=np.float32)[labels]
+
+        def onehot_loss(ps):
+            z = _logits(tnp, ps, x)
+            return -tnp.sum((z - tnp.logsumexp(z, axis=1, keepdims=True)) * onehot) / len(x)
+        expected = tnp.grad(onehot_loss)(params)
+    for g, e in zip(grads, expected):
+        assert np.allclose(g, e, rtol=1e-4, atol=1e-6), "integer-label gradient differs"
+    shuffled = np.random.default_rng(1).permutation(labels)   # new labels: no new trace
+    step(params, x, shuffled)
+    return median_ms(lambda: step(params, x, labels), repeat)
+
+
+def _logits(np_like, ps, x):
+    h = x
+    for i in range(0, len(ps) - 2, 2):
+        h = np_like.tanh(h @ ps[i] + ps[i + 1])
+    return h @ ps[-2] + ps[-1]
+
+
+def torch_cross_entropy(params, x, labels):
+    """PyTorch's ``cross_entropy`` on integer labels: ``(loss, gradients as NumPy arrays)``."""
+    import torch
+
+    ps = [torch.tensor(p, requires_grad=True) for p in params]
+    loss = torch.nn.functional.cross_entropy(_logits(torch, ps, torch.tensor(x)),
+                                             torch.tensor(labels))
+    loss.backward()
+    return float(loss.detach()), [p.grad.numpy() for p in ps]
+
+
+def torch_labels_runs(params, x, labels, repeat):
+    """PyTorch eager forward + backward with ``cross_entropy`` on integer labels: ms."""
+    import torch
+
+    torch.set_num_threads(2)
+    ps = [torch.tensor(p, requires_grad=True) for p in params]
+    xt, yt = torch.tensor(x), torch.tensor(labels)
+
+    def step():
+        torch.nn.functional.cross_entropy(_logits(torch, ps, xt), yt).backward()
+        for p in ps:
+            p.grad = None
+
+    return median_ms(step, repeat)
 
 
 def page_faults_per_step(step, steps: int = 10) -> float:

@@ -172,7 +172,6 @@ def test_pytrees_in_and_out():
     (lambda v: v * float(tnp.sum(v)), "float()"),
     (lambda v: v[int(tnp.argmax(v)) if hasattr(tnp, "argmax") else int(tnp.sum(v > 0))], "int()"),
     (lambda v: np.asarray(v) * 2, "NumPy array"),
-    (lambda v: v[np.asarray([0, 1]) + (tnp.astype(v[:2], np.int64))], "index"),
     (lambda v: np.unique(v), "numpy.unique"),
 ])
 def test_values_are_not_read_while_jit_traces(body, what):
@@ -182,6 +181,14 @@ def test_values_are_not_read_while_jit_traces(body, what):
     assert isinstance(info.value, (ConcretizationError, TiduError))
     assert "jit" in str(info.value) or "drop" in str(info.value) or "numpy" in str(info.value)
     np.testing.assert_allclose(jit(lambda v: v * 2)(x), 2 * x)        # still usable
+
+
+def test_traced_index_values_are_data_not_read_while_tracing():
+    x = np.arange(1.0, 4.0)
+    f = jit(lambda v: v[np.asarray([0, 1]) + tnp.astype(v[:2], np.int64) - 1])
+    np.testing.assert_array_equal(f(x), x[[0, 2]])
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+        f(x + 1)                                  # the same program, checked when it runs
 
 
 def test_integer_arguments_and_static_branching():

@@ -408,9 +408,53 @@ class ArrayOperators(ArrayMethods):
         from primitives.tensor.mathfuncs import floor_divide
         return floor_divide(other, self)
 
+    # boolean algebra (bitwise, which on booleans is logical, as NumPy): tnp.bitwise_and and
+    # tnp.invert live in mathfuncs, which imports this module
+    def __and__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_and
+        return bitwise_and(self, other)
+
+    def __rand__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_and
+        return bitwise_and(other, self)
+
+    def __or__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_or
+        return bitwise_or(self, other)
+
+    def __ror__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_or
+        return bitwise_or(other, self)
+
+    def __xor__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_xor
+        return bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        from primitives.tensor.mathfuncs import bitwise_xor
+        return bitwise_xor(other, self)
+
+    def __invert__(self):
+        from primitives.tensor.mathfuncs import invert
+        return invert(self)
+
+    def copy(self):
+        """``ndarray.copy()``: ``tnp.copy(self)``, a recorded copy (the derivative flows)."""
+        from primitives.tensor.manipulation import copy
+        return copy(self)
+
     @property
     def T(self):
         return transpose(self)
+
+    @property
+    def mT(self):
+        """The matrix transpose of a stack of matrices (the last two axes swapped)."""
+        if len(self.shape) < 2:
+            raise TensorShapeError(f"mT: the array must have at least 2 dimensions, it has "
+                                   f"{len(self.shape)}")
+        ndim = len(self.shape)
+        return transpose(self, tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
 
     @property
     def ndim(self) -> int:
@@ -509,7 +553,8 @@ _ = builtins  # the module shadows sum(); builtins stays reachable
 
 from primitives.tensor.ops import select as sel  # noqa: E402
 from primitives.tensor.ops.dot import DotGeneral  # noqa: E402
-from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, Slice  # noqa: E402
+from primitives.tensor.ops.indexing import (CheckIndex, Concatenate, Gather, Pad,  # noqa: E402
+                                            Rev, Slice, checked_indices)
 from primitives.tensor.ops.reduce import ReduceMax, ReduceMin  # noqa: E402
 
 
@@ -1044,13 +1089,26 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
 # --- indexing -------------------------------------------------------------------------------
 
 
-def _index_array(value, size: int, axis: int) -> np.ndarray:
-    """An integer index array made non-negative, or IndexError as NumPy raises it."""
-    index = to_host(value)
-    if index.size and ((index < -size).any() or (index >= size).any()):
-        bad = index[(index < -size) | (index >= size)].flat[0]
-        raise TensorIndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
-    return np.where(index < 0, index + size, index).astype(np.intp, copy=False)
+def _index_array(value, size: int, axis: int):
+    """Integer indices into an axis of ``size`` made non-negative, or NumPy's ``IndexError``.
+
+    Indices that are tensors or traced values are data: they stay operands of the graph,
+    checked by a ``check_index`` op when it runs (so ``jit`` never retraces for new index
+    values and still raises for one out of range); other indices are checked now.
+    """
+    if isinstance(value, Frontend):
+        return _first(bind(CheckIndex(size, axis), value))
+    return checked_indices(to_host(value), size, axis)
+
+
+def _is_data(index) -> bool:
+    """Whether an index is a tensor or traced value (an operand), not known NumPy data."""
+    return isinstance(index, Frontend)
+
+
+_MASK_READ = ("indexing with a boolean mask (the result's shape depends on the mask's values; "
+              "keep the shape with tnp.where(mask, x, 0), or select with a mask known in "
+              "advance)")
 
 
 def _index_entries(key, ndim: int) -> list:
@@ -1073,8 +1131,11 @@ def _index_entries(key, ndim: int) -> list:
         elif isinstance(k, numbers.Integral):
             entries.append(("int", int(k)))
             consumed += 1
+        elif _is_data(_operand(k)) and dtype_of(_operand(k)).kind in "iu":
+            entries.append(("array", _operand(k)))     # an operand: read when the op runs
+            consumed += 1
         else:
-            array = to_host(data_of(_operand(k)))      # index values are op parameters
+            array = to_host(data_of(_operand(k), _MASK_READ))
             if array.size == 0 and isinstance(k, (list, tuple)):
                 array = array.astype(np.intp)           # NumPy reads [] as an empty index
             if array.dtype == np.bool_:
@@ -1158,15 +1219,16 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
     positions = sorted(arrays)
     adv_axes = [arrays[p][0] for p in positions]
     try:
-        index_shape = tuple(np.broadcast_shapes(*[arrays[p][1].shape for p in positions]))
+        index_shape = tuple(np.broadcast_shapes(*[shape_of(arrays[p][1]) for p in positions]))
     except ValueError:
         raise TensorIndexError("shape mismatch: indexing arrays could not be broadcast together "
-                         f"with shapes {' '.join(str(arrays[p][1].shape) for p in positions)}"
-                         ) from None
+                               "with shapes "
+                               f"{' '.join(str(shape_of(arrays[p][1])) for p in positions)}"
+                               ) from None
     contiguous = positions == list(range(positions[0], positions[-1] + 1))
     shape = shape_of(x)
     if len(positions) == 1:
-        gather_axis, index = adv_axes[0], np.broadcast_to(arrays[positions[0]][1], index_shape)
+        gather_axis, index = adv_axes[0], _broadcast_index(arrays[positions[0]][1], index_shape)
     else:
         others = [a for a in range(len(shape)) if a not in adv_axes]
         if contiguous:
@@ -1178,12 +1240,7 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
         merged = shape_of(x)[:gather_axis] + (int(np.prod(dims, dtype=np.int64)),) + \
             shape_of(x)[gather_axis + len(dims):]
         x = reshape(x, merged)
-        if 0 in dims:                 # then every index array is empty (else IndexError)
-            index = np.zeros(index_shape, dtype=np.intp)
-        else:
-            index = np.ravel_multi_index([np.broadcast_to(arrays[p][1], index_shape)
-                                          for p in positions], dims)
-    index = np.ascontiguousarray(index, dtype=np.intp)
+        index = _flat_index([arrays[p][1] for p in positions], dims, index_shape)
     x = _first(bind(Gather(gather_axis, shape_of(x), index_shape), x, index))
     # the result's axes: NumPy puts the index axes where the advanced block is when it is
     # contiguous in the key, else first; None entries add axes of size one
@@ -1204,19 +1261,43 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
     return reshape(x, tuple(out))
 
 
+def _broadcast_index(index, shape: tuple):
+    """A checked index array broadcast to ``shape``: a C-ordered ``intp`` array, or an operand."""
+    if _is_data(index):
+        return index if shape_of(index) == shape else broadcast_to(index, shape)
+    return np.ascontiguousarray(np.broadcast_to(index, shape), dtype=np.intp)
+
+
+def _flat_index(indices: list, dims: tuple, shape: tuple):
+    """The positions in the flattened ``dims`` block of checked indices into its axes
+    (``np.ravel_multi_index``), broadcast to ``shape``."""
+    if 0 in dims:                     # then every index array is empty (else IndexError)
+        return np.zeros(shape, dtype=np.intp)
+    if not builtins.any(_is_data(i) for i in indices):
+        return _broadcast_index(np.ravel_multi_index(
+            [np.broadcast_to(i, shape) for i in indices], dims), shape)
+    flat, stride = None, 1
+    for index, size in zip(reversed(indices), reversed(dims)):
+        term = index if stride == 1 else multiply(index, np.intp(stride))
+        flat = term if flat is None else add(flat, term)
+        stride *= size
+    return _broadcast_index(flat, shape)
+
+
 @implements(np.take)
 def take(a, indices, axis=None):
-    """``np.take`` with an integer index array (``axis=None`` indexes the flattened array)."""
+    """``np.take`` with an integer index array (``axis=None`` indexes the flattened array);
+    index arrays that are tensors or traced values stay data (see :func:`getitem`)."""
     a = _operand(a)
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
     axis = _axis(axis, len(shape), "take")
-    index = to_host(data_of(_operand(indices)))      # index values are op parameters
-    if not np.issubdtype(index.dtype, np.integer):
+    indices = _operand(indices)
+    if dtype_of(indices).kind not in "iu":
         raise TensorIndexError("take: indices must be integers")
-    index = _index_array(index, shape[axis], axis)      # a new C-ordered array, 0-d kept
-    return _first(bind(Gather(axis, shape, index.shape), a, index))
+    index = _index_array(indices, shape[axis], axis)      # a new array, 0-d kept
+    return _first(bind(Gather(axis, shape, shape_of(index)), a, index))
 
 
 @implements(np.shape)

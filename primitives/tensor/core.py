@@ -13,7 +13,8 @@ functions are written once and work under every front end and nesting.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import threading
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -43,6 +44,21 @@ def level_of(value) -> int:
     return value.level if isinstance(value, Frontend) else 0
 
 
+class _Staging(threading.local):
+    lift: Callable | None = None
+
+
+_staging = _Staging()
+
+
+def set_staging(lift: Callable | None) -> Callable | None:
+    """Make ``lift(args)`` see the plain arguments of every op this thread binds: it returns
+    them with some lifted into a trace (then the op is recorded there), or ``None``. Returns
+    the previous hook (see :func:`..closure.staging`)."""
+    previous, _staging.lift = _staging.lift, lift
+    return previous
+
+
 def bind(op, *args) -> list:
     """Apply ``op`` to ``args``; returns one value per output, of the highest-level kind."""
     top = None
@@ -50,8 +66,22 @@ def bind(op, *args) -> list:
         if isinstance(arg, Frontend) and (top is None or arg.level > top.level):
             top = arg
     if top is None:
+        lift = _staging.lift
+        if lift is not None:
+            lifted = lift(args)
+            if lifted is not None:
+                return bind(op, *lifted)
         return op.eval(None, [a if type(a) is np.ndarray else as_array(a) for a in args])
     return top.bind(op, args)
+
+
+def bind_below(op, args: Sequence) -> list:
+    """:func:`bind` for a front end computing the values under its own: plain arguments are
+    computed, never staged (they are the values of what is being staged)."""
+    for arg in args:
+        if isinstance(arg, Frontend):
+            return bind(op, *args)
+    return op.eval(None, [a if type(a) is np.ndarray else as_array(a) for a in args])
 
 
 def interpret(outputs: Sequence[ValueKey], values: Mapping[ValueKey, Any]) -> list:

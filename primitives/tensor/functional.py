@@ -44,11 +44,13 @@ from tidu.graph import Graph, GraphBuilder, Local, Program, schedule
 from primitives.tensor import api
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.fresh import fresh
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
-from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
+from primitives.tensor.core import (Frontend, array_below, bind_below, dtype_of, interpret,
+                                    shape_of)
 from primitives.tensor.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
 
@@ -132,8 +134,6 @@ class Tracer(ArrayOperators, Frontend):
 
     @classmethod
     def bind(cls, op, args) -> list:
-        from primitives.tensor.core import bind
-
         top = None
         for a in args:
             if isinstance(a, Tracer):
@@ -150,7 +150,7 @@ class Tracer(ArrayOperators, Frontend):
         if type(op) is CustomVJPCall and not trace.abstract:
             results = op.rule.values_below(below)   # a differentiation level below sees fwd
         else:
-            results = bind(op, *below)
+            results = bind_below(op, below)
         ids = trace.builder.add_operation(op, [Local(t.id) for t in lifted])
         outs = []
         for local_id, result in zip(ids, results):
@@ -160,6 +160,18 @@ class Tracer(ArrayOperators, Frontend):
 
     def __repr__(self) -> str:
         return f"Tracer(shape={self.shape}, dtype={self.dtype})"
+
+    # A traced value is immutable: a copy is the value itself, with its derivative (as in JAX).
+    def __copy__(self) -> "Tracer":
+        return self
+
+    def __deepcopy__(self, memo) -> "Tracer":
+        return self
+
+    def __reduce__(self):
+        raise FunctionalError(f"pickling a value traced by {self.graph_trace.transform}: it "
+                              "exists only while the transform traces; return it from the "
+                              "function and pickle the result instead")
 
 
 class Traced:
@@ -287,6 +299,18 @@ def _array(x):
 def _zeros_like(x):
     """Zeros of ``x``'s shape and dtype, in the library of the array under it, on its device."""
     return zeros_like(array_below(x))
+
+
+def _fresh_tree(tree, held: Sequence):
+    """``tree`` with each array that shares memory with one of ``held`` (the arguments, the
+    trace's constants, the seeds) or with another leaf copied (:func:`..fresh.fresh`)."""
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, fresh(leaves, held))
+
+
+def _inputs_of(traced: "Traced") -> list:
+    """What a traced function read: its arguments and its constants."""
+    return [traced.trace.values[k] for k in traced.graph.input_keys]
 
 
 def in_library_of(values: list, inputs: Sequence) -> list:
@@ -422,9 +446,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
         it = iter(computed)
         leaves = [_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
-        return tuple(flat.unflatten_inputs(in_library_of(leaves, primal_values)))
+        leaves = fresh(in_library_of(leaves, primal_values), _inputs_of(traced) + cts)
+        return tuple(flat.unflatten_inputs(leaves))
 
-    out = tree_unflatten(flat.out_tree, in_library_of(list(traced.output()), primal_values))
+    out = tree_unflatten(flat.out_tree, fresh(in_library_of(list(traced.output()),
+                                                            primal_values), _inputs_of(traced)))
     if has_aux:
         return out, vjp_fn, flat.aux_result(traced.trace)
     return out, vjp_fn
@@ -547,8 +573,10 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     computed = iter(interpret([k for k in keys if k is not None], values))
     tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
-    out = (tree_unflatten(flat.out_tree, in_library_of(list(traced.output()), flat.leaves)),
-           tree_unflatten(flat.out_tree, in_library_of(tangent_out, flat.leaves)))
+    out = _fresh_tree((tree_unflatten(flat.out_tree,
+                                      in_library_of(list(traced.output()), flat.leaves)),
+                       tree_unflatten(flat.out_tree, in_library_of(tangent_out, flat.leaves))),
+                      _inputs_of(traced) + tangent_leaves)
     return (*out, flat.aux_result(traced.trace)) if has_aux else out
 
 
@@ -656,7 +684,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
         per_output = [_by_argnums(argnums, nums, distinct,
                                   flat.unflatten_inputs(in_library_of(row, inputs)))
                       for row in blocks]
-        result = tree_unflatten(flat.out_tree, per_output)
+        result = _fresh_tree(tree_unflatten(flat.out_tree, per_output), _inputs_of(traced))
         return (result, flat.aux_result(traced.trace)) if has_aux else result
     return jacobian_of_f
 

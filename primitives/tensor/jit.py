@@ -7,9 +7,18 @@ hands the graph to :func:`tidu.optimize` and compiles the result into a
 ``f``'s Python code, and so its side effects, run once per trace, as in JAX.
 
 While ``jit`` traces, only shapes and dtypes are known: Python control flow on a
-traced value (``if x > 0``), ``float(x)`` or traced index arrays raise
+traced value (``if x > 0``), ``float(x)`` or a boolean mask (whose result's
+shape depends on its values) raise
 :class:`~primitives.tensor.core.ConcretizationError` instead of baking the
-first call's values into the program. Mark such arguments static.
+first call's values into the program. Mark such arguments static. Integer index
+arrays are data: new index values run the same program, and one out of range
+raises ``IndexError`` when the call runs.
+
+Closures follow Python's rule (:mod:`.closure`): arrays ``f`` reads from its
+closure, globals or an object's attributes are read at each call, not frozen
+at the trace, and a new shape or dtype of one traces again. No result shares
+memory with an argument, such an array, a constant or another result
+(:mod:`.fresh`).
 
 Called on tensors or on other transforms' traced values (``grad(jit(f))``,
 ``jit`` on eager ``Tensor``s), the traced graph is replayed through their front
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -38,6 +48,8 @@ import numpy as np
 from tidu import optimize
 from tidu.graph import compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
+from primitives.tensor.closure import Guard, external_arrays, staging
+from primitives.tensor.fresh import fresh
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.functional import FunctionalError, GraphTrace, check_output, in_library_of
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
@@ -55,6 +67,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
     cache: dict = {}
+    lock = threading.Lock()
 
     @functools.wraps(f)
     def jitted(*args, **kwargs):
@@ -66,18 +79,24 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         signature = (structure, static,
                      tuple((shape_of(leaf), dtype_of(leaf).str) for leaf in leaves))
         try:
-            traced = cache.get(signature)
+            with lock:
+                traced = cache.get(signature)
         except TypeError:
             raise FunctionalError(f"jit of {_name(f)}: a static argument is not hashable "
                                   f"({[type(v).__name__ for _, v in static]})") from None
-        if traced is None:
-            traced = _Traced(f, static, structure, leaves)
-            if traced.reusable:
+        if traced is not None:
+            result = traced(leaves)
+            if result is not _STALE:
+                return _in_library_of_leaves(result, leaves, f)
+        # a new signature, or what f reads from outside changed in a way only a trace sees
+        traced = _Traced(f, static, structure, leaves)
+        if traced.reusable:
+            with lock:
+                cache.pop(signature, None)
                 if len(cache) >= _CACHE_SIZE:
                     cache.pop(next(iter(cache)))
                 cache[signature] = traced
-            return _in_library_of_leaves(traced.first_result, leaves, f)
-        return _in_library_of_leaves(traced(leaves), leaves, f)
+        return _in_library_of_leaves(traced.first_result, leaves, f)
 
     return jitted
 
@@ -118,8 +137,12 @@ def _name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
+_STALE = object()          # what a trace answers when what f reads from outside has changed
+
+
 class _Traced:
-    """``f`` traced at one signature: its optimized graph and compiled program."""
+    """``f`` traced at one signature: its optimized graph and compiled program, and the
+    arrays it reads from outside (read again at each call: :mod:`.closure`)."""
 
     def __init__(self, f, static: tuple, structure, leaves: list) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
@@ -128,8 +151,10 @@ class _Traced:
         args = list(dynamic)
         for position, value in static:
             args.insert(position, value)
+        externals = external_arrays(f)
         try:
-            out = f(*args, **kwargs)
+            with staging(trace, externals):
+                out = f(*args, **kwargs)
             out_leaves, self.out_structure = tree_flatten(out)
             for position, value in enumerate(out_leaves):
                 check_output(value, "jit", f, position)
@@ -137,11 +162,12 @@ class _Traced:
         finally:
             trace.active = False
         graph = trace.build(outs)
-        self.first_result = tree_unflatten(
-            self.out_structure, [_result(trace.values[k]) for k in graph.output_keys])
         self.arg_keys = list(graph.input_keys[:len(leaves)])
         constant_keys = list(graph.input_keys[len(leaves):])
         self.constants = [trace.values[k] for k in constant_keys]
+        self.guard = Guard(externals, self.constants)
+        first = [trace.values[k] for k in graph.output_keys]
+        self.first_result = self._results(first, leaves, self.constants)
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
         self.graph = optimize(graph, graph.output_keys)
@@ -149,16 +175,22 @@ class _Traced:
         self.run = compiled(self.graph).runner(self.input_keys)
 
     def __call__(self, leaves: list):
-        values = leaves + self.constants
+        constants = self.guard.constants(self.constants)
+        if constants is None:
+            return _STALE
+        values = leaves + constants
         if any(isinstance(v, Frontend) for v in leaves):
             # replay through the callers' front end, so their derivatives flow through
             outs = interpret(self.graph.output_keys, dict(zip(self.input_keys, values)))
         else:
             outs = self.run(values)
-            # a constant returned as it is would let the caller write into the next call's
-            constant_ids = {id(c) for c in self.constants}
-            outs = [library_of(o).copy(o) if id(o) in constant_ids else o for o in outs]
-        return tree_unflatten(self.out_structure, [_result(o) for o in outs])
+        return self._results(outs, leaves, constants)
+
+    def _results(self, outs: list, leaves: list, constants: list):
+        """The call's results, none sharing memory with an argument, a constant or another
+        result (a caller writing into one cannot change anything else)."""
+        return tree_unflatten(self.out_structure,
+                              [_result(o) for o in fresh(outs, leaves + constants)])
 
 
 def _result(value):

@@ -49,7 +49,9 @@ from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import implements
+from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
+from primitives.tensor.ops.scan import Argsort
 from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
@@ -59,7 +61,7 @@ __all__ = [
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
-    "take_along_axis", "put_along_axis", "meshgrid",
+    "take_along_axis", "put_along_axis", "meshgrid", "copy",
 ]
 
 
@@ -620,45 +622,69 @@ def ravel(a, order: str = "C"):
     return reshape(_operand(a, "ravel"), (-1,))
 
 
+# --- copies ----------------------------------------------------------------------------------
+
+
+@implements(np.copy)
+def copy(a, order: str = "K", subok: bool = False):
+    """``np.copy``: a new array with ``a``'s values; on tensors and traced values a recorded
+    copy, so the derivative flows through it (``torch.clone``).
+
+    >>> a = np.ones(2)
+    >>> copy(a) is a
+    False
+    """
+    if order not in ("K", "A", "C", "F"):
+        raise TensorTypeError(f"copy: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
+    return _first(bind(ew.copy, _operand(a, "copy")))
+
+
 # --- indexing along an axis -----------------------------------------------------------------
 
 
 def _along_axis(arr, indices, axis, fn: str):
     """``arr`` (flattened when ``axis`` is ``None``), its axis, and the flat positions in it
-    that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape."""
+    that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape.
+    Indices that are tensors or traced values stay data: their positions are computed by ops
+    (checked when they run), so ``jit`` and ``vmap`` take them."""
     arr = _operand(arr, fn)
-    index = to_host(data_of(_operand(indices, fn), f"{fn}: reading indices"))
-    if index.dtype.kind not in "iu":
-        raise TensorIndexError(f"{fn}: `indices` must be an integer array, got {index.dtype}")
+    indices = _operand(indices, fn)
+    if dtype_of(indices).kind not in "iu":
+        raise TensorIndexError(f"{fn}: `indices` must be an integer array, got "
+                               f"{dtype_of(indices)}")
+    index_shape = shape_of(indices)
     if axis is None:
-        if index.ndim != 1:
+        if len(index_shape) != 1:
             raise TensorShapeError(f"{fn}: when axis=None, `indices` must have a single "
-                                   f"dimension, got shape {index.shape}")
+                                   f"dimension, got shape {index_shape}")
         arr, axis = reshape(arr, (-1,)), 0
     shape = shape_of(arr)
-    if index.ndim != len(shape):
+    if len(index_shape) != len(shape):
         raise TensorShapeError(f"{fn}: `indices` and `arr` must have the same number of "
-                               f"dimensions, got shapes {index.shape} and {shape}")
+                               f"dimensions, got shapes {index_shape} and {shape}")
     axis = _axis(axis, len(shape), fn)
     try:
-        index = _index_array(index, shape[axis], axis)
+        index = _index_array(indices, shape[axis], axis)
     except TensorIndexError as error:
         raise TensorIndexError(f"{fn}: {error}") from None
     ndim = len(shape)
     try:
         out = np.broadcast_shapes(shape[:axis] + (1,) + shape[axis + 1:],
-                                  index.shape[:axis] + (1,) + index.shape[axis + 1:])
+                                  index_shape[:axis] + (1,) + index_shape[axis + 1:])
     except ValueError:
-        raise TensorShapeError(f"{fn}: shapes {shape} of arr and {index.shape} of indices "
+        raise TensorShapeError(f"{fn}: shapes {shape} of arr and {index_shape} of indices "
                                f"cannot be broadcast together off axis {axis}") from None
-    out = out[:axis] + (index.shape[axis],) + out[axis + 1:]
+    out = out[:axis] + (index_shape[axis],) + out[axis + 1:]
     # position = sum of coordinate * stride; a size-one axis of arr broadcasts (coordinate 0)
     strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(ndim)]
-    positions = np.broadcast_to(index, out) * strides[axis]
+    traced = isinstance(index, Frontend)
+    positions = (broadcast_to if traced else np.broadcast_to)(index, out) * np.intp(strides[axis])
     for d, size in enumerate(shape):
         if d != axis and size != 1:
             coordinate = np.arange(size).reshape([size if e == d else 1 for e in range(ndim)])
             positions = positions + coordinate * strides[d]
+    if traced:
+        return arr, broadcast_to(positions, out)
     return arr, np.ascontiguousarray(positions, dtype=np.intp)
 
 
@@ -697,18 +723,44 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
         raise TensorShapeError(f"put_along_axis: values of shape {shape_of(values)} cannot be "
                                f"broadcast to the indexed shape {positions.shape}") from None
     values = reshape(values, (-1,))
-    targets = positions.reshape(-1)
-    # the last write to each position wins: keep the last occurrence of each target
+    targets = reshape(positions, (-1,))
+    size = shape_of(flat)[0]
+    if isinstance(targets, Frontend):
+        values, targets, written = _last_writes_traced(values, targets, size)
+    else:
+        values, targets, written = _last_writes(values, targets, size)
+    scattered = _first(bind(ScatterAdd(0, (size,), shape_of(targets)), values, targets))
+    return reshape(where(written, scattered, flat), shape_of(source))
+
+
+def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
+    """``(values, targets)`` keeping the last write to each position (NumPy's assignment
+    order), and which of ``size`` positions are written, for known ``targets``."""
     reversed_first = np.unique(targets[::-1], return_index=True)[1]
     kept = targets.size - 1 - reversed_first
     if kept.size != targets.size:
         values = _first(bind(Gather(0, shape_of(values), kept.shape), values, kept))
         targets = targets[kept]
-    size = shape_of(flat)[0]
-    scattered = _first(bind(ScatterAdd(0, (size,), targets.shape), values, targets))
     written = np.zeros(size, dtype=bool)
     written[targets] = True
-    return reshape(where(written, scattered, flat), shape_of(source))
+    return values, targets, written
+
+
+def _last_writes_traced(values, targets, size: int) -> tuple:
+    """:func:`_last_writes` for ``targets`` that are data: in a stable sort of the targets
+    the last of each run of equal ones is the last write; the others write zeros."""
+    count = shape_of(targets)[0]
+    if count == 0:
+        return values, targets, np.zeros(size, dtype=bool)
+    order = _first(bind(Argsort(0, "stable"), targets))
+    targets = _first(bind(Gather(0, (count,), (count,)), targets, order))
+    values = _first(bind(Gather(0, (count,), (count,)), values, order))
+    last = concatenate([getitem(targets, slice(None, -1)) != getitem(targets, slice(1, None)),
+                        np.ones(1, dtype=bool)], 0)
+    values = where(last, values, np.zeros((), dtype=dtype_of(values)))
+    ones = broadcast_to(np.ones((), dtype=np.intp), (count,))
+    hits = _first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
+    return values, targets, hits > 0
 
 
 @implements(np.meshgrid)

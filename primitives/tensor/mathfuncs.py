@@ -189,6 +189,21 @@ signbit = _unary(ew.signbit, np.signbit, "real only; " + _PREDICATE.format("sign
                  dispatch=False)
 
 
+# boolean algebra: NumPy's ufuncs, traceable under jit and vmap, not differentiated; on
+# booleans the bitwise ones (``&``, ``|``, ``^``, ``~``) are the logical ones
+_BOOLEAN = "a boolean result, not differentiated; traceable under jit and vmap."
+_BITWISE = ("bitwise on integers and booleans (the operator {}), as NumPy; not "
+            "differentiated; traceable under jit and vmap.")
+logical_and = _binary(ew.logical_and, np.logical_and, _BOOLEAN)
+logical_or = _binary(ew.logical_or, np.logical_or, _BOOLEAN)
+logical_xor = _binary(ew.logical_xor, np.logical_xor, _BOOLEAN)
+logical_not = _unary(ew.logical_not, np.logical_not, _BOOLEAN)
+bitwise_and = _binary(ew.bitwise_and, np.bitwise_and, _BITWISE.format("&"))
+bitwise_or = _binary(ew.bitwise_or, np.bitwise_or, _BITWISE.format("|"))
+bitwise_xor = _binary(ew.bitwise_xor, np.bitwise_xor, _BITWISE.format("^"))
+invert = _unary(ew.invert, np.invert, _BITWISE.format("~"))
+bitwise_not = bitwise_invert = invert
+
 @implements(np.round, np.around)
 def round(a, decimals: int = 0):
     """``np.round`` (half to even, as NumPy), for real and complex ``a``; derivative zero
@@ -278,6 +293,8 @@ __all__ = [
     "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
     "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
     "isnan", "isinf", "isfinite", "signbit", "interp", "polyval",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
 ]
 
 

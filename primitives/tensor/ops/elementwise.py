@@ -302,6 +302,10 @@ deg2rad = unary("deg2rad", np.deg2rad, "deg2rad", jvp=_linear("deg2rad"),
 rad2deg = unary("rad2deg", np.rad2deg, "rad2deg", jvp=_linear("rad2deg"),
                 transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN))
 
+# a new array with x's values (np.copy): linear, its own transpose
+copy = unary("copy", np.copy, lambda xp, x: xp.asarray(x, copy=True), jvp=_linear("copy"),
+             transpose=lambda b, ct, x: emit(b, copy, [Local(ct)], LIN))
+
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
 floor = unary("floor", np.floor, "floor", jvp=_no_tangent)
 ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent)
@@ -313,6 +317,8 @@ isnan = unary("isnan", np.isnan, "isnan", jvp=_no_tangent)
 isinf = unary("isinf", np.isinf, "isinf", jvp=_no_tangent)
 isfinite = unary("isfinite", np.isfinite, "isfinite", jvp=_no_tangent)
 signbit = unary("signbit", np.signbit, "signbit", jvp=_no_tangent)
+logical_not = unary("logical_not", np.logical_not, "logical_not", jvp=_no_tangent)
+invert = unary("invert", np.invert, "bitwise_invert", jvp=_no_tangent)
 
 
 @tensor_op
@@ -825,6 +831,14 @@ def _extremum_weight(wins: str) -> Callable:
 
 
 _fmax_weight, _fmin_weight = _extremum_weight("greater"), _extremum_weight("less")
+# boolean algebra, NumPy's semantics (``&``, ``|``, ``^`` and ``~`` are the bitwise ones,
+# which are the logical ones on booleans): integer or boolean results, no tangent
+logical_and = binary("logical_and", np.logical_and, _no_tangents, api="logical_and")
+logical_or = binary("logical_or", np.logical_or, _no_tangents, api="logical_or")
+logical_xor = binary("logical_xor", np.logical_xor, _no_tangents, api="logical_xor")
+bitwise_and = binary("bitwise_and", np.bitwise_and, _no_tangents, api="bitwise_and")
+bitwise_or = binary("bitwise_or", np.bitwise_or, _no_tangents, api="bitwise_or")
+bitwise_xor = binary("bitwise_xor", np.bitwise_xor, _no_tangents, api="bitwise_xor")
 fmax_weight = binary("fmax_weight", _quiet_numpy(_fmax_weight), _no_tangents, api=_fmax_weight)
 fmin_weight = binary("fmin_weight", _quiet_numpy(_fmin_weight), _no_tangents, api=_fmin_weight)
 

@@ -28,13 +28,16 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind, input_role
 from tidu.graph import PRIMARY, External, Linearized, Local
-from primitives.tensor.backends import NUMPY, define, device_of, numpy_dtype, operands
+from primitives.tensor.backends import (NUMPY, define, device_of, library_of, numpy_dtype,
+                                        operands, to_host, to_library)
+from primitives.tensor.errors import TensorIndexError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (
     LIN,
     LIN_TF,
     LinearOp,
     TensorPrimitive,
+    batch_elementwise,
     broadcast_batch,
     emit,
     linear_mask,
@@ -302,6 +305,53 @@ class Split(TensorPrimitive):
         op = Split(shift_axis(self, self.axis, axis), self.sizes,
                    with_batch(self.shape, axis, axis_size), self.dtype)
         return builder.add_primitive(op, inputs, role), [axis] * len(self.sizes)
+
+
+# --- index checks ----------------------------------------------------------------------
+
+
+def checked_indices(index, size: int, axis: int):
+    """NumPy integer ``index`` into an axis of ``size`` made non-negative (``i + size`` for
+    ``-size <= i < 0``) as ``intp``; an index out of range is NumPy's ``IndexError``.
+
+    >>> checked_indices(np.array([-1, 0]), 3, 0)
+    array([2, 0])
+    """
+    index = np.asarray(index)
+    bad = (index < -size) | (index >= size)
+    if bad.any():
+        raise TensorIndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} "
+                               f"with size {size}")
+    return np.where(index < 0, index + size, index).astype(np.intp, copy=False)
+
+
+@tensor_op
+class CheckIndex(TensorPrimitive):
+    """Integer indices into an axis of ``size`` checked and made non-negative when the program
+    runs (:func:`checked_indices`): under ``jit`` an index out of range raises ``IndexError``
+    on the call that passes it, as NumPy does. Index values are data, not parameters, and have
+    no derivative.
+
+    >>> CheckIndex(3, 0).eval(None, [np.array([-1, 2])])
+    [array([2, 2])]
+    """
+
+    size: int
+    axis: int
+    name = "check_index"
+    batch_rule = batch_elementwise
+
+    def eval(self, ctx, inputs):
+        xp, (index,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [checked_indices(index, self.size, self.axis)]
+        if xp.name == "dask":                   # checked block by block, when computed
+            return [index.map_blocks(checked_indices, self.size, self.axis, dtype=np.intp)]
+        checked = checked_indices(to_host(index), self.size, self.axis)
+        return [to_library(checked, library_of(index), index)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        return [None]
 
 
 # --- gather and scatter-add -------------------------------------------------------------
