@@ -453,8 +453,8 @@ def test_a_computed_tensor_pickles_as_a_fresh_leaf_even_after_a_long_chain():
     np.testing.assert_array_equal(z.data, 0.5)
     np.testing.assert_array_equal(z.backward().grad(z), 1.0)   # a leaf: its own seed
     assert x.grad is None                             # no path back to x
-    c = copy.deepcopy(y)
-    assert c._trace is None and c.requires_grad
+    c = copy.deepcopy(y)                              # a deep copy keeps the history
+    assert c._trace is not None and c.requires_grad and c is not y
 
 
 def test_pickling_keeps_integer_and_non_grad_tensors():

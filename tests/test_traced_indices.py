@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import primitives.tensor as tnp
-from primitives.tensor import ConcretizationError, TensorIndexError
+from primitives.tensor import ConcretizationError
 from tidu import TiduError
 
 RNG = np.random.default_rng(0)

@@ -19,10 +19,11 @@ rules, see :mod:`tidu.rules.replay`); cotangents flowing into the same value
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence
 
 from tidu._gc import gc_paused
-from tidu.errors import GraphError, InvalidArgumentError, sequence_argument
+from tidu.errors import GraphError, InvalidArgumentError, UnknownValueError, sequence_argument
 from tidu.graph import Graph, resolve
 from tidu.linearized import LinearizedGraph
 from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, RuleRunner, fresh_pass_id
@@ -98,6 +99,7 @@ def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGrap
     The result refers to ``linear.graph`` (a parent) and its primal graphs by key.
     """
     _check_linear(linear, "linear_transpose")
+    linear.check_ids("linear_transpose")
     with gc_paused():
         return _linear_transpose(linear, ctx)
 
@@ -137,17 +139,54 @@ def linear_transpose_with_builder(linear: LinearizedGraph, builder,
 
     ``cotangent_seeds`` are ids in ``builder`` (or ``None``), one per entry of
     ``linear.tangent_outputs``; returns one cotangent id (or ``None``) per
-    entry of ``linear.tangent_inputs``.
+    entry of ``linear.tangent_inputs``. A seed that is not an id the builder
+    made raises :class:`~tidu.errors.UnknownValueError` naming it (checked for
+    builders with ``__len__``, whose ids are ``0 .. len - 1``, or ``__contains__``).
+
+    >>> from tidu import linearize
+    >>> from tidu.example_ops import trace
+    >>> from tidu.rules import GraphPrimitiveBuilder
+    >>> graph = trace(lambda x: x * x, ["x"])
+    >>> lin = linearize(graph, graph.output_keys, ["x"])
+    >>> builder = GraphPrimitiveBuilder()
+    >>> linear_transpose_with_builder(lin, builder, [5])
+    Traceback (most recent call last):
+    ...
+    tidu.errors.UnknownValueError: linear_transpose_with_builder: cotangent seed 5 (cotangent_seeds[0]) is not an id the builder made (it has no values)
     """
     _check_linear(linear, "linear_transpose_with_builder")
     if not callable(getattr(builder, "add_primitive", None)):
         raise InvalidArgumentError(f"linear_transpose_with_builder needs a builder with "
                                    f"add_primitive, got {type(builder).__name__}")
-    seeds = sequence_argument(cotangent_seeds, "linear_transpose_with_builder",
-                              "cotangent_seeds")
+    linear.check_ids("linear_transpose_with_builder")
+    seeds = _checked_seeds(sequence_argument(cotangent_seeds, "linear_transpose_with_builder",
+                                             "cotangent_seeds"), builder)
     if not hasattr(builder, "__len__"):
         builder = _IdTrackingBuilder(builder, seeds)
     return backward_pass(linear, builder, seeds, ctx)
+
+
+def _checked_seeds(seeds: list, builder) -> list:
+    """``seeds`` as ids of ``builder`` (or ``None``): an error names any other seed."""
+    size = len(builder) if hasattr(builder, "__len__") else None
+    known = getattr(builder, "__contains__", None) if size is None else None
+    checked = []
+    for position, seed in enumerate(seeds):
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+                raise InvalidArgumentError(
+                    f"linear_transpose_with_builder: cotangent_seeds[{position}] is {seed!r}, "
+                    "not an id of the builder (an int) or None")
+            seed = int(seed)
+            if seed < 0 or (size is not None and seed >= size) or (
+                    known is not None and not known(seed)):
+                have = ("" if size is None else
+                        f" (its ids are 0 to {size - 1})" if size else " (it has no values)")
+                raise UnknownValueError(
+                    f"linear_transpose_with_builder: cotangent seed {seed} "
+                    f"(cotangent_seeds[{position}]) is not an id the builder made{have}")
+        checked.append(seed)
+    return checked
 
 
 class _IdTrackingBuilder:

@@ -50,6 +50,8 @@ class Scalar:
     __slots__ = ("data", "requires_grad", "trace", "key")
 
     def __init__(self, value, requires_grad: bool = False) -> None:
+        if type(value) not in _NUMBER_TYPES:
+            _check_number(value, requires_grad)
         self.data = value
         self.requires_grad = requires_grad
         self.trace = None
@@ -131,6 +133,28 @@ class Scalar:
         if recorded is not None and type(self.data) is float:
             return _run(op, recorded, (self,))
         return apply(op, self)
+
+
+_NUMBER_TYPES = frozenset((float, int, complex))
+
+
+def _check_number(value, requires_grad: bool) -> None:
+    """Refuse what a ``Scalar`` cannot hold: anything but a number, and a ``bool`` that
+    requires grad (as PyTorch refuses ``requires_grad`` on booleans).
+
+    >>> Scalar("a", requires_grad=True)
+    Traceback (most recent call last):
+    ...
+    primitives.scalar.ops.ScalarTypeError: Scalar('a'): a Scalar holds a number (a float, complex or int), got a str
+    """
+    if isinstance(value, Number) and not (requires_grad and isinstance(value, bool)):
+        return
+    what = "a bool, which cannot require grad" if isinstance(value, bool) else \
+        f"a {type(value).__name__}"
+    hint = ("; for arrays use primitives.tensor (tnp.tensor)" if hasattr(value, "shape") or
+            isinstance(value, (list, tuple)) else "")
+    raise ScalarTypeError(f"Scalar({value!r}): a Scalar holds a number (a float, complex or "
+                          f"int), got {what}{hint}")
 
 
 _ADD, _SUB, _MUL, _DIV, _NEG = ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL, ScalarOp.DIV, ScalarOp.NEG

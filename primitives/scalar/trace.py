@@ -13,10 +13,12 @@ graph(a = 'x', b = 'y'):
 
 from __future__ import annotations
 
+import reprlib
 from typing import Callable, Collection, Hashable, Sequence
 
+from tidu.errors import sequence_argument
 from tidu.graph import Graph, GraphBuilder, Local
-from primitives.scalar.ops import Const, Pow, ScalarOp
+from primitives.scalar.ops import Const, Pow, ScalarOp, ScalarTypeError
 
 _Number = (int, float, complex)
 
@@ -38,6 +40,10 @@ class ScalarTracer:
 
     def _lift(self, other) -> "ScalarTracer":
         if isinstance(other, ScalarTracer):
+            if other.builder is not self.builder:
+                raise ScalarTypeError("a tracer of another trace_scalar call (a value leaked "
+                                      "from another trace) used in this one; pass it in as an "
+                                      "input instead")
             return other
         if isinstance(other, _Number):
             [const] = self.builder.add_operation(Const(other), [])
@@ -103,18 +109,43 @@ def trace_scalar(f: Callable, input_keys: Sequence[Hashable],
     """The graph of ``f`` called with one traced scalar per input key.
 
     Inputs are real unless their key is in ``complex_inputs``. ``f`` may
-    return one scalar or a tuple of them; those are the outputs.
+    return one scalar or a tuple (or list) of them; those are the outputs. A
+    number among them becomes a constant output. Anything else (a string,
+    ``None``, an array, a tracer of another trace) raises
+    :class:`~primitives.scalar.ops.ScalarTypeError` naming ``f`` and the output.
+
+    >>> trace_scalar(lambda x: "oops", ["x"])
+    Traceback (most recent call last):
+    ...
+    primitives.scalar.ops.ScalarTypeError: trace_scalar: <lambda> returned a str ('oops'); a traced function returns numbers or the scalars it computed (or a tuple of them)
     """
+    input_keys = sequence_argument(input_keys, "trace_scalar", "input_keys")
     builder = GraphBuilder()
     complex_inputs = set(complex_inputs)         # read once: it may be a generator
     args = [ScalarTracer(builder, builder.add_input(key), key in complex_inputs)
             for key in input_keys]
     result = f(*args)
-    results = result if isinstance(result, (tuple, list)) else (result,)
+    several = isinstance(result, (tuple, list))
+    results = result if several else (result,)
     ids = []
-    for value in results:
-        if not isinstance(value, ScalarTracer) or value.builder is not builder:
-            value = args[0]._lift(value) if args else value
-        ids.append(value.id)
+    for position, value in enumerate(results):
+        if isinstance(value, ScalarTracer) and value.builder is builder:
+            ids.append(value.id)
+        elif isinstance(value, _Number) and not isinstance(value, ScalarTracer):
+            ids.append(builder.add_operation(Const(value), [])[0])
+        else:
+            ids.append(_bad_output(f, value, position if several else None))
     builder.set_outputs(ids)
     return builder.build()
+
+
+def _bad_output(f, value, position: int | None):
+    """The error for an output of ``f`` that is neither a number nor one of its tracers."""
+    name = getattr(f, "__qualname__", None) or type(f).__name__
+    where = "" if position is None else f" at position {position}"
+    if isinstance(value, ScalarTracer):
+        what = "a tracer of another trace_scalar call (a value leaked from another trace)"
+    else:
+        what = f"a {type(value).__name__} ({reprlib.repr(value)})"
+    raise ScalarTypeError(f"trace_scalar: {name} returned {what}{where}; a traced function "
+                          "returns numbers or the scalars it computed (or a tuple of them)")

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of, to_host
+from primitives.tensor.backends import NUMPY, library_of, numpy_dtype, to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
@@ -100,8 +100,9 @@ def result_dtype(*args) -> np.dtype:
 
 
 def astype(x, dtype):
-    """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes)."""
-    dtype = np.dtype(dtype)
+    """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes); ``dtype``
+    may be another library's (``torch.float16``)."""
+    dtype = numpy_dtype(dtype)
     x = _operand(x)
     if _is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or dtype.kind == "c" \
@@ -470,7 +471,12 @@ class ArrayOperators(ArrayMethods):
         return self.shape[0]
 
     def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
-    def transpose(self, *axes): return transpose(self, axes or None)
+    def transpose(self, *axes):
+        """``ndarray.transpose``: ``x.transpose()``, ``x.transpose(None)``,
+        ``x.transpose(1, 0, 2)``, ``x.transpose((1, 0, 2))`` or ``x.transpose([1, 0, 2])``."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, np.ndarray))):
+            axes = axes[0]
+        return transpose(self, None if axes is None or len(axes) == 0 else tuple(axes))
     def conj(self): return conj(self)
     def astype(self, dtype): return astype(self, dtype)
 
@@ -1131,7 +1137,10 @@ def _index_entries(key, ndim: int) -> list:
         elif isinstance(k, numbers.Integral):
             entries.append(("int", int(k)))
             consumed += 1
-        elif _is_data(_operand(k)) and dtype_of(_operand(k)).kind in "iu":
+        elif _is_data(_operand(k)) and dtype_of(_operand(k)).kind != "b":
+            if dtype_of(_operand(k)).kind not in "iu":
+                raise TensorIndexError(f"an index array must hold integers or booleans, got "
+                                       f"{dtype_of(_operand(k))} values")
             entries.append(("array", _operand(k)))     # an operand: read when the op runs
             consumed += 1
         else:

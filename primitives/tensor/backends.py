@@ -284,8 +284,18 @@ _NUMPY_DTYPES: dict = {}
 def numpy_dtype(dtype) -> np.dtype:
     """The NumPy dtype of any library's dtype (tidu describes dtypes by NumPy's).
 
+    Only NumPy's own dtypes count. A library's dtype whose name matches no NumPy
+    dtype, or only one that an extension registers in NumPy (PyTorch's
+    ``bfloat16`` and ``float8_*``, which ``ml_dtypes`` adds to NumPy when JAX or
+    TensorFlow is imported), raises :class:`TensorTypeError` naming it: the same
+    whatever else is imported. PyTorch's ``float16`` is NumPy's ``float16``.
+
     >>> numpy_dtype("float32")
     dtype('float32')
+    >>> numpy_dtype("bfloat16")                  # with or without ml_dtypes loaded
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorTypeError: dtype bfloat16 is not supported: tidu describes dtypes by NumPy's own, and NumPy has no bfloat16 ...
     """
     if type(dtype) is not str:
         found = _NUMPY_DTYPES.get(dtype)
@@ -298,10 +308,23 @@ def numpy_dtype(dtype) -> np.dtype:
         try:
             converted = np.dtype(name)
         except TypeError:
-            raise TensorTypeError(f"dtype {dtype} has no NumPy equivalent") from None
+            raise _unsupported_dtype(dtype, name) from None
+    if converted.isbuiltin == 2:                        # ml_dtypes' bfloat16, float8_*...
+        raise _unsupported_dtype(dtype, converted.name)
     if type(dtype) is not str:
         _NUMPY_DTYPES[dtype] = converted
     return converted
+
+
+def _unsupported_dtype(dtype, name: str) -> TensorTypeError:
+    """The error for a library's dtype that NumPy itself lacks (``torch.bfloat16``)."""
+    hint = ("; convert first, e.g. x.to(torch.float32) (or torch.float16, which NumPy has)"
+            if str(dtype).startswith("torch.") else
+            "; convert the array to a NumPy dtype (float16, float32, float64...) first")
+    shown = name if str(dtype) == name else f"{name} ({dtype})"
+    return TensorTypeError(f"dtype {shown} is not supported: tidu describes dtypes by "
+                           f"NumPy's own, and NumPy has no {name} (extension dtypes such as "
+                           f"ml_dtypes' are not used, whether or not they are loaded){hint}")
 
 
 def common_library(values: Iterable, what=None) -> Library:

@@ -48,7 +48,14 @@ _LIBRARY_MODULES = ("primitives.", "tidu.", "numpy", "scipy", "jax", "torch", "d
 
 class Reference:
     """Where a function reads an array from: ``read()`` gives what is there now (``None``
-    once it is gone); ``value`` is what was there when the function was traced."""
+    once it is gone); ``value`` is what was there when the function was traced.
+
+    >>> box = {"w": np.zeros(2)}
+    >>> ref = Reference(lambda: box["w"], "box['w']", box["w"])
+    >>> box["w"] = np.ones(2)
+    >>> ref.read() is box["w"], ref.value is box["w"]
+    (True, False)
+    """
 
     __slots__ = ("read", "where", "value")
 
@@ -137,6 +144,9 @@ def external_arrays(f: Callable) -> list[Reference]:
             wrapped = getattr(obj, "__wrapped__", None)
             if wrapped is not None:
                 pending.append((wrapped, where))
+            rules = getattr(obj, "rule_functions", None)      # custom_jvp / custom_vjp rules
+            if callable(rules):
+                pending.extend((rule, where) for rule in rules())
             if not _is_library(type(obj)):
                 _scan_attributes(obj, where, add)
                 call = getattr(type(obj), "__call__", None)
@@ -196,16 +206,35 @@ def _name(f) -> str:
 @contextmanager
 def staging(trace, references: list[Reference]) -> Iterator[None]:
     """While tracing into ``trace``, ``tnp`` ops applied to the arrays of ``references`` are
-    recorded in it (the arrays lifted as its constants) instead of computed once."""
+    recorded in it (the arrays lifted as its constants) instead of computed once. ``trace``
+    may be a function giving the trace, for one that is made inside the block.
+
+    >>> import primitives.tensor as tnp
+    >>> from primitives.tensor.functional import GraphTrace
+    >>> V = np.arange(3.0)
+    >>> trace = GraphTrace(abstract=True)
+    >>> with staging(trace, [Reference(lambda: V, "V", V)]):
+    ...     total = tnp.sum(V)                  # recorded, not computed once
+    >>> type(total).__name__
+    'Tracer'
+    """
     ids = {id(ref.value) for ref in references}
     if not ids:
         yield
         return
+    current = trace if callable(trace) else (lambda: trace)
+
+    def external(value) -> bool:           # one of the arrays, or a NumPy view of one
+        return id(value) in ids or (type(value) is np.ndarray and value.base is not None
+                                    and id(value.base) in ids)
 
     def lift(args):
-        if not any(id(a) in ids for a in args):
+        if not any(external(a) for a in args):
             return None
-        return [trace.lift(a) if id(a) in ids else a for a in args]
+        into = current()
+        if into is None or not into.active:
+            return None
+        return [into.lift(a) if external(a) else a for a in args]
 
     previous = set_staging(lift)
     try:
@@ -222,6 +251,12 @@ class Guard:
     an array of the same shape and dtype need no new trace. The others (used by NumPy's
     own functions while tracing, or not at all) keep a copy of their contents: a change
     means the program is stale and must be traced again.
+
+    >>> V = np.ones(2)
+    >>> guard = Guard([Reference(lambda: V, "V", V)], constants=[V])   # V: a constant input
+    >>> V[:] = 5
+    >>> guard.constants([V])[0] is V                # written in place: read as it is now
+    True
     """
 
     def __init__(self, references: list[Reference], constants: list) -> None:

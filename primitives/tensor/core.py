@@ -107,7 +107,9 @@ def dtype_of(value) -> np.dtype:
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return np.asarray(value).dtype
-    return dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)
+    if isinstance(dtype, np.dtype) and dtype.isbuiltin != 2:
+        return dtype
+    return numpy_dtype(dtype)       # another library's, or an extension's (refused)
 
 
 def data_of(value, what: str = "reading its data"):

@@ -17,15 +17,19 @@ differentiate it, without writing a primitive class::
     g.defvjp(g_fwd, g_bwd)
 
 How it works. On plain arrays the function simply runs. On tensors or traced
-values (``grad``, ``jvp``, ``jit``, ``Tensor.backward``...) a call is one op
+values (``grad``, ``jvp``, ``jit``, ``vmap``, ``Tensor.backward``...) a call is one op
 (:mod:`primitives.tensor.ops.custom`) whose evaluation runs ``f`` (``custom_jvp``)
 or ``fwd`` (``custom_vjp``) on arrays, so the function itself may be
-opaque code; it must be pure (the first call for a new argument signature runs
-it one or two extra times). Its derivative is the rule: ``jvp_fn`` or ``bwd`` is
-traced once per argument signature (structure, shapes, dtypes, array library,
-nondiff arguments) into a graph of tensor ops, which the transforms emit in
-place of the function's derivative. Those ops are differentiated like any
-others, so:
+opaque code; it must be pure (a new argument signature runs it one or two extra
+times: to learn its result's types, and when its rule is traced). Its
+derivative is the rule: ``jvp_fn`` or ``bwd`` is traced once per argument
+signature (structure, shapes, dtypes, array library, nondiff arguments) into a
+graph of tensor ops, which the transforms emit in place of the function's
+derivative. A rule is traced when a derivative of the call is first needed, not
+at the call, so a rule may call its own function (at other arguments too, as
+JAX's ``polygamma`` idiom does: ``f(x, n + 1) * t`` in the JVP of ``f(x, n)``;
+or a fixed-point solver whose ``bwd`` solves its adjoint with the same solver).
+Those ops are differentiated like any others, so:
 
 - ``custom_jvp`` works in forward and reverse mode and to any order (the
   derivative of the rule is the derivative of ``jvp_fn``'s code). One limit:
@@ -35,11 +39,19 @@ others, so:
 - ``custom_vjp`` works in reverse mode; forward mode (``jvp``, ``jacfwd``) of it
   raises :class:`~primitives.tensor.functional.FunctionalError`, as JAX does.
   Second order, as in JAX: a transform nested *outside* a reverse-mode transform
-  (``grad(grad(f))``, ``hessian = jacfwd(jacrev(f))``) differentiates the code of
-  ``fwd`` and ``bwd``, so those must be written with tnp functions (a custom
-  function they call, such as ``f`` itself in ``fwd``, is differentiated by its
-  own rule). ``Tensor.backward(create_graph=True)`` through a custom_vjp
-  function raises: use the functional transforms for its higher derivatives.
+  (``grad(grad(f))``, ``jacrev(jacrev(f))``) differentiates the code of ``fwd``
+  and ``bwd``, so those must be written with tnp functions (a custom function
+  they call, such as ``f`` itself in ``fwd``, is differentiated by its own rule;
+  forward mode over it, as in ``hessian = jacfwd(jacrev(f))``, then raises).
+  Where the call stays one op whose residuals are differentiated again
+  (``grad`` of ``vmap(grad(f))``, ``Tensor.backward(create_graph=True)``), their
+  derivative is reverse mode through ``fwd``'s code, likewise.
+- ``vmap`` of a call runs the function once per example (its code is opaque and
+  may not batch), while its rules are batched like the rest of the graph
+  (:func:`tidu.batch` of the traced rule), so derivatives of the batched call do
+  batched work and every transform composes with ``vmap`` in any order:
+  ``vmap(grad(f))``, ``grad(vmap(f))``, ``jacfwd(vmap(f))``, ``hessian`` of a
+  sum of ``vmap(f)``, ``vmap(vmap(f))``, ``jit`` of any of them.
 
 As in JAX, arguments at ``nondiff_argnums`` (functions, options: hashable
 values) are not differentiated and come first in the rules:
@@ -47,13 +59,21 @@ values) are not differentiated and come first in the rules:
 
 Rules are traced like ``jit`` traces: shapes and dtypes only (Python ``if`` on a
 value raises :class:`~primitives.tensor.errors.ConcretizationError`; use
-``tnp.where``), once per signature. Arrays a rule closes over are read at that
-trace; pass values that change as arguments. A function or rule that closes over
+``tnp.where``), once per signature, at the arrays of the signature's first call
+(kept), when its derivative is first needed; threads that need it at once get
+the same traced rule. Arrays a rule reads from its closure or globals follow
+Python's rule, as in ``jit`` (:mod:`primitives.tensor.closure`): they are read
+each time the rule is used, so writing into them or rebinding them changes the
+next derivative (a change the traced graph cannot follow traces the rule
+again). A function or rule that closes over
 a ``Tensor`` or traced value raises (its derivative would be lost); pass it as an
 argument. Rules are checked when traced: structures, shapes and dtypes (the
 ``out`` of ``jvp_fn`` and ``fwd`` must be like ``f``'s result), and linearity
 (zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
-results); every error names the function.
+results, and every op the rule applies to its tangents or cotangents must be
+linear in them: ``t * t``, ``sin(t)`` or ``where(t > 0, ...)`` raise); a rule that
+needs the derivative of its own function at the same signature while it is
+traced raises; every error names the function.
 
 Other array libraries. On PyTorch, Dask or CuPy arrays (or tensors of them) the
 function runs on those arrays (write it with their functions, or the Array API
@@ -85,25 +105,32 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
 
-from tidu import TiduError
-from tidu.graph import External
+from tidu import ADRuleError, ADRuleKind, TiduError
+from tidu.graph import External, Linearized, Local
+from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
+from primitives.tensor.closure import Guard, external_arrays, staging
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
-from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output
+from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output, vjp
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,
-    constant,
-    emit_graph,
+    RuleGraph,
+    run_per_example,
     zero_or,
 )
 from primitives.tensor.pytree import TreeDef, tree_flatten, tree_unflatten
 
-_RULES_PER_FUNCTION = 64        # argument signatures whose traced rules a function keeps
+_RULES_PER_FUNCTION = 64        # argument signatures whose rules a function keeps
+_BATCHED_PER_RULE = 64          # batchings (axes, size) whose batched rules a rule keeps
+_PUBLISH = threading.Lock()     # guards the rule caches and each rule's traced graph
+_TRACING = threading.local()    # .rules: the rules this thread is tracing (to catch a loop);
+                                # .trace: the trace of the innermost one
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -128,6 +155,10 @@ class _CustomFunction:
     def _missing_rule(self) -> FunctionalError | None:
         """The error to raise when the rule is not defined yet."""
         raise NotImplementedError
+
+    def rule_functions(self) -> list:
+        """The rules' functions (whose closures :mod:`.closure` reads, for ``jit``)."""
+        return []
 
     def _prepare(self, args: tuple, kwargs: dict) -> tuple:
         """``(positional args, rule, differentiated leaves)``; the rule is ``None`` when no
@@ -189,6 +220,9 @@ class custom_jvp(_CustomFunction):
         super().__init__(fun, nondiff_argnums)
         self.jvp = None
 
+    def rule_functions(self) -> list:
+        return [self.jvp] if self.jvp is not None else []
+
     def defjvp(self, jvp: Callable) -> Callable:
         """Register ``jvp(primals, tangents) -> (out, tangent_out)``; returns ``jvp``."""
         self.jvp = jvp
@@ -243,6 +277,9 @@ class custom_vjp(_CustomFunction):
         super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
+
+    def rule_functions(self) -> list:
+        return [f for f in (self.fwd, self.bwd) if f is not None]
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple``."""
@@ -309,44 +346,131 @@ def _bottom(value, custom: _CustomFunction, position: int):
 
 def _rule_for(custom: _CustomFunction, in_tree: TreeDef, leaves: list, static: tuple):
     """The rule of ``custom`` for this argument signature (structure, shapes, dtypes and
-    nondiff arguments): made and traced on first use."""
+    nondiff arguments), made on first use. Making it runs the function (for its result's
+    types), not the rule: that is traced when a derivative is first needed."""
     data = [_bottom(leaf, custom, i) for i, leaf in enumerate(leaves)]
     key = (in_tree, tuple((shape_of(d), dtype_of(d).str, library_of(d).name) for d in data),
            static)
+    rules = custom._rules
     try:
-        rule = custom._rules.get(key)
+        rule = rules.get(key)
     except TypeError:
         raise FunctionalError(f"{custom.kind} function {_name(custom.fun)}: its nondiff "
                               "arguments must be hashable (they key its traced rules)") from None
     if rule is None:
         rule_class = _JVPRule if isinstance(custom, custom_jvp) else _VJPRule
-        rule = rule_class(custom, in_tree, data, static)
-        if len(custom._rules) >= _RULES_PER_FUNCTION:
-            custom._rules.pop(next(iter(custom._rules)))
-        custom._rules[key] = rule       # first: tracing the rule may call the function again
-        try:
-            rule.trace(data)
-        except BaseException as error:
-            custom._rules.pop(key, None)
-            if isinstance(error, TiduError) and rule.name not in str(error):
-                error.add_note(f"(while tracing the rule of {rule.kind} function {rule.name}: "
-                               "rules are traced like jit, for shapes and dtypes)")
-            raise
+        made = rule_class(custom, in_tree, data, static)     # user code: outside the lock
+        rule = _cached(rules, key, lambda: made, _RULES_PER_FUNCTION)
     return rule
 
 
+def _cached(cache: dict, key, make: Callable, limit: int):
+    """``cache[key]``, set to ``make()`` if absent (the oldest entry dropped past ``limit``):
+    under the lock, so threads that race get the same object. ``make`` runs no user code."""
+    with _PUBLISH:
+        value = cache.get(key)
+        if value is None:
+            if len(cache) >= limit:
+                cache.pop(next(iter(cache)))
+            value = cache[key] = make()
+        return value
+
+
 class _Rule:
-    """A custom function at one argument signature: how to run it, and its traced rule."""
+    """A custom function at one argument signature: how to run it, and its rules, each
+    traced into a graph when :meth:`traced` first asks for it (once, whichever thread asks
+    first). ``_pending`` holds what each trace reads (the first call's arrays), kept to trace
+    again if what the rule reads from outside changes."""
 
     kind = "custom"
+    _WHAT = {"jvp": "JVP rule", "bwd": "bwd rule", "residuals": "fwd rule"}
 
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         self.custom = custom
-        self.name = _name(custom.fun)
+        self.name = self.label = _name(custom.fun)
         self.in_tree = in_tree
         self.in_avals = [(shape_of(d), dtype_of(d)) for d in data]
         self.static = static                 # (position, value) of the nondiff arguments
         self.static_args = tuple(value for _, value in static)
+        self._batched: dict = {}
+        self._traced: dict = {}              # rule name -> what its _trace_<name> gave
+        self._pending: dict = {}             # rule name -> what its _trace_<name> reads
+        self._guards: dict = {}              # rule name -> (Guard, the constants it reads)
+
+    # --- the traced rules, made on demand -----------------------------------------------
+
+    def traced(self, which: str):
+        """Rule ``which`` (``"jvp"``, ``"bwd"`` or ``"residuals"``) traced into a graph (a
+        :class:`~primitives.tensor.ops.custom.RuleGraph`, see ``_trace_<which>``), traced now
+        if this is the first derivative that needs it, or if an array the rule reads from
+        outside has changed in a way its graph cannot follow (:mod:`.closure`)."""
+        traced = self._traced.get(which)
+        if traced is not None and self._current(which):
+            return traced
+        return self._trace_once(which, stale=traced)
+
+    def _current(self, which: str) -> bool:
+        """Whether the traced rule ``which`` still reads what its function reads now: the same
+        arrays from its closure and globals (written into or not: its graph holds them)."""
+        guard, constants = self._guards.get(which, (None, ()))
+        if guard is None:
+            return True
+        now = guard.constants(list(constants))
+        return now is not None and all(a is b for a, b in zip(now, constants))
+
+    def _rule_function(self, which: str):
+        return {"jvp": "jvp_fn", "bwd": "bwd_fn", "residuals": "fwd_fn"}[which]
+
+    def _trace_once(self, which: str, stale=None):
+        """Trace rule ``which`` outside any lock (tracing runs user code, which may call custom
+        functions, this one included), then publish it unless another thread has published
+        first. A rule that needs itself while it is being traced raises. The arrays the rule's
+        function reads from outside are read at each use (:mod:`.closure`): ``tnp`` ops on them
+        are staged into its graph, and a change its graph cannot follow traces it again."""
+        with _PUBLISH:
+            if self._traced.get(which) is not stale:
+                return self._traced[which]
+            data = self._pending.get(which)
+        busy = _TRACING.__dict__.setdefault("rules", set())
+        what = self._WHAT[which]
+        if (self, which) in busy:
+            raise FunctionalError(
+                f"the {what} of {self.kind} function {self.name} needs its own derivative (a "
+                f"derivative of {self.name} at these argument types) while it is being "
+                "traced, which would never end; a rule must not differentiate its own function")
+        busy.add((self, which))
+        function = getattr(self, self._rule_function(which), None)
+        externals = external_arrays(function) if function is not None else []
+        outer = getattr(_TRACING, "trace", None)
+        try:
+            with staging(lambda: getattr(_TRACING, "trace", None), externals):
+                traced = getattr(self, f"_trace_{which}")(data)
+        except BaseException as error:
+            if isinstance(error, TiduError) and self.name not in str(error):
+                error.add_note(f"(while tracing the {what} of {self.kind} function "
+                               f"{self.name}, when its derivative was first needed: rules are "
+                               "traced like jit, for shapes and dtypes, and a traced value a "
+                               "rule closes over must be passed as an argument instead)")
+            raise
+        finally:
+            busy.discard((self, which))
+            _TRACING.trace = outer
+        rule = traced[0] if isinstance(traced, tuple) else traced
+        with _PUBLISH:
+            if self._traced.get(which) is stale:
+                self._traced[which] = traced
+                if externals:
+                    self._guards[which] = (Guard(externals, list(rule.constants)),
+                                           rule.constants)
+            return self._traced[which]
+
+    def batched(self, axes: tuple, axis_size: int) -> "_Rule":
+        """This rule on a batch (``vmap``): inputs batched along ``axes`` (``None``: shared),
+        outputs along axis 0; one rule (one op) per ``(axes, axis_size)``."""
+        return _cached(self._batched, (axes, axis_size),
+                       lambda: self.batched_class(self, axes, axis_size), _BATCHED_PER_RULE)
+
+    # --- running the function -----------------------------------------------------------
 
     def args(self, leaves: list) -> list:
         """The function's positional arguments from the differentiated leaves."""
@@ -405,17 +529,20 @@ class _Rule:
             owned.append(array)
         return owned
 
-    def _trace(self, inputs: list, what: str) -> tuple:
-        """A trace for a rule, which traces as jit does (shapes and dtypes only), and tracers
-        of ``inputs`` in it."""
+    # --- tracing the rule ---------------------------------------------------------------
+
+    def _new_trace(self, inputs: list, what: str) -> tuple:
+        """A trace for a rule, which traces as jit does (shapes and dtypes only), and
+        tracers of ``inputs`` in it."""
         trace = GraphTrace(transform=f"the {what} of {self.kind} function {self.name}",
                            abstract=True)
+        _TRACING.trace = trace              # what closure arrays are staged into
         tracers = [trace.new_input((what, i), value) for i, value in enumerate(inputs)]
         return trace, tracers
 
-    def _constants(self, trace: GraphTrace, graph, count: int, what: str) -> list:
+    def _constants(self, trace: GraphTrace, graph, count: int, what: str) -> tuple:
         """The values of a traced rule's constant inputs (after its ``count`` arguments)."""
-        values = [trace.values[key] for key in graph.input_keys[count:]]
+        values = tuple(trace.values[key] for key in graph.input_keys[count:])
         for value in values:
             if isinstance(value, Frontend):
                 raise FunctionalError(
@@ -424,13 +551,48 @@ class _Rule:
                     "argument of the function")
         return values
 
-    def _check_zero(self, values: list, what: str) -> None:
+    def _check_zero(self, values: list, what: str, linear_args: str) -> None:
+        """With zero tangents (cotangents) a linear rule gives zeros: ``t + 1`` does not."""
         for position, value in enumerate(values):
             if _any_nonzero(value):
                 raise FunctionalError(
-                    f"the {what} of {self.kind} function {self.name} is not linear: with zero "
-                    f"{'tangents' if self.kind == 'custom_jvp' else 'cotangents'} it gave a "
-                    f"nonzero result at leaf {position}")
+                    f"the {what} of {self.kind} function {self.name} is not linear: with "
+                    f"zero {linear_args} it gave a nonzero result at leaf {position}")
+
+    def _check_linear(self, graph, linear_ids, what: str, linear_args: str) -> None:
+        """Each op of the traced rule that reads its tangents (cotangents) must be linear in
+        them: it has a transpose for that use (``t * t``, ``sin(t)``, ``t > 0`` have none).
+        A custom function applied to them counts as linear (its code is opaque)."""
+        linear = set(linear_ids)
+        for node in graph.operations:
+            mask = tuple(ref.id in linear for ref in node.inputs)
+            if not any(mask):
+                continue
+            linear.update(node.outputs)
+            if isinstance(node.operation, (CustomJVPCall, CustomVJPCall)):
+                continue
+            problem = _transpose_problem(graph, node, mask)
+            if problem is not None:
+                raise FunctionalError(
+                    f"the {what} of {self.kind} function {self.name} is not linear in its "
+                    f"{linear_args}: it applies {node.operation!r} to them, which has no "
+                    f"transpose for that use ({problem}); a {what} must be linear in its "
+                    f"{linear_args}")
+
+
+def _transpose_problem(graph, node, mask: tuple) -> str | None:
+    """Why op ``node`` of ``graph`` cannot be transposed in its inputs ``mask``, or ``None``:
+    its transpose rule is tried on a scratch builder."""
+    builder = GraphPrimitiveBuilder()
+    cotangents = [builder.add_input(("cotangent", slot)) for slot in range(len(node.outputs))]
+    inputs = [External(graph.value_keys[ref.id]) for ref in node.inputs]
+    try:
+        node.operation.transpose_rule(builder, cotangents, inputs, Linearized(mask), None)
+    except ADRuleError as error:
+        if error.rule is ADRuleKind.TRANSPOSE:
+            return str(error)
+        raise
+    return None
 
 
 class _JVPRule(_Rule):
@@ -441,9 +603,11 @@ class _JVPRule(_Rule):
 
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
+        self.jvp_fn = custom.jvp
         out_leaves, self.out_tree = tree_flatten(custom.fun(*self.args(data)))
         outs = self._arrays(out_leaves, self.out_tree, self.out_tree, None, "its result")
         self.out_avals = [(shape_of(o), dtype_of(o)) for o in outs]
+        self._pending["jvp"] = data          # the rule is traced at the first call's arrays
         self.op = CustomJVPCall(self)
 
     def run(self, inputs: list) -> list:
@@ -451,10 +615,12 @@ class _JVPRule(_Rule):
         return self._own_results(
             self._arrays(leaves, tree, self.out_tree, self.out_avals, "its result"), inputs)
 
-    def trace(self, data: list) -> None:
-        jvp_fn = self.custom.jvp
+    def _trace_jvp(self, data: list) -> RuleGraph:
+        """``jvp_fn`` traced at the first call's primals and zero tangents, checked: a graph
+        from (primals, tangents, constants) to the tangents of the outputs."""
+        jvp_fn, what = self.jvp_fn, "JVP rule"
         zeros = [np.zeros(shape, dtype) for shape, dtype in self.in_avals]
-        trace, tracers = self._trace(data + zeros, "JVP rule")
+        trace, tracers = self._new_trace(data + zeros, what)
         primals, tangents = tracers[:len(data)], tracers[len(data):]
         try:
             pair = jvp_fn(*self.static_args, tree_unflatten(self.in_tree, primals),
@@ -465,10 +631,10 @@ class _JVPRule(_Rule):
                                       f"got {type(pair).__name__}")
             outs, out_tree = tree_flatten(pair[0])
             tangents_out, tangent_tree = tree_flatten(pair[1])
-            for what, tree in (("its out", out_tree), ("its tangent_out", tangent_tree)):
+            for part, tree in (("its out", out_tree), ("its tangent_out", tangent_tree)):
                 if tree != self.out_tree:
                     raise FunctionalError(f"the JVP rule of custom_jvp function {self.name}: "
-                                          f"{what} has structure {tree!r}, but {self.name} "
+                                          f"{part} has structure {tree!r}, but {self.name} "
                                           f"returns {self.out_tree!r}")
             for position, value in enumerate(outs + tangents_out):
                 check_output(value, f"the JVP rule of custom_jvp function {self.name}", jvp_fn,
@@ -477,14 +643,14 @@ class _JVPRule(_Rule):
         finally:
             trace.active = False
         graph = trace.build(lifted)
-        self.jvp_constants = self._constants(trace, graph, 2 * len(data), "JVP rule")
+        n_args, n_out = 2 * len(data), len(self.out_avals)
+        constants = self._constants(trace, graph, n_args, what)
         values = [trace.values[key] for key in graph.output_keys]
-        n_out = len(self.out_avals)
         self._check_types(values[:n_out], self.out_avals, "its JVP rule's out")
         self._check_types(values[n_out:], self.out_avals, "its JVP rule's tangent_out")
-        self._check_zero(values[n_out:], "JVP rule")
-        self.jvp_graph = graph
-        self.tangent_ids = list(graph.outputs[n_out:])
+        self._check_zero(values[n_out:], what, "tangents")
+        self._check_linear(graph, graph.inputs[len(data):n_args], what, "tangents")
+        return RuleGraph(graph, n_args, constants, tuple(graph.outputs[n_out:]))
 
     def transpose_error(self) -> FunctionalError:
         return FunctionalError(
@@ -493,27 +659,28 @@ class _JVPRule(_Rule):
             "write the tangent with tnp functions, or give it a custom_vjp rule")
 
     def emit_jvp(self, builder, primal_inputs, tangent_inputs) -> list:
+        rule = self.traced("jvp")
         refs = [External(key) for key in primal_inputs]
         linear = [False] * len(primal_inputs)
         for tangent, (shape, dtype) in zip(tangent_inputs, self.in_avals):
             ref, is_linear = zero_or(builder, tangent, shape, dtype)
             refs.append(ref)
             linear.append(is_linear)
-        refs += [constant(builder, value) for value in self.jvp_constants]
-        linear += [False] * len(self.jvp_constants)
-        tangents = emit_graph(builder, self.jvp_graph, refs, linear, self.tangent_ids)
+        tangents = rule.emit(builder, refs, linear)
         return [t if np.issubdtype(dtype, np.inexact) else None
                 for t, (_, dtype) in zip(tangents, self.out_avals)]
 
 
 class _VJPRule(_Rule):
     """``custom_vjp`` at one signature: ``run`` evaluates ``fwd`` (outputs, then residuals);
-    ``emit_bwd`` emits the traced ``bwd``."""
+    ``emit_bwd`` emits the traced ``bwd`` (and, where the residuals are differentiated in
+    turn, reverse mode through ``fwd``'s code)."""
 
     kind = "custom_vjp"
 
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
+        self.fwd_fn, self.bwd_fn = custom.fwd, custom.bwd
         outs, self.out_tree, residuals, self.res_tree = self._fwd(data)
         outs = self._arrays(outs, self.out_tree, self.out_tree, None, "fwd's out")
         residuals = self._arrays(residuals, self.res_tree, self.res_tree, None,
@@ -523,11 +690,12 @@ class _VJPRule(_Rule):
         primal, primal_tree = tree_flatten(custom.fun(*self.args(data)))
         self._arrays(primal, primal_tree, self.out_tree, self.out_avals,
                      "its result (compared with fwd's out)")
-        self.first_residuals = residuals
+        self._pending["bwd"] = residuals     # bwd is traced at the first call's residuals,
+        self._pending["residuals"] = data    # fwd's derivative at its arrays
         self.op = CustomVJPCall(self)
 
     def _fwd(self, inputs: list) -> tuple:
-        fwd = self.custom.fwd
+        fwd = self.fwd_fn
         pair = fwd(*self.args(inputs))
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise FunctionalError(f"the fwd rule {_name(fwd)} of custom_vjp function "
@@ -553,22 +721,28 @@ class _VJPRule(_Rule):
         """
         if not any(_differentiated(value) for value in below):
             return bind(self.op, *below)
-        outs, out_tree, residuals, res_tree = self._fwd(below)
-        for what, tree, expected in (("fwd's out", out_tree, self.out_tree),
+        return self.fwd_code(below)
+
+    def fwd_code(self, values: list) -> list:
+        """``fwd``'s code run on ``values`` (front-end values): outputs, then residuals."""
+        outs, out_tree, residuals, res_tree = self._fwd(values)
+        for part, tree, expected in (("fwd's out", out_tree, self.out_tree),
                                      ("fwd's residuals", res_tree, self.res_tree)):
             if tree != expected:
-                raise FunctionalError(f"custom_vjp function {self.name}: {what} has structure "
+                raise FunctionalError(f"custom_vjp function {self.name}: {part} has structure "
                                       f"{tree!r}, expected {expected!r}")
         self._check_types(outs, self.out_avals, "fwd's out")
         self._check_types(residuals, self.res_avals, "fwd's residuals")
         return outs + residuals
 
-    def trace(self, data: list) -> None:
-        bwd = self.custom.bwd
+    def _trace_bwd(self, residual_data: list) -> tuple:
+        """``bwd`` traced at the first call's residuals and zero cotangents, checked:
+        ``(graph from (residuals, cotangents, constants) to the input cotangents it gives,
+        the input leaf of each)``."""
+        bwd, what = self.bwd_fn, "bwd rule"
         n_res = len(self.res_avals)
         zeros = [np.zeros(shape, dtype) for shape, dtype in self.out_avals]
-        trace, tracers = self._trace(self.first_residuals + zeros, "bwd rule")
-        del self.first_residuals
+        trace, tracers = self._new_trace(list(residual_data) + zeros, what)
         residuals, cotangents = tracers[:n_res], tracers[n_res:]
         try:
             result = bwd(*self.static_args, tree_unflatten(self.res_tree, residuals),
@@ -582,12 +756,43 @@ class _VJPRule(_Rule):
         finally:
             trace.active = False
         graph = trace.build(lifted)
-        self.bwd_constants = self._constants(trace, graph, n_res + len(zeros), "bwd rule")
+        n_args = n_res + len(zeros)
+        constants = self._constants(trace, graph, n_args, what)
         values = [trace.values[key] for key in graph.output_keys]
         self._check_types(values, [self.in_avals[i] for i, _ in given], "its bwd rule's result")
-        self._check_zero(values, "bwd rule")
-        self.bwd_graph = graph
-        self.bwd_positions = [i for i, _ in given]     # input leaf of each graph output
+        self._check_zero(values, what, "cotangents")
+        self._check_linear(graph, graph.inputs[n_res:n_args], what, "cotangents")
+        return RuleGraph(graph, n_args, constants, tuple(graph.outputs)), \
+            tuple(i for i, _ in given)
+
+    def _trace_residuals(self, data: list) -> tuple:
+        """Reverse mode through ``fwd``'s code to its residuals, traced at the first call's
+        arrays: ``(graph from (inputs, residual cotangents, constants) to input cotangents,
+        the input leaf of each)``. Needed where the call is one op whose residuals are
+        differentiated in turn: ``grad(vmap(grad(f)))``, ``backward(create_graph=True)``."""
+        what, n_in = "fwd rule", len(self.in_avals)
+        positions = tuple(i for i, (_, dtype) in enumerate(self.in_avals)
+                          if np.issubdtype(dtype, np.inexact))
+        zeros = [np.zeros(shape, dtype) for shape, dtype in self.res_avals]
+        trace, tracers = self._new_trace(list(data) + zeros, what)
+        inputs, cotangents = tracers[:n_in], tracers[n_in:]
+
+        def residuals_of(*chosen):
+            leaves = list(inputs)
+            for position, value in zip(positions, chosen):
+                leaves[position] = value
+            return self.fwd_code(leaves)[len(self.out_avals):]
+
+        try:
+            _, vjp_fn = vjp(residuals_of, *[inputs[i] for i in positions],
+                            transform=f"the {what} of custom_vjp function {self.name}")
+            lifted = [trace.lift(ct) for ct in vjp_fn(list(cotangents))]
+        finally:
+            trace.active = False
+        graph = trace.build(lifted)
+        n_args = n_in + len(zeros)
+        constants = self._constants(trace, graph, n_args, what)
+        return RuleGraph(graph, n_args, constants, tuple(graph.outputs)), positions
 
     def _cotangent_leaves(self, result) -> list:
         """``bwd``'s result as one value (or ``None``) per input leaf."""
@@ -597,7 +802,7 @@ class _VJPRule(_Rule):
         if not isinstance(result, tuple) or len(result) != len(arguments):
             got = f"a tuple of {len(result)}" if isinstance(result, tuple) else "an array" \
                 if isinstance(result, (Frontend, np.ndarray)) else type(result).__name__
-            raise FunctionalError(f"the bwd rule {_name(self.custom.bwd)} of custom_vjp "
+            raise FunctionalError(f"the bwd rule {_name(self.bwd_fn)} of custom_vjp "
                                   f"function {self.name} must return a tuple with one "
                                   f"cotangent (or None) per argument: {len(arguments)}, got "
                                   f"{got}")
@@ -607,26 +812,27 @@ class _VJPRule(_Rule):
         return leaves
 
     def emit_bwd(self, builder, cotangent_outputs, inputs, active_mask) -> list:
-        n_in, n_out = len(self.in_avals), len(self.out_avals)
-        if any(ct is not None for ct in cotangent_outputs[n_out:]):
-            raise FunctionalError(
-                f"custom_vjp function {self.name}: a derivative of its residuals was needed "
-                "where the call was recorded as one op (e.g. Tensor.backward(create_graph=True) "
-                "through it); take higher-order derivatives of custom_vjp functions with the "
-                "functional transforms (grad, jacrev, hessian), which differentiate fwd")
-        refs = list(inputs[n_in:])
-        linear = [False] * len(refs)
-        for ct, (shape, dtype) in zip(cotangent_outputs[:n_out], self.out_avals):
-            ref, is_linear = zero_or(builder, ct, shape, dtype)
-            refs.append(ref)
-            linear.append(is_linear)
-        refs += [constant(builder, value) for value in self.bwd_constants]
-        linear += [False] * len(self.bwd_constants)
-        emitted = emit_graph(builder, self.bwd_graph, refs, linear, self.bwd_graph.outputs)
+        """The transpose of :class:`~primitives.tensor.ops.custom.CustomVJPLinear`, whose
+        inputs are the input tangents, the residuals and the primal inputs: ``bwd`` for the
+        outputs' cotangents, reverse mode through ``fwd``'s code for the residuals'."""
+        n_in, n_out, n_res = len(self.in_avals), len(self.out_avals), len(self.res_avals)
+        residual_refs, primal_refs = inputs[n_in:n_in + n_res], inputs[n_in + n_res:]
+        parts = ((cotangent_outputs[:n_out], "bwd", residual_refs, self.out_avals),
+                 (cotangent_outputs[n_out:], "residuals", primal_refs, self.res_avals))
         cotangents: list = [None] * len(inputs)
-        for position, ct in zip(self.bwd_positions, emitted):
-            if active_mask[position] and np.issubdtype(self.in_avals[position][1], np.inexact):
-                cotangents[position] = ct
+        for seeds, rule_name, refs, avals in parts:
+            if all(ct is None for ct in seeds):
+                continue
+            rule, positions = self.traced(rule_name)
+            refs, linear = list(refs), [False] * len(refs)
+            for ct, (shape, dtype) in zip(seeds, avals):
+                ref, is_linear = zero_or(builder, ct, shape, dtype)
+                refs.append(ref)
+                linear.append(is_linear)
+            for position, ct in zip(positions, rule.emit(builder, refs, linear)):
+                if ct is not None and active_mask[position] and \
+                        np.issubdtype(self.in_avals[position][1], np.inexact):
+                    cotangents[position] = _accumulate(builder, cotangents[position], ct)
         return cotangents
 
     def forward_mode_error(self) -> FunctionalError:
@@ -634,6 +840,103 @@ class _VJPRule(_Rule):
             f"forward-mode differentiation (jvp, jacfwd) of custom_vjp function {self.name}: "
             "a custom_vjp function has a reverse-mode rule only, as in JAX; define it with "
             "custom_jvp to use both modes")
+
+
+def _accumulate(builder, total: int | None, ct: int) -> int:
+    """The id of ``total + ct`` (cotangents of one input from two rules), or ``ct``."""
+    if total is None:
+        return ct
+    return builder.add_primitive(CustomVJPCall.add(), [Local(total), Local(ct)],
+                                 Linearized((True, True)))[0]
+
+
+class _Batched:
+    """A rule on a batch (``vmap``): ``base`` with its inputs batched along ``in_axes``
+    (``None``: shared by every example) and its outputs along axis 0. ``run`` loops over the
+    examples (the function is opaque code); each rule is ``base``'s traced rule batched by
+    :func:`tidu.batch` (traced when first needed, like any rule)."""
+
+    def __init__(self, base: _Rule, in_axes: tuple, axis_size: int) -> None:
+        self.base = base
+        self.custom = base.custom
+        self.name = base.name
+        self.label = f"{base.label}, in_axes={in_axes}, axis_size={axis_size}"
+        self.in_axes = in_axes
+        self.axis_size = axis_size
+        self.in_avals = [(shape if axis is None else shape[:axis] + (axis_size,) + shape[axis:],
+                          dtype) for (shape, dtype), axis in zip(base.in_avals, in_axes)]
+        self.out_avals = self._stacked(base.out_avals)
+        self._batched = {}
+        self._traced = {}
+        self._pending = {}                   # nothing to read: base's traced rules are batched
+        self._sources = {}                   # rule name -> base's traced rule it batched
+
+    def _current(self, which: str) -> bool:
+        """Whether ``base``'s rule is still the one this batched rule was made from."""
+        return self.base.traced(which) is self._sources.get(which)
+
+    def _stacked(self, avals) -> list:
+        return [((self.axis_size,) + tuple(shape), dtype) for shape, dtype in avals]
+
+    def run(self, inputs: list) -> list:
+        example_avals = list(self.base.out_avals) + list(getattr(self.base, "res_avals", ()))
+        return run_per_example(self.base.run, inputs, self.in_axes, self.axis_size,
+                               example_avals, self.op)
+
+    def transpose_error(self) -> FunctionalError:
+        return self.base.transpose_error()
+
+    def forward_mode_error(self) -> FunctionalError:
+        return self.base.forward_mode_error()
+
+
+class _BatchedJVPRule(_Batched, _JVPRule):
+    """A ``custom_jvp`` call batched: its JVP rule is ``jvp_fn``'s traced graph, batched."""
+
+    def __init__(self, base: _JVPRule, in_axes: tuple, axis_size: int) -> None:
+        super().__init__(base, in_axes, axis_size)
+        self.op = CustomJVPCall(self)
+
+    def _trace_jvp(self, data) -> RuleGraph:
+        rule = self._sources["jvp"] = self.base.traced("jvp")
+        return rule.batched(self.in_axes * 2, self.axis_size, [0] * len(rule.outputs))
+
+
+class _BatchedVJPRule(_Batched, _VJPRule):
+    """A ``custom_vjp`` call batched: residuals stacked along axis 0; ``bwd`` (and reverse
+    mode through ``fwd``) traced, then batched: cotangents of shared inputs are summed over
+    the batch."""
+
+    def __init__(self, base: _VJPRule, in_axes: tuple, axis_size: int) -> None:
+        super().__init__(base, in_axes, axis_size)
+        self.res_avals = self._stacked(base.res_avals)
+        self.op = CustomVJPCall(self)
+
+    def fwd_code(self, values: list) -> list:
+        """``fwd``'s code on the batch: ``base``'s, mapped by ``vmap``."""
+        from primitives.tensor.vmap import vmap
+
+        return list(vmap(lambda *leaves: self.base.fwd_code(list(leaves)),
+                         in_axes=self.in_axes)(*values))
+
+    def _trace_bwd(self, data) -> tuple:
+        # arguments: residuals and output cotangents, all batched along axis 0
+        return self._batched_cotangents("bwd", [0] * len(self.base.res_avals + self.base.out_avals))
+
+    def _trace_residuals(self, data) -> tuple:
+        # arguments: the primal inputs (batched as the call's), the residuals' cotangents
+        return self._batched_cotangents("residuals",
+                                        list(self.in_axes) + [0] * len(self.base.res_avals))
+
+    def _batched_cotangents(self, rule_name: str, arg_axes: list) -> tuple:
+        traced = self._sources[rule_name] = self.base.traced(rule_name)
+        rule, positions = traced
+        out_axes = [self.in_axes[position] for position in positions]   # None: summed
+        return rule.batched(arg_axes, self.axis_size, out_axes), positions
+
+
+_JVPRule.batched_class = _BatchedJVPRule
+_VJPRule.batched_class = _BatchedVJPRule
 
 
 def _foreign_array(inputs: list):

@@ -349,13 +349,23 @@ class Tensor(ArrayOperators, Frontend):
         return f"tensor({np.array2string(self._data, separator=', ')}{grad})"
 
     def __reduce__(self):
-        """Pickle (and deep-copy) as a leaf: the data and ``requires_grad``, no history or
-        ``.grad``, as PyTorch does."""
+        """Pickle as a leaf: the data and ``requires_grad``, no history or ``.grad``, as
+        PyTorch does (a pickle is data; :meth:`__deepcopy__` keeps the history)."""
         return _leaf, (self._data, self._requires_grad)
 
     def __copy__(self) -> "Tensor":
-        """A leaf sharing this tensor's array (each side copies it on write)."""
+        """A leaf: a leaf sharing this tensor's array (each side copies it on write); a tensor
+        with history: a recorded copy (``tnp.copy``), which keeps the history."""
+        if self._trace is not None:
+            return self.copy()
         return _leaf(_owned_data(self), self._requires_grad)
+
+    def __deepcopy__(self, memo) -> "Tensor":
+        """A leaf: a new leaf with a copy of the data and ``requires_grad``; a tensor with
+        history: a recorded copy (``tnp.copy``), which keeps the history (PyTorch raises)."""
+        if self._trace is not None:
+            return self.copy()
+        return _leaf(library_of(self._data).copy(self._data), self._requires_grad)
 
     @classmethod
     def bind(cls, op, args) -> list:
@@ -371,8 +381,13 @@ class Tensor(ArrayOperators, Frontend):
         if not requires_grad:
             return [_new(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         inputs = []
+        differentiated = None           # the type of the first array that requires grad
         for position, a in enumerate(args):
             if isinstance(a, Tensor) and a._requires_grad:
+                if differentiated is None:
+                    differentiated = type(data[position])
+                elif type(data[position]) is not differentiated:
+                    _check_one_library(op, args, data)
                 inputs.append(EagerInput(a.key, a._trace, True, data[position]))
                 continue
             d = data[position]
@@ -411,6 +426,24 @@ class Tensor(ArrayOperators, Frontend):
         cotangents = _cotangents(self, seed, _STILL_REFERENCED, create_graph)
         _accumulate_into_leaves(cotangents)
         return Gradients(cotangents)
+
+
+def _check_one_library(op, args, data) -> None:
+    """Tensors that require grad, in one op, hold arrays of one library (else a
+    :class:`TensorTypeError` naming both, as the functional transforms raise): a gradient
+    flowing into a leaf of one library from an op computed in another would come back in
+    the wrong library, or not at all."""
+    first = None
+    for position, a in enumerate(args):
+        if isinstance(a, Tensor) and a._requires_grad:
+            library = library_of(data[position])
+            if first is None:
+                first = library
+            elif library is not first:
+                raise TensorTypeError(
+                    f"{getattr(op, 'name', op)}: tensors that require grad from two array "
+                    f"libraries, {first.name} and {library.name} (argument {position}); "
+                    "convert them to one library, or detach() one of them")
 
 
 # The count _data_refs gives when only the tensor holds its array (measured, so it is right
@@ -554,19 +587,40 @@ class Gradients:
         self._by_key = by_key
 
     def grad(self, t: Tensor):
-        """The gradient of ``t``, or ``None`` if it received none."""
-        return self._by_key.get(t.key)
+        """The gradient of ``t``, or ``None`` if it received none.
+
+        ``t`` is the ``Tensor`` itself, not its data: an array is refused with a
+        :class:`TensorTypeError` (an array has no identity in the recording).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> grads = (x * x).sum().backward()
+        >>> grads.grad(x.data)
+        Traceback (most recent call last):
+        ...
+        primitives.tensor.errors.TensorTypeError: Gradients.grad takes a Tensor (one of those backward differentiated), got a ndarray; pass the Tensor itself (x, not x.data or an array of its values)
+        """
+        return self._by_key.get(_key_of(t, "grad"))
 
     def remove(self, t: Tensor):
         """Take out and return the gradient of ``t`` (``None`` if absent)."""
-        return self._by_key.pop(t.key, None)
+        return self._by_key.pop(_key_of(t, "remove"), None)
 
     def replace(self, t: Tensor, g) -> None:
         """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype."""
-        self._by_key[t.key] = _checked_gradient(t, g, "Gradients.replace")
+        key = _key_of(t, "replace")
+        self._by_key[key] = _checked_gradient(t, g, "Gradients.replace")
 
     def __contains__(self, t: Tensor) -> bool:
-        return t.key in self._by_key
+        return isinstance(t, Tensor) and t.key in self._by_key
+
+
+def _key_of(t, method: str):
+    """The key of the ``Tensor`` ``t`` given to ``Gradients.<method>``."""
+    if isinstance(t, Tensor):
+        return t.key
+    raise TensorTypeError(f"Gradients.{method} takes a Tensor (one of those backward "
+                          f"differentiated), got a {type(t).__name__}; pass the Tensor itself "
+                          "(x, not x.data or an array of its values)")
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
@@ -588,12 +642,15 @@ def _copied(data, dtype, requires_grad: bool):
                                   "or t itself to keep the gradient")
         data = data._data
     library = library_of(data)
+    if dtype is not None:
+        dtype = numpy_dtype(dtype)            # a library's dtype (torch.float16) too
     if library is NUMPY:
         array = np.array(data, dtype=dtype)
     else:
         xp = library.xp
         array = library.copy(as_array(data) if dtype is None
-                             else xp.astype(as_array(data), np.dtype(dtype)))
+                             else xp.astype(as_array(data), dtype))
+    numpy_dtype(array.dtype)                  # a dtype NumPy lacks (bfloat16) is refused here
     if requires_grad and not _can_require_grad(dtype_of(array)):
         raise TensorTypeError(f"only floating point and complex tensors can require grad, "
                               f"got dtype {dtype_of(array)}")

@@ -37,7 +37,13 @@ def _memory(value):
 
 def fresh(outputs: list, held: Iterable) -> list:
     """``outputs`` with each array that shares memory with an array of ``held`` (inputs,
-    constants) or with an earlier output replaced by a copy of it, in its library."""
+    constants) or with an earlier output replaced by a copy of it, in its library.
+
+    >>> y = np.ones(2)
+    >>> first, second = fresh([y, y], held=[])
+    >>> first is y, second is y
+    (True, False)
+    """
     taken = {_memory(h) for h in held}
     taken.discard(None)
     result = []

@@ -45,6 +45,7 @@ from primitives.tensor import api
 from primitives.tensor.api import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.fresh import fresh
+from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
@@ -188,7 +189,7 @@ class Traced:
             outs = [out] if self.single_output else list(out)
             for position, o in enumerate(outs):
                 check_output(o, transform, f, None if self.single_output else position)
-            outs = [self.trace.lift(o) for o in outs]
+            outs = _distinct([self.trace.lift(o) for o in outs])
         finally:
             self.trace.active = False
         self.graph = self.trace.build(outs)
@@ -211,6 +212,17 @@ class Traced:
     def output(self):
         outs = [_array(o) for o in self.outputs]
         return outs[0] if self.single_output else tuple(outs)
+
+
+def _distinct(outs: list) -> list:
+    """Traced outputs with a value returned twice (``return y, y``) copied the second time, so
+    each output is its own value (reverse mode sums their cotangents through the copy)."""
+    seen = set()
+    for n, tracer in enumerate(outs):
+        if tracer.id in seen:
+            outs[n] = Tracer.bind(ew.copy, [tracer])[0]
+        seen.add(tracer.id)
+    return outs
 
 
 def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
@@ -456,6 +468,17 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     return out, vjp_fn
 
 
+def _check_argnums_differentiable(args, positions, what) -> None:
+    """Differentiated arguments hold floating point or complex arrays; an error names the
+    argument by its position among all arguments (``argnums=1`` names argument 1)."""
+    for n in positions:
+        for leaf in tree_flatten(args[n])[0]:
+            dtype = dtype_of(_as_value(leaf))
+            if not np.issubdtype(dtype, np.inexact):
+                raise FunctionalError(f"{what}: argument {n} has dtype {dtype}; only floating "
+                                      "point and complex inputs are differentiable")
+
+
 def _check_scalar(out, f, transform: str):
     if shape_of(out) != () or dtype_of(out).kind != "f":
         raise FunctionalError(f"{transform}: {_function_name(f)} must return a real floating "
@@ -508,6 +531,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args), "value_and_grad")
         distinct = tuple(dict.fromkeys(nums))
+        _check_argnums_differentiable(args, distinct, "grad")
         partial = _with_args(f, args, kwargs, distinct)
         out, vjp_fn, *aux = vjp(partial, *[args[n] for n in distinct], has_aux=has_aux,
                                 transform="grad")
@@ -674,6 +698,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
     def jacobian_of_f(*args, **kwargs):
         nums = _argnums(argnums, len(args), transform)
         distinct = tuple(dict.fromkeys(nums))
+        _check_argnums_differentiable(args, distinct, transform)
         flat = _Flat(_with_args(f, args, kwargs, distinct), [args[n] for n in distinct],
                      has_aux, transform)
         inputs = [_as_value(leaf) for leaf in flat.leaves]

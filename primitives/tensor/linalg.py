@@ -19,7 +19,8 @@ Gradient conventions (JAX's and PyTorch's, but for complex inputs):
   eigenvalues (singular values), as in JAX; the eigenvalues' (singular values')
   own derivatives stay finite there;
 - ``eigh``, ``eigvalsh``, ``cholesky`` (and ``pinv(hermitian=True)``) read the
-  lower triangle only, as NumPy does, and so do their derivatives;
+  lower triangle only (``eigh``/``eigvalsh``: the upper one for ``UPLO="U"``, with
+  NumPy's eigenvector signs), as NumPy does, and so do their derivatives;
 - complex gradients are the adjoint under ``Re<a, b>`` (PyTorch's), the conjugate
   of JAX's; JVPs are JAX's.
 
@@ -275,11 +276,11 @@ def slogdet(a) -> SlogdetResult:
 # --- decompositions -------------------------------------------------------------------------------
 
 
-def _lower_triangle_operand(a, fn: str, uplo: str):
-    """``a`` such that its lower triangle holds the triangle ``uplo`` names."""
+def _triangle(uplo, fn: str) -> str:
+    """``"L"`` or ``"U"``, the triangle ``uplo`` names (either case, as NumPy)."""
     if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"):
         raise TensorShapeError(f"linalg.{fn}: UPLO argument must be 'L' or 'U', got {uplo!r}")
-    return _matrix_transpose(a, conjugate=True) if uplo.upper() == "U" else a
+    return uplo.upper()
 
 
 @implements(np.linalg.cholesky)
@@ -297,8 +298,9 @@ def cholesky(a, /, *, upper: bool = False):
 def eigh(a, UPLO: str = "L") -> EighResult:
     """``np.linalg.eigh``: ``(eigenvalues, eigenvectors)``; eigenvector derivatives are JAX's
     (gauge-invariant losses only; not finite at equal eigenvalues)."""
-    a = _lower_triangle_operand(_matrices(a, "eigh"), "eigh", UPLO)
-    w, v = bind(Eigh(shape_of(a), dtype_of(a).name), a)
+    uplo = _triangle(UPLO, "eigh")
+    a = _matrices(a, "eigh")
+    w, v = bind(Eigh(shape_of(a), dtype_of(a).name, uplo=uplo), a)
     return EighResult(w, v)
 
 
@@ -306,8 +308,9 @@ def eigh(a, UPLO: str = "L") -> EighResult:
 def eigvalsh(a, UPLO: str = "L"):
     """``np.linalg.eigvalsh``; the derivative ``Re diag(Vᴴ da V)`` stays finite at equal
     eigenvalues, where it is exact for their sum (and symmetric functions of them)."""
-    a = _lower_triangle_operand(_matrices(a, "eigvalsh"), "eigvalsh", UPLO)
-    return bind(Eigh(shape_of(a), dtype_of(a).name, compute_v=False), a)[0]
+    uplo = _triangle(UPLO, "eigvalsh")
+    a = _matrices(a, "eigvalsh")
+    return bind(Eigh(shape_of(a), dtype_of(a).name, compute_v=False, uplo=uplo), a)[0]
 
 
 @implements(np.linalg.svd)

@@ -152,4 +152,20 @@ CASES = [
     unary("isfinite", nonfinite, note=BOOLEAN, wrt=()),
     unary("signbit", fixed([-0.0, 0.0, -1.5, np.nan, -INF]), note=BOOLEAN, wrt=(),
           dtypes=REAL_DTYPES),
+    # boolean algebra: masks combine under jit and vmap
+    *[Case(name, lambda a, b, f=getattr(tnp, name): f(a > 0, b < 0.5),
+           lambda a, b, f=getattr(np, name): f(a > 0, b < 0.5),
+           (normal((2, 3)), normal((3,))), wrt=(), dtypes=REAL_DTYPES, note=BOOLEAN)
+      for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                   "bitwise_xor")],
+    *[Case(name, lambda a, f=getattr(tnp, name): f(a > 0), lambda a, f=getattr(np, name): f(a > 0),
+           (normal((2, 3)),), wrt=(), dtypes=REAL_DTYPES, note=BOOLEAN)
+      for name in ("logical_not", "invert")],
+    *[Case(name, lambda a, b, f=getattr(tnp, name): f(tnp.astype(8 * a, np.int64),
+                                                      tnp.astype(8 * b, np.int64)),
+           lambda a, b, f=getattr(np, name): f((8 * a).astype(np.int64), (8 * b).astype(np.int64)),
+           (normal((2, 3)), normal((3,))), wrt=(), dtypes=REAL_DTYPES, label="integers",
+           note="bitwise on integers, as NumPy: not differentiated")
+      for name in ("bitwise_and", "bitwise_or", "bitwise_xor")],
+    Case("copy", tnp.copy, np.copy, (normal((2, 3)),), note="a new array: derivative 1"),
 ]

@@ -17,7 +17,8 @@ op                  JVP (``dA`` the tangent, ``herm(dA)`` the Hermitian matrix
 ``Cholesky``        ``dL = L Φ(L⁻¹ herm(dA) L⁻ᴴ)``, ``Φ``: lower triangle, half
                     diagonal (Murray, arXiv:1602.07527)
 ``Eigh``            ``dw = Re diag(Vᴴ herm(dA) V)``, ``dV = V (F ∘ Vᴴ herm(dA) V)``,
-                    ``F_ij = 1/(w_j - w_i)`` off the diagonal (JAX's rule)
+                    ``F_ij = 1/(w_j - w_i)`` off the diagonal (JAX's rule);
+                    ``herm`` reads the upper triangle for ``UPLO="U"``
 ``Svd``             JAX's rule (Giles' formulas); full matrices via the
                     complement's minimal rotation
 ``Qr``              JAX's rule, tall and wide
@@ -296,6 +297,13 @@ def hermitian_from_lower(t: Mat) -> Mat:
     return lower + lower.H
 
 
+def hermitian_from_upper(t: Mat) -> Mat:
+    """The Hermitian matrices LAPACK reads from ``t``'s upper triangle (``UPLO="U"``): that
+    triangle and the real part of the diagonal."""
+    upper = t.band(0.0, 0.5, 1.0)
+    return upper + upper.H
+
+
 def _primal(builder, key, shape, dtype) -> Mat:
     return Mat(builder, External(key), shape, dtype)
 
@@ -516,33 +524,50 @@ class Cholesky(_MatrixOp):
 class Eigh(_MatrixOp):
     """``np.linalg.eigh`` (``compute_v``) or ``eigvalsh``: ascending real eigenvalues ``w``
     and unit eigenvectors ``V`` (columns) of the Hermitian matrices given by the lower
-    triangles."""
+    triangles (``uplo="L"``) or the upper ones (``uplo="U"``).
+
+    The triangle is handed to LAPACK as NumPy hands it (``UPLO``): the eigenvectors'
+    signs (phases) depend on which triangle LAPACK reduces, so reading the upper triangle
+    as the lower triangle of the conjugate transpose would give other signs than NumPy.
+
+    >>> a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> v = Eigh((2, 2), "float64", uplo="U").eval(None, [a])[1]
+    >>> bool(np.array_equal(v, np.linalg.eigh(a, UPLO="U")[1]))
+    True
+    """
 
     shape: tuple
     dtype: str
     compute_v: bool = True
+    uplo: str = "L"
     name = "eigh"
     _flags = ("compute_v",)
+
+    def params(self) -> str:
+        shown = super().params()
+        return shown if self.uplo == "L" else f"{shown}, uplo={self.uplo!r}"
 
     def output_count(self) -> int:
         return 2 if self.compute_v else 1
 
     def eval(self, ctx, inputs):
         xp, (a,) = operands(inputs, self)
+        upper = {} if self.uplo == "L" else {"UPLO": "U"}
         if self.compute_v:
-            return list(_lapack(self, xp.linalg.eigh, a))
-        return [_lapack(self, xp.linalg.eigvalsh, a)]
+            return list(_lapack(self, xp.linalg.eigh, a, **upper))
+        return [_lapack(self, xp.linalg.eigvalsh, a, **upper)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         n = self.shape[-1]
         if self.compute_v:
             v = _primal(builder, primal_outputs[1], self.shape, self.dtype)
         else:
-            [_, vectors] = _outputs(builder, Eigh(self.shape, self.dtype),
+            [_, vectors] = _outputs(builder, Eigh(self.shape, self.dtype, uplo=self.uplo),
                                     self.operand(builder, primal_inputs[0]))
             v = Mat(builder, vectors, self.shape, self.dtype)
-        sigma = hermitian_from_lower(Mat.tangent(builder, tangent_inputs[0], self.shape,
-                                                 self.dtype))
+        tangent = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
+        sigma = (hermitian_from_lower(tangent) if self.uplo == "L"
+                 else hermitian_from_upper(tangent))
         rotated = v.H @ sigma @ v                                   # Vᴴ dA V
         dw = rotated.diagonal().real()
         if not self.compute_v:
@@ -888,13 +913,15 @@ def _dask_slogdet(x):
     return _compat_linalg().SlogdetResult(sign, logabsdet)
 
 
-def _dask_eigh(x):
-    w, v = _each_matrix(np.linalg.eigh, "(n,n)->(n),(n,n)", x, dtypes=(_real(x.dtype), x.dtype))
+def _dask_eigh(x, UPLO: str = "L"):
+    w, v = _each_matrix(functools.partial(np.linalg.eigh, UPLO=UPLO), "(n,n)->(n),(n,n)", x,
+                        dtypes=(_real(x.dtype), x.dtype))
     return _compat_linalg().EighResult(w, v)
 
 
-def _dask_eigvalsh(x):
-    return _each_matrix(np.linalg.eigvalsh, "(n,n)->(n)", x, dtypes=_real(x.dtype))
+def _dask_eigvalsh(x, UPLO: str = "L"):
+    return _each_matrix(functools.partial(np.linalg.eigvalsh, UPLO=UPLO), "(n,n)->(n)", x,
+                        dtypes=_real(x.dtype))
 
 
 def _dask_pinv(x, rcond: float, hermitian: bool):
