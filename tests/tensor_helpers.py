@@ -26,3 +26,19 @@ def random(shape, dtype, rng):
     if dtype.kind == "c":
         x = x + 1j * rng.standard_normal(shape)
     return x.astype(dtype)
+
+
+def numeric_grad(f, x, eps=1e-6):
+    """The gradient of real-valued ``f`` at ``x`` by central differences (float64 or
+    complex128 arithmetic); for complex ``x`` it is ``dL/dRe + i dL/dIm`` (tidu's convention).
+    """
+    complex_ = np.iscomplexobj(x)
+    x = np.array(x, dtype=np.complex128 if complex_ else np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        for unit in ((1.0, 1j) if complex_ else (1.0,)):
+            xp, xm = x.copy(), x.copy()
+            xp[idx] += eps * unit
+            xm[idx] -= eps * unit
+            g[idx] += unit * (float(np.real(f(xp))) - float(np.real(f(xm)))) / (2 * eps)
+    return g

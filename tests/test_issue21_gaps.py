@@ -31,6 +31,7 @@ from tidu.errors import InvalidArgumentError, UnknownValueError
 from tidu.example_ops import trace
 from tidu.graph import Input, evaluate
 from tidu.rules import GraphPrimitiveBuilder
+from tensor_helpers import numeric_grad
 
 
 def _torch():
@@ -40,17 +41,6 @@ def _torch():
 def _jax():
     jax = pytest.importorskip("jax", reason="JAX is not installed: it is the reference here")
     return jax, pytest.importorskip("jax.numpy")
-
-
-def central_difference(f, x, eps=1e-6):
-    """The gradient of the real scalar ``f`` at the real array ``x``, by central differences."""
-    x = np.array(x, dtype=np.float64)
-    out = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        out[index] = (f(x + step) - f(x - step)) / (2 * eps)
-    return out
 
 
 def dot_product_test(f, x, rng, rtol=1e-10):
@@ -360,7 +350,7 @@ def test_full_differentiates_in_its_fill_value():
     np.testing.assert_allclose(tnp.grad(row_loss)(row), 4 * np.cos(row), rtol=1e-12)
     np.testing.assert_allclose(
         tnp.grad(row_loss)(row),
-        central_difference(lambda r: np.sum(np.sin(np.full((4, 3), r))), row), rtol=1e-7)
+        numeric_grad(lambda r: np.sum(np.sin(np.full((4, 3), r))), row), rtol=1e-7)
     dot_product_test(lambda r: tnp.full((2, 3), r) * weights, row, np.random.default_rng(1))
     # eager
     t = tnp.tensor(1.5, requires_grad=True)
@@ -478,10 +468,10 @@ def test_linspace_differentiates_in_start_and_stop(kwargs):
     g_start, g_stop = tnp.grad(lambda a, b: _linspace_loss(a, b, **kwargs), argnums=(0, 1))(
         start, stop)
     np.testing.assert_allclose(
-        g_start, central_difference(lambda a: _numpy_linspace_loss(a, stop, **kwargs), start),
+        g_start, numeric_grad(lambda a: _numpy_linspace_loss(a, stop, **kwargs), start),
         rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(
-        g_stop, central_difference(lambda b: _numpy_linspace_loss(start, b, **kwargs), stop),
+        g_stop, numeric_grad(lambda b: _numpy_linspace_loss(start, b, **kwargs), stop),
         rtol=1e-6, atol=1e-8)
     rng = np.random.default_rng(3)
     dot_product_test(lambda a: tnp.linspace(a, stop, **kwargs), start, rng)
@@ -568,7 +558,7 @@ def test_eigh_upper_gradients_are_right(uplo):
     numpy_loss = lambda m: np.sum(np.linalg.eigh(m, UPLO=uplo)[1] * c) + \
         np.sum(np.linalg.eigh(m, UPLO=uplo)[0] ** 3)                         # noqa: E731
     g = tnp.grad(loss)(a)
-    np.testing.assert_allclose(g, central_difference(numpy_loss, a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g, numeric_grad(numpy_loss, a), rtol=1e-6, atol=1e-7)
     other = np.tril(g, -1) if uplo == "U" else np.triu(g, 1)
     assert not other.any()                              # only the triangle read has a gradient
     t = tnp.tensor(a, requires_grad=True)
@@ -576,7 +566,7 @@ def test_eigh_upper_gradients_are_right(uplo):
     eigvals_loss = lambda m: tnp.sum(tnp.linalg.eigvalsh(m, UPLO=uplo) * np.arange(4.0))  # noqa
     np.testing.assert_allclose(
         tnp.grad(eigvals_loss)(a),
-        central_difference(lambda m: np.sum(np.linalg.eigvalsh(m, UPLO=uplo) * np.arange(4.0)),
+        numeric_grad(lambda m: np.sum(np.linalg.eigvalsh(m, UPLO=uplo) * np.arange(4.0)),
                            a), rtol=1e-6, atol=1e-7)
     dot_product_test(lambda m: tnp.linalg.eigh(m, UPLO=uplo)[1], a, np.random.default_rng(6))
 
@@ -591,8 +581,8 @@ def test_eigh_upper_complex_gauge_invariant_gradient():
 
     g = tnp.grad(lambda m: loss(m, tnp))(a)
     numpy_loss = lambda re, im: loss(re + 1j * im, np)                     # noqa: E731
-    want = central_difference(lambda re: numpy_loss(re, a.imag), a.real) + \
-        1j * central_difference(lambda im: numpy_loss(a.real, im), a.imag)
+    want = numeric_grad(lambda re: numpy_loss(re, a.imag), a.real) + \
+        1j * numeric_grad(lambda im: numpy_loss(a.real, im), a.imag)
     np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-7)
     assert not np.tril(g, -1).any()
 

@@ -17,18 +17,9 @@ from primitives.tensor import (FunctionalError, TensorAxisError, TensorNotSuppor
 from primitives.tensor.core import Frontend
 from primitives.tensor.interop import _IMPLEMENTATIONS
 from tidu import TiduError
+from tensor_helpers import numeric_grad
 
 X = np.array([-1.0, 0.5, 2.0])
-
-
-def numeric_grad(f, x, h=1e-6):
-    """Central differences of a real scalar ``f`` at ``x``."""
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 def eager_grad(f, x):

@@ -17,23 +17,7 @@ from primitives import tensor as tnp
 from primitives.tensor import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor.ops import elementwise as ew
 
-from tensor_helpers import REAL, abs2, random
-
-
-def numeric_grad(f, x, eps=1e-6):
-    """Central differences of real-valued ``f`` at ``x`` (float64/complex128 arithmetic);
-    for complex ``x`` the gradient is ``dL/dRe + i dL/dIm``."""
-    complex_ = np.iscomplexobj(x)
-    x = np.array(x, dtype=np.complex128 if complex_ else np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        for unit in ((1.0, 1j) if complex_ else (1.0,)):
-            xp, xm = x.copy(), x.copy()
-            xp[idx] += eps * unit
-            xm[idx] -= eps * unit
-            d = (float(np.asarray(f(xp))) - float(np.asarray(f(xm)))) / (2 * eps)
-            g[idx] += d * unit
-    return g
+from tensor_helpers import REAL, abs2, numeric_grad, random
 
 
 def tol(dtype):

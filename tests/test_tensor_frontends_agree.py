@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from primitives import tensor as tnp
 
-from tensor_helpers import REAL, random
+from tensor_helpers import REAL, numeric_grad, random
 
 
 TNP = SimpleNamespace(
@@ -48,19 +48,6 @@ def loss(m, x, y):
 
 def tnp_loss(x, y):
     return loss(TNP, x, y)
-
-
-def numeric_grad(f, x, eps=1e-6):
-    complex_ = np.iscomplexobj(x)
-    x = np.array(x, dtype=np.complex128 if complex_ else np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        for unit in ((1.0, 1j) if complex_ else (1.0,)):
-            xp, xm = x.copy(), x.copy()
-            xp[idx] += eps * unit
-            xm[idx] -= eps * unit
-            g[idx] += unit * (float(f(xp)) - float(f(xm))) / (2 * eps)
-    return g
 
 
 def single(*dtypes) -> bool:

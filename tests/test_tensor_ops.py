@@ -41,6 +41,7 @@ from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Tran
 from tidu import ADRuleError, linear_transpose, linearize
 from tidu.graph import GraphBuilder, Input, Local, evaluate
 from tidu.testing import CheckUsageError, check_jvp, check_primitive, check_transpose
+from tensor_helpers import numeric_grad
 
 SETTINGS = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -497,16 +498,6 @@ def test_nonlinear_transposes_are_refused():
 
 
 # --- the NumPy-named functions: values and dtypes -----------------------------------------
-
-
-def numeric_grad(f, x, h=1e-6):
-    x = np.asarray(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (float(f(x + e)) - float(f(x - e))) / (2 * h)
-    return g
 
 
 RNG = np.random.default_rng(1234)

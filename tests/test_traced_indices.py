@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 import primitives.tensor as tnp
 from primitives.tensor import ConcretizationError
 from tidu import TiduError
+from tensor_helpers import numeric_grad
 
 RNG = np.random.default_rng(0)
 W = RNG.normal(size=(4, 3))
@@ -111,7 +112,7 @@ def test_indexing_forms(case, transform):
 
     expected_value = numpy_value(x)
     weights = RNG.normal(size=expected_value.shape)
-    expected_grad = _numeric_grad(lambda v: np.sum(numpy_value(v) * weights), x)
+    expected_grad = numeric_grad(lambda v: np.sum(numpy_value(v) * weights), x)
 
     def loss(x, i, j):
         return tnp.sum(index(x, i, j) * weights)
@@ -145,15 +146,6 @@ def _numpy_index(name, x, i, j):
                                                                                     dtype=int),
                                                       axis=1),
     }[name]()
-
-
-def _numeric_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = eps
-        g[k] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 def test_index_by_argmax_under_jit_grad_and_hessian():
