@@ -309,3 +309,19 @@ def test_rebinding_what_a_custom_rule_reads():
     factor = np.array([5.0, 7.0])                        # noqa: F841 (read by the rule)
     np.testing.assert_array_equal(tnp.grad(lambda v: tnp.sum(f(v)))(np.ones(2)), [5.0, 7.0])
     np.testing.assert_array_equal(step(np.ones(2)), [5.0, 7.0])
+
+
+def test_a_closed_over_number_rebound_traces_again():
+    scale, calls = 2.0, []
+
+    def f(v):
+        calls.append(1)
+        return v * scale
+
+    jf = tnp.jit(f)
+    np.testing.assert_array_equal(jf(np.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(jf(np.ones(2)), [2.0, 2.0])
+    assert len(calls) == 1
+    scale = 3.0                                          # noqa: F841 (read by f)
+    np.testing.assert_array_equal(jf(np.ones(2)), [3.0, 3.0])
+    assert len(calls) == 2

@@ -1,10 +1,10 @@
-"""Python's closure rule for traced programs: arrays a function reads from outside are read
-at each call.
+"""Python's closure rule for traced programs: arrays (and numbers) a function reads from
+outside are read at each call.
 
 A jitted function (or a cached custom rule) is traced once and run many times.
 The arrays it reads from its closure, its globals, a bound method's object,
 or the attributes and items of those, belong to the caller, who may write into
-them or rebind them between calls. :func:`external_arrays` finds them before
+them or rebind them between calls. :func:`external_values` finds them before
 the trace, each as a :class:`Reference` that reads it again later; while the
 trace runs, :func:`staging` makes every ``tnp`` op applied to one of them part
 of the traced graph (not a constant computed once), and the traced program
@@ -15,7 +15,8 @@ globals into graph inputs; JAX instead freezes them at trace time.
 NumPy's own functions and operators applied to such an array while tracing
 (``V * 2`` on two NumPy arrays) are not ``tnp`` ops and compute at once: the
 program that uses their result keeps a copy of the array's contents and traces
-again when the array changes (:class:`Guard`). Comparing costs a pass over the
+again when the array changes (:class:`Guard`); so does a changed number
+(``scale = 2.0`` rebound), as ``torch.compile``'s guards do. Comparing costs a pass over the
 array at each call, so that is done for arrays up to :data:`COMPARED_BYTES`
 (1 MiB); a bigger array read only by NumPy's own functions is checked for
 rebinding, shape and dtype, not for writes into it: use ``tnp`` functions on
@@ -25,13 +26,14 @@ it, or pass it as an argument.
 >>> def make():
 ...     V = np.ones(2)
 ...     return lambda x: x * V
->>> [ref.where for ref in external_arrays(make())]
+>>> [ref.where for ref in external_values(make())]
 ["closure variable 'V' of make.<locals>.<lambda>"]
 """
 
 from __future__ import annotations
 
 import functools
+import numbers
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -68,6 +70,13 @@ class Reference:
         return f"Reference({self.where})"
 
 
+def _is_read(value) -> bool:
+    """What the closure rule follows: arrays, and Python or NumPy numbers (a changed number
+    traces again, as ``torch.compile``'s guards do)."""
+    return _is_array(value) or (isinstance(value, (numbers.Number, np.generic))
+                                and not isinstance(value, Frontend))
+
+
 def _is_array(value) -> bool:
     if isinstance(value, np.ndarray):
         return True
@@ -99,18 +108,21 @@ def _code_names(code) -> set:
     return names
 
 
-def external_arrays(f: Callable) -> list[Reference]:
-    """The arrays ``f`` reads from outside, found without running it: in its closure cells
-    and the globals its code names, in the attributes and items (one level) of the objects
-    found there, in a bound method's object and a ``functools.partial``'s arguments, and
-    likewise in the functions it reaches that way (``grad(loss)`` reaches ``loss``). Library
-    functions (tidu's, NumPy's...) are passed through, but their globals are not read."""
+def external_values(f: Callable) -> list[Reference]:
+    """The arrays and numbers ``f`` reads from outside, found without running it: in its
+    closure cells and the globals its code names, in the attributes and items (one level) of
+    the objects found there, in a bound method's object and a ``functools.partial``'s
+    arguments, and likewise in the functions it reaches that way (``grad(loss)`` reaches
+    ``loss``; a ``custom_jvp`` function its rules). Library functions (tidu's, NumPy's...)
+    are passed through, but their globals are not read."""
     found: list[Reference] = []
     seen: set = set()
     pending = [(f, _name(f))]
 
-    def add(value, read, where: str) -> None:
-        if _is_array(value):
+    def add(value, read, where: str, named: bool = False) -> None:
+        """``named``: a variable of the code (a closure cell, a global), whose numbers count;
+        in attributes and containers only arrays do (a counter there is not read by f)."""
+        if _is_array(value) or (named and _is_read(value)):
             found.append(Reference(read, where, value))
         elif callable(value) or hasattr(value, "__dict__") or isinstance(value, (list, tuple,
                                                                                 dict)):
@@ -124,9 +136,10 @@ def external_arrays(f: Callable) -> list[Reference]:
         if isinstance(obj, functools.partial):
             pending.append((obj.func, where))
             for n, arg in enumerate(obj.args):
-                add(arg, _item_reader(obj.args, n), f"argument {n} of {where}")
+                add(arg, _item_reader(obj.args, n), f"argument {n} of {where}", named=True)
             for key, arg in obj.keywords.items():
-                add(arg, _item_reader(obj.keywords, key), f"keyword {key!r} of {where}")
+                add(arg, _item_reader(obj.keywords, key), f"keyword {key!r} of {where}",
+                    named=True)
         elif isinstance(obj, types.MethodType):
             pending.append((obj.__func__, where))
             _scan_attributes(obj.__self__, f"{where}.__self__", add)
@@ -141,12 +154,11 @@ def external_arrays(f: Callable) -> list[Reference]:
                 if _is_array(item):
                     add(item, _item_reader(obj, key), f"{where}[{key!r}]")
         else:
-            wrapped = getattr(obj, "__wrapped__", None)
-            if wrapped is not None:
-                pending.append((wrapped, where))
-            rules = getattr(obj, "rule_functions", None)      # custom_jvp / custom_vjp rules
-            if callable(rules):
-                pending.extend((rule, where) for rule in rules())
+            rules = getattr(obj, "rule_functions", None)
+            if callable(rules):         # custom_jvp / custom_vjp: the rules are traced, while
+                pending.extend((rule, where) for rule in rules())   # the function runs each call
+            elif getattr(obj, "__wrapped__", None) is not None:
+                pending.append((obj.__wrapped__, where))
             if not _is_library(type(obj)):
                 _scan_attributes(obj, where, add)
                 call = getattr(type(obj), "__call__", None)
@@ -162,7 +174,7 @@ def _scan_function(fn: types.FunctionType, add) -> None:
             value = cell.cell_contents
         except ValueError:
             continue
-        add(value, _cell_reader(cell), f"closure variable {var!r} of {name}")
+        add(value, _cell_reader(cell), f"closure variable {var!r} of {name}", named=True)
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None:
         add(wrapped, lambda: None, name)
@@ -172,7 +184,7 @@ def _scan_function(fn: types.FunctionType, add) -> None:
     for var in _code_names(fn.__code__):
         value = globals_.get(var, _MISSING)
         if value is not _MISSING:
-            add(value, _item_reader(globals_, var), f"global {var!r} of {name}")
+            add(value, _item_reader(globals_, var), f"global {var!r} of {name}", named=True)
 
 
 def _scan_attributes(obj, where: str, add) -> None:
@@ -301,6 +313,8 @@ def _copy(value):
 def _equal(now, snapshot) -> bool:
     if now is snapshot:
         return True
+    if isinstance(snapshot, (numbers.Number, np.generic)):
+        return type(now) is type(snapshot) and bool(now == snapshot)
     if not isinstance(snapshot, np.ndarray) or snapshot.nbytes > COMPARED_BYTES:
         return False
     return (isinstance(now, np.ndarray) and now.shape == snapshot.shape

@@ -114,7 +114,7 @@ from tidu import ADRuleError, ADRuleKind, TiduError
 from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
-from primitives.tensor.closure import Guard, external_arrays, staging
+from primitives.tensor.closure import Guard, external_values, staging
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output, vjp
 from primitives.tensor.ops.custom import (
@@ -440,7 +440,7 @@ class _Rule:
                 "traced, which would never end; a rule must not differentiate its own function")
         busy.add((self, which))
         function = getattr(self, self._rule_function(which), None)
-        externals = external_arrays(function) if function is not None else []
+        externals = external_values(function) if function is not None else []
         outer = getattr(_TRACING, "trace", None)
         try:
             with staging(lambda: getattr(_TRACING, "trace", None), externals):

@@ -48,7 +48,7 @@ import numpy as np
 from tidu import optimize
 from tidu.graph import compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
-from primitives.tensor.closure import Guard, external_arrays, staging
+from primitives.tensor.closure import Guard, external_values, staging
 from primitives.tensor.fresh import fresh
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.functional import FunctionalError, GraphTrace, check_output, in_library_of
@@ -151,7 +151,7 @@ class _Traced:
         args = list(dynamic)
         for position, value in static:
             args.insert(position, value)
-        externals = external_arrays(f)
+        externals = external_values(f)
         try:
             with staging(trace, externals):
                 out = f(*args, **kwargs)
