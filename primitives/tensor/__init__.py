@@ -12,6 +12,7 @@ array([1.        , 2.71828183])
 from primitives.tensor.errors import (
     BackwardError,
     ConcretizationError,
+    SolverError,
     TensorAxisError,
     TensorIndexError,
     TensorNotSupportedError,
@@ -109,12 +110,15 @@ from primitives.tensor.functional import (
 )
 from primitives.tensor.custom import custom_jvp, custom_vjp
 from primitives.tensor.vmap import vmap
+from primitives.tensor.ode import odeint
+from primitives.tensor.fixedpoint import fixed_point
 
 __all__ = [
     "retain_freed_memory",
     "release_cached_arrays",
     "set_cache_limit",
     "ConcretizationError",
+    "SolverError",
     "TensorAxisError",
     "TensorNotSupportedError",
     "TensorIndexError",
@@ -203,6 +207,8 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "odeint",
+    "fixed_point",
 ]
 __all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
             *products.__all__]

@@ -43,3 +43,8 @@ class ConcretizationError(TiduError, TypeError):
 
 class TensorNotSupportedError(TiduError, NotImplementedError):
     """A NumPy feature these functions do not implement (a ``NotImplementedError``)."""
+
+
+class SolverError(TiduError, RuntimeError):
+    """An iterative solver (``odeint``, ``fixed_point``) that did not reach its tolerance
+    within its step or iteration budget (a ``RuntimeError``)."""

@@ -1,0 +1,137 @@
+"""``odeint`` (adjoint method) and ``fixed_point`` (implicit differentiation): values against
+closed forms and SciPy, derivatives against central differences and JAX, under the
+transforms reverse mode composes with, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor import SolverError
+from primitives.tensor.fixedpoint import fixed_point
+from primitives.tensor.ode import odeint
+from tensor_helpers import numeric_grad
+from tidu import TiduError
+
+T = np.array([0.0, 0.4, 1.1, 1.5])
+Y0 = np.array([0.4, 0.1])
+A = np.array([1.3, 0.2])
+
+
+def pendulum(y, t, a):
+    """A driven pendulum: nonlinear in y, time-dependent, two parameters."""
+    return tnp.stack([y[1], -a[0] * tnp.sin(y[0]) + a[1] * tnp.cos(t)])
+
+
+def loss(y0, t, a):
+    return tnp.sum(odeint(pendulum, y0, t, a) * np.array([1.0, 0.3]))
+
+
+def test_values_match_closed_forms_and_scipy():
+    ys = odeint(lambda y, t, k: -k * y, np.array([1.0, 2.0]), T, np.array(0.7))
+    np.testing.assert_allclose(ys, np.exp(-0.7 * T)[:, None] * [1.0, 2.0], rtol=1e-7)
+    scipy_integrate = pytest.importorskip("scipy.integrate", reason="SciPy is the oracle")
+    theirs = scipy_integrate.odeint(lambda y, t, a: np.asarray(pendulum(y, t, a)), Y0, T,
+                                    args=(A,), rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(odeint(pendulum, Y0, T, A, rtol=1e-10, atol=1e-10), theirs,
+                               rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(odeint(pendulum, Y0, T, args=(A,)), odeint(pendulum, Y0, T, A))
+
+
+def test_adjoint_derivatives_in_y0_t_and_args():
+    grads = tnp.grad(loss, argnums=(0, 1, 2))(Y0, T, A)
+    expected = (numeric_grad(lambda v: loss(v, T, A), Y0),
+                numeric_grad(lambda v: loss(Y0, v, A), T),
+                numeric_grad(lambda v: loss(Y0, T, v), A))
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_matches_jax_odeint():
+    jax = pytest.importorskip("jax", reason="JAX's odeint is the oracle")
+    jnp = pytest.importorskip("jax.numpy")
+    ode = pytest.importorskip("jax.experimental.ode")
+
+    def jax_loss(y0, t, a):
+        f = lambda y, s, a: jnp.stack([y[1], -a[0] * jnp.sin(y[0]) + a[1] * jnp.cos(s)])  # noqa
+        return jnp.sum(ode.odeint(f, y0, t, a) * jnp.array([1.0, 0.3]))
+
+    with jax.enable_x64(True):
+        theirs = jax.grad(jax_loss, argnums=(0, 1, 2))(Y0, T, A)
+    for got, want in zip(tnp.grad(loss, argnums=(0, 1, 2))(Y0, T, A), theirs):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-8)
+
+
+def test_under_jit_vmap_and_the_eager_tensor():
+    expected = tnp.grad(loss, argnums=2)(Y0, T, A)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(loss, argnums=2))(Y0, T, A), expected,
+                               rtol=1e-12)
+    batch = np.stack([A, A * 1.1])
+    per_example = tnp.vmap(tnp.grad(loss, argnums=2), in_axes=(None, None, 0))(Y0, T, batch)
+    np.testing.assert_allclose(per_example[0], expected, rtol=1e-10)
+    np.testing.assert_allclose(per_example[1], tnp.grad(loss, argnums=2)(Y0, T, A * 1.1),
+                               rtol=1e-10)
+    a = tnp.tensor(A, requires_grad=True)
+    np.testing.assert_allclose(loss(Y0, T, a).backward().grad(a), expected, rtol=1e-12)
+
+
+def test_pytree_state():
+    def f(state, t):
+        return {"x": state["v"], "v": -state["x"]}            # a harmonic oscillator
+    ys = odeint(f, {"x": np.array(1.0), "v": np.array(0.0)}, T)
+    np.testing.assert_allclose(ys["x"], np.cos(T), rtol=1e-7)
+    np.testing.assert_allclose(ys["v"], -np.sin(T), rtol=1e-7, atol=1e-9)
+    g = tnp.grad(lambda x0: tnp.sum(odeint(f, {"x": x0, "v": np.array(0.0)}, T)["x"]))(
+        np.array(1.0))
+    assert float(g) == pytest.approx(np.cos(T).sum(), rel=1e-6)
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(TiduError, match="increase strictly"):
+        odeint(pendulum, Y0, np.array([0.0, 1.0, 0.5]), A)
+    with pytest.raises(SolverError, match="mxstep"):
+        odeint(pendulum, Y0, T, A, mxstep=2)
+    with pytest.raises(TiduError, match="args"):
+        odeint(pendulum, Y0, T, A, args=(A,))
+    with pytest.raises(TiduError):                          # forward mode: custom_vjp
+        tnp.jvp(lambda a: loss(Y0, T, a), (A,), (np.ones(2),))
+    np.testing.assert_allclose(odeint(pendulum, Y0, T, A)[0], Y0)   # still usable
+
+
+def newton_sqrt(a):
+    return fixed_point(lambda a, x: 0.5 * (x + a / x), a, np.ones_like(a))
+
+
+def test_fixed_point_value_and_implicit_derivative():
+    a = np.array([2.0, 9.0, 0.25])
+    np.testing.assert_allclose(newton_sqrt(a), np.sqrt(a), rtol=1e-15)
+    g = tnp.grad(lambda a: tnp.sum(newton_sqrt(a) ** 3))(a)
+    np.testing.assert_allclose(g, 1.5 * np.sqrt(a), rtol=1e-9)       # d/da a^(3/2)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(lambda a: tnp.sum(newton_sqrt(a))))(a),
+                               0.5 / np.sqrt(a), rtol=1e-9)
+    per_example = tnp.vmap(tnp.grad(lambda a: tnp.sum(newton_sqrt(a))))(a[:, None])
+    np.testing.assert_allclose(per_example[:, 0], 0.5 / np.sqrt(a), rtol=1e-9)
+
+
+def test_fixed_point_pytree_parameters_against_finite_differences():
+    def f(params, x):                                        # x = tanh(W x + b): a contraction
+        return tnp.tanh(params["w"] @ x + params["b"])
+    params = {"w": np.array([[0.3, -0.2], [0.1, 0.4]]), "b": np.array([0.5, -0.3])}
+
+    def objective(w, b):
+        return tnp.sum(fixed_point(f, {"w": w, "b": b}, np.zeros(2)) ** 2)
+
+    gw, gb = tnp.grad(objective, argnums=(0, 1))(params["w"], params["b"])
+    np.testing.assert_allclose(gw, numeric_grad(lambda w: objective(w, params["b"]),
+                                                params["w"]), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(gb, numeric_grad(lambda b: objective(params["w"], b),
+                                                params["b"]), rtol=1e-6, atol=1e-9)
+
+
+def test_fixed_point_errors():
+    with pytest.raises(SolverError, match="max_iter=5"):
+        fixed_point(lambda a, x: 2 * x + a, np.array(1.0), np.array(0.0), max_iter=5)
+    with pytest.raises(SolverError, match="no fixed point"):
+        with np.errstate(over="ignore"):
+            fixed_point(lambda a, x: x * x + a, np.array(3.0), np.array(0.0))   # diverges
