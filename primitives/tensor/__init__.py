@@ -212,3 +212,12 @@ __all__ = [
 ]
 __all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
             *products.__all__]
+
+
+def __getattr__(name: str):
+    """``tnp.scipy`` on first use: SciPy is an optional dependency, imported only then."""
+    if name == "scipy":
+        import importlib
+
+        return importlib.import_module("primitives.tensor.scipy")
+    raise AttributeError(f"module 'primitives.tensor' has no attribute {name!r}")

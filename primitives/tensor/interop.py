@@ -26,6 +26,7 @@ array([0., 1.])
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -116,9 +117,18 @@ def array_function(func, args: tuple, kwargs: dict):
     raise _not_supported(name, name.removeprefix("numpy."))
 
 
+def _ufunc_module(ufunc: np.ufunc) -> str:
+    """``"scipy.special"`` for SciPy's special-function ufuncs, else ``"numpy"``."""
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
+        return "scipy.special"
+    return "numpy"
+
+
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     """NEP 13: ``ufunc`` (or its ``method``, e.g. ``reduce``) applied to tensors or tracers."""
-    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    module = _ufunc_module(ufunc)
+    name = f"{module}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     impl = _IMPLEMENTATIONS.get(ufunc) if method == "__call__" else None
     if impl is not None and "out" not in kwargs:
         return _call(impl, name, inputs, kwargs)
