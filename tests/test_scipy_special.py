@@ -25,7 +25,7 @@ from tensor_helpers import numeric_grad
 import primitives.tensor as tnp
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.scipy import special
-from primitives.tensor.scipy._ops import NoDerivative, Special
+from primitives.tensor.scipy._ops import Special
 from tidu import ADRuleError, TiduError
 from tidu.testing import check_batch, check_primitive
 

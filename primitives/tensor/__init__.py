@@ -112,6 +112,8 @@ from primitives.tensor.custom import custom_jvp, custom_vjp
 from primitives.tensor.vmap import vmap
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
+from primitives.tensor import nn, optim, random
+from primitives.tensor.flatten import ravel_pytree
 
 __all__ = [
     "retain_freed_memory",
@@ -209,6 +211,10 @@ __all__ = [
     "vmap",
     "odeint",
     "fixed_point",
+    "nn",
+    "optim",
+    "random",
+    "ravel_pytree",
 ]
 __all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
             *products.__all__]

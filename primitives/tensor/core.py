@@ -51,6 +51,36 @@ class _Staging(threading.local):
 _staging = _Staging()
 
 
+class _Tracing(threading.local):
+    def __init__(self) -> None:
+        self.transforms: list = []        # the abstract traces open on this thread, innermost last
+
+
+_tracing = _Tracing()
+
+
+def open_trace(trace) -> None:
+    """Note that ``trace`` (an abstract trace: ``jit``, ``vmap``, a custom rule) is tracing on
+    this thread, until :func:`close_trace`."""
+    _tracing.transforms.append(trace)
+
+
+def close_trace(trace) -> None:
+    if trace in _tracing.transforms:
+        _tracing.transforms.remove(trace)
+
+
+def tracing_transform() -> str | None:
+    """The name of the innermost abstract trace open on this thread (``"jit of f"``), or
+    ``None``: code that would read values once and reuse them (a random draw) asks this.
+
+    >>> tracing_transform() is None
+    True
+    """
+    transforms = _tracing.transforms
+    return transforms[-1].transform if transforms else None
+
+
 def set_staging(lift: Callable | None) -> Callable | None:
     """Make ``lift(args)`` see the plain arguments of every op this thread binds: it returns
     them with some lifted into a trace (then the op is recorded there), or ``None``. Returns

@@ -50,8 +50,8 @@ from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
-from primitives.tensor.core import (Frontend, array_below, bind_below, dtype_of, interpret,
-                                    shape_of)
+from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
+                                    interpret, open_trace, shape_of)
 from primitives.tensor.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
 
@@ -76,13 +76,25 @@ class GraphTrace:
         self.level = next(_levels)
         self.own_constants = own_constants  # constants copied: the graph may outlive the call
         self.transform = transform
-        self.active = True
         self.abstract = abstract        # values not to be read: jit's trace is for any input
+        self._active = False
+        self.active = True
         self.builder = GraphBuilder()
         self.values: dict = {}          # value key -> value one level below
         self._constants = itertools.count()
         self.capture = capture          # values for which lift() records the data, not the value
         self.captured: dict = {}        # input key -> captured value
+
+    @property
+    def active(self) -> bool:
+        """Whether ``f`` is still being traced (afterwards its tracers are escaped)."""
+        return self._active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        if self.abstract and value != self._active:
+            (open_trace if value else close_trace)(self)
+        self._active = value
 
     def new_input(self, key, value) -> "Tracer":
         local_id = self.builder.add_input(key)
