@@ -28,6 +28,7 @@ FAMILY_TITLES = {
     "products": "Products",
     "linalg": "numpy.linalg",
     "fft": "numpy.fft",
+    "signal": "scipy.signal",
 }
 
 

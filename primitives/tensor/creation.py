@@ -21,6 +21,21 @@ array([2.5, 2.5])
 >>> tnp.eye(2) * tnp.pi
 array([[3.14159265, 0.        ],
        [0.        , 3.14159265]])
+
+NumPy's non-differentiable utilities are here too, as NumPy's own (``tnp.allclose is
+numpy.allclose``): comparisons (``allclose``, ``isclose``, ``array_equal``,
+``array_equiv``), indices of values (``nonzero``, ``argwhere``, ``flatnonzero``,
+``count_nonzero``, ``searchsorted``), floating-point error and print settings
+(``seterr``, ``geterr``, ``errstate``, ``printoptions``, ``set_printoptions``...), and
+type queries (``finfo``, ``iinfo``, ``isscalar``, ``iscomplexobj``...). Their results
+carry no derivative, so on a tensor or traced value they read its data (NumPy's
+dispatch, :mod:`primitives.tensor.interop`), also under ``grad``; under ``jit`` and
+``vmap`` the values are not known while tracing, and they raise
+``ConcretizationError``.
+
+>>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+>>> tnp.allclose(t, [1.0, 2.0 + 1e-12])
+True
 """
 
 from __future__ import annotations
@@ -41,6 +56,13 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
     int64, uint8, bool_, intp, ndarray, generic, number, integer, floating, complexfloating,
     inexact,
+    # NumPy's own non-differentiable utilities (comparisons, indices, settings, queries)
+    allclose, isclose, array_equal, array_equiv, nonzero, argwhere, flatnonzero,
+    count_nonzero, searchsorted, isneginf, isposinf, iscomplexobj, isrealobj,
+    shares_memory, may_share_memory, seterr, geterr, seterrcall, geterrcall, printoptions,
+    set_printoptions, get_printoptions, array2string, array_repr, array_str,
+    format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
+    base_repr, binary_repr,
 )
 
 __all__ = [
@@ -51,6 +73,12 @@ __all__ = [
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",
     "complexfloating", "inexact", "zeros_like", "ones_like", "full_like",
+    "allclose", "isclose", "array_equal", "array_equiv", "nonzero", "argwhere", "flatnonzero",
+    "count_nonzero", "searchsorted", "isneginf", "isposinf", "iscomplexobj", "isrealobj",
+    "shares_memory", "may_share_memory", "seterr", "geterr", "seterrcall", "geterrcall",
+    "printoptions", "set_printoptions", "get_printoptions", "array2string", "array_repr",
+    "array_str", "format_float_positional", "format_float_scientific", "typename",
+    "mintypecode", "isdtype", "base_repr", "binary_repr",
 ]
 
 

@@ -18,6 +18,12 @@ Gradient conventions (JAX's and PyTorch's, but for complex inputs):
   Their derivatives involve ``1 / (w_j - w_i)``: not finite at exactly equal
   eigenvalues (singular values), as in JAX; the eigenvalues' (singular values')
   own derivatives stay finite there;
+- ``eig`` of a general matrix: its eigenvectors have unit norm, as NumPy's, and their
+  phase is a gauge (LAPACK makes the largest component real, which is not smooth):
+  derivatives of gauge-invariant quantities (``|V|``, ``v vᴴ``, ``V diag(f(w)) V⁻¹``,
+  and the eigenvalues: ``dλ = uᴴ dA v / uᴴ v``) are exact, those of the raw columns of
+  a complex ``V`` are not LAPACK's; for a real matrix with real eigenvalues the (real)
+  eigenvectors are unique up to a sign and their derivatives exact;
 - ``eigh``, ``eigvalsh``, ``cholesky`` (and ``pinv(hermitian=True)``) read the
   lower triangle only (``eigh``/``eigvalsh``: the upper one for ``UPLO="U"``, with
   NumPy's eigenvector signs), as NumPy does, and so do their derivatives;
@@ -54,6 +60,7 @@ from primitives.tensor.api import (
     equal,
     getitem,
     greater,
+    imag,
     matmul,
     max,
     min,
@@ -75,6 +82,7 @@ from primitives.tensor.interop import implements
 from primitives.tensor.ops.linalg import (
     Cholesky,
     Det,
+    Eig,
     Eigh,
     LinAlgError,
     Pinv,
@@ -84,9 +92,17 @@ from primitives.tensor.ops.linalg import (
     Svd,
 )
 
-__all__ = ["LinAlgError", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-           "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "multi_dot",
+__all__ = ["LinAlgError", "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult",
+           "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+           "matrix_norm", "matrix_power", "multi_dot",
            "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
+
+
+class EigResult(NamedTuple):
+    """``eig``'s result: the ``eigenvalues`` and the unit ``eigenvectors`` as columns."""
+
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):
@@ -292,6 +308,63 @@ def cholesky(a, /, *, upper: bool = False):
         a = _matrix_transpose(a, conjugate=True)
     factor = bind(Cholesky(shape_of(a), dtype_of(a).name), a)[0]
     return _matrix_transpose(factor, conjugate=True) if upper else factor
+
+
+def _real_if_real_matrix(a, outputs: list, fn: str) -> list:
+    """NumPy's rule: the eigen-results of a real matrix whose eigenvalues are all real are
+    real arrays (complex otherwise). That reads the eigenvalues, which ``jit`` and ``vmap``
+    do not know while they trace (and computes them, for a Dask array)."""
+    if dtype_of(a).kind == "c":
+        return outputs
+    all_real = data_of(equal(max(abs(imag(outputs[0]))), 0) if shape_of(outputs[0])[-1] else
+                       True,
+                       f"linalg.{fn}: reading whether a real matrix's eigenvalues are all real "
+                       "(NumPy's result is then real, else complex); give a complex matrix "
+                       "(a.astype(complex)) for complex results always, as JAX's")
+    return [real(x) for x in outputs] if bool(all_real) else outputs
+
+
+@implements(np.linalg.eig)
+def eig(a) -> EigResult:
+    """``np.linalg.eig``: ``(eigenvalues, eigenvectors)`` of general square matrices, the
+    eigenvectors as unit columns; real arrays when ``a`` is real and so are all its
+    eigenvalues (read from the values: under ``jit`` pass a complex ``a``; a real Dask
+    array is computed for it), else complex.
+    Eigenvalue derivatives are exact (``dλ = uᴴ dA v / uᴴ v``); eigenvectors are defined up
+    to a phase (a gauge, not fixed by the derivative): differentiate gauge-invariant
+    quantities only (``|V|``, ``v vᴴ``), as for ``eigh``; real eigenvectors of real
+    matrices, unique up to sign, differentiate exactly. Not finite at equal eigenvalues.
+
+    >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
+    >>> eig(a).eigenvalues
+    array([2., 3.])
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda m: tnp.sum(eig(m).eigenvalues))(a).round(12) + 0.0   # d trace = I
+    array([[1., 0.],
+           [0., 1.]])
+    >>> eig(np.array([[0.0, -1.0], [1.0, 0.0]])).eigenvalues          # rotation: complex
+    array([0.+1.j, 0.-1.j])
+    """
+    a = _matrices(a, "eig")
+    w, v = bind(Eig(shape_of(a), dtype_of(a).name), a)
+    return EigResult(*_real_if_real_matrix(a, [w, v], "eig"))
+
+
+@implements(np.linalg.eigvals)
+def eigvals(a):
+    """``np.linalg.eigvals``: the eigenvalues of general square matrices, real or complex as
+    :func:`eig`'s; derivative ``dλ = uᴴ dA v / uᴴ v`` (``u``, ``v``: left and right
+    eigenvectors), finite where the eigenvectors are independent.
+
+    >>> import primitives.tensor as tnp
+    >>> a = np.array([[0.0, -2.0], [2.0, 0.0]])           # eigenvalues ±2i: |λ| = sqrt(det)
+    >>> tnp.grad(lambda m: tnp.sum(tnp.abs(eigvals(m))))(a).round(12) + 0.0   # adj(a)ᵀ/sqrt(det)
+    array([[ 0., -1.],
+           [ 1.,  0.]])
+    """
+    a = _matrices(a, "eigvals")
+    [w] = bind(Eig(shape_of(a), dtype_of(a).name, compute_v=False), a)
+    return _real_if_real_matrix(a, [w], "eigvals")[0]
 
 
 @implements(np.linalg.eigh)

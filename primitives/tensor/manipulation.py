@@ -1,5 +1,7 @@
 """Array manipulation with NumPy's names: diagonals and triangles, flips and rolls,
-repeating, splitting and stacking, axis moves, and the functional forms of indexing.
+repeating, splitting and stacking, axis moves, the functional forms of indexing and
+selection (``select``, ``piecewise``), the index tricks ``r_`` and ``c_``, and the
+function-mapping helpers ``apply_along_axis`` and ``vectorize``.
 
 Every function is linear in its array arguments and built from the shape and
 indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
@@ -8,6 +10,8 @@ indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
 transform applies. Integer arguments (offsets, shifts, repeats, sections, index
 arrays) are static: they must be known while ``jit`` traces, and given as a PyTorch,
 CuPy or Dask array they are copied to host memory (a Dask array is computed).
+``select``, ``piecewise``, ``apply_along_axis`` and ``vectorize`` differentiate through
+what they call and select.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -29,6 +33,7 @@ from primitives.tensor.api import (
     _axes,
     _axis,
     _first,
+    _holds_frontend,
     _index_array,
     _is_foreign_array,
     _operand,
@@ -40,14 +45,15 @@ from primitives.tensor.api import (
     getitem,
     reshape,
     result_dtype,
+    stack,
     sum,
     transpose,
     where,
 )
 from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
-                                      TensorShapeError, TensorTypeError)
+from primitives.tensor.errors import (ConcretizationError, TensorIndexError,
+                                      TensorNotSupportedError, TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import implements
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
@@ -62,6 +68,7 @@ __all__ = [
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "meshgrid", "copy",
+    "select", "piecewise", "r_", "c_", "apply_along_axis", "vectorize",
 ]
 
 
@@ -785,3 +792,490 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         full = tuple(max(shape[d] for shape in shapes) for d in range(len(arrays)))
         grids = [broadcast_to(g, full) for g in grids]
     return tuple(grids)
+
+
+# --- selection ----------------------------------------------------------------------------
+
+
+def _known(value):
+    """``value``'s data if it can be read now (arrays, eager ``Tensor``s, ``grad``'s traced
+    values), ``None`` while ``jit`` or ``vmap`` traces."""
+    try:
+        return data_of(value)
+    except ConcretizationError:
+        return None
+
+
+def _weak_or_array(value, fn: str):
+    """A Python number as is (weak in NumPy's promotion), anything else as an array."""
+    return value if type(value) in (int, float, complex) else _operand(value, fn)
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    """``np.select``: from each position, the entry of the first choice whose condition holds
+    there, else ``default``; conditions must be boolean. Differentiable in the choices and
+    ``default`` (each position's derivative goes to the entry chosen).
+
+    >>> x = np.arange(6.0)
+    >>> select([x < 2, x > 3], [x, x ** 2], default=-1.0)
+    array([ 0.,  1., -1., -1., 16., 25.])
+    """
+    if len(condlist) != len(choicelist):
+        raise TensorShapeError("select: list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise TensorShapeError("select: select with an empty condition list is not possible")
+    choices = [_weak_or_array(c, "select") for c in (*choicelist, default)]
+    try:
+        dtype = result_dtype(*choices)
+    except TypeError as error:
+        raise TensorTypeError("select: Choicelist and default value do not have a common "
+                              f"dtype: {error}") from None
+    conditions = [_operand(c, "select") for c in condlist]
+    for i, condition in enumerate(conditions):
+        if dtype_of(condition) != np.bool_:
+            raise TensorTypeError(f"select: invalid entry {i} in condlist: should be boolean "
+                                  "ndarray")
+    try:
+        shape = np.broadcast_shapes(*[shape_of(a) for a in conditions + choices])
+    except ValueError:
+        raise TensorShapeError("select: conditions and choices cannot be broadcast together, "
+                               f"shapes {[shape_of(a) for a in conditions + choices]}") from None
+    result = broadcast_to(astype(choices[-1], dtype), shape)
+    for condition, choice in reversed(list(zip(conditions, choices[:-1]))):
+        result = where(condition, astype(choice, dtype), result)
+    return result
+
+
+def _one_condition(condlist, x_ndim: int) -> bool:
+    """NumPy's rule: ``condlist`` is a single condition, not a list of them."""
+    if np.isscalar(condlist):
+        return True
+    if isinstance(condlist, (list, tuple)):
+        if not condlist:
+            return False
+        first = condlist[0]
+        arrays = (list, np.ndarray, Frontend)
+        return not (isinstance(first, arrays) or _is_foreign_array(first)) and x_ndim != 0
+    ndim = len(shape_of(condlist))           # an array: a list of its rows if 2-d or more
+    return ndim == 0 or (ndim < 2 and x_ndim != 0)
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """``np.piecewise``: ``funclist[i]`` (a function of the entries, or a constant) where
+    ``condlist[i]`` holds, zero elsewhere (one more function: where no condition holds);
+    later conditions win. The result has ``x``'s dtype. Differentiable in ``x`` through the
+    functions (and in what they close over).
+
+    Where the conditions' values are known NumPy data (arrays, the eager ``Tensor``,
+    ``grad``) each function is called on the selected entries only, as NumPy does. Under
+    ``jit`` or ``vmap`` traced conditions cannot be read (and other libraries' are not
+    read): each function is called on all of ``x`` and its values selected (JAX's
+    ``jnp.piecewise``), so it must be defined everywhere (a NaN it makes at unselected
+    entries does not reach the value but can reach the derivative, as in JAX).
+
+    >>> x = np.array([-2.0, -0.5, 0.5, 3.0])
+    >>> piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 2])
+    array([2.  , 0.5 , 0.25, 9.  ])
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda v: tnp.sum(piecewise(v, [v < 0], [lambda u: u ** 2, 1.0])))(x)
+    array([-4., -1.,  0.,  0.])
+    """
+    x = _operand(x, "piecewise")
+    shape, dtype = shape_of(x), dtype_of(x)
+    if _one_condition(condlist, len(shape)):
+        condlist = [condlist]
+    elif isinstance(condlist, (Frontend, np.ndarray)) or _is_foreign_array(condlist):
+        condlist = [getitem(condlist, i) for i in range(shape_of(condlist)[0])]
+    conditions = [broadcast_to(astype(_operand(c, "piecewise"), np.bool_), shape)
+                  for c in condlist]
+    functions = list(funclist)
+    if len(conditions) == len(functions) - 1:          # the "otherwise" condition
+        anywhere = conditions[0]
+        for c in conditions[1:]:
+            anywhere = where(c, True, anywhere)
+        conditions.append(where(anywhere, False, True))
+    elif len(conditions) != len(functions):
+        n = len(conditions)
+        raise TensorShapeError(f"piecewise: with {n} condition(s), either {n} or {n + 1} "
+                               "functions are expected")
+    result = np.zeros(shape, dtype)
+    for condition, function in zip(conditions, functions):
+        if not callable(function):
+            result = where(condition, astype(_operand(function, "piecewise"), dtype), result)
+            continue
+        mask = _known(condition)
+        if not isinstance(mask, np.ndarray):          # jit, vmap, other libraries: JAX's way
+            values = astype(_operand(function(x, *args, **kw), "piecewise"), dtype)
+            result = where(condition, values, result)
+            continue
+        positions = np.flatnonzero(to_host(mask))
+        if positions.size == 0:
+            continue
+        flat = reshape(x, (-1,))
+        selected = _first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
+        values = _operand(function(selected, *args, **kw), "piecewise")
+        try:
+            values = broadcast_to(astype(values, dtype), positions.shape)
+        except TensorShapeError:
+            raise TensorShapeError(f"piecewise: a function returned shape {shape_of(values)} for "
+                                   f"{positions.size} selected entries") from None
+        size = int(np.prod(shape, dtype=np.int64))
+        placed = _first(bind(ScatterAdd(0, (size,), positions.shape), values, positions))
+        result = where(condition, reshape(placed, shape), result)
+    return result
+
+
+# --- index tricks ---------------------------------------------------------------------------
+
+
+def _holds_values(item) -> bool:
+    """Whether an item of ``r_[...]`` is more than NumPy data: a tensor or traced value (also
+    in a list or as a slice's bound), or another library's array."""
+    if isinstance(item, Frontend):
+        return True
+    if isinstance(item, slice):
+        return any(isinstance(b, Frontend) for b in (item.start, item.stop, item.step))
+    if isinstance(item, (list, tuple)):
+        return _holds_frontend(item)
+    return not isinstance(item, str) and _is_foreign_array(item)
+
+
+def _with_ndmin(x, ndmin: int):
+    shape = shape_of(x)
+    return x if len(shape) >= ndmin else reshape(x, (1,) * (ndmin - len(shape)) + shape)
+
+
+class AxisConcatenator:
+    """NumPy's index trick objects ``r_`` and ``c_``: ``r_[a, b, 1:3, 0.5]`` concatenates
+    arrays, scalars and ranges (``start:stop:step`` is ``arange``; a complex step ``nj``
+    is ``linspace`` of ``n`` points) along an axis, with NumPy's directives (a first
+    entry ``"1"`` or ``"0,2,1"``: axis, minimum rank, where 1-d arrays go). Plain NumPy
+    entries give NumPy's own result; with tensors or traced values it is built with
+    ``concatenate`` (and ``linspace``), so it differentiates in every array and bound.
+    The matrix directives ``"r"``/``"c"`` (``numpy.matrix``) are NumPy's only.
+
+    >>> import primitives.tensor as tnp
+    >>> tnp.r_[np.array([1.0, 2.0]), 0.0, 4:6]
+    array([1., 2., 0., 4., 5.])
+    >>> tnp.grad(lambda v: tnp.sum(tnp.r_[v, v ** 2, 0:2]))(np.array([3.0]))
+    array([7.])
+    >>> tnp.grad(lambda v: tnp.sum(tnp.c_[v, 2 * v] ** 2))(np.array([1.0, 2.0]))
+    array([10., 20.])
+    >>> tnp.r_["0,2,0", np.array([1.0, 2.0]), np.array([[3.0], [4.0]])]  # axis, ndmin, trans1d
+    array([[1.],
+           [2.],
+           [3.],
+           [4.]])
+    """
+
+    def __init__(self, numpy_object, axis: int, ndmin: int, trans1d: int) -> None:
+        self._numpy = numpy_object
+        self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(_holds_values(item) for item in items):
+            return self._numpy[key]                    # NumPy's own, bit for bit
+        from primitives.tensor.creation import linspace
+
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        arrays, kinds = [], []
+        for k, item in enumerate(items):
+            scalar = False
+            if isinstance(item, str):
+                if k != 0:
+                    raise TensorShapeError(f"{self.name}: special directives must be the first "
+                                           "entry.")
+                axis, ndmin, trans1d = self._directive(item, axis, ndmin, trans1d)
+                continue
+            if isinstance(item, slice):
+                start = 0 if item.start is None else item.start
+                step = 1 if item.step is None else item.step
+                if isinstance(step, (complex, np.complexfloating)):
+                    new = linspace(start, item.stop, num=int(abs(step)))
+                else:
+                    new = np.arange(start, item.stop, step)
+                if ndmin > 1:
+                    new = _with_ndmin(new, ndmin)
+                    if trans1d != -1:
+                        new = swapaxes(new, -1, trans1d)
+            elif type(item) in np.ScalarType:
+                scalar, new = True, item
+            else:
+                new = _operand(item, self.name)
+                item_ndim = len(shape_of(new))
+                new = _with_ndmin(new, ndmin)
+                if trans1d != -1 and item_ndim < ndmin:
+                    k2, k1 = ndmin - item_ndim, trans1d
+                    if k1 < 0:
+                        k1 += k2 + 1
+                    order = list(range(ndmin))
+                    new = transpose(new, order[:k1] + order[k2:] + order[k1:k2])
+            arrays.append(new)
+            kinds.append(item if scalar else dtype_of(new))
+        dtype = np.result_type(*kinds)
+        arrays = [_with_ndmin(astype(a, dtype), ndmin) for a in arrays]
+        return concatenate(arrays, axis)
+
+    @property
+    def name(self) -> str:
+        return "c_" if self._numpy is np.c_ else "r_"
+
+    def _directive(self, item: str, axis: int, ndmin: int, trans1d: int) -> tuple:
+        if item in ("r", "c"):
+            raise TensorNotSupportedError(
+                f"{self.name}: the directive {item!r} makes a numpy.matrix, which tnp does not "
+                "have; leave it out (tensors and traced values are arrays)")
+        try:
+            if "," in item:
+                values = [int(v) for v in item.split(",")]
+                if len(values) not in (2, 3):
+                    raise ValueError
+                return values[0], values[1], values[2] if len(values) == 3 else trans1d
+            return int(item), ndmin, trans1d
+        except ValueError:
+            raise TensorShapeError(f"{self.name}: unknown special directive {item!r}") from None
+
+    def __repr__(self) -> str:
+        return f"tnp.{self.name}"
+
+
+r_ = AxisConcatenator(np.r_, 0, 1, -1)          # along the first axis
+c_ = AxisConcatenator(np.c_, -1, 2, 0)          # 1-d arrays as columns, along the last axis
+
+
+# --- mapping functions over arrays ---------------------------------------------------------
+
+
+@implements(np.apply_along_axis)
+def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
+    """``np.apply_along_axis``: ``func1d`` called on each 1-d slice of ``arr`` along
+    ``axis`` (with ``args`` and ``kwargs``), the results (all of one shape, in the first
+    one's dtype) put where the slice was. One call per slice, as NumPy's; ``func1d``
+    written with tnp functions differentiates, under every transform.
+
+    >>> apply_along_axis(lambda v: v[0] * v[-1], 1, np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    array([ 3., 24.])
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda a: tnp.sum(apply_along_axis(tnp.sort, 0, a) * np.arange(2.0)[:, None]))(
+    ...     np.array([[1.0, 4.0], [2.0, 3.0]]))
+    array([[0., 1.],
+           [1., 0.]])
+    """
+    arr = _operand(arr, "apply_along_axis")
+    shape = shape_of(arr)
+    axis = _axis(axis, len(shape), "apply_along_axis")
+    outer = shape[:axis] + shape[axis + 1:]
+    if 0 in outer:
+        raise TensorShapeError("apply_along_axis: Cannot apply_along_axis when any iteration "
+                               "dimensions are 0")
+    rows = reshape(moveaxis(arr, axis, -1), (-1, shape[axis]))
+    results = [_operand(func1d(getitem(rows, i), *args, **kwargs), "apply_along_axis")
+               for i in range(int(np.prod(outer, dtype=np.int64)))]
+    first = results[0]
+    core = shape_of(first)
+    for result in results[1:]:
+        if shape_of(result) != core:
+            raise TensorShapeError(f"apply_along_axis: func1d returned shapes {core} and "
+                                   f"{shape_of(result)} for different slices")
+    out = reshape(stack([astype(r, dtype_of(first)) for r in results]), outer + core)
+    # the result's axes where the slice's axis was
+    k = len(outer)
+    return transpose(out, list(range(axis)) + list(range(k, k + len(core)))
+                     + list(range(axis, k)))
+
+
+def _parse_signature(signature: str) -> tuple:
+    """NumPy's generalized-ufunc signature ``"(m,n),(n)->(m)"``: the core dimension names of
+    each input and output."""
+    import re
+
+    argument = r"\((?:\w+(?:,\w+)*)?\)"
+    arguments = rf"{argument}(?:,{argument})*"
+    cleaned = re.sub(r"\s+", "", signature)
+    if not re.fullmatch(rf"{arguments}->{arguments}", cleaned):
+        raise TensorShapeError(f"vectorize: not a valid gufunc signature: {signature}")
+    inputs, outputs = cleaned.split("->")
+
+    def dims(part):
+        return [tuple(re.findall(r"\w+", arg)) for arg in re.findall(argument, part)]
+    return dims(inputs), dims(outputs)
+
+
+class vectorize:
+    """``np.vectorize``: ``pyfunc`` of scalars (or, with ``signature``, of core arrays)
+    applied over broadcast arrays, by :func:`~primitives.tensor.vmap` over their flattened
+    (loop) axes, so ``pyfunc`` written with tnp functions differentiates under every
+    transform. Arguments broadcast as in NumPy (``excluded`` positions and keywords are
+    passed unchanged); ``otypes`` casts the outputs; ``signature`` (``"(n),(n)->()"``)
+    maps over the loop axes in front of the core ones. ``pyfunc`` may also branch on
+    values (``if x > 0``): where the values are known (arrays, the eager ``Tensor``,
+    ``grad``) it is then called once per element, as NumPy does; under ``jit`` and
+    ``vmap`` that raises ``ConcretizationError`` (write it with ``tnp.where``).
+    ``cache`` has no effect. Used as a decorator, with or without arguments.
+
+    >>> import primitives.tensor as tnp
+    >>> f = vectorize(lambda x, y: tnp.sin(x) * y)
+    >>> f(np.zeros(3), 2.0)
+    array([0., 0., 0.])
+    >>> tnp.grad(lambda x: tnp.sum(f(x, np.array([[1.0], [2.0]]))))(np.zeros(2))
+    array([3., 3.])
+    >>> vectorize(lambda v, w: tnp.dot(v, w), signature="(n),(n)->()")(np.ones((4, 3)), np.ones(3))
+    array([3., 3., 3., 3.])
+    >>> vectorize(lambda x: x if x > 0 else 0.0)(np.array([-1.0, 2.0]))       # branches
+    array([0., 2.])
+    """
+
+    def __init__(self, pyfunc=np._NoValue, otypes=None, doc=None, excluded=None,
+                 cache: bool = False, signature=None) -> None:
+        if pyfunc is not np._NoValue and not callable(pyfunc):
+            raise TensorTypeError(f"vectorize: pyfunc must be callable, got "
+                                  f"{type(pyfunc).__name__}")
+        self.pyfunc = pyfunc
+        self.cache = cache
+        self.signature = signature
+        self.__doc__ = doc if doc is not None or pyfunc is np._NoValue else pyfunc.__doc__
+        if isinstance(otypes, str):
+            invalid = [c for c in otypes if c not in np.typecodes["All"]]
+            if invalid:
+                raise TensorShapeError(f"vectorize: Invalid otype specified: {invalid[0]}")
+            otypes = [np.dtype(c) for c in otypes]
+        elif otypes is not None:
+            otypes = [np.dtype(t) for t in otypes]
+        self.otypes = otypes
+        self.excluded = set(excluded or ())
+        self._core = None if signature is None else _parse_signature(signature)
+
+    def __call__(self, *args, **kwargs):
+        if self.pyfunc is np._NoValue:           # @vectorize(otypes=...): now the function
+            if len(args) != 1 or kwargs or not callable(args[0]):
+                raise TensorTypeError("vectorize: a decorator takes the one function it wraps")
+            self.pyfunc = args[0]
+            if self.__doc__ is None:
+                self.__doc__ = args[0].__doc__
+            return self
+        positions = [i for i in range(len(args)) if i not in self.excluded]
+        names = [n for n in kwargs if n not in self.excluded]
+
+        def func(*mapped):
+            call_args = list(args)
+            for i, value in zip(positions, mapped):
+                call_args[i] = value
+            call_kwargs = dict(kwargs)
+            call_kwargs.update(zip(names, mapped[len(positions):]))
+            return self.pyfunc(*call_args, **call_kwargs)
+
+        inputs = [_operand(args[i], "vectorize") for i in positions]
+        inputs += [_operand(kwargs[n], "vectorize") for n in names]
+        if not inputs:
+            return func()
+        if self._core is None:
+            return self._call_scalars(func, inputs)
+        return self._call_signature(func, inputs)
+
+    # --- the two ways of looping ---------------------------------------------------------
+
+    def _call_scalars(self, func, inputs: list):
+        try:
+            shape = np.broadcast_shapes(*[shape_of(a) for a in inputs])
+        except ValueError:
+            raise TensorShapeError("vectorize: arguments cannot be broadcast together, shapes "
+                                   f"{[shape_of(a) for a in inputs]}") from None
+        size = int(np.prod(shape, dtype=np.int64))
+        if size == 0:
+            if self.otypes is None:
+                raise TensorShapeError("vectorize: cannot call `vectorize` on size 0 inputs "
+                                       "unless `otypes` is set")
+            return self._outputs([np.empty(shape, t) for t in self.otypes])
+        flat = [reshape(broadcast_to(a, shape), (size,)) for a in inputs]
+        outputs = self._map(func, flat)
+        for out in outputs:
+            if shape_of(out) != (size,):
+                raise TensorShapeError(f"vectorize: pyfunc returned an array of shape "
+                                       f"{shape_of(out)[1:]} for scalar arguments; give a "
+                                       "signature (such as '(n)->(n)') for functions of arrays")
+        return self._outputs([reshape(out, shape) for out in outputs])
+
+    def _call_signature(self, func, inputs: list):
+        input_dims, output_dims = self._core
+        if len(inputs) != len(input_dims):
+            raise TensorTypeError(f"vectorize: wrong number of positional arguments: expected "
+                                  f"{len(input_dims)}, got {len(inputs)}")
+        sizes, loops, cores = {}, [], []
+        for a, dims in zip(inputs, input_dims):
+            a_shape = shape_of(a)
+            if len(a_shape) < len(dims):
+                raise TensorShapeError(f"vectorize: {len(a_shape)}-dimensional argument does not "
+                                       f"have enough dimensions for all core dimensions {dims}")
+            core = a_shape[len(a_shape) - len(dims):]
+            for dim, n in zip(dims, core):
+                if sizes.setdefault(dim, n) != n:
+                    raise TensorShapeError(f"vectorize: inconsistent size for core dimension "
+                                           f"{dim!r}: {n} vs {sizes[dim]}")
+            loops.append(a_shape[:len(a_shape) - len(dims)])
+            cores.append(core)
+        try:
+            loop = np.broadcast_shapes(*loops)
+        except ValueError:
+            raise TensorShapeError(f"vectorize: loop dimensions {loops} cannot be broadcast "
+                                   "together") from None
+        size = int(np.prod(loop, dtype=np.int64))
+        if size == 0:
+            if self.otypes is None or any(d not in sizes for dims in output_dims for d in dims):
+                raise TensorShapeError("vectorize: cannot call `vectorize` on size 0 inputs "
+                                       "unless `otypes` is set and every output core dimension "
+                                       "is an input's")
+            return self._outputs([np.empty(loop + tuple(sizes[d] for d in dims), t)
+                                  for dims, t in zip(output_dims, self.otypes)])
+        flat = [reshape(broadcast_to(a, loop + core), (size,) + core)
+                for a, core in zip(inputs, cores)]
+        outputs = self._map(func, flat)
+        if len(outputs) != len(output_dims):
+            raise TensorShapeError(f"vectorize: wrong number of outputs from pyfunc: expected "
+                                   f"{len(output_dims)}, got {len(outputs)}")
+        shaped = []
+        for out, dims in zip(outputs, output_dims):
+            core = shape_of(out)[1:]
+            if len(core) != len(dims):
+                raise TensorShapeError(f"vectorize: output has {len(core)} core dimensions, the "
+                                       f"signature {self.signature!r} says {len(dims)}")
+            for dim, n in zip(dims, core):
+                if sizes.setdefault(dim, n) != n:
+                    raise TensorShapeError(f"vectorize: inconsistent size for core dimension "
+                                           f"{dim!r}: {n} vs {sizes[dim]}")
+            shaped.append(reshape(out, loop + core))
+        return self._outputs(shaped)
+
+    def _map(self, func, flat: list) -> list:
+        """``func`` over axis 0 of the ``flat`` arguments: its outputs, stacked along axis 0."""
+        from primitives.tensor.vmap import vmap
+
+        def one(*values):
+            out = func(*values)
+            leaves = out if isinstance(out, tuple) else (out,)
+            return tuple(_operand(leaf, "vectorize") for leaf in leaves)
+
+        try:
+            return list(vmap(one)(*flat))
+        except ConcretizationError:
+            if any(_known(a) is None for a in flat):
+                raise                               # under jit or vmap: values are unknown
+        # pyfunc reads values (Python control flow): one call per element, as NumPy
+        calls = [one(*[getitem(a, i) for a in flat]) for i in range(shape_of(flat[0])[0])]
+        return [stack([astype(c[k], dtype_of(calls[0][k])) for c in calls])
+                for k in range(len(calls[0]))]
+
+    def _outputs(self, outputs: list):
+        if self.otypes is not None:
+            if len(self.otypes) != len(outputs):
+                raise TensorShapeError(f"vectorize: {len(outputs)} outputs for "
+                                       f"{len(self.otypes)} otypes")
+            outputs = [astype(out, t) for out, t in zip(outputs, self.otypes)]
+        if self._core is not None:
+            return outputs[0] if len(self._core[1]) == 1 else tuple(outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -31,6 +31,7 @@ from primitives.tensor.api import (
     _elementwise,
     _first,
     _operand,
+    abs as _abs,
     add,
     astype,
     bind,
@@ -38,6 +39,7 @@ from primitives.tensor.api import (
     subtract,
     take,
     imag,
+    less,
     multiply,
     negative,
     power,
@@ -45,7 +47,7 @@ from primitives.tensor.api import (
     result_dtype,
     where,
 )
-from primitives.tensor.backends import NUMPY, as_array, library_of, operands
+from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_host
 from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.interop import implements
@@ -292,7 +294,7 @@ __all__ = [
     "reciprocal", "pow", "true_divide",
     "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
     "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
-    "isnan", "isinf", "isfinite", "signbit", "interp", "polyval",
+    "isnan", "isinf", "isfinite", "signbit", "interp", "polyval", "real_if_close",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
 ]
@@ -363,3 +365,28 @@ def polyval(p, x):
     for i in range(shape_of(p)[0]):
         result = add(multiply(result, x), take(p, i))
     return result
+
+
+@implements(np.real_if_close)
+def real_if_close(a, tol=100):
+    """``np.real_if_close``: the real part of a complex ``a`` whose imaginary parts are all
+    below ``tol`` (in machine epsilons of ``a``'s dtype when ``tol > 1``), else ``a``
+    unchanged. The result's dtype depends on ``a``'s values, which are read (under ``jit``
+    or ``vmap``: ``ConcretizationError``); the derivative is that of the result returned
+    (``real``'s, or the identity's).
+
+    >>> real_if_close(np.array([2.1 + 4e-14j, 5.2 + 3e-15j]), tol=1000)
+    array([2.1, 5.2])
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda z: tnp.sum(real_if_close(z * z)))(np.array([1.0 + 0j]))
+    array([2.+0.j])
+    """
+    a = _operand(a, "real_if_close")
+    dtype = dtype_of(a)
+    if dtype.kind != "c":
+        return a
+    if tol > 1:
+        tol = np.finfo(dtype).eps * tol
+    negligible = data_of(less(_abs(imag(a)), tol), "real_if_close: reading whether the "
+                         "imaginary parts are negligible (the result's dtype depends on it)")
+    return real(a) if bool(np.all(to_host(negligible))) else a

@@ -11,6 +11,16 @@ function's docstring states its gradient convention where one applies.
 array(6.)
 >>> tnp.grad(tnp.prod)(np.array([2.0, 0.0, 3.0]))       # exact with zeros
 array([0., 6., 0.])
+
+The ``nan*`` functions ignore NaNs as NumPy's do, and NaN entries get a zero
+derivative (never a NaN one: they are masked out before any arithmetic).
+``nanargmax``/``nanargmin`` raise NumPy's ``ValueError`` for an all-NaN slice when
+the values are known; under ``jit`` and ``vmap`` they cannot be read (nor, lazily,
+on Dask arrays), and such a slice gives ``-1`` (JAX's convention). ``partition``
+gives NumPy's exact output; its derivative follows the permutation that produces it.
+
+>>> tnp.grad(lambda x: tnp.nanvar(x))(np.array([1.0, np.nan, 3.0]))
+array([-1.,  0.,  1.])
 """
 
 from __future__ import annotations
@@ -21,22 +31,27 @@ import numbers
 import numpy as np
 
 from primitives.tensor.api import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
-                                   _is_python_scalar, _no_out, _operand, add, astype,
+                                   _is_python_scalar, _masked, _no_out, _operand, add, astype,
                                    broadcast_to, clip, concatenate, conj, divide, equal,
-                                   getitem, matmul, max, mean, min, multiply, not_equal, real,
-                                   reshape, result_dtype, sqrt, squeeze, subtract, sum, take,
-                                   transpose, where)
+                                   getitem, greater, matmul, max, maximum, mean, min, minimum,
+                                   multiply, negative, not_equal, real, reshape, result_dtype, sqrt,
+                                   squeeze, subtract, sum, take, transpose, where)
 from primitives.tensor.creation import full_like
 from primitives.tensor.manipulation import diagonal
-from primitives.tensor.core import bind, dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.backends import library_of
+from primitives.tensor.core import bind, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (ConcretizationError, TensorNotSupportedError,
+                                      TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import constant_data, implements
+from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import Argmax, Argmin, ReduceProd, sqrt_zero_slope_at_zero
-from primitives.tensor.ops.scan import Argsort, Cumprod, Cumsum, Sort
+from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
-__all__ = ["prod", "cumsum", "cumprod", "diff", "var", "std", "average", "ptp", "nansum",
-           "nanmean", "sort", "argsort", "argmax", "argmin", "median", "quantile",
-           "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
+__all__ = ["prod", "cumsum", "cumprod", "diff", "gradient", "var", "std", "average", "ptp",
+           "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax", "nanmin", "nanargmax",
+           "nanargmin", "nancumsum", "nancumprod", "nanmedian", "nanquantile", "nanpercentile",
+           "sort", "argsort", "partition", "argpartition", "argmax", "argmin", "median",
+           "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
 
 
@@ -91,21 +106,81 @@ def _isnan(x):
     return not_equal(x, x)
 
 
+def _known(value):
+    """``value``'s data if it can be read now (arrays, eager ``Tensor``s, ``grad``'s traced
+    values), ``None`` while ``jit`` or ``vmap`` traces."""
+    try:
+        return data_of(value)
+    except ConcretizationError:
+        return None
+
+
+def _any_known(mask) -> bool | None:
+    """Whether any entry of the boolean ``mask`` is true, where that can be read now; ``None``
+    while ``jit`` or ``vmap`` traces, and for a Dask array (computed only when asked)."""
+    data = _known(mask)
+    if data is None or library_of(data).name == "dask":
+        return None
+    return bool(library_of(data).xp.any(data))
+
+
+def _take_along(x, index, axis: int):
+    """``np.take_along_axis(x, index, axis)`` for indices computed in range (by an op, or
+    clipped): one gather of flat positions, which stay data (traced, or lazy on Dask) with
+    no bounds check. ``index`` has ``x``'s shape but along ``axis``."""
+    shape = shape_of(x)
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    offsets = np.zeros((1,) * len(shape), dtype=np.intp)
+    for d, size in enumerate(shape):
+        if d != axis:
+            along = np.arange(size, dtype=np.intp).reshape([-1 if e == d else 1
+                                                            for e in range(len(shape))])
+            offsets = offsets + along * strides[d]
+    positions = add(multiply(astype(index, np.intp), strides[axis]), offsets)
+    flat = reshape(x, (-1,))
+    return _first(bind(Gather(0, shape_of(flat), shape_of(positions)), flat, positions))
+
+
+def _selection(x, where_, fn: str):
+    """``where=``'s mask broadcast to ``x``'s shape, or ``None`` when not given."""
+    if where_ is _NO_VALUE:
+        return None
+    mask = _operand(where_, fn)
+    if dtype_of(mask) != np.bool_:
+        raise TensorTypeError(f"{fn}: where= must be boolean, got {dtype_of(mask)}")
+    try:
+        return broadcast_to(mask, shape_of(x))
+    except TensorShapeError:
+        raise TensorShapeError(f"{fn}: where= of shape {shape_of(mask)} does not broadcast to "
+                               f"the array's shape {shape_of(x)}") from None
+
+
+def _both(mask, other):
+    """The elementwise ``and`` of two boolean masks (either may be ``None``: all true)."""
+    if mask is None or other is None:
+        return other if mask is None else mask
+    return where(mask, other, False)
+
+
 # --- products and cumulative functions -------------------------------------------------------
 
 
 @implements(np.prod)
-def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None):
-    """``np.prod``. Exact derivatives where entries are zero (one, two or more), to every
-    order: the derivative in ``a[j]`` is the product of the other entries, never
-    ``prod / a[j]``.
+def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+         where=_NO_VALUE):
+    """``np.prod`` (``where=`` multiplies the selected entries only). Exact derivatives where
+    entries are zero (one, two or more), to every order: the derivative in ``a[j]`` is the
+    product of the other entries, never ``prod / a[j]``.
 
     >>> prod(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=-1, keepdims=True)
     array([[ 2.],
            [12.]])
+    >>> prod(np.array([2.0, 5.0, 3.0]), where=np.array([True, False, True]))
+    array(6.)
     """
     _no_out(out, "prod")
     x = _as_accumulated(_operand(a, "prod"), dtype)
+    x = _masked(x, where, 1, "prod")
     shape = shape_of(x)
     axes = _axes(axis, len(shape), "prod")
     result = _first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else x
@@ -178,6 +253,136 @@ def diff(a, n: int = 1, axis: int = -1, prepend=_NO_VALUE, append=_NO_VALUE):
     return x
 
 
+def _gradient_axes(axis, ndim: int) -> tuple:
+    """NumPy's ``normalize_axis_tuple``: the axes in the order given, distinct."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(_axis(a, ndim, "gradient") for a in
+                 (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(set(axes)) != len(axes):
+        raise TensorShapeError(f"gradient: repeated axis in 'axis' argument: {axis}")
+    return axes
+
+
+def _gradient_spacing(distances, n: int):
+    """One axis's spacing as ``(uniform, dx)``: a scalar step, or the steps between the
+    coordinates ``distances`` (1-d, ``n`` of them). Coordinates that are NumPy constants and
+    evenly spaced become one step, as NumPy does; coordinates that carry values (tensors,
+    traced) always keep their steps, so the derivative in each coordinate is exact."""
+    distances = _operand(distances, "gradient")
+    shape = shape_of(distances)
+    if not shape:
+        return True, distances
+    if len(shape) != 1:
+        raise TensorShapeError("gradient: distances must be either scalars or 1d")
+    if shape[0] != n:
+        raise TensorShapeError("gradient: when 1d, distances must match the length of the "
+                               "corresponding dimension")
+    if dtype_of(distances).kind in "iub":
+        distances = astype(distances, np.float64)
+    steps = diff(distances)
+    if isinstance(steps, np.ndarray) and steps.size and (steps == steps[0]).all():
+        return True, steps[0]                  # (NumPy coordinates: constants)
+    return False, steps
+
+
+@implements(np.gradient)
+def gradient(f, *varargs, axis=None, edge_order: int = 1):
+    """``np.gradient``: second-order central differences inside, one-sided differences of
+    order ``edge_order`` (1 or 2) at the boundaries, along every axis (or ``axis``, an int or
+    a tuple); one array for one axis, else a tuple. ``varargs`` are the spacing: none (1),
+    one scalar for every axis, or one per axis, each a scalar step or the 1-d coordinates.
+    Linear in ``f``, and differentiable in the spacing too (steps and coordinates; evenly
+    spaced NumPy coordinates are reduced to one step, as NumPy does).
+
+    >>> gradient(np.array([1.0, 2.0, 4.0, 7.0]))
+    array([1. , 1.5, 2.5, 3. ])
+    >>> gradient(np.array([1.0, 2.0, 4.0, 7.0]), np.array([0.0, 1.0, 1.5, 3.5]), edge_order=2)
+    array([-1. ,  3. ,  3.5, -0.5])
+    >>> import primitives.tensor as tnp
+    >>> float(tnp.grad(lambda h: tnp.sum(gradient(np.array([0.0, 1.0, 4.0]), h)))(0.5))  # -6/h**2
+    -24.0
+    """
+    f = _operand(f, "gradient")
+    shape = shape_of(f)
+    ndim = len(shape)
+    axes = _gradient_axes(axis, ndim)
+    if not isinstance(edge_order, numbers.Integral) or edge_order > 2:
+        raise TensorShapeError("gradient: 'edge_order' greater than 2 not supported")
+    if not varargs:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1 and not shape_of(_operand(varargs[0], "gradient")):
+        spacing = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise TensorTypeError("gradient: invalid number of arguments")
+    otype = dtype_of(f)
+    if otype.kind not in "fc":          # integers and booleans: in float64, as NumPy
+        otype = np.dtype(np.float64)
+        f = astype(f, otype)
+    results = []
+    for ax, distances in zip(axes, spacing):
+        n = shape[ax]
+        if n < edge_order + 1:
+            raise TensorShapeError("gradient: Shape of array too small to calculate a numerical "
+                                   "gradient, at least (edge_order + 1) elements are required.")
+        uniform, dx = _gradient_spacing(distances, n)
+        results.append(astype(_gradient_along(f, ax, uniform, dx, edge_order), otype))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _gradient_along(f, axis: int, uniform: bool, dx, edge_order: int):
+    """NumPy's formulas along one axis: the interior, then the two edges, joined."""
+    ndim = len(shape_of(f))
+
+    def part(start, stop):
+        return getitem(f, (slice(None),) * axis + (slice(start, stop),))
+
+    def along(coefficient):             # a 1-d array of coefficients, along ``axis``
+        return reshape(coefficient, (-1,) + (1,) * (ndim - axis - 1))
+
+    def step(index):                    # a non-uniform step, 0-d
+        return getitem(dx, index)
+
+    def ratio(p, q):                    # Python numbers stay Python's (weak, as in NumPy)
+        return p / q if _is_python_scalar(q) else divide(p, q)
+
+    if uniform:
+        twice = 2.0 * dx if _is_python_scalar(dx) else multiply(2.0, dx)
+        interior = divide(subtract(part(2, None), part(None, -2)), twice)
+    else:
+        dx1, dx2 = getitem(dx, slice(0, -1)), getitem(dx, slice(1, None))
+        a = divide(negative(dx2), multiply(dx1, add(dx1, dx2)))
+        b = divide(subtract(dx2, dx1), multiply(dx1, dx2))
+        c = divide(dx1, multiply(dx2, add(dx1, dx2)))
+        interior = add(add(multiply(along(a), part(None, -2)), multiply(along(b), part(1, -1))),
+                       multiply(along(c), part(2, None)))
+    if edge_order == 1:
+        first = divide(subtract(part(1, 2), part(0, 1)), dx if uniform else step(0))
+        last = divide(subtract(part(-1, None), part(-2, -1)), dx if uniform else step(-1))
+    else:
+        if uniform:
+            a, b, c = ratio(-1.5, dx), ratio(2.0, dx), ratio(-0.5, dx)
+        else:
+            dx1, dx2 = step(0), step(1)
+            a = divide(negative(add(multiply(2.0, dx1), dx2)), multiply(dx1, add(dx1, dx2)))
+            b = divide(add(dx1, dx2), multiply(dx1, dx2))
+            c = divide(negative(dx1), multiply(dx2, add(dx1, dx2)))
+        first = add(add(multiply(a, part(0, 1)), multiply(b, part(1, 2))),
+                    multiply(c, part(2, 3)))
+        if uniform:
+            a, b, c = ratio(0.5, dx), ratio(-2.0, dx), ratio(1.5, dx)
+        else:
+            dx1, dx2 = step(-2), step(-1)
+            a = divide(dx2, multiply(dx1, add(dx1, dx2)))
+            b = divide(negative(add(dx2, dx1)), multiply(dx1, dx2))
+            c = divide(add(multiply(2.0, dx2), dx1), multiply(dx2, add(dx1, dx2)))
+        last = add(add(multiply(a, part(-3, -2)), multiply(b, part(-2, -1))),
+                   multiply(c, part(-1, None)))
+    return concatenate([first, interior, last], axis)
+
+
 # --- variance and averages -------------------------------------------------------------------
 
 
@@ -189,41 +394,89 @@ def _ddof(ddof, correction, fn: str):
     return correction
 
 
-@implements(np.var)
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-        correction=_NO_VALUE):
-    """``np.var``: the mean of ``|a - mean(a)|**2`` over ``axis`` divided by ``N - ddof``
-    (``correction`` is NumPy 2's name for ``ddof``); real for complex input, as NumPy's.
+_mean_of = mean        # var's and std's parameter ``mean`` hides the function
+_choose = where        # and the parameter ``where`` of NumPy's reductions hides this one
 
-    >>> float(var(np.array([1.0, 2.0, 3.0, 4.0]), ddof=1))
-    1.6666666666666667
-    """
-    _no_out(out, "var")
-    ddof = _ddof(ddof, correction, "var")
-    x = _operand(a, "var")
-    x = astype(x, _float_dtype(x) if dtype is None else np.dtype(dtype))
+
+def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: str):
+    """``sum(|x - center|**2)`` over ``axes`` and the count it sums, over the entries of ``x``
+    where ``selected`` (a boolean mask of ``x``'s shape; ``None``: all). ``center`` is
+    ``x``'s mean over them unless given (NumPy's ``mean=``). Unselected entries (NaNs, for
+    the ``nan*`` functions) are replaced before any arithmetic, so no NaN reaches the
+    derivative and theirs is zero."""
     shape = shape_of(x)
-    axes = _axes(axis, len(shape), "var")
-    deviation = subtract(x, mean(x, axes, keepdims=True))
+    count_dtype = np.finfo(dtype_of(x)).dtype
+    if selected is None:
+        count = np.asarray(float(_count(shape, axes)), dtype=count_dtype)
+        kept_count = count
+    else:
+        x = _choose(selected, x, 0)
+        kept_count = sum(astype(selected, count_dtype), axes, keepdims=True)
+        count = kept_count if keepdims else reshape(
+            kept_count, tuple(n for i, n in enumerate(shape) if i not in axes))
+    if center is _NO_VALUE:          # (a slice with nothing selected: any center will do)
+        center = divide(sum(x, axes, keepdims=True),
+                        kept_count if selected is None else maximum(kept_count, 1))
+    else:
+        center = astype(_operand(center, fn), dtype_of(x))
+    deviation = subtract(x, center)
+    if selected is not None:
+        deviation = _choose(selected, deviation, 0)
     if dtype_of(deviation).kind == "c":
         squares = real(multiply(deviation, conj(deviation)))
     else:
         squares = multiply(deviation, deviation)
-    divisor = builtins.max(_count(shape, axes) - ddof, 0)       # NumPy's: inf or nan at 0
-    return divide(sum(squares, axes, keepdims=keepdims), float(divisor))
+    return sum(squares, axes, keepdims=keepdims), count
+
+
+def _variance_operand(a, dtype, fn: str):
+    x = _operand(a, fn)
+    return astype(x, _float_dtype(x) if dtype is None else np.dtype(dtype))
+
+
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
+        where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+    """``np.var``: the mean of ``|a - mean(a)|**2`` over ``axis`` divided by ``N - ddof``
+    (``correction`` is NumPy 2's name for ``ddof``); real for complex input, as NumPy's.
+    ``where=`` takes the selected entries only (``N`` counts them); ``mean=`` gives the mean
+    (with ``keepdims`` shape), as NumPy's, differentiable too.
+
+    >>> float(var(np.array([1.0, 2.0, 3.0, 4.0]), ddof=1))
+    1.6666666666666667
+    >>> float(var(np.array([1.0, 2.0, 100.0, 4.0]), where=np.array([1, 1, 0, 1], bool)))
+    1.5555555555555554
+    """
+    _no_out(out, "var")
+    ddof = _ddof(ddof, correction, "var")
+    x = _variance_operand(a, dtype, "var")
+    axes = _axes(axis, len(shape_of(x)), "var")
+    if where is _NO_VALUE and mean is _NO_VALUE:
+        deviation = subtract(x, _mean_of(x, axes, keepdims=True))
+        if dtype_of(deviation).kind == "c":
+            squares = real(multiply(deviation, conj(deviation)))
+        else:
+            squares = multiply(deviation, deviation)
+        divisor = builtins.max(_count(shape_of(x), axes) - ddof, 0)  # NumPy's: inf or nan at 0
+        return divide(sum(squares, axes, keepdims=keepdims), float(divisor))
+    total, count = _squared_deviations(x, axes, keepdims, _selection(x, where, "var"), mean,
+                                       "var")
+    return divide(total, maximum(subtract(count, ddof), 0))     # NumPy's: inf or nan at 0
 
 
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-        correction=_NO_VALUE):
-    """``np.std``: ``sqrt(var(a, ...))``. At zero variance the derivative is taken as 0, as
-    PyTorch's ``std`` does (JAX's is ``nan``); its second derivative there is 0 too.
+        where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+    """``np.std``: ``sqrt(var(a, ...))`` (``where=`` and ``mean=`` as :func:`var`'s). At zero
+    variance the derivative is taken as 0, as PyTorch's ``std`` does (JAX's is ``nan``); its
+    second derivative there is 0 too.
 
     >>> float(std(np.array([1.0, 3.0])))
     1.0
     """
     _no_out(out, "std")
-    variance = var(a, axis, dtype, None, ddof, keepdims, correction=correction)
+    variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
     return _first(bind(sqrt_zero_slope_at_zero, variance))
 
 
@@ -294,8 +547,10 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
 
 
 @implements(np.nansum)
-def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False):
-    """``np.nansum``: NaNs count as zero (and get a zero derivative).
+def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
+           where=_NO_VALUE):
+    """``np.nansum``: NaNs count as zero (and get a zero derivative); ``initial`` and
+    ``where=`` as :func:`sum`'s.
 
     >>> float(nansum(np.array([1.0, np.nan, 2.0])))
     3.0
@@ -303,15 +558,15 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False):
     _no_out(out, "nansum")
     x = _operand(a, "nansum")
     if dtype_of(x).kind in "fc":
-        x = where(_isnan(x), 0, x)
+        x = _choose(_isnan(x), 0, x)
     x = _as_accumulated(x, dtype)
-    return sum(x, axis, keepdims=keepdims)
+    return sum(x, axis, keepdims=keepdims, initial=initial, where=where)
 
 
 @implements(np.nanmean)
-def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=_NO_VALUE):
     """``np.nanmean``: the mean of the entries that are not NaN (NaNs get a zero derivative);
-    ``nan`` where a slice is all NaN.
+    ``nan`` where a slice is all NaN; ``where=`` takes the selected entries only.
 
     >>> float(nanmean(np.array([1.0, np.nan, 2.0])))
     1.5
@@ -321,11 +576,168 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False):
     if dtype is not None:
         x = astype(x, dtype)
     if dtype_of(x).kind not in "fc":
-        return mean(x, axis, keepdims=keepdims)
+        return mean(x, axis, keepdims=keepdims, where=where)
+    present = _both(_selection(x, where, "nanmean"), equal(x, x))      # not NaN, selected
     count_dtype = dtype_of(x) if dtype_of(x).kind == "f" else np.dtype(np.float64)
-    present = astype(equal(x, x), count_dtype)               # 1 where not NaN
-    total = sum(where(_isnan(x), 0, x), axis, keepdims=keepdims)
-    return divide(total, sum(present, axis, keepdims=keepdims))
+    total = sum(_choose(present, x, 0), axis, keepdims=keepdims)
+    return divide(total, sum(astype(present, count_dtype), axis, keepdims=keepdims))
+
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
+           where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+    """``np.nanvar``: :func:`var` of the entries that are not NaN (NaNs get a zero
+    derivative); ``nan`` where a slice has no more than ``ddof`` of them, as NumPy's.
+
+    >>> float(nanvar(np.array([1.0, np.nan, 3.0])))
+    1.0
+    """
+    _no_out(out, "nanvar")
+    ddof = _ddof(ddof, correction, "nanvar")
+    x = _variance_operand(a, dtype, "nanvar")
+    if dtype_of(_operand(a, "nanvar")).kind not in "fc":      # no NaN to skip
+        return var(x, axis, None, None, ddof, keepdims, where=where, mean=mean)
+    axes = _axes(axis, len(shape_of(x)), "nanvar")
+    present = _both(_selection(x, where, "nanvar"), equal(x, x))
+    total, count = _squared_deviations(x, axes, keepdims, present, mean, "nanvar")
+    dof = subtract(count, ddof)
+    good = greater(dof, 0)
+    return _choose(good, divide(total, _choose(good, dof, 1)), np.nan)
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
+           where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+    """``np.nanstd``: ``sqrt(nanvar(a, ...))``, with :func:`std`'s derivative 0 at zero
+    variance.
+
+    >>> float(nanstd(np.array([1.0, np.nan, 3.0])))
+    1.0
+    """
+    _no_out(out, "nanstd")
+    variance = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                      correction=correction)
+    return _first(bind(sqrt_zero_slope_at_zero, variance))
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+            where=_NO_VALUE):
+    """``np.nanprod``: NaNs count as one (and get a zero derivative); otherwise :func:`prod`,
+    exact where entries are zero.
+
+    >>> float(nanprod(np.array([2.0, np.nan, 3.0])))
+    6.0
+    """
+    _no_out(out, "nanprod")
+    x = _operand(a, "nanprod")
+    if dtype_of(x).kind in "fc":
+        x = _choose(_isnan(x), 1, x)
+    return prod(x, axis, dtype, None, keepdims, initial, where)
+
+
+def _nan_extremum(reduce, fn: str, fill: float, a, axis, out, keepdims, initial, where_):
+    _no_out(out, fn)
+    x = _operand(a, fn)
+    if dtype_of(x).kind not in "fc":
+        return reduce(x, axis, keepdims=keepdims, initial=initial, where=where_)
+    present = equal(x, x)
+    result = reduce(_choose(present, x, fill), axis, keepdims=keepdims, initial=initial,
+                    where=where_)
+    if initial is not _NO_VALUE:           # NumPy's fmax.reduce: the initial value stands
+        return result
+    return _choose(any(present, axis, keepdims=keepdims), result, np.nan)
+
+
+@implements(np.nanmax)
+def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
+           where=_NO_VALUE):
+    """``np.nanmax``: the maximum of the entries that are not NaN, ``nan`` for an all-NaN
+    slice; tied maxima share the derivative (as :func:`max`), NaNs get none.
+
+    >>> nanmax(np.array([[1.0, np.nan], [np.nan, np.nan]]), axis=1)
+    array([ 1., nan])
+    """
+    return _nan_extremum(max, "nanmax", -np.inf, a, axis, out, keepdims, initial, where)
+
+
+@implements(np.nanmin)
+def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
+           where=_NO_VALUE):
+    """``np.nanmin``: the minimum of the entries that are not NaN, ``nan`` for an all-NaN
+    slice; tied minima share the derivative (as :func:`min`), NaNs get none.
+
+    >>> float(nanmin(np.array([2.0, np.nan, -1.0])))
+    -1.0
+    """
+    return _nan_extremum(min, "nanmin", np.inf, a, axis, out, keepdims, initial, where)
+
+
+def _nan_arg_extremum(cls, fn: str, fill: float, a, axis, out, keepdims):
+    x = _operand(a, fn)
+    if dtype_of(x).kind not in "fc":
+        return _arg_extremum(cls, fn, x, axis, out, keepdims)
+    nan = _isnan(x)
+    result = _arg_extremum(cls, fn, where(nan, fill, x), axis, out, keepdims)
+    all_nan = all(nan, axis, keepdims=keepdims)
+    known = _any_known(all_nan)
+    if known is None:                      # under jit or vmap, or lazy (Dask): JAX's -1
+        return where(all_nan, -1, result)
+    if known:
+        raise TensorShapeError(f"{fn}: All-NaN slice encountered")
+    return result
+
+
+@implements(np.nanargmax)
+def nanargmax(a, axis=None, out=None, *, keepdims: bool = False):
+    """``np.nanargmax``: the index of the first maximum that is not NaN; an all-NaN slice
+    raises NumPy's ``ValueError`` (under ``jit`` or ``vmap``, where values cannot be read,
+    and on Dask arrays, which stay lazy, its index is ``-1``, as JAX's). Not differentiated.
+
+    >>> nanargmax(np.array([[np.nan, 2.0, 1.0], [0.5, np.nan, 0.7]]), axis=1)
+    array([1, 2])
+    """
+    return _nan_arg_extremum(Argmax, "nanargmax", -np.inf, a, axis, out, keepdims)
+
+
+@implements(np.nanargmin)
+def nanargmin(a, axis=None, out=None, *, keepdims: bool = False):
+    """``np.nanargmin``: the index of the first minimum that is not NaN; an all-NaN slice
+    as :func:`nanargmax`. Not differentiated.
+
+    >>> int(nanargmin(np.array([np.nan, 2.0, 1.0])))
+    2
+    """
+    return _nan_arg_extremum(Argmin, "nanargmin", np.inf, a, axis, out, keepdims)
+
+
+@implements(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """``np.nancumsum``: :func:`cumsum` with NaNs as zero (their derivative is zero).
+
+    >>> nancumsum(np.array([1.0, np.nan, 2.0]))
+    array([1., 1., 3.])
+    """
+    _no_out(out, "nancumsum")
+    x = _operand(a, "nancumsum")
+    if dtype_of(x).kind in "fc":
+        x = where(_isnan(x), 0, x)
+    return cumsum(x, axis, dtype)
+
+
+@implements(np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """``np.nancumprod``: :func:`cumprod` with NaNs as one (their derivative is zero), exact
+    where entries are zero.
+
+    >>> nancumprod(np.array([2.0, np.nan, 3.0]))
+    array([2., 2., 6.])
+    """
+    _no_out(out, "nancumprod")
+    x = _operand(a, "nancumprod")
+    if dtype_of(x).kind in "fc":
+        x = where(_isnan(x), 1, x)
+    return cumprod(x, axis, dtype)
 
 
 # --- sorting and order statistics ------------------------------------------------------------
@@ -379,6 +791,60 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     kind = _sort_kind(kind, order, stable, "argsort")
     x, axis = _sort_operand(a, axis, "argsort")
     return _first(bind(Argsort(axis, kind), x))
+
+
+def _partition_operand(a, kth, axis, kind, order, fn: str):
+    """The operand (flattened for ``axis=None``), its axis, and ``kth`` as non-negative
+    positions along it (static: read now)."""
+    if order is not None:
+        raise TensorNotSupportedError(f"{fn}: order= (partitioning structured arrays by field) "
+                                      "is not supported")
+    if kind != "introselect":
+        raise TensorShapeError(f"{fn}: select kind must be 'introselect', got {kind!r}")
+    x, axis = _sort_operand(a, axis, fn)
+    n = shape_of(x)[axis]
+    positions = np.asarray(data_of(_operand(kth, fn), f"{fn}: reading kth"))
+    if positions.dtype.kind not in "iu":
+        raise TensorTypeError(f"{fn}: Partition index must be integer, got {positions.dtype}")
+    normalized = []
+    for k in positions.reshape(-1).tolist():
+        if not -n <= k < n:
+            raise TensorShapeError(f"{fn}: kth(={k}) out of bounds ({n})")
+        normalized.append(k % n)
+    return x, axis, tuple(normalized)
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind: str = "introselect", order=None):
+    """``np.partition``: NumPy's exact output (the ``kth`` entries in sorted position, smaller
+    ones before, larger after, each side in NumPy's order). The derivative follows the
+    permutation that produces it (tied values: matched in their original order); ``kth`` is
+    static. Under ``jit`` the permutation is computed when the function runs.
+
+    >>> x = np.random.default_rng(0).permutation(40) * 0.5
+    >>> bool(np.array_equal(partition(x, [5, 20]), np.partition(x, [5, 20])))
+    True
+    >>> partition(np.array([3.0, 4.0, 2.0, 1.0]), 2)
+    array([1., 2., 3., 4.])
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda x: partition(x, 2)[2])(np.array([3.0, 4.0, 2.0, 1.0]))
+    array([1., 0., 0., 0.])
+    """
+    x, axis, kth = _partition_operand(a, kth, axis, kind, order, "partition")
+    order = _first(bind(PartitionOrder(axis, kth), x))
+    return _take_along(x, order, axis)
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind: str = "introselect", order=None):
+    """``np.argpartition`` (``axis=None``: of the flattened array): NumPy's integer indices,
+    not differentiated; ``kth`` is static.
+
+    >>> argpartition(np.array([3.0, 4.0, 2.0, 1.0]), 2)
+    array([3, 2, 0, 1])
+    """
+    x, axis, kth = _partition_operand(a, kth, axis, kind, order, "argpartition")
+    return _first(bind(Argpartition(axis, kth), x))
 
 
 def _arg_extremum(cls, fn: str, a, axis, out, keepdims):
@@ -470,7 +936,40 @@ def _order_statistics(q: np.ndarray, n: int, method: str):
     return below, above, weight
 
 
-def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float):
+def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, dtype):
+    """The quantiles ``fractions`` of the entries that are not NaN in each row of ``grouped``
+    (``ordered``: the rows sorted, NaNs last), ``nan`` for a row of NaNs. Where they are is
+    read from each row's count of numbers, data that ``jit`` and ``vmap`` trace; the
+    derivative goes to the order statistics read, as :func:`quantile`'s."""
+    from primitives.tensor.mathfuncs import ceil, floor, round as round_
+
+    n = shape_of(grouped)[-1]
+    count = sum(astype(equal(grouped, grouped), np.intp), -1, keepdims=True)
+    position = multiply(astype(subtract(count, 1), np.float64), fractions)
+    below = floor(position)
+    above = minimum(add(below, 1), astype(subtract(count, 1), np.float64))
+    weight = None
+    if method == "linear":
+        weight = subtract(position, below)
+    elif method == "midpoint":
+        weight = where(equal(position, below), 0.0, 0.5)
+    elif method == "higher":
+        below = ceil(position)
+    elif method == "nearest":
+        below = round_(position)
+
+    def take_rows(p):           # ordered[..., p] by row, p clipped into range
+        return _take_along(ordered, clip(p, 0, n - 1), len(shape_of(ordered)) - 1)
+
+    result = take_rows(below)
+    if weight is not None:
+        high = take_rows(above)
+        result = add(result, multiply(subtract(high, result), astype(weight, dtype)))
+    return where(equal(count, 0), np.nan, result)
+
+
+def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
+              skip_nan: bool = False):
     if method not in _QUANTILE_METHODS:
         raise TensorNotSupportedError(f"{fn}: method {method!r} is not supported; use one of "
                                       f"{', '.join(_QUANTILE_METHODS)}")
@@ -486,7 +985,7 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float):
         raise TensorShapeError(f"{fn}: {kind}")
     if method in ("lower", "higher", "nearest"):     # values of a: its dtype, as NumPy's
         dtype = dtype_of(x)
-    elif fn == "median":
+    elif fn in ("median", "nanmedian"):
         dtype = _float_dtype(x)
     else:
         dtype = result_dtype(_float_dtype(x).type(0), q if _is_python_scalar(q) else q_data)
@@ -497,14 +996,19 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float):
     kept = tuple(a for a in range(len(shape)) if a not in axes)
     kept_shape = tuple(shape[a] for a in kept)
     out_shape = q_data.shape + (_kept_shape(shape, axes) if keepdims else kept_shape)
+    skip_nan = skip_nan and dtype_of(x).kind == "f"         # (integers hold no NaN)
     if n == 0:
-        if fn != "median":
+        if fn not in ("median", "nanmedian"):
             raise TensorShapeError(f"{fn}: cannot take quantiles of an empty axis (shape "
                                    f"{shape}, axis {axis})")
         return reshape(add(sum(x, axes), np.nan), out_shape)       # NumPy's median: nan
     # the reduced axes last, as one axis of n values, sorted
     grouped = reshape(transpose(x, kept + axes), kept_shape + (n,))
     ordered = sort(grouped, axis=-1)
+    if skip_nan:
+        result = _nan_order_statistics(grouped, ordered, fractions.ravel(), method, dtype)
+        result = transpose(result, (len(kept),) + tuple(range(len(kept))))
+        return reshape(result, out_shape)
     below, above, weight = _order_statistics(fractions.ravel(), n, method)
     low = take(ordered, below, axis=-1)
     result = low
@@ -557,6 +1061,49 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     """
     _no_out(out, "median")
     return _quantile(a, 0.5, axis, "midpoint", keepdims, "median", 1.0)
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, weights=None):
+    """``np.nanquantile``: :func:`quantile` of the entries that are not NaN (``nan`` for an
+    all-NaN slice), with its methods and derivative convention; NaNs get a zero derivative.
+    Which entries are read depends on each slice's count of numbers, computed as data, so
+    ``jit`` and ``vmap`` apply.
+
+    >>> nanquantile(np.array([[1.0, np.nan, 3.0, 2.0], [np.nan] * 4]), 0.5, axis=1)
+    array([ 2., nan])
+    """
+    _no_out(out, "nanquantile")
+    if weights is not None:
+        raise TensorNotSupportedError("nanquantile: weights= is not supported")
+    return _quantile(a, q, axis, method, keepdims, "nanquantile", 1.0, skip_nan=True)
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, weights=None):
+    """``np.nanpercentile``: :func:`nanquantile` of ``q / 100``.
+
+    >>> float(nanpercentile(np.array([1.0, np.nan, 3.0]), 25))
+    1.5
+    """
+    _no_out(out, "nanpercentile")
+    if weights is not None:
+        raise TensorNotSupportedError("nanpercentile: weights= is not supported")
+    return _quantile(a, q, axis, method, keepdims, "nanpercentile", 100.0, skip_nan=True)
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
+    """``np.nanmedian``: :func:`median` of the entries that are not NaN (``nan`` for an
+    all-NaN slice); NaNs get a zero derivative.
+
+    >>> nanmedian(np.array([[1.0, np.nan, 7.0], [4.0, 2.0, np.nan]]), axis=1)
+    array([4., 3.])
+    """
+    _no_out(out, "nanmedian")
+    return _quantile(a, 0.5, axis, "midpoint", keepdims, "nanmedian", 1.0, skip_nan=True)
 
 
 def _variables(m, rowvar: bool, fn: str):

@@ -168,4 +168,7 @@ CASES = [
            note="bitwise on integers, as NumPy: not differentiated")
       for name in ("bitwise_and", "bitwise_or", "bitwise_xor")],
     Case("copy", tnp.copy, np.copy, (normal((2, 3)),), note="a new array: derivative 1"),
+    Case("real_if_close", tnp.real_if_close, np.real_if_close, (normal((2, 3)),),
+         dtypes=REAL_DTYPES, note="real input: returned as is; complex input: the dtype "
+         "depends on the values, which are read (not under jit)"),
 ]

@@ -14,7 +14,7 @@ import inspect
 import numpy as np
 
 import primitives.tensor as tnp
-from numpy_cases import Case, _draw, normal, spd
+from numpy_cases import REAL_DTYPES, Case, _draw, normal, spd
 
 EIGH_GAUGE = ("eigenvectors are defined up to sign/phase (a rotation, for equal eigenvalues): "
               "differentiate gauge-invariant losses only; their derivatives are not finite at "
@@ -22,6 +22,13 @@ EIGH_GAUGE = ("eigenvectors are defined up to sign/phase (a rotation, for equal 
 SVD_GAUGE = ("singular vectors are defined up to sign/phase: differentiate gauge-invariant "
              "losses only; their derivatives are not finite at equal (or, non-square, zero) "
              "singular values, as in JAX; full_matrices: the extra vectors turn with the others")
+EIG_GAUGE = ("general matrices: eigenvectors of unit norm, their phase a gauge (LAPACK's, "
+             "not followed by the derivative): differentiate gauge-invariant losses only; "
+             "real results when a real matrix's eigenvalues are all real (read from the "
+             "values: jit needs a complex matrix); not finite at equal eigenvalues")
+EIG_REAL = ("a real matrix with real eigenvalues: real eigenvectors, unique up to sign, "
+            "differentiated exactly; the dtype depends on the values (no jit of real input)")
+EIGVALS_NOTE = "dλ = uᴴ dA v / uᴴ v (left and right eigenvectors)"
 LOWER = "reads the lower triangle (and the diagonal's real part), as NumPy"
 
 
@@ -61,7 +68,49 @@ def separated_singular_values(shape):
     return make
 
 
+def real_spectrum(n, batch=()):
+    """General real matrices with real eigenvalues about 1 apart: ``S diag(w) S⁻¹``, ``S`` a
+    well-conditioned non-orthogonal matrix."""
+    def make(rng, dtype):
+        s = np.eye(n) + 0.3 * rng.standard_normal(batch + (n, n))
+        w = np.arange(n) - n / 2 + rng.uniform(-0.1, 0.1, batch + (n,))
+        return ((s * w[..., None, :]) @ np.linalg.inv(s)).astype(dtype)
+    return make
+
+
+def complex_spectrum(n, batch=()):
+    """General complex matrices with eigenvalues about 1 apart: ``S diag(w) S⁻¹``."""
+    def make(rng, dtype):
+        s = np.eye(n) + 0.3 * _draw(rng, batch + (n, n), np.complex128)
+        w = np.arange(n) - n / 2 + 0.5j * rng.uniform(-1, 1, batch + (n,))
+        return ((s * w[..., None, :]) @ np.linalg.inv(s)).astype(dtype)
+    return make
+
+
+def rotating():
+    """Real 3 × 3 matrices with one real eigenvalue and a complex-conjugate pair."""
+    def make(rng, dtype):
+        s = np.eye(3) + 0.3 * rng.standard_normal((3, 3))
+        core = np.array([[0.5, -1.2, 0.0], [1.2, 0.5, 0.0], [0.0, 0.0, -1.0]])
+        return (s @ core @ np.linalg.inv(s)).astype(dtype)
+    return make
+
+
 # --- gauge-invariant functions, for both libraries ----------------------------------------
+
+
+def _eig_signed(xp, a):
+    """Eigenvalues and eigenvectors of a real matrix with real eigenvalues, each vector times
+    the sign of its first entry (which LAPACK libraries choose differently)."""
+    w, v = xp.linalg.eig(a)
+    return w, v * xp.sign(v[..., :1, :])
+
+
+def _eig_invariants(xp, a):
+    """Eigenvalues, ``|V|²`` (unit columns: the phase is a gauge) and ``sin(A)`` from them."""
+    w, v = xp.linalg.eig(a)
+    return w, xp.abs(v) ** 2, (v * xp.sin(w)[..., None, :]) @ xp.linalg.inv(v)
+
 
 
 def _mT(xp, x):
@@ -213,4 +262,17 @@ CASES = [
          lambda x: np.linalg.vector_norm(x, keepdims=True), (normal((2, 3)),), label="all"),
     Case("linalg.matrix_norm", lambda x: tnp.linalg.matrix_norm(x, ord="nuc"),
          lambda x: np.linalg.matrix_norm(x, ord="nuc"), (normal((2, 3, 4)),)),
+    # --- general matrices: eig, eigvals ---
+    Case("linalg.eig", *both(_eig_signed), (real_spectrum(3),), dtypes=REAL_DTYPES, jit=False,
+         label="real eigenvalues", note=EIG_REAL),
+    Case("linalg.eig", *both(_eig_invariants), (real_spectrum(3, (2,)),), dtypes=("float64",),
+         jit=False, label="real eigenvalues, batched, invariants", note=EIG_GAUGE),
+    Case("linalg.eig", *both(_eig_invariants), (rotating(),), dtypes=("float64",), jit=False,
+         label="complex eigenvalues of a real matrix", note=EIG_GAUGE),
+    Case("linalg.eig", *both(_eig_invariants), (complex_spectrum(3, (2,)),),
+         dtypes=("complex128",), label="complex matrices", note=EIG_GAUGE),
+    Case("linalg.eigvals", *pair("eigvals"), (rotating(),), dtypes=("float64",), jit=False,
+         note=EIGVALS_NOTE),
+    Case("linalg.eigvals", *pair("eigvals"), (complex_spectrum(4),), dtypes=("complex128",),
+         label="complex", note=EIGVALS_NOTE),
 ]

@@ -129,3 +129,56 @@ CASES = [
          lambda a, v: _put(a, _PUT_NONE, v, None), (normal((2, 4)), normal(())), wrt=(0, 1),
          label="axis=None, broadcast value"),
 ]
+
+
+# --- selection, index tricks, mapping functions ------------------------------------------------
+
+_MASK = np.array([[True, False, True], [False, False, True]])
+_OTHER = np.array([[True, True, False], [False, True, False]])
+_MATVEC = "(n,n),(n)->(n)"
+
+
+def _piecewise(xp):
+    return lambda x: xp.piecewise(x, [x < -0.5, x > 0.5],
+                                  [lambda v: v ** 2, lambda v: xp.sin(v) * v, 0.25])
+
+
+def _along_rows(xp):
+    return lambda a: xp.apply_along_axis(lambda v: xp.stack([xp.sum(v * v), v[0] * v[-1]]), 1, a)
+
+
+PIECEWISE_NOTE = ("each function differentiates where its condition holds (later conditions "
+                  "win); 0 where a constant is chosen. Under jit/vmap every function runs on all "
+                  "of x (JAX's way)")
+
+CASES += [
+    Case("select", lambda a, b: tnp.select([_MASK, _OTHER], [a, b ** 2], default=-1.0),
+         lambda a, b: np.select([_MASK, _OTHER], [a, b ** 2], default=-1.0),
+         (normal((2, 3)), normal((3,))), wrt=(0, 1),
+         note="the derivative goes to the choice made at each position"),
+    Case("select", lambda a, d: tnp.select([_MASK], [a], default=d),
+         lambda a, d: np.select([_MASK], [a], default=d), (normal(()), normal((2, 1))),
+         wrt=(0, 1), label="broadcast choice and default"),
+    Case("piecewise", _piecewise(tnp), _piecewise(np), (normal((3, 4)),), dtypes=("float64",),
+         note=PIECEWISE_NOTE),
+    Case("piecewise", lambda x: tnp.piecewise(x, x > 0, [lambda v: 2 * v, lambda v: -v]),
+         lambda x: np.piecewise(x, x > 0, [lambda v: 2 * v, lambda v: -v]), (normal((5,)),),
+         dtypes=("float64", "float32"), label="one condition and otherwise", note=PIECEWISE_NOTE),
+    Case("r_", lambda a, b: tnp.r_[a, 2.0, b, 0:3], lambda a, b: np.r_[a, 2.0, b, 0:3],
+         (normal((2,)), normal((3,))), wrt=(0, 1), note="concatenate: linear in every array"),
+    Case("r_", lambda a, b: tnp.r_["-1,2,0", a, b], lambda a, b: np.r_["-1,2,0", a, b],
+         (normal((3,)), normal((3, 2))), wrt=(0, 1), label="directive"),
+    Case("c_", lambda a, b: tnp.c_[a, b, a * 2], lambda a, b: np.c_[a, b, a * 2],
+         (normal((3,)), normal((3, 2))), wrt=(0, 1), note="concatenate: linear in every array"),
+    Case("apply_along_axis", _along_rows(tnp), _along_rows(np), (normal((3, 4)),),
+         note="one call per slice: the derivative is func1d's"),
+    Case("apply_along_axis", lambda a: tnp.apply_along_axis(tnp.outer, 0, a, np.arange(2.0)),
+         lambda a: np.apply_along_axis(np.outer, 0, a, np.arange(2.0)), (normal((3, 2)),),
+         label="matrix results, extra argument"),
+    Case("vectorize", lambda a, b: tnp.vectorize(lambda x, y: tnp.sin(x) * y + x)(a, b),
+         lambda a, b: np.vectorize(lambda x, y: np.sin(x) * y + x)(a, b),
+         (normal((3, 1)), normal((4,))), wrt=(0, 1), note="vmap over the broadcast elements"),
+    Case("vectorize", lambda m, v: tnp.vectorize(lambda p, q: p @ q, signature=_MATVEC)(m, v),
+         lambda m, v: np.vectorize(lambda p, q: p @ q, signature=_MATVEC)(m, v),
+         (normal((2, 3, 3)), normal((4, 1, 3))), wrt=(0, 1), label="signature"),
+]

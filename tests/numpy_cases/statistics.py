@@ -1,5 +1,7 @@
 """Cases for reductions, scans, sorting and statistics (``primitives.tensor.reductions``)."""
 
+import warnings
+
 import numpy as np
 
 import primitives.tensor as tnp
@@ -130,4 +132,147 @@ CASES = [
     Case("any", lambda x: tnp.any(x > 1.0, axis=0, keepdims=True),
          lambda x: np.any(x > 1.0, axis=0, keepdims=True), (fixed(WITH_ZEROS),), wrt=(),
          dtypes=REAL_DTYPES),
+]
+
+
+# --- numerical derivatives, where=, the nan* functions, partitions ----------------------------
+
+# rows with NaNs (no row all NaN: nanargmax raises on one, as NumPy's)
+SOME_NANS = [[1.0, np.nan, 2.0, -0.5], [np.nan, 0.25, -1.5, np.nan], [0.5, -1.0, 3.0, 1.25]]
+MASK = np.array([[True, False, True, True], [False, True, True, True], [True, True, False, True]])
+COORDINATES = np.array([0.0, 0.4, 1.1, 1.5, 2.6])         # uneven sample points
+
+GRADIENT_NOTE = ("linear in f; differentiable in the spacing (scalar steps and coordinates, "
+                 "which keep their steps when they carry a derivative)")
+NAN_NOTE = "NaN entries are left out and get a zero derivative (never a NaN one)"
+NAN_EXTREMUM_NOTE = NAN_NOTE + "; ties share the derivative evenly (as max/min)"
+PARTITION_NOTE = ("NumPy's exact output; the derivative follows the permutation producing it "
+                  "(ties: in their original order); kth static")
+
+
+def quiet(fn):
+    """NumPy's function without its RuntimeWarnings (all-NaN slices, no degrees of freedom)."""
+    def reference(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return fn(*args)
+    return reference
+
+
+def partitioned(call, kth, axis=-1):
+    """``call(xp, x)``'s partition as what a partition guarantees along ``axis``: the ``kth``
+    entries, and each stretch between them sorted (for ``argpartition``'s indices of
+    distinct values: the sets of positions of each stretch)."""
+    def fn(xp, x):
+        p = xp.moveaxis(call(xp, x), axis, -1)
+        bounds = [0, *sorted(k % p.shape[-1] for k in kth), p.shape[-1]]
+        out = [xp.sort(p[..., lo:hi], axis=-1) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return tuple(out) + tuple(p[..., k] for k in kth)
+    return fn
+
+
+def both(fn):
+    """``(fn(tnp, ...), fn(np, ...))``: a Case's function and reference."""
+    return (lambda a: fn(tnp, a)), (lambda a: fn(np, a))
+
+
+def coordinates(rng, dtype):
+    return COORDINATES.astype(dtype)
+
+
+CASES += [
+    # --- gradient ---
+    Case("gradient", lambda f: tnp.gradient(f), np.gradient, (normal((5,)),),
+         note=GRADIENT_NOTE),
+    Case("gradient", lambda f: tnp.gradient(f, 0.5, edge_order=2),
+         lambda f: np.gradient(f, 0.5, edge_order=2), (normal((3, 4)),),
+         label="scalar step, edge_order=2, both axes", note=GRADIENT_NOTE),
+    Case("gradient", lambda f, coordinates: tnp.gradient(f, coordinates, axis=-1),
+         lambda f, x: np.gradient(f, x, axis=-1), (normal((2, 5)), coordinates), wrt=(0, 1),
+         dtypes=REAL_DTYPES, label="coordinates", note=GRADIENT_NOTE),
+    Case("gradient", lambda f, coordinates, step: tnp.gradient(f, step, coordinates,
+                                                               edge_order=2),
+         lambda f, x, h: np.gradient(f, h, x, edge_order=2),
+         (normal((3, 5)), coordinates, fixed(0.7)), wrt=(0, 1, 2), dtypes=("float64",),
+         label="coordinates and step, edge_order=2", note=GRADIENT_NOTE),
+    Case("gradient", lambda f: tnp.gradient(f, axis=(1, 0)), lambda f: np.gradient(f, axis=(1, 0)),
+         (normal((3, 3, 2)),), label="axis tuple, in its order", note=GRADIENT_NOTE),
+    # --- where= and mean= of var, std, prod ---
+    Case("var", lambda x: tnp.var(x, axis=1, ddof=1, where=MASK),
+         lambda x: np.var(x, axis=1, ddof=1, where=MASK), (normal((3, 4)),), label="where="),
+    Case("var", lambda x, m: tnp.var(x, axis=0, mean=m), lambda x, m: np.var(x, axis=0, mean=m),
+         (normal((3, 4)), normal((1, 4))), wrt=(0, 1), label="mean="),
+    Case("std", lambda x: tnp.std(x, where=MASK, keepdims=True),
+         lambda x: np.std(x, where=MASK, keepdims=True), (normal((3, 4)),), label="where=",
+         note=STD_NOTE),
+    Case("prod", lambda x: tnp.prod(x, axis=1, where=MASK),
+         lambda x: np.prod(x, axis=1, where=MASK), (fixed(WITH_ZEROS),), label="where=",
+         note=PROD_NOTE),
+    # --- the nan* functions ---
+    Case("nansum", lambda x: tnp.nansum(x, axis=0, where=MASK, initial=1.0),
+         lambda x: np.nansum(x, axis=0, where=MASK, initial=1.0), (fixed(SOME_NANS),),
+         label="where= initial", note=NAN_NOTE),
+    Case("nanmean", lambda x: tnp.nanmean(x, axis=1, where=MASK),
+         lambda x: np.nanmean(x, axis=1, where=MASK), (fixed(SOME_NANS),), label="where=",
+         note=NAN_NOTE),
+    Case("nanvar", lambda x: tnp.nanvar(x, axis=1), lambda x: np.nanvar(x, axis=1),
+         (fixed(SOME_NANS),), note=NAN_NOTE + "; nan where no more than ddof numbers"),
+    Case("nanvar", lambda x: tnp.nanvar(x, axis=0, ddof=1, keepdims=True),
+         quiet(lambda x: np.nanvar(x, axis=0, ddof=1, keepdims=True)), (fixed(SOME_NANS),),
+         label="ddof=1 keepdims"),
+    Case("nanstd", lambda x: tnp.nanstd(x, axis=1), lambda x: np.nanstd(x, axis=1),
+         (fixed(SOME_NANS),), note=NAN_NOTE + "; " + STD_NOTE),
+    Case("nanprod", lambda x: tnp.nanprod(x, axis=1), lambda x: np.nanprod(x, axis=1),
+         (fixed(WITH_NANS),), note=NAN_NOTE + "; " + PROD_NOTE),
+    Case("nanmax", lambda x: tnp.nanmax(x, axis=1), lambda x: np.nanmax(x, axis=1),
+         (fixed(SOME_NANS),), dtypes=REAL_DTYPES, note=NAN_EXTREMUM_NOTE),
+    Case("nanmax", lambda x: tnp.nanmax(x, axis=0, initial=0.3, keepdims=True),
+         quiet(lambda x: np.nanmax(x, axis=0, initial=0.3, keepdims=True)),
+         (fixed(WITH_NANS),), dtypes=REAL_DTYPES, label="initial keepdims"),
+    Case("nanmin", tnp.nanmin, np.nanmin, (fixed(SOME_NANS),), dtypes=REAL_DTYPES,
+         note=NAN_EXTREMUM_NOTE),
+    Case("nanargmax", lambda x: tnp.nanargmax(x, axis=1), lambda x: np.nanargmax(x, axis=1),
+         (fixed(SOME_NANS),), wrt=(), dtypes=REAL_DTYPES,
+         note="integer result; an all-NaN slice raises ValueError (under jit/vmap: -1, JAX's)"),
+    Case("nanargmin", lambda x: tnp.nanargmin(x, keepdims=True),
+         lambda x: np.nanargmin(x, keepdims=True), (fixed(SOME_NANS),), wrt=(),
+         dtypes=REAL_DTYPES, note="integer result; an all-NaN slice raises as nanargmax"),
+    Case("nancumsum", lambda x: tnp.nancumsum(x, axis=1), lambda x: np.nancumsum(x, axis=1),
+         (fixed(WITH_NANS),), note=NAN_NOTE),
+    Case("nancumprod", tnp.nancumprod, np.nancumprod, (fixed(SOME_NANS),),
+         note=NAN_NOTE + "; " + CUMPROD_NOTE),
+    Case("nanmedian", lambda x: tnp.nanmedian(x, axis=1), lambda x: np.nanmedian(x, axis=1),
+         (fixed(SOME_NANS),), dtypes=REAL_DTYPES, note=NAN_NOTE + "; " + QUANTILE_NOTE),
+    Case("nanmedian", lambda x: tnp.nanmedian(x, axis=0, keepdims=True),
+         lambda x: np.nanmedian(x, axis=0, keepdims=True), (fixed(SOME_NANS),),
+         dtypes=REAL_DTYPES, label="axis=0 keepdims"),
+    *[Case("nanquantile", lambda x, m=method: tnp.nanquantile(x, [0.2, 0.5, 0.9], axis=1, method=m),
+           lambda x, m=method: np.nanquantile(x, [0.2, 0.5, 0.9], axis=1, method=m),
+           (fixed(SOME_NANS),), dtypes=("float64",), label=method,
+           note=NAN_NOTE + "; " + QUANTILE_NOTE)
+      for method in ("linear", "lower", "higher", "nearest", "midpoint")],
+    Case("nanpercentile", lambda x: tnp.nanpercentile(x, 30, axis=0),
+         lambda x: np.nanpercentile(x, 30, axis=0), (fixed(SOME_NANS),), dtypes=REAL_DTYPES,
+         note=NAN_NOTE + "; " + QUANTILE_NOTE),
+    # all-NaN slices: nan (forward only: a constant nan has no finite differences)
+    *[Case(name, lambda x, f=getattr(tnp, name): f(x, axis=1),
+           quiet(lambda x, f=getattr(np, name): f(x, axis=1)), (fixed(WITH_NANS),), wrt=(),
+           dtypes=REAL_DTYPES, label="all-NaN slice")
+      for name in ("nanvar", "nanstd", "nanmax", "nanmin", "nanmedian", "nanmean", "nanprod")],
+    Case("nanquantile", lambda x: tnp.nanquantile(x, [0.2, 0.9], axis=1),
+         quiet(lambda x: np.nanquantile(x, [0.2, 0.9], axis=1)), (fixed(WITH_NANS),), wrt=(),
+         dtypes=("float64",), label="all-NaN slice"),
+    # --- partitions: what a partition guarantees (NumPy's exact order within the sides,
+    # which other libraries do not reproduce, is checked in tests/test_numpy_names.py) ---
+    Case("partition", *both(partitioned(lambda xp, x: xp.partition(x, [3, 12]), [3, 12])),
+         (distinct((3, 20)),), dtypes=REAL_DTYPES, note=PARTITION_NOTE),
+    Case("partition", *both(partitioned(lambda xp, x: xp.partition(x, -2, axis=0), [5], 0)),
+         (distinct((7, 3)),), dtypes=REAL_DTYPES, label="axis=0", note=PARTITION_NOTE),
+    Case("partition", *both(partitioned(lambda xp, x: xp.partition(x, 5, axis=None), [5])),
+         (fixed([[3.0, 1.0, 1.0, 2.0], [0.5, 2.0, 1.0, 4.0]]),), wrt=(), dtypes=REAL_DTYPES,
+         label="flattened, ties"),
+    Case("argpartition", *both(partitioned(lambda xp, x: xp.argpartition(x, [0, 4], axis=1),
+                                           [0, 4])),
+         (distinct((3, 20)),), wrt=(), dtypes=REAL_DTYPES,
+         note="NumPy's integer indices, not differentiated"),
 ]

@@ -19,6 +19,9 @@ op                  JVP (``dA`` the tangent, ``herm(dA)`` the Hermitian matrix
 ``Eigh``            ``dw = Re diag(Vᴴ herm(dA) V)``, ``dV = V (F ∘ Vᴴ herm(dA) V)``,
                     ``F_ij = 1/(w_j - w_i)`` off the diagonal (JAX's rule);
                     ``herm`` reads the upper triangle for ``UPLO="U"``
+``Eig``             ``dw = diag(V⁻¹ dA V)`` (``uᵢᴴ dA vᵢ / uᵢᴴ vᵢ``, ``uᵢ`` the left
+                    eigenvectors), ``dV = V (F ∘ V⁻¹ dA V)`` less ``Re(vᵢᴴ dvᵢ) vᵢ``
+                    (unit norm kept; the phase is the gauge)
 ``Svd``             JAX's rule (Giles' formulas); full matrices via the
                     complement's minimal rotation
 ``Qr``              JAX's rule, tall and wide
@@ -581,6 +584,74 @@ class Eigh(_MatrixOp):
 
 
 @tensor_op
+class Eig(_MatrixOp):
+    """``np.linalg.eig`` (``compute_v``) or ``eigvals`` of general square matrices: the
+    eigenvalues ``w`` and right eigenvectors ``V`` (columns of unit norm, LAPACK's phase:
+    the largest component real), always complex (``np.linalg.eig`` makes them real when
+    every eigenvalue of a real matrix is; the front end does that).
+
+    The JVP is written with the left eigenvectors as the rows of ``V⁻¹``: ``dw_i`` is
+    ``(V⁻¹ dA V)_ii``; ``dV = V (F ∘ V⁻¹ dA V)`` (``F_ij = 1/(w_j - w_i)`` off the diagonal)
+    keeps ``A V = V diag(w)``, and ``vᵢ Re(vᵢᴴ dvᵢ)`` is removed so the columns stay of
+    unit norm. The phase of each column is a gauge the rule does not follow (LAPACK's
+    is not smooth): derivatives of gauge-invariant functions (``|V|``, ``vᵢ vᵢᴴ``,
+    ``V diag(f(w)) V⁻¹``) are exact, those of the raw columns of a complex ``V`` are not
+    LAPACK's. Equal eigenvalues make ``F`` infinite, as in JAX; ``dw`` stays finite
+    where ``V`` is invertible.
+
+    >>> w = Eig((2, 2), "float64", compute_v=False).eval(None, [np.array([[0.0, 1.0],
+    ...                                                                    [-1.0, 0.0]])])[0]
+    >>> w
+    array([0.+1.j, 0.-1.j])
+    """
+
+    shape: tuple
+    dtype: str
+    compute_v: bool = True
+    name = "eig"
+    _flags = ("compute_v",)
+
+    @property
+    def complex_dtype(self) -> str:
+        return np.result_type(self.dtype, np.complex64).name
+
+    def output_count(self) -> int:
+        return 2 if self.compute_v else 1
+
+    def eval(self, ctx, inputs):
+        xp, (a,) = operands(inputs, self)
+        dtype = np.dtype(self.complex_dtype)
+        if xp is NUMPY.xp:
+            if self.compute_v:
+                w, v = _lapack(self, np.linalg.eig, a)
+                return [w.astype(dtype, copy=False), v.astype(dtype, copy=False)]
+            return [_lapack(self, np.linalg.eigvals, a).astype(dtype, copy=False)]
+        w, v = _lapack(self, xp.linalg.eig, a)         # PyTorch's; Dask's: NumPy's by matrix
+        return [w, v] if self.compute_v else [w]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        n, batch, dtype = self.shape[-1], self.shape[:-2], self.complex_dtype
+        if self.compute_v:
+            v = _primal(builder, primal_outputs[1], self.shape, dtype)
+        else:
+            [_, vectors] = _outputs(builder, Eig(self.shape, self.dtype),
+                                    self.operand(builder, primal_inputs[0]))
+            v = Mat(builder, vectors, self.shape, dtype)
+        da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype).astype(dtype)
+        rotated = solve(v, da @ v)                                  # V⁻¹ dA V
+        dw = rotated.diagonal()
+        if not self.compute_v:
+            return [dw.id]
+        w = _primal(builder, primal_outputs[0], self.shape[:-1], dtype)
+        eye = identity(w, batch, n, dtype)
+        # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it (inf where w_i == w_j, as JAX)
+        inverse_gaps = (w.as_row(n) - w.as_column(n) + eye).reciprocal() - eye
+        du = v @ (inverse_gaps * rotated)
+        stretch = (v.H @ du).diagonal().real().astype(dtype)       # Re(vᵢᴴ duᵢ)
+        return [dw.id, (du - v * stretch.as_row(n)).id]
+
+
+@tensor_op
 class Svd(_MatrixOp):
     """``np.linalg.svd``: ``U, S, Vh`` (``compute_uv``) or ``S``, singular values descending."""
 
@@ -919,6 +990,16 @@ def _dask_eigh(x, UPLO: str = "L"):
     return _compat_linalg().EighResult(w, v)
 
 
+def _dask_eig(x):
+    """NumPy's ``eig`` of each matrix, complex always (as the ``Eig`` op's results)."""
+    dtype = np.result_type(x.dtype, np.complex64)
+
+    def eig(matrices):
+        w, v = np.linalg.eig(matrices)
+        return w.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    return tuple(_each_matrix(eig, "(n,n)->(n),(n,n)", x, dtypes=(dtype, dtype)))
+
+
 def _dask_eigvalsh(x, UPLO: str = "L"):
     return _each_matrix(functools.partial(np.linalg.eigvalsh, UPLO=UPLO), "(n,n)->(n)", x,
                         dtypes=_real(x.dtype))
@@ -1011,6 +1092,7 @@ define("linalg.pinv_rcond", torch=_torch_pinv, dask=_dask_pinv, cupy=_cupy_pinv)
 # its LU solve does not pivot across chunks: it fails on some invertible matrices)
 for _name, _fn in (("solve", _dask_solve), ("inv", _dask_inv), ("det", _dask_det),
                    ("slogdet", _dask_slogdet), ("eigh", _dask_eigh), ("eigvalsh", _dask_eigvalsh),
+                   ("eig", _dask_eig),
                    ("cholesky", _dask_cholesky), ("qr", _dask_qr), ("svd", _dask_svd),
                    ("svdvals", _dask_svdvals)):
     define(f"linalg.{_name}", dask=_fn)

@@ -1,4 +1,5 @@
-"""Scans and sorting: cumulative sums and products, a linear recurrence, sort and argsort.
+"""Scans and sorting: cumulative sums and products, a linear recurrence, sort, argsort and
+partitions.
 
 ``Cumsum`` is linear: it transposes to the cumulative sum run the other way.
 
@@ -13,7 +14,8 @@ recurrence, so derivatives of every order stay exact.
 (``SortPermutation``: positions in the flattened operand), so tied values take
 the tangents of their entries in NumPy's stable order; the gather transposes to
 a scatter-add. ``Argsort`` and ``SortPermutation`` have integer results and no
-tangent.
+tangent; so do ``Argpartition`` (NumPy's) and ``PartitionOrder`` (the indices that
+gather an operand into NumPy's ``partition``, whose derivative is that gather).
 
 On other libraries than NumPy the ops compute through the inputs' namespace
 (:mod:`..backends`). Dask's cumulative sums and products are its chunked scans;
@@ -37,7 +39,7 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
-from primitives.tensor.backends import NUMPY, define, device_of, operands
+from primitives.tensor.backends import NUMPY, define, device_of, library_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
@@ -361,5 +363,80 @@ class Argsort(_IntegerResult):
     batch_rule = _batch_along_axis
 
 
+@tensor_op
+class Argpartition(_IntegerResult):
+    """``np.argpartition(x, kth, axis)`` (``kth``: non-negative positions along ``axis``):
+    integer indices, no tangent. Dask's blocks are made whole along ``axis`` and
+    partitioned by NumPy (lazily); other libraries have no selection algorithm: the indices
+    of a stable sort (a valid partition for every ``kth``, not NumPy's order).
+
+    >>> Argpartition(0, (1,)).eval(None, [np.array([3.0, 1.0, 2.0])])[0][1]
+    np.int64(2)
+    """
+
+    axis: int
+    kth: tuple
+    name = "argpartition"
+
+    def eval(self, ctx, inputs):
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [np.argpartition(x, self.kth, axis=self.axis)]
+        if library_of(x).name == "dask":
+            return [_by_whole_blocks(np.argpartition, x, self.kth, self.axis)]
+        check_ordered(xp, x, self.name)
+        return [xp.argsort(x, axis=self.axis, stable=True)]
+
+    batch_rule = _batch_along_axis
+
+
+@tensor_op
+class PartitionOrder(_IntegerResult):
+    """Indices along ``axis`` that gather ``x`` into ``np.partition(x, kth, axis)`` exactly
+    (NumPy's partition and argpartition may order the sides differently, so the indices
+    are NumPy's ``partition`` matched back to ``x``'s entries: sorted alike, equal values
+    in order). Dask's blocks are made whole along ``axis`` and ordered so, lazily; on
+    other libraries, the stable sort's indices (a valid partition, not NumPy's order).
+
+    >>> x = np.array([3.0, 1.0, 2.0, 0.5])
+    >>> order = PartitionOrder(0, (1,)).eval(None, [x])[0]
+    >>> bool(np.array_equal(x[order], np.partition(x, 1)))
+    True
+    """
+
+    axis: int
+    kth: tuple
+    name = "partition_order"
+
+    def eval(self, ctx, inputs):
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:
+            return [_partition_order(x, self.kth, self.axis)]
+        if library_of(x).name == "dask":
+            return [_by_whole_blocks(_partition_order, x, self.kth, self.axis)]
+        check_ordered(xp, x, self.name)
+        return [xp.argsort(x, axis=self.axis, stable=True)]
+
+    batch_rule = _batch_along_axis
+
+
+def _partition_order(x: np.ndarray, kth: tuple, axis: int) -> np.ndarray:
+    """:class:`PartitionOrder` of a NumPy array."""
+    partitioned = np.partition(x, kth, axis=axis)
+    # x[by_x] and partitioned[by_partition] are the same sorted array, so the entry of x at
+    # by_x[i] goes to position by_partition[i]
+    by_x = np.argsort(x, axis=axis, kind="stable")
+    by_partition = np.argsort(partitioned, axis=axis, kind="stable")
+    order = np.empty_like(by_x)
+    np.put_along_axis(order, by_partition, by_x, axis=axis)
+    return order
+
+
+def _by_whole_blocks(fn, x, kth: tuple, axis: int):
+    """``fn(block, kth, axis=axis)`` on each block of the Dask array ``x``, its blocks made
+    whole along ``axis`` first (lazily): integer indices along ``axis``."""
+    return x.rechunk({axis: -1}).map_blocks(fn, kth, axis=axis, dtype=np.intp)
+
+
 __all__ = ["Cumsum", "Cumprod", "LinearRecurrence", "Sort", "SortPermutation", "Argsort",
-           "previous_along"]
+           "Argpartition", "PartitionOrder", "previous_along"]

@@ -24,8 +24,9 @@ also makes SciPy's own ufuncs (``scipy.special.gammaln(tensor)``) differentiate.
 array([0.42278434, 0.92278434])
 """
 
+from primitives.tensor import signal
 from primitives.tensor.scipy import special, stats
 
 special.register_dispatch()
 
-__all__ = ["special", "stats"]
+__all__ = ["signal", "special", "stats"]
