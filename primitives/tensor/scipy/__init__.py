@@ -25,8 +25,8 @@ array([0.42278434, 0.92278434])
 """
 
 from primitives.tensor import signal
-from primitives.tensor.scipy import special, stats
+from primitives.tensor.scipy import integrate, special, stats
 
 special.register_dispatch()
 
-__all__ = ["signal", "special", "stats"]
+__all__ = ["integrate", "signal", "special", "stats"]
