@@ -182,7 +182,7 @@ def test_built_site_loads_nothing_from_other_hosts(tmp_path):
     pytest.importorskip("mkdocs", reason="building the site needs mkdocs (the docs extra)")
     pytest.importorskip("material", reason="the site's theme is mkdocs-material (the docs extra)")
     site = tmp_path / "site"
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                             "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
                            capture_output=True, text=True, cwd=ROOT,
                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
@@ -191,12 +191,18 @@ def test_built_site_loads_nothing_from_other_hosts(tmp_path):
         pytest.skip("mermaid cannot be fetched here (no npm or no registry): "
                     + build.stderr.strip().splitlines()[-1])
     assert build.returncode == 0, build.stderr
+    warnings = [line for line in build.stderr.splitlines() if "WARNING" in line]
+    assert not warnings, warnings                  # strict fails on them; -q would hide them
 
     pages = sorted(site.rglob("*.html"))
     assert len(pages) > 20
     remote = [f"{p.relative_to(site)}: {m.group(0)}" for p in pages
               for m in REMOTE.finditer(p.read_text(encoding="utf-8"))]
     assert not remote, remote
+    # the theme's repository widget asks api.github.com for the repository's facts
+    widgets = [p.relative_to(site) for p in pages
+               if 'data-md-component="source"' in p.read_text(encoding="utf-8")]
+    assert not widgets, widgets
 
     with_diagrams = 0
     for page in pages:
@@ -213,6 +219,32 @@ def test_built_site_loads_nothing_from_other_hosts(tmp_path):
         assert served.is_file() and served.stat().st_size > 1_000_000, served
     assert with_diagrams >= 1, "no page has a mermaid diagram: the check above checked nothing"
     assert (site / "assets" / "javascripts" / "mermaid.LICENSE.txt").is_file()
+
+
+def test_reference_renders_examples_as_code_and_roles_as_links(tmp_path):
+    """Docstring examples render as highlighted code (not nested quotes with the lines run
+    together), and Sphinx roles as links or code, never as raw ``:func:`` text
+    (docs/hooks/griffe_docstrings.py)."""
+    pytest.importorskip("mkdocs", reason="building the site needs mkdocs (the docs extra)")
+    pytest.importorskip("material", reason="the site's theme is mkdocs-material (the docs extra)")
+    site = tmp_path / "site"
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f",
+                            str(ROOT / "mkdocs.yml"), "-d", str(site)],
+                           capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    if build.returncode != 0 and "npm" in build.stderr:
+        pytest.skip("mermaid cannot be fetched here: " + build.stderr.strip().splitlines()[-1])
+    assert build.returncode == 0, build.stderr
+    pages = sorted((site / "reference").rglob("*.html"))
+    assert pages
+    examples = links = 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert not re.search(r":(func|class|meth|mod|data|attr|exc):`", html), page
+        assert "<blockquote>" not in html, page          # a >>> line read as a quote
+        examples += html.count('<span class="gp">&gt;&gt;&gt; </span>')
+        links += html.count('class="autorefs autorefs-internal"')
+    assert examples > 200 and links > 50, (examples, links)
 
 
 def install_block(path: Path) -> str:
