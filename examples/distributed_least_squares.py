@@ -56,15 +56,24 @@ def peak_rss() -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=2_500_000)
-    parser.add_argument("--features", type=int, default=64)
-    parser.add_argument("--chunk-rows", type=int, default=50_000)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=0.25)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--memory-limit", default="400MiB")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_500_000,
+                        help="rows of the generated data set")
+    parser.add_argument("--features", type=int, default=64,
+                        help="columns (features) of the data set")
+    parser.add_argument("--chunk-rows", type=int, default=50_000,
+                        help="rows per Dask chunk")
+    parser.add_argument("--steps", type=int, default=8,
+                        help="gradient-descent steps")
+    parser.add_argument("--lr", type=float, default=0.25,
+                        help="learning rate")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed of the data")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes of the LocalCluster started (ignored with --scheduler)")
+    parser.add_argument("--memory-limit", default="400MiB",
+                        help="each worker's memory limit")
     parser.add_argument("--scheduler", default=None, help="address of a running scheduler")
     args = parser.parse_args()
 

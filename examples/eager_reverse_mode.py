@@ -6,6 +6,7 @@ executor here has the two hooks a runtime needs: run a graph on Python floats
 (each node's fused backward graph), and add two cotangents.
 """
 
+import argparse
 import math
 
 from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, try_backward
@@ -69,4 +70,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()   # for --help
     main()

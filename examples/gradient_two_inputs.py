@@ -1,5 +1,6 @@
 """Gradients of f(x, y) = x * y + sin(x) / y, recorded eagerly with the scalar frontend."""
 
+import argparse
 import math
 
 from primitives.scalar.eager import Scalar, sin
@@ -30,4 +31,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()   # for --help
     main()

@@ -3,6 +3,7 @@
 The op set is defined right here: tidu.graph knows no concrete operation.
 """
 
+import argparse
 import enum
 import math
 
@@ -64,4 +65,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()   # for --help
     main()

@@ -127,11 +127,16 @@ def check_first_hvp(x, y, l2: float, rng, eps: float = 1e-5) -> float:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--newton-steps", type=int, default=8)
-    parser.add_argument("--gd-steps", type=int, default=400)
-    parser.add_argument("--l2", type=float, default=1e-2)
-    parser.add_argument("--subset", type=int, default=None)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--newton-steps", type=int, default=8,
+                        help="Newton-CG steps")
+    parser.add_argument("--gd-steps", type=int, default=400,
+                        help="gradient-descent steps, for comparison")
+    parser.add_argument("--l2", type=float, default=1e-2,
+                        help="L2 regularisation weight")
+    parser.add_argument("--subset", type=int, default=None,
+                        help="use only the first N training examples (None: all of them)")
     args = parser.parse_args(argv)
 
     x, y = load_data(args.subset)

@@ -74,14 +74,22 @@ def accuracy(params, x, labels) -> float:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--clip", type=float, default=1.0)
-    parser.add_argument("--noise", type=float, default=0.5)
-    parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--batch", type=int, default=64,
+                        help="examples per batch")
+    parser.add_argument("--steps", type=int, default=100,
+                        help="training steps")
+    parser.add_argument("--hidden", type=int, default=32,
+                        help="hidden units of the MLP")
+    parser.add_argument("--clip", type=float, default=1.0,
+                        help="clipping norm of each example's gradient")
+    parser.add_argument("--noise", type=float, default=0.5,
+                        help="Gaussian noise multiplier of the private step")
+    parser.add_argument("--lr", type=float, default=0.5,
+                        help="learning rate")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed")
     args = parser.parse_args(argv)
 
     digits = load_digits()

@@ -16,6 +16,7 @@
 By hand: df/dx = y + cos(x), df/dy = x.
 """
 
+import argparse
 import math
 
 from primitives.scalar import ScalarOp
@@ -98,4 +99,5 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()   # for --help
     main()

@@ -95,12 +95,18 @@ def accuracy(params, x, labels) -> float:
 
 
 def main(argv=None) -> float:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--subset", type=int, default=None)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=40,
+                        help="passes over the training set")
+    parser.add_argument("--subset", type=int, default=None,
+                        help="use only the first N training examples (None: all of them)")
+    parser.add_argument("--hidden", type=int, default=64,
+                        help="hidden units")
+    parser.add_argument("--batch", type=int, default=64,
+                        help="examples per mini-batch")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed")
     parser.add_argument("--jit", action="store_true",
                         help="train with jit(value_and_grad(loss)) on NumPy arrays")
     args = parser.parse_args(argv)
