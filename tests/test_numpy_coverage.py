@@ -41,10 +41,10 @@ def test_every_implemented_numpy_function_has_a_case():
 
 
 def test_the_page_is_generated_from_the_cases():
-    page = (ROOT / "docs" / "numpy-coverage.md").read_text()
-    assert numpy_coverage.MARKER in page
-    table = numpy_coverage.on_page_markdown(page, None, None, None)
-    assert numpy_coverage.MARKER not in table
+    page = (ROOT / "docs" / "numpy-coverage.md").read_text(encoding="utf-8")
+    assert numpy_coverage.MARKER in page and numpy_coverage.END in page
+    assert page == numpy_coverage.with_current_table(page), (
+        "docs/numpy-coverage.md's table is stale: run python docs/hooks/numpy_coverage.py")
     for row in numpy_coverage.coverage_rows():
-        assert f"| `{row['name']}` |" in table
-    assert "| `exp` | `x` |" in table
+        assert f"| `{row['name']}` |" in page
+    assert "| `exp` | `x` |" in page

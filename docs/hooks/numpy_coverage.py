@@ -7,8 +7,11 @@ cases, so the page states exactly what the tests check: which arguments are
 differentiated, in which dtypes, whether second order is checked, and the
 gradient convention noted with the case.
 
-The page marks the table's place with ``<!-- numpy-coverage-table -->``.
-``coverage_table()`` is also what ``tests/test_numpy_coverage.py`` checks.
+The page holds the table between ``<!-- numpy-coverage-table -->`` and
+``<!-- end numpy-coverage-table -->``, so it reads in the repository too; the hook
+puts the current table there when the site is built, ``python
+docs/hooks/numpy_coverage.py`` writes it into the file, and
+``tests/test_numpy_coverage.py`` checks that the file's table is current.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- numpy-coverage-table -->"
+END = "<!-- end numpy-coverage-table -->"
+PAGE = ROOT / "docs" / "numpy-coverage.md"
 
 FAMILY_TITLES = {
     "existing": "Core functions",
@@ -117,7 +122,19 @@ def coverage_table() -> str:
     return "\n".join(out)
 
 
+def with_current_table(markdown: str) -> str:
+    """``markdown`` with the region between the markers holding :func:`coverage_table`."""
+    if MARKER not in markdown:
+        return markdown
+    before, rest = markdown.split(MARKER, 1)
+    after = rest.split(END, 1)[1] if END in rest else rest
+    return f"{before}{MARKER}\n\n{coverage_table()}\n{END}{after}"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if MARKER in markdown:
-        return markdown.replace(MARKER, coverage_table())
-    return markdown
+    return with_current_table(markdown)
+
+
+if __name__ == "__main__":              # python docs/hooks/numpy_coverage.py: refresh the page
+    PAGE.write_text(with_current_table(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)}")
