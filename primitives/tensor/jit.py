@@ -63,6 +63,16 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
     of them; the arguments at ``static_argnums`` are passed to ``f`` as they are
     (they must be hashable) and a new value traces again.
+
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> step = jit(tnp.grad(lambda w, x, y: tnp.mean((x @ w - y) ** 2)))
+    >>> x, y = np.eye(2), np.array([1.0, 2.0])
+    >>> step(np.zeros(2), x, y)                       # traced, compiled and run
+    array([-1., -2.])
+    >>> power = jit(lambda v, n: v ** n, static_argnums=1)
+    >>> power(np.array([2.0]), 3)                     # n is static: a new n traces again
+    array([8.])
     """
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
