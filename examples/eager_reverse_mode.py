@@ -3,7 +3,7 @@
 A downstream eager frontend executes each primitive at once, records the
 invocation with a `Recorder`, and asks `try_backward` for gradients. The
 executor here has the two hooks a runtime needs: run a graph on Python floats
-(each node's fused backward graph), and add two cotangents.
+(the replayed primal values, then each node's transpose), and add two cotangents.
 """
 
 import argparse
@@ -19,7 +19,7 @@ class TutorialExecutor(BackwardExecutor):
     """Runs backward work on Python floats, one operation at a time."""
 
     def execute_forward(self, graph, initial_data):
-        # Run a graph on floats: at each node, its fused backward graph.
+        # Run a graph on floats: a node's replayed primal values, or its transpose.
         return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))
 
     def add_operands(self, a, b):

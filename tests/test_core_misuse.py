@@ -586,7 +586,7 @@ def test_op_count_table_of_the_recorder_is_bounded():
 
 
 def test_backward_plans_are_bounded(monkeypatch):
-    from tidu.eager import backward
+    from tidu.eager import plans as backward
 
     assert isinstance(backward._PLAN_CACHE_SIZE, int) and backward._PLAN_CACHE_SIZE <= 10_000
     monkeypatch.setattr(backward, "_PLAN_CACHE_SIZE", 32)

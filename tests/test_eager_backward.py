@@ -5,9 +5,9 @@ ordering across nodes, a multi-op graph as one node, a multi-output op seeded
 on a non-zero slot, inactive inputs, no trace, a 100,000-node trace, backward
 twice) and goes beyond: diamonds, wide fan-out, recomputation counted through
 the executor, detached values, complex numbers. Most low-level tests run with
-both the default ``ScalarExecutor`` and a minimal executor that has only the
-required hooks (its backward graphs run through the default ``compile_graph``,
-built on ``execute_forward``).
+both the default ``ScalarExecutor`` (fused plans) and a minimal executor that
+has only the required methods (its ``execute_forward`` replays primal values
+and runs each node's transpose, through the default ``run_transposed_linear``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Counting:
 
 
 class CountingExecutor(Counting, ScalarExecutor):
-    """``ScalarExecutor`` that counts its forward runs (so it compiles through them)."""
+    """``ScalarExecutor`` that counts its forward runs (an override: backward calls it)."""
 
 
 class MinimalExecutor(Counting, BackwardExecutor):
@@ -314,10 +314,11 @@ def test_composite_recomputes_intermediates_unless_retained():
     [y] = recorder.record_graph(recorded, [a, b], [value])
     plain = MinimalExecutor()
     g1 = try_backward(y.key, y.trace, 1.0, plain)
-    # sin(a) is needed (MUL's transpose reads it) and not saved: it is recomputed, inside
-    # the node's one backward graph
+    # sin(a) is needed (MUL's transpose reads it) and not saved: execute_forward replays it,
+    # then runs the node's transpose (the default run_transposed_linear)
     assert sin_key in plain.computed_keys()
-    assert plain.calls == 1
+    assert plain.calls == 2
+    assert sin_key in plain.graphs[0].output_keys             # the replay comes first
 
     retained = {sin_key: math.sin(a0), mul_key: math.sin(a0) * b0}
     [y2] = recorder.record_graph(recorded, [a, b], [value], retained_values=retained)
@@ -364,7 +365,7 @@ def test_composite_retained_values_skip_recomputation(make_executor):
     assert exp_key in plain.computed_keys()
     assert exp_key not in kept.computed_keys()
     assert plain.ops_run() == kept.ops_run() + 1    # exactly one recomputation saved
-    assert plain.calls == kept.calls == 1           # one backward graph for the node
+    assert (plain.calls, kept.calls) == (2, 1)       # a replay, then the transpose; no replay
     for grads in (g1, g2):
         assert close(grads[a.key], math.exp(a0) * b0 + 1.0)
         assert close(grads[b.key], math.exp(a0))
@@ -676,12 +677,12 @@ def test_composite_passing_an_input_through_twice():
     assert backward(t, MinimalExecutor())[x.key] == 2.0
 
 
-# --- one backward path: the old run_transposed_linear hook is ignored -------------------------
+# --- the executor hooks: an override is called, once per node -------------------------------
 
 
 def make_overriding_executor():
-    """A fresh executor class (so its one warning is not spent) that overrides the deprecated
-    hook the way the seed tutorial did: transposes op by op on an immediate builder."""
+    """An executor that overrides run_transposed_linear the way the seed tutorial does:
+    transposes op by op on an immediate builder, counting its calls."""
 
     class OverridingExecutor(ScalarExecutor):
         def __init__(self) -> None:
@@ -697,29 +698,55 @@ def make_overriding_executor():
     return OverridingExecutor
 
 
-def test_an_overridden_run_transposed_linear_is_ignored_with_one_deprecation_warning():
+def test_an_overridden_run_transposed_linear_is_called_once_per_node():
     x = Scalar(0.4, requires_grad=True)
-    y = sin(x) * x
+    y = sin(x) * x                                    # two nodes: SIN, MUL
     executor = make_overriding_executor()()
-    with pytest.warns(DeprecationWarning, match="OverridingExecutor.*run_transposed_linear"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                # no deprecation, no warning at all
         grads = y.backward(executor=executor)
     assert close(grads[x.key], math.cos(0.4) * 0.4 + math.sin(0.4))
-    assert executor.transposed_runs == 0             # the fused path ran every node
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")               # once per class: no second warning
-        assert y.backward(executor=type(executor)())[x.key] == grads[x.key]
+    assert executor.transposed_runs == 2
+    assert y.backward(executor=executor)[x.key] == grads[x.key]
+    assert executor.transposed_runs == 4
 
 
-def test_calling_run_transposed_linear_directly_still_works_with_a_warning():
+def test_a_node_without_a_cotangent_gets_no_run_transposed_linear_call():
+    recorder = Recorder()
+    x = leaf(recorder, 0.3)
+    [u] = record_primitive(recorder, ScalarOp.SIN, [x])
+    detached = EagerInput(u.key, u.trace, False, u.data)   # nothing flows into the SIN node
+    [z] = record_primitive(recorder, ScalarOp.MUL, [detached, x])
+    executor = make_overriding_executor()()
+    assert backward(z, executor) == {z.key: 1.0, x.key: math.sin(0.3)}
+    assert executor.transposed_runs == 1
+
+
+def test_run_transposed_linear_that_returns_the_wrong_count_raises_naming_it():
+    class Wrong(ScalarExecutor):
+        def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):
+            return [1.0, 2.0, 3.0]
+
+    x = Scalar(0.4, requires_grad=True)
+    with pytest.raises(EagerError, match=r"Wrong\.run_transposed_linear returned 3 values.*SIN"):
+        sin(x).backward(executor=Wrong())
+
+
+def test_calling_run_transposed_linear_directly_works_without_warning():
     from tidu import linearize
 
     x, w = Scalar(0.4, requires_grad=True), Scalar(3.0, requires_grad=True)
     recorded = (x * w).trace.recorded                 # its transpose reads only x and w
     linear = linearize(recorded.graph, recorded.output_keys, list(recorded.input_keys))
     primals = dict(zip(recorded.graph.input_keys, [0.4, 3.0]))
-    with pytest.warns(DeprecationWarning, match="run_transposed_linear is deprecated"):
-        cts = ScalarExecutor().run_transposed_linear(linear, [2.0], primals, None)
-    assert cts == [6.0, 0.8]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ScalarExecutor().run_transposed_linear(linear, [2.0], primals, None) == [6.0, 0.8]
+        assert MinimalExecutor().run_transposed_linear(linear, [2.0], primals, None) == [6.0, 0.8]
+    with pytest.raises(TiduError, match=r"external_data has no value for"):
+        ScalarExecutor().run_transposed_linear(linear, [2.0], {}, None)
+    with pytest.raises(TiduError, match=r"2 cotangents for the 1 tangent outputs"):
+        ScalarExecutor().run_transposed_linear(linear, [2.0, 1.0], primals, None)
 
 
 # --- plans are keyed by ctx --------------------------------------------------------------------

@@ -40,7 +40,7 @@ SETTINGS = settings(max_examples=8, deadline=None, database=None,
 
 
 class MinimalExecutor(BackwardExecutor):
-    """Only the two required hooks: every plan runs through the default compile_graph."""
+    """Only the two required methods: its execute_forward is called per node (the seed's hooks)."""
 
     def execute_forward(self, graph, initial_data):
         return dict(zip(graph.output_keys, compiled(graph).run(initial_data)))

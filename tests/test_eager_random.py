@@ -4,7 +4,8 @@ Each random graph (from ``test_ad_random``) is run eagerly two ways: op by op
 with the ``Scalar`` front end, and as one recorded composite node. Backward of
 ``sum_j ct_j f_j`` runs through two kinds of executor: ``ScalarExecutor``
 (compiled fused plans) and a minimal executor with only ``execute_forward``
-(fused plans through the default ``compile_graph``), and once more with
+(the seed's hooks: replays and the default ``run_transposed_linear`` through
+``execute_forward``), and once more with
 ``keep`` set to the leaves (every other cotangent released after its last
 use). Every gradient must match central finite differences.
 """

@@ -7,6 +7,7 @@ skipped. Some scripts also have lines their output must contain.
 from __future__ import annotations
 
 import ast
+import re
 import importlib.util
 import os
 import subprocess
@@ -36,6 +37,9 @@ EXPECTED_OUTPUT = {
         "x = 3.0, y = x * x = 9.0, dy/dx = 6.0",
         "backward twice: same gradient",
     ],
+    "seed_executor.py": ["run_transposed_linear calls: 1, execute_forward calls: 0",
+                         "run_transposed_linear calls: 9, execute_forward calls: 3",
+                         "same gradients as ScalarExecutor and as by hand"],
     "gradient_two_inputs.py": ["df/dx = -1.252947193096", "df/dy = -0.256311071824"],
     "newton_step.py": ["hvp vs finite differences of gradients", "Newton-CG loss",
                        "Newton-CG: loss"],
@@ -144,3 +148,22 @@ def test_show_graphs_cli(tmp_path):
 
     wrong = run_show_graphs(["--format", "jpg"], tmp_path)
     assert wrong.returncode == 2 and "invalid choice: 'jpg'" in wrong.stderr
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_help_describes_every_option(script):
+    """``--help`` prints the example's purpose, and every option has a description (with its
+    default where it has one); README lists the example."""
+    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
+                            text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage:") and len(result.stdout.splitlines()) >= 3
+    lines = result.stdout.split("options:", 1)[-1].splitlines()
+    for n, line in enumerate(lines):
+        if not line.startswith("  -") or line.strip().startswith("-h"):
+            continue
+        described = len(re.split(r"\s{2,}", line.strip(), maxsplit=1)) == 2 or (
+            n + 1 < len(lines) and lines[n + 1].startswith("    ")
+            and not lines[n + 1].strip().startswith("-"))
+        assert described, f"{script.name}: option {line.split()[0]} has no description"
+    assert f"examples/{script.name}" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -18,7 +18,13 @@ from primitives.scalar.ops import ScalarTypeError
 
 
 class ScalarExecutor(BackwardExecutor):
-    """A :class:`BackwardExecutor` for ``ScalarOp`` graphs over Python numbers."""
+    """A :class:`BackwardExecutor` for ``ScalarOp`` graphs over Python numbers.
+
+    It overrides neither hook, so backward runs each node's fused plan through
+    ``compile_graph``; a subclass's override of ``execute_forward`` or
+    ``run_transposed_linear`` is called per node instead (see
+    ``tests/test_seed_executor.py`` and ``examples/seed_executor.py``).
+    """
 
     def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
                         ) -> Mapping[ValueKey, Any]:
@@ -26,8 +32,16 @@ class ScalarExecutor(BackwardExecutor):
 
     def compile_graph(self, graph: Graph, input_keys: Sequence[ValueKey]
                       ) -> Callable[[Sequence[Any]], list]:
-        if type(self).execute_forward is not ScalarExecutor.execute_forward:
-            return super().compile_graph(graph, input_keys)   # keep a subclass's override in use
+        """``graph``'s compiled program as a function of the values of ``input_keys``.
+
+        A subclass that overrides ``execute_forward`` (and not this) has backward call
+        that override instead, with the seed's hooks (:func:`tidu.eager.try_backward`).
+
+        >>> from primitives.scalar import trace_scalar
+        >>> graph = trace_scalar(lambda x, y: x * y, ["x", "y"])
+        >>> ScalarExecutor().compile_graph(graph, graph.input_keys)([3.0, 5.0])
+        [15.0]
+        """
         return compiled(graph).runner(input_keys)
 
     def add_operands(self, a, b):

@@ -517,7 +517,11 @@ def _in_library_of(t: Tensor, array):
 
 
 def _checked_seed(t: Tensor, seed) -> np.ndarray:
-    """The seed for ``t.backward``, as a new array of ``t``'s dtype (it may become a ``.grad``)."""
+    """The seed for ``t.backward``, as a new array of ``t``'s dtype (it may become a ``.grad``).
+
+    The executor's ``check_seed`` checks it (numbers, ``t``'s shape, not complex for a
+    real ``t``) before the cast, which would hide a complex seed's imaginary part.
+    """
     if seed is None:
         if math.prod(t.shape) != 1:
             raise BackwardError(f"backward of a tensor of shape {t.shape} needs a seed (only "
@@ -527,19 +531,8 @@ def _checked_seed(t: Tensor, seed) -> np.ndarray:
         return np.ones_like(t._data)
     if isinstance(seed, Tensor):
         seed = seed._data                    # as PyTorch: its value, not its history
-    try:
-        array = as_array(seed) if library_of(seed) is not NUMPY else np.asarray(seed)
-    except (TypeError, ValueError) as error:
-        raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
-    dtype = dtype_of(array)
-    if dtype.kind not in "biufc":
-        raise BackwardError(f"backward: a seed of dtype {dtype}; it must hold numbers")
-    if dtype.kind == "c" and t.dtype.kind != "c":
-        raise BackwardError(f"backward: a complex seed ({dtype}) for a real tensor "
-                            f"({t.dtype})")
-    if shape_of(array) != t.shape:
-        raise BackwardError(f"backward: seed of shape {shape_of(array)} for a tensor of shape "
-                            f"{t.shape}")
+    _executor.check_seed(seed, t._data)
+    array = as_array(seed) if library_of(seed) is not NUMPY else np.asarray(seed)
     if type(t._data) is np.ndarray and type(array) is np.ndarray:
         return np.array(array, dtype=t.dtype)
     try:

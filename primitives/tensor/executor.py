@@ -55,7 +55,11 @@ def _summable_in_place(a, b) -> bool:
 class NumpyExecutor(BackwardExecutor):
     """A :class:`BackwardExecutor` for tensor-primitive graphs over arrays of any library.
 
-    Everything it returns is an array (0-d results included, never a NumPy scalar).
+    Everything it returns is an array (0-d results included, never a NumPy scalar). It
+    overrides neither hook, so backward runs each node's fused plan through
+    :meth:`compile_graph`; a subclass that overrides ``execute_forward`` or
+    ``run_transposed_linear`` has that override called at every node instead
+    (:func:`tidu.eager.try_backward`).
     """
 
     def execute_forward(self, graph: Graph, initial_data: Mapping[ValueKey, Any]
@@ -85,19 +89,29 @@ class NumpyExecutor(BackwardExecutor):
         return add.eval(None, [a, b])[0]
 
     def check_seed(self, seed, output) -> None:
-        """A seed must be an array of ``output``'s shape that casts to its dtype safely
-        (no complex seed for a real output)."""
+        """A seed must be an array (or nested list) of numbers of ``output``'s shape, real
+        when ``output`` is real: the one check of ``Tensor.backward``'s seed, made before the
+        seed is cast to the output's dtype (which would drop an imaginary part).
+
+        >>> NumpyExecutor().check_seed(np.ones(2, complex), np.zeros(2))
+        Traceback (most recent call last):
+        ...
+        primitives.tensor.errors.BackwardError: backward: a complex seed (complex128) for a ...
+        """
         try:
             seed_shape, seed_dtype = shape_of(seed), dtype_of(seed)
         except (TypeError, ValueError) as error:
-            raise BackwardError(f"backward: the seed is not an array of numbers ({error})") from None
+            raise BackwardError(f"backward: the seed is not an array of numbers "
+                                f"({error})") from None
+        out_dtype = dtype_of(output)
+        if seed_dtype.kind not in "biufc":
+            raise BackwardError(f"backward: a seed of dtype {seed_dtype}; it must hold numbers")
+        if seed_dtype.kind == "c" and out_dtype.kind != "c":
+            raise BackwardError(f"backward: a complex seed ({seed_dtype}) for a real output "
+                                f"({out_dtype})")
         if seed_shape != shape_of(output):
             raise BackwardError(f"backward: seed of shape {seed_shape} for an output of shape "
                                 f"{shape_of(output)}")
-        out_dtype = dtype_of(output)
-        if seed_dtype.kind not in "biufc" or (seed_dtype.kind == "c" and out_dtype.kind != "c"):
-            raise BackwardError(f"backward: a seed of dtype {seed_dtype} for an output of dtype "
-                                f"{out_dtype}")
 
 
 ImmediateNumpyBuilder = ImmediateBuilder

@@ -8,6 +8,12 @@ cotangents, with theirs. Sums of two cotangents of one value are recorded too
 eager value with history, which backward (or :func:`~tidu.eager.try_hvp`) can
 differentiate again: double backward, and any order by repeating.
 
+The walk is :func:`~tidu.eager.try_backward`'s (:func:`~tidu.eager.walk.reverse_walk`),
+with cotangents that are eager records. The values recorded are computed as
+``try_backward`` computes them: by each node's fused plan, or, for an executor
+that overrides a hook, by ``run_transposed_linear`` after ``execute_forward``
+replays what it reads (once per node that receives a cotangent).
+
 Double backward then walks those composite nodes like any other: their plans
 are cached on their recorded graphs, which are shared per backward plan.
 
@@ -36,58 +42,15 @@ from typing import Any, Container
 
 from tidu._gc import gc_paused
 from tidu.errors import InvalidArgumentError
-from tidu.graph import FreshInput, GraphBuilder, Local, ValueKey
-from tidu.eager.backward import (
-    BackwardExecutor,
-    BackwardPlan,
-    _Canonical,
-    _nodes_last_first,
-    _output_cotangents,
-    _plans_for,
-    _warn_if_overridden,
-    backward_plan,
-    check_start,
-    kept,
-    try_backward,  # noqa: F401  (used by the doctest)
-)
+from tidu.graph import FreshInput, ValueKey
+from tidu.eager.executor import BackwardExecutor, graph_runner
+from tidu.eager.plans import BackwardPlan, recorded_backward
 from tidu.eager.record import EagerError, EagerInput, RecordedGraph, Recorder
+from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
+    reverse_walk
+from tidu.eager.backward import try_backward  # noqa: F401  (used by the doctest)
 
 _CONSTANT = FreshInput()      # the key of a value without history (never read: no grad)
-_RECORDED = object()          # the key of a BackwardPlan's RecordedBackward in its ``derived``
-
-
-class RecordedBackward:
-    """A backward plan's graph as a :class:`RecordedGraph` of the values it reads.
-
-    ``recorded`` has one input per value the backward graph reads, in the
-    plan's load order (``positions`` are their indices in ``plan.load_keys``),
-    and the backward graph's outputs. ``passed`` gives, per output, the index
-    among those inputs of the one it is (a cotangent passed on unchanged, as
-    ``ADD``'s), or ``None``; ``recorded`` is ``None`` when every output is one.
-    """
-
-    __slots__ = ("recorded", "positions", "passed")
-
-    def __init__(self, plan: BackwardPlan) -> None:
-        backward = plan.fused()
-        read = {key for op_key in backward.operation_keys for key in op_key.inputs}
-        read.update(backward.output_keys)
-        index = {key: i for i, key in enumerate(plan.load_keys)}
-        loads = [key for key in index if key in read]
-        self.positions = tuple(index[key] for key in loads)
-        builder = GraphBuilder()
-        ids = {key: builder.add_input(_Canonical(i)) for i, key in enumerate(loads)}
-        for op_key in backward.operation_keys:
-            outputs = builder.add_operation(op_key.operation,
-                                            [Local(ids[key]) for key in op_key.inputs],
-                                            op_key.role)
-            ids.update(zip(op_key.output_keys(), outputs))
-        builder.set_outputs([ids[key] for key in backward.output_keys])
-        graph = builder.build()
-        loaded = {key: i for i, key in enumerate(loads)}
-        self.passed = tuple(loaded.get(key) for key in backward.output_keys)
-        self.recorded = None if None not in self.passed else RecordedGraph(
-            graph, [_Canonical(i) for i in range(len(loads))], graph.output_keys)
 
 
 def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
@@ -102,10 +65,12 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
     new eager value, recorded by ``recorder``, whose ``trace`` (``None`` when it
     depends on nothing that requires grad) holds the backward work. Its ``key``
     and ``trace`` are what :func:`try_backward` and :func:`try_hvp` take. The
-    executor is used as by :func:`try_backward` (nothing more is needed); the
-    argument checks are the same, and ``recorder`` must be a :class:`Recorder`.
-    A composite node's retained values are not read: its recorded backward
-    recomputes them from its inputs, so their derivatives are not lost.
+    executor is used as by :func:`try_backward`: its hooks, when it overrides
+    one, compute each node's cotangents, and the node's backward graph is
+    recorded with those values. The argument checks are the same, and
+    ``recorder`` must be a :class:`Recorder`. A composite node's retained
+    values are not read: its recorded backward recomputes them from its inputs,
+    so their derivatives are not lost. See the module for an example.
     """
     seed_record = seed if isinstance(seed, EagerInput) else EagerInput(_CONSTANT, None, False,
                                                                        seed)
@@ -116,47 +81,72 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
                                    f"backward work with, got {type(recorder).__name__}")
     records: dict[ValueKey, EagerInput] = {output_key: seed_record}
     if output_trace is not None:
-        _warn_if_overridden(executor)
+        step = _RecordedBackward(executor, recorder, ctx)
         with gc_paused():          # the recorded nodes outlive the call: no collection walks them
-            _propagate_recorded(records, output_trace, executor, recorder, ctx, keep)
+            reverse_walk(nodes_last_first(output_trace), records, step, keep)
     return kept(records, keep)
 
 
-def _propagate_recorded(records: dict, output_trace, executor: BackwardExecutor,
-                        recorder: Recorder, ctx, keep: Container | None) -> None:
-    """Run and record every node's backward, newest first, accumulating into ``records``."""
-    plans = _plans_for(ctx)
-    summer = _Summer(executor, recorder)
-    for node in _nodes_last_first(output_trace):
-        output_keys = node.output_keys
-        incoming = _output_cotangents(records, output_keys, keep)
-        active_outputs = tuple(i for i, record in enumerate(incoming) if record is not None)
-        if not active_outputs:
-            continue
-        plan = backward_plan(node, node.active_inputs, active_outputs, ctx, plans,
-                             retained=False)
-        run = plan.runner(executor)               # builds the backward graph on first use
+class _RecordedBackward(NodeStep):
+    """``create_graph``'s step: cotangents are eager records, and each node's backward graph
+    is recorded (with the values its plan or the executor's hooks computed)."""
+
+    retained = False               # a recorded backward recomputes what a node retained
+
+    def __init__(self, executor: BackwardExecutor, recorder: Recorder, ctx) -> None:
+        super().__init__(ctx)
+        self.runner = NodeRunner(executor)
+        self.recorder = recorder
+        self.summer = _Summer(executor, recorder)
+        self.node = self.plan = None               # the node being run, for add()
+
+    def run(self, node, plan: BackwardPlan, incoming: list) -> list:
+        self.node, self.plan = node, plan
+        summer = self.summer
         seeds = [summer.total([incoming[slot] for slot in slots], node, plan)
                  for slots in plan.seed_groups]
-        values = [item.data for item in node.inputs]
-        values += node.output_data
-        values += [seed.data for seed in seeds]
-        results = run(values)
-        recorded_backward = plan.derived.get(_RECORDED)
-        if recorded_backward is None:
-            recorded_backward = plan.derived[_RECORDED] = RecordedBackward(plan)
-        read = _read(node, output_keys, seeds, recorded_backward.positions)
-        trace = (None if recorded_backward.recorded is None
-                 else recorder.record(recorded_backward.recorded, read, results))
-        inputs = node.inputs
-        for position, index in zip(plan.active_inputs, plan.cotangent_outputs):
+        results = self._results(node, plan, seeds)
+        backward = recorded_backward(plan)
+        read = _read(node, node.output_keys, seeds, backward.positions)
+        trace = (None if backward.recorded is None
+                 else self.recorder.record(backward.recorded, read, results))
+        records = []
+        for index in plan.cotangent_outputs:
+            if index is None:
+                records.append(None)
+                continue
+            passed = backward.passed[index]
+            records.append(_record(results[index], trace, index) if passed is None
+                           else read[passed])
+        return records
+
+    def _results(self, node, plan: BackwardPlan, seeds: list) -> list:
+        """The values of the plan's fused graph's outputs: run by the plan, or taken from
+        the executor's ``run_transposed_linear``."""
+        runner = self.runner
+        if not runner.hooked:
+            values = [item.data for item in node.inputs]
+            values += node.output_data
+            values += [seed.data for seed in seeds]
+            return runner.fused_outputs(node, plan, values)
+        data = iter([seed.data for seed in seeds])
+        cotangents = runner.transpose(node, plan, [None if slots is None else next(data)
+                                                   for slots in plan.group_seeds])
+        results = [None] * len(plan.fused().output_keys)
+        for position, (value, index) in enumerate(zip(cotangents, plan.cotangent_outputs)):
             if index is None:
                 continue
-            passed = recorded_backward.passed[index]
-            record = _record(results[index], trace, index) if passed is None else read[passed]
-            key = inputs[position].key
-            existing = records.get(key)
-            records[key] = record if existing is None else summer.add(existing, record, node, plan)
+            if value is None:
+                raise EagerError(
+                    f"{type(runner.executor).__name__}.run_transposed_linear returned no "
+                    f"cotangent for active input {plan.active_inputs[position]} of "
+                    f"{node.recorded!r}, whose transpose has one: backward with create_graph "
+                    "records it, so it needs its value")
+            results[index] = value
+        return results
+
+    def add(self, a: EagerInput, b: EagerInput) -> EagerInput:
+        return self.summer.add(a, b, self.node, self.plan)
 
 
 def _read(node, output_keys: tuple, seeds: list, positions: tuple) -> list:
@@ -204,10 +194,10 @@ class _Summer:
         add_op = self.add_op = _add_op(node, plan, self.add_op)
         adder = self.adders.get(add_op)
         if adder is None:
-            recorded = RecordedGraph.from_primitive(add_op, (_Canonical(0), _Canonical(1)))
+            recorded = RecordedGraph.from_primitive(add_op, ("a", "b"))
             graph = recorded.graph
-            adder = self.adders[add_op] = (recorded,
-                                           self.executor.compile_graph(graph, graph.input_keys))
+            adder = self.adders[add_op] = (
+                recorded, graph_runner(self.executor, graph, graph.input_keys))
         recorded, run = adder
         [value] = run([a.data, b.data])
         return _record(value, self.recorder.record(recorded, [a, b], [value]), 0)

@@ -181,7 +181,8 @@ def _external(external_data: Mapping, key):
 # --- which hooks a class overrides ---------------------------------------------------------
 
 _HOOKS = ("run_transposed_linear", "execute_forward")
-_overrides: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_overrides: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # class -> its hooks
+_lock = threading.Lock()
 
 
 def overridden_hooks(executor: BackwardExecutor) -> frozenset:
@@ -212,10 +213,12 @@ def overridden_hooks(executor: BackwardExecutor) -> frozenset:
     cls = type(executor)
     hooks = _overrides.get(cls)
     if hooks is None:
-        hooks = _overrides[cls] = _class_overrides(cls)
+        hooks = _class_overrides(cls)
+        with _lock:
+            _overrides[cls] = hooks
     own = getattr(executor, "__dict__", None)
-    if own and any(name in own for name in _HOOKS + ("compile_graph",)):
-        hooks = _instance_overrides(hooks, own)
+    if own and any(name in own for name in _HOOKS):
+        hooks = hooks.union(name for name in _HOOKS if name in own)
     return hooks
 
 
@@ -232,18 +235,6 @@ def _class_overrides(cls) -> frozenset:
 def _defined_at(mro: tuple, name: str) -> int:
     """The position in ``mro`` of the class that defines ``name``."""
     return next(i for i, cls in enumerate(mro) if name in cls.__dict__)
-
-
-def _instance_overrides(hooks: frozenset, own: dict) -> frozenset:
-    """``hooks`` with the hooks set on an instance (``own`` is its ``__dict__``)."""
-    hooks = set(hooks)
-    if "run_transposed_linear" in own:
-        hooks.add("run_transposed_linear")
-    if "compile_graph" in own:
-        hooks.discard("execute_forward")          # the instance's compile_graph vouches
-    if "execute_forward" in own and "compile_graph" not in own:
-        hooks.add("execute_forward")
-    return frozenset(hooks)
 
 
 def graph_runner(executor: BackwardExecutor, graph: Graph, input_keys: Sequence[ValueKey]
@@ -279,9 +270,6 @@ def graph_runner(executor: BackwardExecutor, graph: Graph, input_keys: Sequence[
 
 # --- transposes, kept on their linear graphs -------------------------------------------------
 
-_memo_lock = threading.Lock()
-
-
 def transposed_of(linear: LinearizedGraph, ctx=None) -> LinearizedGraph:
     """``linear_transpose(linear, ctx)``, computed once per linear graph and kept on it.
 
@@ -294,7 +282,7 @@ def transposed_of(linear: LinearizedGraph, ctx=None) -> LinearizedGraph:
     """
     memo = linear.__dict__.get("_transposed")
     if memo is None:
-        with _memo_lock:
+        with _lock:
             memo = linear.__dict__.get("_transposed")
             if memo is None:
                 memo = linear_transpose(linear, ctx)

@@ -57,10 +57,12 @@ class RecordedGraph:
     """A graph recorded as one eager node: its input keys and output keys line up with it.
 
     ``input_keys`` are the graph's input keys (plain hashables) in order;
-    ``output_keys`` the value keys of its outputs.
+    ``output_keys`` the value keys of its outputs. ``plan_cache`` holds the plans
+    backward builds for a composite graph (:mod:`tidu.eager.plans`), so they live
+    as long as it; ``None`` for a primitive's, whose plans are shared per op.
     """
 
-    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count", "_plans")
+    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count", "plan_cache")
 
     def __init__(self, graph: Graph, input_keys: Sequence, output_keys: Sequence[ValueKey]) -> None:
         input_keys = tuple(sequence_argument(input_keys, "RecordedGraph", "input_keys"))
@@ -78,7 +80,7 @@ class RecordedGraph:
         self._output_keys = output_keys
         self.primitive = None
         self.output_count = len(output_keys)
-        self._plans: dict = {}         # backward plans of a composite graph (tidu.eager.backward)
+        self.plan_cache: dict = {}     # plans of a composite graph (tidu.eager.plans)
 
     @classmethod
     def from_primitive(cls, op, input_keys: Sequence) -> "RecordedGraph":
@@ -104,7 +106,7 @@ class RecordedGraph:
         recorded._output_keys = None
         recorded.primitive = op
         recorded.output_count = counts[1]
-        recorded._plans = None         # a primitive's plans are shared by op
+        recorded.plan_cache = None     # a primitive's plans are shared by op
         return recorded
 
     @property

@@ -1,0 +1,363 @@
+"""The one reverse walk over an eager trace, and what runs at a node.
+
+:func:`try_backward <tidu.eager.try_backward>`, :func:`try_backward_recorded
+<tidu.eager.try_backward_recorded>` and :func:`try_hvp <tidu.eager.try_hvp>`
+share :func:`reverse_walk`: one loop over the trace's nodes, newest first,
+that takes the cotangents of each node's outputs (releasing those not kept),
+finds the node's :class:`~tidu.eager.plans.BackwardPlan`, asks a
+:class:`NodeStep` for the cotangents of the node's active inputs, and
+accumulates them. The steps differ in what a cotangent is: the runtime's value
+(``try_backward``), an eager record with history (``create_graph``), or a
+cotangent with its tangent (``try_hvp``).
+
+Each step computes a node's cotangents with a :class:`NodeRunner`, which
+follows the seed's flow for an executor that overrides a hook (replay the
+primal with ``execute_forward`` where needed, then ``run_transposed_linear``)
+and runs the node's fused plan for one that does not.
+
+>>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+>>> from tidu.example_ops import Op
+>>> from tidu.graph import Input
+>>> recorder = Recorder()
+>>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 0.5)
+>>> node = recorder.record(RecordedGraph.from_primitive(Op.SIN, ["a"]), [x], [0.25])
+>>> y = EagerInput(node.output_key, node, True, 0.25)
+>>> later = recorder.record(RecordedGraph.from_primitive(Op.NEG, ["a"]), [y], [-0.25])
+>>> nodes_last_first(later) == [later, node]
+True
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Callable, Container, Sequence
+
+from tidu.errors import InvalidArgumentError, MissingValueError
+from tidu.graph import ValueKey
+from tidu.eager.executor import BackwardExecutor, overridden_hooks
+from tidu.eager.plans import BackwardPlan, backward_plan, plans_for
+from tidu.eager.record import EagerError
+from tidu.eager.trace import Trace
+
+
+# --- the walk ------------------------------------------------------------------------------
+
+
+class NodeStep:
+    """What :func:`reverse_walk` runs at a node: a small strategy object.
+
+    ``run(node, plan, cotangent_out)`` gets the cotangents of the node's output
+    slots (``None`` for a slot without one) and returns one cotangent (or
+    ``None``) per ``plan.active_inputs``; ``add(a, b)`` sums two cotangents of one
+    value (``a`` is handed over: the walk keeps no reference to it). ``plans``
+    is the plan cache for ``ctx``; ``retained=False`` plans composite nodes
+    without their retained values.
+
+    >>> class Counting(NodeStep):
+    ...     def __init__(self):
+    ...         super().__init__(None)
+    ...         self.nodes = 0
+    ...     def run(self, node, plan, cotangent_out):
+    ...         self.nodes += 1
+    ...         return [cotangent_out[0]] * len(plan.active_inputs)   # d(x + y) = (1, 1)
+    ...     def add(self, a, b):
+    ...         return a + b
+    >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import Input
+    >>> recorder = Recorder()
+    >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 1.0)
+    >>> node = recorder.record(RecordedGraph.from_primitive(Op.ADD, ["a", "b"]), [x, x], [2.0])
+    >>> cotangents = {node.output_key: 1.0}
+    >>> step = Counting()
+    >>> reverse_walk([node], cotangents, step, None)
+    >>> cotangents[x.key], step.nodes
+    (2.0, 1)
+    """
+
+    retained = True
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.plans = plans_for(ctx)
+
+    def run(self, node, plan: BackwardPlan, cotangent_out: list) -> Sequence:
+        """The cotangents of ``plan.active_inputs`` (see the class)."""
+        raise NotImplementedError
+
+    def add(self, a, b):
+        """``a + b`` for two cotangents of one value (see the class)."""
+        raise NotImplementedError
+
+
+def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Container | None
+                 ) -> None:
+    """Run ``step`` at every node of ``nodes`` (newest first), accumulating into ``cotangents``.
+
+    ``cotangents`` maps eager value keys to cotangents (as ``step`` defines
+    them) and starts with the seed. A node none of whose outputs has a cotangent
+    is skipped. With ``keep``, a cotangent whose key is not in it is released
+    right after its last use (its node's step). One loop, no recursion: traces
+    of millions of nodes are fine. See :class:`NodeStep` for an example.
+    """
+    plans, ctx, retained = step.plans, step.ctx, step.retained
+    run, add = step.run, step.add
+    get, pop = cotangents.get, cotangents.pop
+    for node in nodes:
+        key = node.output_key
+        if key is not None:                 # one output
+            cotangent = get(key) if keep is None or key in keep else pop(key, None)
+            if cotangent is None:
+                continue
+            cotangent_out = [cotangent]
+            active_outputs = _FIRST_ONLY
+        else:
+            cotangent_out = _output_cotangents(cotangents, node.output_keys, keep)
+            active_outputs = tuple([i for i, c in enumerate(cotangent_out) if c is not None])
+            if not active_outputs:
+                continue
+        op = node.recorded.primitive
+        plan = plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
+        if plan is None:
+            plan = backward_plan(node, node.active_inputs, active_outputs, ctx, plans, retained)
+        inputs = node.inputs
+        for position, cotangent in zip(plan.active_inputs, run(node, plan, cotangent_out)):
+            if cotangent is not None:
+                key = inputs[position].key
+                if key in cotangents:       # handed over (popped), so it may be summed in place
+                    cotangents[key] = add(pop(key), cotangent)
+                else:
+                    cotangents[key] = cotangent
+
+
+_FIRST_ONLY = (0,)
+
+
+def _output_cotangents(cotangents: dict, keys: tuple, keep: Container | None) -> list:
+    """The cotangent of each of a node's output keys (``None``: none), released unless kept."""
+    if keep is None:
+        return [cotangents.get(key) for key in keys]
+    return [cotangents.get(key) if key in keep else cotangents.pop(key, None) for key in keys]
+
+
+def nodes_last_first(output_trace: Trace) -> list:
+    """Every trace node reachable from ``output_trace``, consumers before their inputs.
+
+    A node is always recorded after the nodes of its inputs, so ordering by
+    recording serial, newest first, is a reverse topological order. See the
+    module's example.
+    """
+    seen = {output_trace}
+    stack = [output_trace]
+    while stack:
+        for item in stack.pop().inputs:
+            parent = item.trace
+            if parent is not None and parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen, key=_serial, reverse=True)
+
+
+_serial = attrgetter("serial")
+
+
+def check_start(function: str, output_key, output_trace, seed, executor, keep) -> None:
+    """The O(1) checks of a walk's arguments, each a :class:`tidu.TiduError` naming ``function``.
+
+    ``output_key`` is a ``ValueKey`` output by ``output_trace`` (a ``Trace`` or
+    ``None``), ``executor`` a :class:`BackwardExecutor` instance, ``seed`` (the
+    seed's data) not ``None``, ``keep`` a container; then
+    ``executor.check_seed(seed, output_data)`` checks what only the runtime knows.
+
+    >>> from tidu.graph import Input
+    >>> check_start("try_backward", Input("y"), None, None, None, None)
+    Traceback (most recent call last):
+    ...
+    tidu.errors.InvalidArgumentError: try_backward needs a BackwardExecutor, got None
+    """
+    if not isinstance(output_key, ValueKey):
+        raise InvalidArgumentError(f"{function}: output_key must be a ValueKey, got "
+                                   f"{output_key!r}")
+    if not isinstance(executor, BackwardExecutor):
+        got = (f"the class {executor.__name__} (pass an instance)" if isinstance(executor, type)
+               else "None" if executor is None else type(executor).__name__)
+        raise InvalidArgumentError(f"{function} needs a BackwardExecutor, got {got}")
+    if seed is None:
+        raise InvalidArgumentError(f"{function}: the seed (the cotangent of {output_key!r}) "
+                                   "is None; pass a value, e.g. 1.0 for a real scalar output")
+    if keep is not None and not hasattr(keep, "__contains__"):
+        raise InvalidArgumentError(f"{function}: keep must be a container of value keys, got "
+                                   f"{type(keep).__name__}")
+    if output_trace is not None:
+        if not isinstance(output_trace, Trace):
+            raise InvalidArgumentError(f"{function}: output_trace must be a Trace or None, got "
+                                       f"{type(output_trace).__name__}")
+        output_keys = output_trace.output_keys
+        if output_key not in output_keys:
+            raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
+        executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
+
+
+def kept(values: dict, keep: Container | None) -> dict:
+    """``values`` restricted to the keys in ``keep`` (all of them without ``keep``).
+
+    >>> kept({"a": 1, "b": 2}, {"b"}), kept({"a": 1}, None)
+    ({'b': 2}, {'a': 1})
+    """
+    if keep is None:
+        return values
+    return {key: value for key, value in values.items() if key in keep}
+
+
+# --- what runs at a node -----------------------------------------------------------------
+
+
+def node_data(node, data_keys: tuple) -> list:
+    """The node's inputs', outputs' and retained (``data_keys``) values: a plan's load order.
+
+    >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import Input
+    >>> recorder = Recorder()
+    >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 3.0)
+    >>> node = recorder.record(RecordedGraph.from_primitive(Op.NEG, ["a"]), [x], [-3.0])
+    >>> node_data(node, ())
+    [3.0, -3.0]
+    """
+    values = [item.data for item in node.inputs]
+    values += node.output_data
+    if data_keys:
+        retained = node.retained
+        values += [retained[key] for key in data_keys]
+    return values
+
+
+def group_sums(groups: Sequence, values: Sequence, add: Callable) -> list:
+    """Per group of slots (``None``: no group), the sum of its ``values`` that are not ``None``
+    (``None`` if there are none).
+
+    >>> group_sums([(0, 2), None, (1,)], [1.0, None, 2.0], lambda a, b: a + b)
+    [3.0, None, None]
+    """
+    sums = []
+    for slots in groups:
+        total = None
+        if slots is not None:
+            for slot in slots:
+                value = values[slot]
+                if value is not None:
+                    total = value if total is None else add(total, value)
+        sums.append(total)
+    return sums
+
+
+class NodeRunner:
+    """Computes a node's active inputs' cotangents for one executor, by its hooks or its plan.
+
+    ``hooked`` is set when the executor overrides ``run_transposed_linear`` or
+    ``execute_forward`` (:func:`~tidu.eager.overridden_hooks`): then
+    :meth:`by_hooks` runs each node, as seed 004 describes; otherwise
+    :meth:`by_plan`, the node's fused plan compiled once with ``compile_graph``
+    (what the default hooks compute, in one call). ``run`` is the one to use.
+
+    >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import Input, compiled
+    >>> class Executor(BackwardExecutor):
+    ...     def execute_forward(self, graph, data):
+    ...         print("execute_forward")
+    ...         return dict(zip(graph.output_keys, compiled(graph).run(data)))
+    ...     def add_operands(self, a, b):
+    ...         return a + b
+    >>> recorder = Recorder()
+    >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 0.0)
+    >>> node = recorder.record(RecordedGraph.from_primitive(Op.SIN, ["a"]), [x], [0.0])
+    >>> runner = NodeRunner(Executor())
+    >>> runner.hooked, runner.run(node, backward_plan(node, (0,), (0,), None), [2.0])
+    execute_forward
+    execute_forward
+    (True, [2.0])
+    """
+
+    __slots__ = ("executor", "hooked", "run")
+
+    def __init__(self, executor: BackwardExecutor) -> None:
+        self.executor = executor
+        self.hooked = bool(overridden_hooks(executor))
+        self.run = self.by_hooks if self.hooked else self.by_plan
+
+    def by_plan(self, node, plan: BackwardPlan, cotangent_out: list) -> list:
+        """The active inputs' cotangents, from one run of the plan's fused graph."""
+        run = plan.runner(self.executor)
+        values = [item.data for item in node.inputs]      # node_data, inlined: the hot path
+        values += node.output_data
+        if plan.data_keys:
+            retained = node.retained
+            values += [retained[key] for key in plan.data_keys]
+        if plan.one_seed:
+            values.append(cotangent_out[0])
+        else:
+            values += group_sums(plan.seed_groups, cotangent_out, self.executor.add_operands)
+        try:
+            results = run(values)
+        except MissingValueError as error:
+            raise _at(error, node) from None
+        if plan.all_outputs:
+            return results
+        return [None if i is None else results[i] for i in plan.cotangent_outputs]
+
+    def fused_outputs(self, node, plan: BackwardPlan, values: list) -> Sequence:
+        """The plan's fused graph's outputs, from the values of ``plan.load_keys``."""
+        run = plan.runner(self.executor)
+        try:
+            return run(values)
+        except MissingValueError as error:
+            raise _at(error, node) from None
+
+    def by_hooks(self, node, plan: BackwardPlan, cotangent_out: list) -> Sequence:
+        """The active inputs' cotangents from ``run_transposed_linear``, after the replay."""
+        seeds = group_sums(plan.group_seeds, cotangent_out, self.executor.add_operands)
+        return self.transpose(node, plan, seeds)
+
+    def transpose(self, node, plan: BackwardPlan, seeds: list) -> Sequence:
+        """``run_transposed_linear(plan.linear, seeds, primal data, ctx)``: ``seeds`` has one
+        cotangent per tangent output of ``plan.linear`` (``None`` where that is a zero)."""
+        executor = self.executor
+        try:
+            data = self.primal_data(node, plan)
+            results = executor.run_transposed_linear(plan.linear, seeds, data, plan.ctx)
+        except MissingValueError as error:
+            raise _at(error, node) from None
+        if not isinstance(results, (list, tuple)) or len(results) != len(plan.active_inputs):
+            got = (f"{len(results)} values" if isinstance(results, (list, tuple))
+                   else f"a {type(results).__name__}")
+            raise EagerError(f"{type(executor).__name__}.run_transposed_linear returned {got} "
+                             f"for the backward of {node.recorded!r}: it must return a list "
+                             f"with one cotangent (or None) per tangent input of the linear "
+                             f"graph, here {len(plan.active_inputs)}")
+        return results
+
+    def primal_data(self, node, plan: BackwardPlan) -> dict:
+        """The primal values ``plan.linear`` reads, by key: the node's data, and what
+        ``execute_forward`` replays of the plan's replay graph."""
+        data = dict(zip(plan.input_keys, [item.data for item in node.inputs]))
+        data.update(zip(plan.output_keys, node.output_data))
+        if plan.data_keys:
+            retained = node.retained
+            for key in plan.data_keys:
+                data[key] = retained[key]
+        replay = plan.replay_graph()
+        if replay is not None:
+            computed = self.executor.execute_forward(replay, data)
+            for key in replay.output_keys:
+                try:
+                    data[key] = computed[key]
+                except KeyError:
+                    raise MissingValueError(f"the executor's execute_forward did not provide "
+                                            f"{key!r}") from None
+        return data
+
+
+def _at(error: MissingValueError, node) -> MissingValueError:
+    """``error``, saying which node's backward needed the missing value."""
+    return MissingValueError(f"{error}, which the backward of {node.recorded!r} needs")
