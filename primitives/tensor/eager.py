@@ -308,6 +308,17 @@ class Tensor(ArrayOperators, Frontend):
         return device_of(self._data)
 
     @property
+    def trace(self):
+        """The recorded node that computed this tensor (``None`` for a leaf or a constant):
+        with :attr:`key`, what ``tidu.eager`` takes, e.g. ``graph_of_recording``.
+
+        >>> x = tensor([1.0], requires_grad=True)
+        >>> x.trace is None, (x * 2).trace is not None
+        (True, True)
+        """
+        return self._trace
+
+    @property
     def key(self):
         """This tensor's eager value key (made on first use for leaves)."""
         key = self._key

@@ -38,6 +38,7 @@ share one reverse walk (:mod:`tidu.eager.walk`) and one plan cache
 from tidu.eager.backward import try_backward
 from tidu.eager.create_graph import try_backward_recorded
 from tidu.eager.executor import BackwardExecutor, overridden_hooks
+from tidu.eager.export import RecordingGraph, graph_of_recording
 from tidu.eager.hvp import try_hvp
 from tidu.eager.immediate import ImmediateBuilder
 from tidu.eager.plans import BackwardPlan
@@ -53,6 +54,8 @@ from tidu.eager.record import (
 from tidu.eager.trace import Trace
 
 __all__ = [
+    "RecordingGraph",
+    "graph_of_recording",
     "KeySource", "CounterKeySource", "RecordedGraph", "EagerInput", "EagerOutput",
     "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "try_hvp",
     "try_backward_recorded", "overridden_hooks",
