@@ -429,6 +429,17 @@ class Tensor(ArrayOperators, Frontend):
         ``create_graph``): the gradients, and what accumulates into ``.grad``,
         are ``Tensor``s whose history can be differentiated again; a seed that is
         a ``Tensor`` with history (of this tensor's dtype) keeps it.
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> grads = (x * x).sum().backward()
+        >>> grads.grad(x), x.grad                     # Gradients, and .grad accumulated
+        (array([2., 4.]), array([2., 4.]))
+        >>> y = x ** 3
+        >>> y.backward(np.ones(2)).grad(x)             # a seed of y's shape
+        array([ 3., 12.])
+        >>> g = (x ** 3).sum().backward(create_graph=True).grad(x)   # 3 x^2, with history
+        >>> g.sum().backward().grad(x)                 # its derivative: 6 x
+        array([ 6., 12.])
         """
         if not self._requires_grad:
             raise BackwardError("backward of a tensor that does not require grad (no input of "
@@ -632,6 +643,12 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
 
     A tensor that requires grad is refused (its copy would silently lose its
     history): pass ``t.detach()`` for a constant copy.
+
+    >>> x = tensor([1.0, 2.0], requires_grad=True)
+    >>> x.requires_grad, x.dtype, x.shape
+    (True, dtype('float64'), (2,))
+    >>> tensor(np.arange(3), dtype=np.float32).data
+    array([0., 1., 2.], dtype=float32)
     """
     return _new(_copied(data, dtype, requires_grad), bool(requires_grad))
 
