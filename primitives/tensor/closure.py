@@ -227,6 +227,7 @@ def staging(trace, references: list[Reference]) -> Iterator[None]:
     >>> trace = GraphTrace(abstract=True)
     >>> with staging(trace, [Reference(lambda: V, "V", V)]):
     ...     total = tnp.sum(V)                  # recorded, not computed once
+    >>> trace.active = False                    # done tracing
     >>> type(total).__name__
     'Tracer'
     """

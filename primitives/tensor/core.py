@@ -14,6 +14,7 @@ functions are written once and work under every front end and nesting.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -61,24 +62,34 @@ _tracing = _Tracing()
 
 def open_trace(trace) -> None:
     """Note that ``trace`` (an abstract trace: ``jit``, ``vmap``, a custom rule) is tracing on
-    this thread, until :func:`close_trace`."""
-    _tracing.transforms.append(trace)
+    this thread, until :func:`close_trace` (or until it is garbage: a trace abandoned
+    without being closed does not stay open)."""
+    _tracing.transforms.append(weakref.ref(trace))
 
 
 def close_trace(trace) -> None:
-    if trace in _tracing.transforms:
-        _tracing.transforms.remove(trace)
+    _tracing.transforms[:] = [ref for ref in _tracing.transforms
+                              if ref() is not None and ref() is not trace]
 
 
 def tracing_transform() -> str | None:
     """The name of the innermost abstract trace open on this thread (``"jit of f"``), or
     ``None``: code that would read values once and reuse them (a random draw) asks this.
 
-    >>> tracing_transform() is None
-    True
+    >>> import numpy as np
+    >>> import primitives.tensor as tnp
+    >>> seen = []
+    >>> _ = tnp.jit(lambda x: (seen.append(tracing_transform()), x)[1])(np.zeros(1))
+    >>> seen
+    ['jit of <lambda>']
     """
     transforms = _tracing.transforms
-    return transforms[-1].transform if transforms else None
+    while transforms:
+        trace = transforms[-1]()
+        if trace is not None:
+            return trace.transform
+        transforms.pop()
+    return None
 
 
 def set_staging(lift: Callable | None) -> Callable | None:
