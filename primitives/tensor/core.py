@@ -170,6 +170,19 @@ def data_of(value, what: str = "reading its data"):
 
 
 
+def data_if_known(value):
+    """``value``'s data if it can be read now (arrays, eager ``Tensor``s, ``grad``'s traced
+    values), ``None`` while ``jit`` or ``vmap`` traces it.
+
+    >>> data_if_known(np.ones(1))
+    array([1.])
+    """
+    try:
+        return data_of(value)
+    except ConcretizationError:
+        return None
+
+
 def array_below(value):
     """The level-0 array under a ``Tensor`` or traced value, for its metadata only (library,
     device): unlike :func:`data_of` it does not refuse under ``jit``, so never read its values.

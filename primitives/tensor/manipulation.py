@@ -51,7 +51,7 @@ from primitives.tensor.api import (
     where,
 )
 from primitives.tensor.backends import to_host
-from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (ConcretizationError, TensorIndexError,
                                       TensorNotSupportedError, TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import implements
@@ -797,15 +797,6 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 # --- selection ----------------------------------------------------------------------------
 
 
-def _known(value):
-    """``value``'s data if it can be read now (arrays, eager ``Tensor``s, ``grad``'s traced
-    values), ``None`` while ``jit`` or ``vmap`` traces."""
-    try:
-        return data_of(value)
-    except ConcretizationError:
-        return None
-
-
 def _weak_or_array(value, fn: str):
     """A Python number as is (weak in NumPy's promotion), anything else as an array."""
     return value if type(value) in (int, float, complex) else _operand(value, fn)
@@ -905,7 +896,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         if not callable(function):
             result = where(condition, astype(_operand(function, "piecewise"), dtype), result)
             continue
-        mask = _known(condition)
+        mask = data_if_known(condition)
         if not isinstance(mask, np.ndarray):          # jit, vmap, other libraries: JAX's way
             values = astype(_operand(function(x, *args, **kw), "piecewise"), dtype)
             result = where(condition, values, result)
@@ -1263,7 +1254,7 @@ class vectorize:
         try:
             return list(vmap(one)(*flat))
         except ConcretizationError:
-            if any(_known(a) is None for a in flat):
+            if any(data_if_known(a) is None for a in flat):
                 raise                               # under jit or vmap: values are unknown
         # pyfunc reads values (Python control flow): one call per element, as NumPy
         calls = [one(*[getitem(a, i) for a in flat]) for i in range(shape_of(flat[0])[0])]

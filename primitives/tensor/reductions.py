@@ -39,8 +39,8 @@ from primitives.tensor.api import (_NO_VALUE, _axes, _axis, _first, _float_dtype
 from primitives.tensor.creation import full_like
 from primitives.tensor.manipulation import diagonal
 from primitives.tensor.backends import library_of
-from primitives.tensor.core import bind, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (ConcretizationError, TensorNotSupportedError,
+from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.interop import constant_data, implements
 from primitives.tensor.ops.indexing import Gather
@@ -106,19 +106,10 @@ def _isnan(x):
     return not_equal(x, x)
 
 
-def _known(value):
-    """``value``'s data if it can be read now (arrays, eager ``Tensor``s, ``grad``'s traced
-    values), ``None`` while ``jit`` or ``vmap`` traces."""
-    try:
-        return data_of(value)
-    except ConcretizationError:
-        return None
-
-
 def _any_known(mask) -> bool | None:
     """Whether any entry of the boolean ``mask`` is true, where that can be read now; ``None``
     while ``jit`` or ``vmap`` traces, and for a Dask array (computed only when asked)."""
-    data = _known(mask)
+    data = data_if_known(mask)
     if data is None or library_of(data).name == "dask":
         return None
     return bool(library_of(data).xp.any(data))
