@@ -68,27 +68,6 @@ def check_first_gradient(params, x, onehot, rng, count=6, eps=1e-6) -> float:
     return worst
 
 
-class Adam:
-    """Adam on NumPy arrays, updated in place."""
-
-    def __init__(self, shapes, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
-        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
-        self.m = [np.zeros(shape) for shape in shapes]
-        self.v = [np.zeros(shape) for shape in shapes]
-
-    def step(self, arrays, grads):
-        self.t += 1
-        b1, b2 = self.betas
-        for a, g, m, v in zip(arrays, grads, self.m, self.v):
-            m *= b1
-            m += (1 - b1) * g
-            v *= b2
-            v += (1 - b2) * g ** 2
-            m_hat = m / (1 - b1 ** self.t)
-            v_hat = v / (1 - b2 ** self.t)
-            a -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
-
-
 def accuracy(params, x, labels) -> float:
     predictions = np.argmax(tnp.stop_gradient(logits(params, x)), axis=1)
     return float(np.mean(predictions == labels))
@@ -129,21 +108,26 @@ def main(argv=None) -> float:
     print(f"first gradient vs finite differences: worst relative error {worst:.2e}")
     assert worst < 1e-6, "backward disagrees with finite differences"
 
-    optimizer = Adam([p.shape for p in params])
+    optimizer = tnp.optim.adam(1e-2)          # optax-style: init, then update per step
+    state = optimizer.init([p.data for p in params])
     if args.jit:                      # parameters as arrays; one compiled program per step
         params = [p.detach().numpy().copy() for p in params]
         value_and_grad = tnp.jit(tnp.value_and_grad(loss_fn))
 
         def train_step(x, onehot):
+            nonlocal params, state
             loss, grads = value_and_grad(params, x, onehot)
-            optimizer.step(params, grads)
+            updates, state = optimizer.update(grads, state, params)
+            params = tnp.optim.apply_updates(params, updates)
             return float(loss)
     else:
         def train_step(x, onehot):
+            nonlocal state
             loss = loss_fn(params, tnp.tensor(x), onehot)
             loss.backward()
-            optimizer.step([p.data for p in params], [p.grad for p in params])
-            for p in params:
+            updates, state = optimizer.update([p.grad for p in params], state)
+            for p, update in zip(params, updates):
+                p.data += update              # the same arithmetic as apply_updates
                 p.grad = None
             return loss.item()
 
