@@ -38,7 +38,7 @@ def test_tensor_recording_with_constants_and_two_outputs():
     x = np.array([1.0, 2.0])
     h = tnp.tanh(w @ x)
     loss = tnp.sum(h ** 2)
-    exported = graph_of_recording([loss.key, h.key], [loss.trace, h.trace])
+    exported = graph_of_recording([loss.key, h.key], [loss.grad_fn, h.grad_fn])
     graph = exported.graph
     assert exported.leaves == (w.key,) and len(exported.constants) >= 1
     out = evaluate(graph, graph.output_keys, {**exported.constants, w.key: w.data})

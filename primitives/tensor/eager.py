@@ -308,12 +308,13 @@ class Tensor(ArrayOperators, Frontend):
         return device_of(self._data)
 
     @property
-    def trace(self):
-        """The recorded node that computed this tensor (``None`` for a leaf or a constant):
-        with :attr:`key`, what ``tidu.eager`` takes, e.g. ``graph_of_recording``.
+    def grad_fn(self):
+        """The recorded node that computed this tensor (``None`` for a leaf or a constant, as
+        PyTorch's ``grad_fn``): a ``tidu.eager`` trace, which with :attr:`key` is what
+        ``tidu.eager``'s functions take (``graph_of_recording``, ``try_backward``).
 
         >>> x = tensor([1.0], requires_grad=True)
-        >>> x.trace is None, (x * 2).trace is not None
+        >>> x.grad_fn is None, (x * 2).grad_fn is not None
         (True, True)
         """
         return self._trace
