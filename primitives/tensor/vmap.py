@@ -36,6 +36,7 @@ from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, o
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
 from primitives.tensor.functional import (FunctionalError, GraphTrace, _array, _function_name,
                                           check_output, in_library_of)
+from primitives.tensor.fresh import fresh
 from primitives.tensor.manipulation import moveaxis
 from primitives.tensor.pytree import tree_flatten, tree_unflatten
 
@@ -269,9 +270,7 @@ class _Call:
         program = optimize([graph, batched.graph], keys)
         inputs = list(program.input_keys)
         outs = compiled(program).runner(inputs)([values[k] for k in inputs])
-        given = {id(v) for v in values.values()}   # an input returned as it is: copy it
-        outs = [library_of(o).copy(o) if id(o) in given else o for o in outs]
-        return in_library_of(outs, self.leaves)
+        return in_library_of(fresh(outs, list(values.values())), self.leaves)
 
     def _placed(self, out, axis: int | None, path: str, want):
         """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""
