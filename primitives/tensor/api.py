@@ -441,8 +441,7 @@ class ArrayOperators(ArrayMethods):
 
     def copy(self):
         """``ndarray.copy()``: ``tnp.copy(self)``, a recorded copy (the derivative flows)."""
-        from primitives.tensor.manipulation import copy
-        return copy(self)
+        return _first(bind(ew.copy, self))
 
     @property
     def T(self):
