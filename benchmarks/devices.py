@@ -61,7 +61,7 @@ def _straight_line_off() -> None:
 
 
 def _referenced_only_off() -> None:
-    from primitives.tensor import eager
+    from primitives.tensor.eager import tensor as eager
     eager._STILL_REFERENCED = None
 
 

@@ -46,7 +46,7 @@ def needed_operations(outputs) -> int:
 def tidu_counts(params, x, onehot) -> dict[str, dict[str, int]]:
     """``{measure: {"grad": n, "value_and_grad": n}}`` for tidu's gradient graphs."""
     from primitives import tensor as tnp
-    from primitives.tensor.functional import make_graph
+    from primitives.tensor.transforms.functional import make_graph
 
     def loss(*ps):
         h = x

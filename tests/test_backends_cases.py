@@ -24,7 +24,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorNotSupportedError
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from backend_helpers import Library
 from numpy_cases import all_cases
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import primitives.tensor as tnp
-from primitives.tensor import FunctionalError, jit
+from primitives.tensor import FunctionalError
+from primitives.tensor import jit
 from primitives.tensor import ConcretizationError
 from tidu import TiduError
 
@@ -110,7 +111,7 @@ def test_compositions_agree_with_the_untransformed_function(compose):
 
 
 def _leaves(tree):
-    from primitives.tensor.pytree import tree_flatten
+    from primitives.tensor.transforms.pytree import tree_flatten
     return tree_flatten(tree)[0]
 
 

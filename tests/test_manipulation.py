@@ -1,4 +1,4 @@
-"""The shape and indexing functions (``primitives.tensor.manipulation``) and the ``split`` op.
+"""The shape and indexing functions (``primitives.tensor.numpy.manipulation``) and the ``split`` op.
 
 - ``Split`` (the one new primitive) through ``check_primitive`` to second order, in
   float64, float32 and complex128, on hypothesis shapes with size-0 and size-1 axes;

@@ -1,4 +1,4 @@
-"""The elementwise primitives behind ``primitives.tensor.mathfuncs``, and their edges.
+"""The elementwise primitives behind ``primitives.tensor.numpy.mathfuncs``, and their edges.
 
 - every new primitive through ``tidu.testing.check_primitive`` to second order, in
   float64, float32 and complex128 where NumPy takes complex values, on shapes

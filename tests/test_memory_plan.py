@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from tidu.graph import EvaluableGraphOperation, GraphBuilder, Input, Local, Program, evaluate
 from tidu.graph import program as program_module
 from primitives.tensor import buffers
-from primitives.tensor.executor import NumpyExecutor
+from primitives.tensor.eager.executor import NumpyExecutor
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.elementwise import ConvertElementType
 from primitives.tensor.ops.shape import Reshape, Transpose

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 import primitives.tensor as tnp
-from primitives.tensor import interop
+from primitives.tensor.numpy import dispatch as interop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "hooks"))

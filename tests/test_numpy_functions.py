@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from numpy_cases import all_cases
 
 CASES = all_cases()

@@ -26,8 +26,9 @@ import pytest
 import scipy.signal
 
 import primitives.tensor as tnp
-from primitives.tensor import ConcretizationError, TensorNotSupportedError, signal
-from primitives.tensor.linalg import LinAlgError
+from primitives.tensor import ConcretizationError, TensorNotSupportedError
+from primitives.tensor.scipy import signal
+from primitives.tensor.numpy.linalg import LinAlgError
 from tensor_helpers import numeric_grad
 from tidu import TiduError
 

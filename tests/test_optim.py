@@ -17,7 +17,7 @@ import pytest
 import primitives.tensor as tnp
 from primitives.tensor import optim
 from primitives.tensor.errors import TensorTypeError
-from primitives.tensor.pytree import tree_flatten
+from primitives.tensor.transforms.pytree import tree_flatten
 from tidu import TiduError
 
 torch = pytest.importorskip("torch")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import primitives.tensor as tnp
 from primitives.tensor.errors import TensorAxisError, TensorShapeError, TensorTypeError
-from primitives.tensor.products import einsum_subscripts
+from primitives.tensor.numpy.products import einsum_subscripts
 from tidu import TiduError
 
 SETTINGS = settings(max_examples=10, deadline=None,

@@ -18,7 +18,7 @@ import pytest
 import primitives.tensor as tnp
 from primitives.tensor import random
 from primitives.tensor.errors import TensorTypeError
-from primitives.tensor.functional import FunctionalError
+from primitives.tensor.transforms.functional import FunctionalError
 from tidu import TiduError
 
 # (name, args, kwargs) of module-level draws, each compared with np.random's

@@ -7,7 +7,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
-from primitives.tensor.flatten import ravel_pytree
+from primitives.tensor.transforms.flatten import ravel_pytree
 
 from tensor_helpers import numeric_grad
 
@@ -28,7 +28,7 @@ def test_flat_order_and_round_trip():
 
 
 def tnp_leaves(tree):
-    from primitives.tensor.pytree import tree_flatten
+    from primitives.tensor.transforms.pytree import tree_flatten
     return tree_flatten(tree)[0]
 
 

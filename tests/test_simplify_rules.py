@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from primitives import tensor as tnp
 from primitives.scalar import Const, Pow, Scale, ScalarOp, trace_scalar
-from primitives.tensor.functional import make_graph
+from primitives.tensor.transforms.functional import make_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.select import Compare, Full, Real, Select

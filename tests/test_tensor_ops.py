@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from primitives import tensor as tnp
-from primitives.tensor import api as T
-from primitives.tensor.api import TensorNotSupportedError, TensorShapeError
+from primitives.tensor.numpy import lowering as T
+from primitives.tensor.numpy.lowering import TensorNotSupportedError, TensorShapeError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, ScatterAdd, Slice

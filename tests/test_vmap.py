@@ -401,7 +401,7 @@ def test_escaped_tracer_of_vmap_raises():
 def test_jacobians_over_batched_basis_vectors_equal_the_loop(monkeypatch, batched_from):
     """jacfwd/jacrev run their linear program on all basis vectors at once (tidu.batch) from
     a size on; both routes give the same blocks, also nested (hessian), complex and traced."""
-    from primitives.tensor import functional
+    from primitives.tensor.transforms import functional
 
     monkeypatch.setattr(functional, "_BATCHED_BASIS_MIN", batched_from)
     rng = np.random.default_rng(5)

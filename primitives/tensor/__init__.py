@@ -19,7 +19,7 @@ from primitives.tensor.errors import (
     TensorShapeError,
     TensorTypeError,
 )
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     abs,
     absolute,
     add,
@@ -82,20 +82,20 @@ from primitives.tensor.api import (
     where,
 )
 # NumPy's namespace, by family: each module's __all__ (and the submodules linalg, fft).
-from primitives.tensor import (creation, fft, linalg, manipulation, mathfuncs, products,
-                               reductions)
-from primitives.tensor.creation import *       # noqa: F401,F403
-from primitives.tensor.mathfuncs import *      # noqa: F401,F403
-from primitives.tensor.reductions import *     # noqa: F401,F403
-from primitives.tensor.manipulation import *   # noqa: F401,F403
-from primitives.tensor.products import *       # noqa: F401,F403
-from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor.numpy import (creation, fft, linalg, manipulation, mathfuncs, products,
+                                     reductions)
+from primitives.tensor.numpy.creation import *       # noqa: F401,F403
+from primitives.tensor.numpy.mathfuncs import *      # noqa: F401,F403
+from primitives.tensor.numpy.reductions import *     # noqa: F401,F403
+from primitives.tensor.numpy.manipulation import *   # noqa: F401,F403
+from primitives.tensor.numpy.products import *       # noqa: F401,F403
+from primitives.tensor.eager.tensor import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor import autograd
-from primitives.tensor.executor import ImmediateNumpyBuilder, NumpyExecutor
+from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
 from primitives.tensor.buffers import release_cached_arrays, set_cache_limit
-from primitives.tensor.jit import jit
-from primitives.tensor.functional import (
+from primitives.tensor.transforms.jit import jit
+from primitives.tensor.transforms.functional import (
     FunctionalError,
     grad,
     hessian,
@@ -108,12 +108,12 @@ from primitives.tensor.functional import (
     value_and_grad,
     vjp,
 )
-from primitives.tensor.custom import custom_jvp, custom_vjp
-from primitives.tensor.vmap import vmap
+from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
+from primitives.tensor.transforms.vmap import vmap
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
 from primitives.tensor import nn, optim, random
-from primitives.tensor.flatten import ravel_pytree
+from primitives.tensor.transforms.flatten import ravel_pytree
 
 __all__ = [
     "retain_freed_memory",

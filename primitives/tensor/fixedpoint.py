@@ -30,10 +30,10 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.custom import custom_vjp
+from primitives.tensor.transforms.custom import custom_vjp
 from primitives.tensor.errors import SolverError
-from primitives.tensor.functional import vjp
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.functional import vjp
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 __all__ = ["fixed_point"]
 

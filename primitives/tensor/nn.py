@@ -33,14 +33,14 @@ import operator
 import numpy as np
 
 from tidu import TiduError
-from primitives.tensor import api
-from primitives.tensor.api import exp, log, stop_gradient, tanh, where
+from primitives.tensor.numpy import lowering as api
+from primitives.tensor.numpy.lowering import exp, log, stop_gradient, tanh, where
 from primitives.tensor.core import Frontend, shape_of
-from primitives.tensor.custom import custom_jvp
+from primitives.tensor.transforms.custom import custom_jvp
 from primitives.tensor.errors import (TensorAxisError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
-from primitives.tensor.manipulation import moveaxis, split
-from primitives.tensor.mathfuncs import expm1, isfinite, logaddexp
+from primitives.tensor.numpy.manipulation import moveaxis, split
+from primitives.tensor.numpy.mathfuncs import expm1, isfinite, logaddexp
 
 __all__ = [
     "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",

@@ -58,10 +58,10 @@ import numpy as np
 from numpy.random import (MT19937, PCG64, PCG64DXSM, SFC64, BitGenerator, Philox,  # NumPy's
                           SeedSequence)
 
-from primitives.tensor.api import take
+from primitives.tensor.numpy.lowering import take
 from primitives.tensor.core import Frontend, shape_of, tracing_transform
 from primitives.tensor.errors import TensorTypeError
-from primitives.tensor.functional import FunctionalError
+from primitives.tensor.transforms.functional import FunctionalError
 
 __all__ = [
     "TracedRandomError", "RandomState", "Generator", "default_rng",

@@ -1,4 +1,4 @@
-"""Cases for the elementwise functions of ``primitives.tensor.mathfuncs`` (and ``power``).
+"""Cases for the elementwise functions of ``primitives.tensor.numpy.mathfuncs`` (and ``power``).
 
 Inputs keep away from the points where a function is not smooth (branch cuts, poles,
 the jumps of ``floor`` and ``mod``), so finite differences are meaningful; the edges

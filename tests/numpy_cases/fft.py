@@ -1,4 +1,4 @@
-"""Cases for ``primitives.tensor.fft`` (``tnp.fft.X`` against ``np.fft.X``)."""
+"""Cases for ``primitives.tensor.numpy.fft`` (``tnp.fft.X`` against ``np.fft.X``)."""
 
 import numpy as np
 

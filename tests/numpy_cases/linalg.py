@@ -1,4 +1,4 @@
-"""Cases for ``primitives.tensor.linalg`` (``tnp.linalg.X``, NumPy's ``np.linalg.X``).
+"""Cases for ``primitives.tensor.numpy.linalg`` (``tnp.linalg.X``, NumPy's ``np.linalg.X``).
 
 Eigenvectors and singular vectors are unique only up to a sign (a phase), so
 the cases of ``eigh`` and ``svd`` return functions of them that do not depend on

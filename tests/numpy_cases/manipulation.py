@@ -1,4 +1,4 @@
-"""Cases for the shape and indexing functions (``primitives.tensor.manipulation``).
+"""Cases for the shape and indexing functions (``primitives.tensor.numpy.manipulation``).
 
 All are linear, so every one is differentiable in its array arguments, in every
 dtype; the integer arguments (offsets, shifts, repeats, sections, indices) are

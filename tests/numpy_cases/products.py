@@ -1,4 +1,4 @@
-"""Cases for the products of ``primitives.tensor.products`` and ``einsum``'s sublist form."""
+"""Cases for the products of ``primitives.tensor.numpy.products`` and ``einsum``'s sublist form."""
 
 import functools
 import warnings
@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 import primitives.tensor as tnp
-from primitives.tensor.products import einsum_subscripts
+from primitives.tensor.numpy.products import einsum_subscripts
 from numpy_cases import Case, normal
 
 VDOT_NOTE = "antilinear in the first argument (conjugated, as in NumPy)"

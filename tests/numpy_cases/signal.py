@@ -1,9 +1,9 @@
-"""Cases for ``scipy.signal.convolve`` and ``correlate`` (``primitives.tensor.signal``), with
+"""Cases for ``scipy.signal.convolve`` and ``correlate`` (``primitives.tensor.scipy.signal``), with
 SciPy's own functions as the reference."""
 
 import scipy.signal
 
-from primitives.tensor import signal
+from primitives.tensor.scipy import signal
 from numpy_cases import Case, normal
 
 NOTE = ("bilinear: differentiable in both inputs (im2col: one gather and one product); "

@@ -1,4 +1,4 @@
-"""Cases for reductions, scans, sorting and statistics (``primitives.tensor.reductions``)."""
+"""Cases for reductions, scans, sorting and statistics (``primitives.tensor.numpy.reductions``)."""
 
 import warnings
 

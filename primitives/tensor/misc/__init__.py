@@ -7,7 +7,7 @@
 ([3.0, 1.0, 1.0], array(3.))
 """
 
-from primitives.tensor.flatten import ravel_pytree as flatten
+from primitives.tensor.transforms.flatten import ravel_pytree as flatten
 from primitives.tensor.misc import optimizers
 
 __all__ = ["flatten", "optimizers"]

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.flatten import ravel_pytree
+from primitives.tensor.transforms.flatten import ravel_pytree
 
 __all__ = ["sgd", "rmsprop", "adam"]
 

@@ -2,7 +2,7 @@
 
 A call of a custom function on tensors or traced values is recorded as one op
 that holds a *rule*: the user's function and its rules for one argument
-signature (made by :mod:`primitives.tensor.custom`). The op's ``eval`` runs
+signature (made by :mod:`primitives.tensor.transforms.custom`). The op's ``eval`` runs
 the user's function on arrays (of its inputs' library), so it may call any code
 for them: NumPy, SciPy, PyTorch... Its derivative rules do not look inside that
 function: they emit the user's rule, traced into a :class:`RuleGraph` of tensor
@@ -51,7 +51,7 @@ class HeldConstant(TensorPrimitive):
 
     A NumPy array is held by reference and read when the op runs, through a read-only view
     (so no op writes into it): an array a rule closes over is read at each call, as the
-    closure rule says (:mod:`primitives.tensor.closure`). Other libraries' arrays, which
+    closure rule says (:mod:`primitives.tensor.transforms.closure`). Other libraries' arrays, which
     cannot be made read-only, are copied.
     """
 
@@ -82,7 +82,7 @@ class HeldConstant(TensorPrimitive):
 STORED_BYTES = 1 << 20
 """Constants of traced rules up to this size are stored in the op (a ``Full`` or ``Literal``,
 which programs can fold); bigger ones are held by reference (:class:`HeldConstant`), read when
-the op runs. It matches :data:`primitives.tensor.closure.COMPARED_BYTES`: ``jit`` compares a
+the op runs. It matches :data:`primitives.tensor.transforms.closure.COMPARED_BYTES`: ``jit`` compares a
 stored array it closes over with its copy at each call, and so traces again when it changes."""
 
 

@@ -3,7 +3,7 @@
 The transforms are linear, so each JVP applies the op to the tangent; each
 transpose is the adjoint with respect to tidu's real inner product
 ``Re<a, b>`` (``docs/guides/complex-ad.md``), itself a transform. Sizes are
-static: the NumPy-named functions (:mod:`primitives.tensor.fft`) pad or slice
+static: the NumPy-named functions (:mod:`primitives.tensor.numpy.fft`) pad or slice
 the operand to the transform lengths first, so these ops never resize.
 
 With ``F`` the unnormalized DFT over ``axes`` and ``N`` the product of their

@@ -24,7 +24,7 @@ also makes SciPy's own ufuncs (``scipy.special.gammaln(tensor)``) differentiate.
 array([0.42278434, 0.92278434])
 """
 
-from primitives.tensor import signal
+from primitives.tensor.scipy import signal
 from primitives.tensor.scipy import integrate, special, stats
 
 special.register_dispatch()

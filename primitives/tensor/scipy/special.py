@@ -33,8 +33,8 @@ import math
 import numpy as np
 
 import primitives.tensor as tnp  # noqa: F401  (the examples below use it)
-from primitives.tensor import api
-from primitives.tensor.api import (
+from primitives.tensor.numpy import lowering as api
+from primitives.tensor.numpy.lowering import (
     _axes,
     _elementwise,
     _first,
@@ -64,8 +64,8 @@ from primitives.tensor.errors import (
     TensorShapeError,
     TensorTypeError,
 )
-from primitives.tensor.interop import implements
-from primitives.tensor.mathfuncs import _numpy_result_dtype, isfinite
+from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.mathfuncs import _numpy_result_dtype, isfinite
 from primitives.tensor.scipy import _ops
 from primitives.tensor.scipy._ops import Special, scipy_special
 

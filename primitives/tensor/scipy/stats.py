@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 import primitives.tensor as tnp
-from primitives.tensor.api import _operand, astype, bind, result_dtype
+from primitives.tensor.numpy.lowering import _operand, astype, bind, result_dtype
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import (
     TensorNotSupportedError,

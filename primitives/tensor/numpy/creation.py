@@ -4,7 +4,7 @@ Most creation routines make constants: their results carry no derivative, so the
 are NumPy's own functions (``tnp.eye is numpy.eye``). Given a tensor or traced
 value where a number is expected, NumPy's dispatch sends the call to tidu, which
 raises a clear error rather than dropping the derivative. ``array``/``asarray``,
-which take arrays, are tnp's own (``primitives.tensor.api``); so are
+which take arrays, are tnp's own (``primitives.tensor.numpy.lowering``); so are
 ``zeros_like``, ``ones_like`` and ``full_like`` (here): constants too, made in the
 library of their argument, on its device.
 
@@ -29,7 +29,7 @@ numpy.allclose``): comparisons (``allclose``, ``isclose``, ``array_equal``,
 (``seterr``, ``geterr``, ``errstate``, ``printoptions``, ``set_printoptions``...), and
 type queries (``finfo``, ``iinfo``, ``isscalar``, ``iscomplexobj``...). Their results
 carry no derivative, so on a tensor or traced value they read its data (NumPy's
-dispatch, :mod:`primitives.tensor.interop`), also under ``grad``; under ``jit`` and
+dispatch, :mod:`primitives.tensor.numpy.dispatch`), also under ``grad``; under ``jit`` and
 ``vmap`` the values are not known while tracing, and they raise
 ``ConcretizationError``.
 
@@ -44,11 +44,11 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.api import _holds_frontend, _operand, _shape_tuple, astype, broadcast_to
+from primitives.tensor.numpy.lowering import _holds_frontend, _operand, _shape_tuple, astype, broadcast_to
 from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
     zeros, ones, empty, eye, identity, arange, logspace, geomspace, tri,
     indices, diag_indices, tril_indices, triu_indices, result_type, promote_types, can_cast,
@@ -164,10 +164,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     if not (_carries_values(start) or _carries_values(stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
-    from primitives.tensor.api import add, divide, multiply, subtract, where
-    from primitives.tensor.manipulation import moveaxis
-    from primitives.tensor.mathfuncs import floor
-    from primitives.tensor.reductions import any as any_
+    from primitives.tensor.numpy.lowering import add, divide, multiply, subtract, where
+    from primitives.tensor.numpy.manipulation import moveaxis
+    from primitives.tensor.numpy.mathfuncs import floor
+    from primitives.tensor.numpy.reductions import any as any_
 
     num = operator.index(num)
     if num < 0:
@@ -202,7 +202,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def _inexact_result_type(*values) -> np.dtype:
     """NumPy's result dtype of ``values``, made floating point if it is not inexact (what
     ``np.linspace`` computes in); Python numbers are weak, as in NumPy 2."""
-    from primitives.tensor.api import _is_python_scalar
+    from primitives.tensor.numpy.lowering import _is_python_scalar
 
     dtype = np.result_type(*[v if _is_python_scalar(v) else dtype_of(v) for v in values])
     return dtype if dtype.kind in "fc" else np.result_type(dtype, np.float64)

@@ -21,8 +21,8 @@ from primitives.tensor.backends import NUMPY, library_of, numpy_dtype, to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorAxisError, TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
-from primitives.tensor.interop import array_function, array_ufunc, constant_data, implements
-from primitives.tensor.methods import ArrayMethods
+from primitives.tensor.numpy.dispatch import array_function, array_ufunc, constant_data, implements
+from primitives.tensor.numpy.methods import ArrayMethods
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
@@ -394,49 +394,49 @@ class ArrayOperators(ArrayMethods):
 
     # tnp.remainder and tnp.floor_divide live in mathfuncs, which imports this module
     def __mod__(self, other):
-        from primitives.tensor.mathfuncs import remainder
+        from primitives.tensor.numpy.mathfuncs import remainder
         return remainder(self, other)
 
     def __rmod__(self, other):
-        from primitives.tensor.mathfuncs import remainder
+        from primitives.tensor.numpy.mathfuncs import remainder
         return remainder(other, self)
 
     def __floordiv__(self, other):
-        from primitives.tensor.mathfuncs import floor_divide
+        from primitives.tensor.numpy.mathfuncs import floor_divide
         return floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        from primitives.tensor.mathfuncs import floor_divide
+        from primitives.tensor.numpy.mathfuncs import floor_divide
         return floor_divide(other, self)
 
     # boolean algebra (bitwise, which on booleans is logical, as NumPy): tnp.bitwise_and and
     # tnp.invert live in mathfuncs, which imports this module
     def __and__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_and
+        from primitives.tensor.numpy.mathfuncs import bitwise_and
         return bitwise_and(self, other)
 
     def __rand__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_and
+        from primitives.tensor.numpy.mathfuncs import bitwise_and
         return bitwise_and(other, self)
 
     def __or__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_or
+        from primitives.tensor.numpy.mathfuncs import bitwise_or
         return bitwise_or(self, other)
 
     def __ror__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_or
+        from primitives.tensor.numpy.mathfuncs import bitwise_or
         return bitwise_or(other, self)
 
     def __xor__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_xor
+        from primitives.tensor.numpy.mathfuncs import bitwise_xor
         return bitwise_xor(self, other)
 
     def __rxor__(self, other):
-        from primitives.tensor.mathfuncs import bitwise_xor
+        from primitives.tensor.numpy.mathfuncs import bitwise_xor
         return bitwise_xor(other, self)
 
     def __invert__(self):
-        from primitives.tensor.mathfuncs import invert
+        from primitives.tensor.numpy.mathfuncs import invert
         return invert(self)
 
     def copy(self):
@@ -480,7 +480,7 @@ class ArrayOperators(ArrayMethods):
     def astype(self, dtype): return astype(self, dtype)
 
     # NumPy's functions and ufuncs dispatch here (NEP 18, NEP 13): a differentiable tnp
-    # version runs, or a clear error; never a silent conversion (see primitives.tensor.interop).
+    # version runs, or a clear error; never a silent conversion (see primitives.tensor.numpy.dispatch).
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return array_ufunc(ufunc, method, inputs, kwargs)
 
@@ -761,7 +761,7 @@ def einsum(subscripts: str, *operands, optimize=None):
     Operands are contracted left to right; ``optimize`` is accepted and ignored.
     """
     if not isinstance(subscripts, str):            # the sublist form: einsum(a, [0, 1], ...)
-        from primitives.tensor.products import einsum_subscripts
+        from primitives.tensor.numpy.products import einsum_subscripts
         subscripts, operands = einsum_subscripts(subscripts, *operands)
     if not operands:
         raise TensorShapeError("einsum: no operands given")

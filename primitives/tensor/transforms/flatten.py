@@ -24,11 +24,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from primitives.tensor import api
+from primitives.tensor.numpy import lowering as api
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
-from primitives.tensor.manipulation import ravel
-from primitives.tensor.pytree import TreeDef, tree_flatten, tree_unflatten
+from primitives.tensor.numpy.manipulation import ravel
+from primitives.tensor.transforms.pytree import TreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     _axis,
     _broadcast_shapes,
     _operand,
@@ -43,7 +43,7 @@ from primitives.tensor.api import (
 from primitives.tensor.backends import as_array
 from primitives.tensor.core import Frontend, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 
 __all__ = ["inner", "vdot", "kron", "cross", "convolve", "correlate"]
 

@@ -15,7 +15,7 @@ conjugated, as in SciPy. Complex gradients follow tidu's convention.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
->>> from primitives.tensor import signal
+>>> from primitives.tensor.scipy import signal
 >>> signal.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
 array([0. , 1. , 2.5, 4. , 1.5])
 >>> tnp.grad(lambda k: tnp.sum(signal.convolve(np.array([1.0, 2.0, 3.0]), k, "valid")))(
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from primitives.tensor import fft as _fft
-from primitives.tensor.api import (_operand, astype, conj, getitem, matmul, multiply, pad,
+from primitives.tensor.numpy import fft as _fft
+from primitives.tensor.numpy.lowering import (_operand, astype, conj, getitem, matmul, multiply, pad,
                                    real, reshape, result_dtype, take)
 from primitives.tensor.core import shape_of
 from primitives.tensor.errors import TensorShapeError
-from primitives.tensor.manipulation import flip
-from primitives.tensor.mathfuncs import rint
+from primitives.tensor.numpy.manipulation import flip
+from primitives.tensor.numpy.mathfuncs import rint
 
 __all__ = ["convolve", "correlate"]
 

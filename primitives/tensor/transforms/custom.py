@@ -37,7 +37,7 @@ Those ops are differentiated like any others, so:
   *tangent* would need the transpose of its opaque code, and raises (forward
   mode works);
 - ``custom_vjp`` works in reverse mode; forward mode (``jvp``, ``jacfwd``) of it
-  raises :class:`~primitives.tensor.functional.FunctionalError`, as JAX does.
+  raises :class:`~primitives.tensor.transforms.functional.FunctionalError`, as JAX does.
   Second order, as in JAX: a transform nested *outside* a reverse-mode transform
   (``grad(grad(f))``, ``jacrev(jacrev(f))``) differentiates the code of ``fwd``
   and ``bwd``, so those must be written with tnp functions (a custom function
@@ -62,7 +62,7 @@ value raises :class:`~primitives.tensor.errors.ConcretizationError`; use
 ``tnp.where``), once per signature, at the arrays of the signature's first call
 (kept), when its derivative is first needed; threads that need it at once get
 the same traced rule. Arrays a rule reads from its closure or globals follow
-Python's rule, as in ``jit`` (:mod:`primitives.tensor.closure`): they are read
+Python's rule, as in ``jit`` (:mod:`primitives.tensor.transforms.closure`): they are read
 each time the rule is used, so writing into them or rebinding them changes the
 next derivative (a change the traced graph cannot follow traces the rule
 again). A function or rule that closes over
@@ -114,9 +114,9 @@ from tidu import ADRuleError, ADRuleKind, TiduError
 from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
-from primitives.tensor.closure import Guard, external_values, staging
+from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
-from primitives.tensor.functional import FunctionalError, GraphTrace, Tracer, check_output, vjp
+from primitives.tensor.transforms.functional import FunctionalError, GraphTrace, Tracer, check_output, vjp
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,
@@ -124,7 +124,7 @@ from primitives.tensor.ops.custom import (
     run_per_example,
     zero_or,
 )
-from primitives.tensor.pytree import TreeDef, tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import TreeDef, tree_flatten, tree_unflatten
 
 _RULES_PER_FUNCTION = 64        # argument signatures whose rules a function keeps
 _BATCHED_PER_RULE = 64          # batchings (axes, size) whose batched rules a rule keeps
@@ -914,7 +914,7 @@ class _BatchedVJPRule(_Batched, _VJPRule):
 
     def fwd_code(self, values: list) -> list:
         """``fwd``'s code on the batch: ``base``'s, mapped by ``vmap``."""
-        from primitives.tensor.vmap import vmap
+        from primitives.tensor.transforms.vmap import vmap
 
         return list(vmap(lambda *leaves: self.base.fwd_code(list(leaves)),
                          in_axes=self.in_axes)(*values))

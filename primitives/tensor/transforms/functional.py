@@ -25,7 +25,7 @@ what ``vmap`` does) from 32 on, once per basis vector below; compiled when the
 values are plain arrays.
 
 >>> import numpy as np
->>> from primitives.tensor import api as tnp
+>>> from primitives.tensor.numpy import lowering as tnp
 >>> grad(lambda x: tnp.sum(x * x))(np.array([1.0, 2.0]))
 array([2., 4.])
 """
@@ -41,18 +41,18 @@ import numpy as np
 
 from tidu import LinearizedGraph, TiduError, batch, linear_transpose, linearize
 from tidu.graph import Graph, GraphBuilder, Local, Program, schedule
-from primitives.tensor import api
-from primitives.tensor.api import ArrayOperators
+from primitives.tensor.numpy import lowering as api
+from primitives.tensor.numpy.lowering import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
-from primitives.tensor.fresh import fresh
+from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
 from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
                                     interpret, open_trace, shape_of)
-from primitives.tensor.creation import zeros_like
+from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
 
 _levels = itertools.count(2)
@@ -436,7 +436,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     (``jax_vjp_fn(ct) == conj(vjp_fn(conj(ct)))``).
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> out, vjp_fn = vjp(lambda x, y: x * y, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     >>> vjp_fn(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
@@ -532,7 +532,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     For complex inputs the gradient is the conjugate of ``jax.grad``'s (see :func:`vjp`).
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> def loss(w, x, scale=1.0):
     ...     return scale * tnp.sum(w * x), w * x
     >>> (value, aux), g = value_and_grad(loss, has_aux=True)(np.ones(2), np.arange(2.0),
@@ -559,7 +559,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -
     ``has_aux=True`` it returns ``(gradient, aux)``.
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> grad(lambda a, b, k=1.0: tnp.sum(k * a * b), argnums=(1, 0))(
     ...     np.array([1.0, 2.0]), np.array([3.0, 4.0]), k=2.0)
     (array([2., 4.]), array([6., 8.]))
@@ -580,7 +580,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     ``(output, tangent_out, aux)``. Forward mode agrees with JAX for complex values.
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> jvp(tnp.sin, (np.array(0.0),), (np.array(2.0),))
     (array(0.), array(2.))
     """
@@ -620,7 +620,7 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     """The Hessian of real scalar ``f`` times ``tangents`` (forward over reverse).
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
     array([6., 0.])
     """
@@ -651,7 +651,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     real inputs is fine.
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> jacfwd(lambda x: x[:2] * x[1:])(np.array([1.0, 2.0, 3.0]))
     array([[2., 1., 0.],
            [0., 3., 2.]])
@@ -677,7 +677,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     numbers). Complex inputs and outputs without ``holomorphic=True`` raise, as in JAX.
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> jacrev(lambda x, y: x * y, argnums=(0, 1))(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     (array([[3., 0.],
            [0., 4.]]), array([[1., 0.],
@@ -696,7 +696,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     ``f''(z)`` for holomorphic ``f``).
 
     >>> import numpy as np
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
     array([[4., 2.],
            [2., 0.]])

@@ -31,14 +31,14 @@ import numpy as np
 
 from tidu import batch, optimize
 from tidu.graph import Input, compiled
-from primitives.tensor import api
+from primitives.tensor.numpy import lowering as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
-from primitives.tensor.functional import (FunctionalError, GraphTrace, _array, _function_name,
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, _array, _function_name,
                                           check_output, in_library_of)
-from primitives.tensor.fresh import fresh
-from primitives.tensor.manipulation import moveaxis
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.fresh import fresh
+from primitives.tensor.numpy.manipulation import moveaxis
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
 

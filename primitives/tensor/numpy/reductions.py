@@ -30,19 +30,19 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.api import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
+from primitives.tensor.numpy.lowering import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
                                    _is_python_scalar, _masked, _no_out, _operand, add, astype,
                                    broadcast_to, clip, concatenate, conj, divide, equal,
                                    getitem, greater, matmul, max, maximum, mean, min, minimum,
                                    multiply, negative, not_equal, real, reshape, result_dtype, sqrt,
                                    squeeze, subtract, sum, take, transpose, where)
-from primitives.tensor.creation import full_like
-from primitives.tensor.manipulation import diagonal
+from primitives.tensor.numpy.creation import full_like
+from primitives.tensor.numpy.manipulation import diagonal
 from primitives.tensor.backends import library_of
 from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
-from primitives.tensor.interop import constant_data, implements
+from primitives.tensor.numpy.dispatch import constant_data, implements
 from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import Argmax, Argmin, ReduceProd, sqrt_zero_slope_at_zero
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
@@ -932,7 +932,7 @@ def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, 
     (``ordered``: the rows sorted, NaNs last), ``nan`` for a row of NaNs. Where they are is
     read from each row's count of numbers, data that ``jit`` and ``vmap`` trace; the
     derivative goes to the order statistics read, as :func:`quantile`'s."""
-    from primitives.tensor.mathfuncs import ceil, floor, round as round_
+    from primitives.tensor.numpy.mathfuncs import ceil, floor, round as round_
 
     n = shape_of(grouped)[-1]
     count = sum(astype(equal(grouped, grouped), np.intp), -1, keepdims=True)

@@ -71,12 +71,12 @@ import numpy as np
 
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
-from primitives.tensor.api import ArrayOperators
+from primitives.tensor.numpy.lowering import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, is_view, library_of, numpy_dtype,
                                         owned_copy, to_host, to_library)
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
-from primitives.tensor.executor import NumpyExecutor
+from primitives.tensor.eager.executor import NumpyExecutor
 
 _recorder = Recorder()
 _executor = NumpyExecutor()
@@ -688,12 +688,12 @@ def checkpoint(f):
     while its backward runs.
 
     >>> x = tensor([0.5, 1.0], requires_grad=True)
-    >>> from primitives.tensor import api as tnp
+    >>> from primitives.tensor.numpy import lowering as tnp
     >>> y = checkpoint(lambda v: tnp.sin(v) * v)(x)
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True
     """
-    from primitives.tensor.functional import Traced
+    from primitives.tensor.transforms.functional import Traced
 
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     _elementwise,
     _first,
     _operand,
@@ -50,7 +50,7 @@ from primitives.tensor.api import (
 from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_host
 from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
@@ -181,7 +181,7 @@ ceil = _unary(ew.ceil, np.ceil, f"real only; {_ROUNDING}")
 trunc = _unary(ew.trunc, np.trunc, f"real only; {_ROUNDING}")
 rint = _unary(ew.rint, np.rint, _ROUNDING)
 
-# NumPy's own predicates keep answering on the data of tensors (primitives.tensor.interop);
+# NumPy's own predicates keep answering on the data of tensors (primitives.tensor.numpy.dispatch);
 # these are their jit-traceable versions.
 _PREDICATE = "a boolean result, not differentiated; traceable under jit (np.{} is not)."
 isnan = _unary(ew.isnan, np.isnan, _PREDICATE.format("isnan"), dispatch=False)

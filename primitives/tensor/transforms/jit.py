@@ -48,11 +48,11 @@ import numpy as np
 from tidu import optimize
 from tidu.graph import compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
-from primitives.tensor.closure import Guard, external_values, staging
-from primitives.tensor.fresh import fresh
+from primitives.tensor.transforms.closure import Guard, external_values, staging
+from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
-from primitives.tensor.functional import FunctionalError, GraphTrace, check_output, in_library_of
-from primitives.tensor.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.functional import FunctionalError, GraphTrace, check_output, in_library_of
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
 

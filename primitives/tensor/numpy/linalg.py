@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     _axis,
     _no_out,
     _operand,
@@ -78,7 +78,7 @@ from primitives.tensor.api import (
 from primitives.tensor.backends import NUMPY, common_library, library_of, to_library
 from primitives.tensor.core import array_below, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops.linalg import (
     Cholesky,
     Det,

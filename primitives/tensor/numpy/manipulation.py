@@ -29,7 +29,7 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     _axes,
     _axis,
     _first,
@@ -54,7 +54,7 @@ from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (ConcretizationError, TensorIndexError,
                                       TensorNotSupportedError, TensorShapeError, TensorTypeError)
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
@@ -972,7 +972,7 @@ class AxisConcatenator:
         items = key if isinstance(key, tuple) else (key,)
         if not any(_holds_values(item) for item in items):
             return self._numpy[key]                    # NumPy's own, bit for bit
-        from primitives.tensor.creation import linspace
+        from primitives.tensor.numpy.creation import linspace
 
         axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
         arrays, kinds = [], []
@@ -1244,7 +1244,7 @@ class vectorize:
 
     def _map(self, func, flat: list) -> list:
         """``func`` over axis 0 of the ``flat`` arguments: its outputs, stacked along axis 0."""
-        from primitives.tensor.vmap import vmap
+        from primitives.tensor.transforms.vmap import vmap
 
         def one(*values):
             out = func(*values)

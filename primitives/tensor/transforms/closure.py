@@ -222,7 +222,7 @@ def staging(trace, references: list[Reference]) -> Iterator[None]:
     may be a function giving the trace, for one that is made inside the block.
 
     >>> import primitives.tensor as tnp
-    >>> from primitives.tensor.functional import GraphTrace
+    >>> from primitives.tensor.transforms.functional import GraphTrace
     >>> V = np.arange(3.0)
     >>> trace = GraphTrace(abstract=True)
     >>> with staging(trace, [Reference(lambda: V, "V", V)]):

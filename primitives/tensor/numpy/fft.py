@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from primitives.tensor.api import (
+from primitives.tensor.numpy.lowering import (
     _axis,
     _first,
     _no_out,
@@ -40,7 +40,7 @@ from primitives.tensor.api import (
 from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
-from primitives.tensor.interop import implements
+from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
 from primitives.tensor.ops.indexing import Pad, Slice
 

@@ -1,0 +1,1 @@
+"""(room described in docs/architecture.md)"""
