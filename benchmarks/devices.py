@@ -61,7 +61,7 @@ def _straight_line_off() -> None:
 
 
 def _referenced_only_off() -> None:
-    from primitives.tensor.eager import tensor as eager
+    from primitives.tensor.eager import frontend as eager
     eager._STILL_REFERENCED = None
 
 
@@ -81,7 +81,7 @@ def _eager_backward_us_per_op(n_ops: int) -> float:
 
 
 def _memory_ratio(n_ops: int) -> float:
-    from benchmarks.__main__ import memory_workload
+    from benchmarks.memory import memory_workload
     return memory_workload(n_ops)[0]["backward_over_forward"]
 
 

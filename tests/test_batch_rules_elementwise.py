@@ -26,15 +26,8 @@ from primitives.tensor.ops.scan import (
     Sort,
     SortPermutation,
 )
-from primitives.tensor.ops.select import (
-    ComplexAbs,
-    Compare,
-    Imag,
-    Maximum,
-    Minimum,
-    Real,
-    Select,
-)
+from primitives.tensor.ops.elementwise import ComplexAbs, Imag, Maximum, Minimum, Real
+from primitives.tensor.ops.select import Compare, Select
 from primitives.tensor.ops.shape import (
     BroadcastAxis,
     BroadcastInDim,

@@ -96,3 +96,121 @@ def test_the_lazy_top_level_still_offers_every_name():
     assert callable(tidu.linearize) and callable(tidu.optimize)
     with pytest.raises(AttributeError, match="no_such_name"):
         tidu.no_such_name
+
+
+# --- the whole tree: no import circle, no import that runs upward ---------------------------
+
+# Rooms from the bottom up; a module may import its own room and the rooms below it. A module
+# belongs to the room of the longest prefix naming it.
+ROOMS = [
+    ["tidu.errors", "tidu._gc"],
+    ["tidu.graph"],
+    ["tidu"],                                    # rules and transforms
+    ["tidu.eager"],
+    ["tidu.example_ops", "tidu.testing", "tidu.viz"],
+    ["primitives", "primitives.exact"],
+    ["primitives.scalar"],
+    ["primitives.tensor.errors", "primitives.tensor.backends", "primitives.tensor.buffers",
+     "primitives.tensor.memory", "primitives.tensor.core"],
+    ["primitives.tensor.ops"],
+    ["primitives.tensor.numpy"],
+    ["primitives.tensor.transforms"],
+    ["primitives.tensor.eager"],
+    ["primitives.tensor.autograd", "primitives.tensor.nn", "primitives.tensor.optim",
+     "primitives.tensor.random", "primitives.tensor.ode", "primitives.tensor.fixedpoint",
+     "primitives.tensor.builtins", "primitives.tensor.misc", "primitives.tensor.scipy"],
+    ["primitives.tensor"],                       # the package's face
+    ["examples", "benchmarks"],
+]
+
+
+def room_of(module: str) -> int:
+    matches = [(len(prefix), rank) for rank, room in enumerate(ROOMS) for prefix in room
+               if module == prefix or module.startswith(prefix + ".")]
+    assert matches, f"{module} is in no room of ROOMS: add it"
+    return max(matches)[1]
+
+
+def import_graph(paths: dict | None = None):
+    """Every import among ``paths`` (module name -> file; default: the tree), function-level
+    ones included, as module -> module edges.
+
+    Importing ``a.b.c`` runs the packages ``a`` and ``a.b`` too, unless the importer is
+    inside them (then they are already running)."""
+    import networkx as nx
+
+    if paths is None:
+        paths = {module_name(path): path for path in sources()}
+    graph = nx.DiGraph()
+
+    def known(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for importer, path in paths.items():
+        graph.add_node(importer)
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = importer.split(".")[:None if is_package else -1]
+                    parts = parts[:len(parts) - node.level + 1]
+                    base = ".".join(parts + [base] if base else parts)
+                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base
+                         for alias in node.names]
+            else:
+                continue
+            for name in names:
+                target = known(name)
+                if target is None or target == importer:
+                    continue
+                graph.add_edge(importer, target)
+                parts = target.split(".")
+                for i in range(1, len(parts)):
+                    package = ".".join(parts[:i])
+                    if package in paths and not importer.startswith(package + "."):
+                        graph.add_edge(importer, package)
+    return graph
+
+
+def test_the_tree_has_no_import_circle():
+    import networkx as nx
+
+    circles = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
+    assert not circles, f"modules importing each other (function-level imports count): {circles}"
+
+
+def test_no_import_runs_upward():
+    upward = [f"{a} -> {b}" for a, b in import_graph().edges if room_of(b) > room_of(a)]
+    assert not upward, f"imports into a higher room (see ROOMS): {sorted(upward)}"
+
+
+def test_the_import_graph_sees_function_level_and_relative_imports(tmp_path):
+    """The checker itself finds imports hidden in functions, relative ones and packages."""
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    files = {
+        "pkg": "",
+        "pkg.low": "def f():\n    from pkg.sub import high\n",
+        "pkg.sub": "",
+        "pkg.sub.high": "from ..low import f\nfrom . import other\n",
+        "pkg.sub.other": "import pkg.low\n",
+    }
+    paths = {}
+    for name, text in files.items():
+        parts = name.split(".")
+        is_package = name in ("pkg", "pkg.sub")
+        path = tmp_path.joinpath(*parts, "__init__.py") if is_package else \
+            tmp_path.joinpath(*parts[:-1], parts[-1] + ".py")
+        path.write_text(text)
+        paths[name] = path
+    graph = import_graph(paths)
+    assert graph.has_edge("pkg.low", "pkg.sub.high")          # inside a function
+    assert graph.has_edge("pkg.low", "pkg.sub")               # running the package
+    assert graph.has_edge("pkg.sub.high", "pkg.low")          # relative, two levels
+    assert graph.has_edge("pkg.sub.high", "pkg.sub.other")    # relative submodule
+    assert not graph.has_edge("pkg.sub.other", "pkg")         # its own package runs already
+    assert room_of("primitives.tensor.ops.base") < room_of("primitives.tensor.numpy.lowering")

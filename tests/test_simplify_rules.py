@@ -26,10 +26,11 @@ from primitives import tensor as tnp
 from primitives.scalar import Const, Pow, Scale, ScalarOp, trace_scalar
 from primitives.tensor.transforms.functional import make_graph
 from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.ops.constants import MAX_LITERAL_ELEMENTS, Full, Literal, constant_op
 from primitives.tensor.ops.dot import DotGeneral
-from primitives.tensor.ops.select import Compare, Full, Real, Select
+from primitives.tensor.ops.elementwise import Real
+from primitives.tensor.ops.select import Compare, Select
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
-from primitives.tensor.ops.simplify import MAX_LITERAL_ELEMENTS, Literal, constant_op
 from tidu import LinearizedGraph, linear_transpose, linearize, optimize
 from tidu.graph import PRIMARY, Derived, GraphBuilder, Input, Linearized, Local, evaluate
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from primitives import tensor as tnp
 from primitives.tensor import BackwardError, Tensor, TensorShapeError, TensorTypeError, tensor
 from primitives.tensor import buffers
-from primitives.tensor.eager import tensor as eager
+from primitives.tensor.eager import frontend as eager
 from tidu import TiduError
 
 X = np.array([1.0, 2.0, -3.0])

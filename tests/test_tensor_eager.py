@@ -201,7 +201,7 @@ def test_backward_frees_the_gradients_of_tensors_no_one_holds():
     np.testing.assert_allclose(grads.grad(x), 2 * grads.grad(h))
     for _ in range(3000):                     # dead references are dropped, not kept forever
         x * 1.0
-    from primitives.tensor.eager import tensor as eager
+    from primitives.tensor.eager import frontend as eager
     assert len(eager._referenced) < 3000
 
 
@@ -277,7 +277,7 @@ def test_detach_cuts_history():
 
 
 def test_no_trace_when_nothing_requires_grad(monkeypatch):
-    from primitives.tensor.eager import tensor as eager
+    from primitives.tensor.eager import frontend as eager
 
     calls = []
     real = eager._recorder

@@ -21,22 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from primitives import tensor as tnp
-from primitives.tensor.numpy import lowering as T
-from primitives.tensor.numpy.lowering import TensorNotSupportedError, TensorShapeError
+from primitives.tensor import numpy as T
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, ScatterAdd, Slice
 from primitives.tensor.ops.reduce import ReduceMax, ReduceMin
-from primitives.tensor.ops.select import (
-    ComplexAbs,
-    Compare,
-    Full,
-    Imag,
-    Maximum,
-    Minimum,
-    Real,
-    Select,
-)
+from primitives.tensor.ops.constants import Full
+from primitives.tensor.ops.elementwise import ComplexAbs, Imag, Maximum, Minimum, Real
+from primitives.tensor.ops.select import Compare, Select
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 from tidu import ADRuleError, linear_transpose, linearize
 from tidu.graph import GraphBuilder, Input, Local, evaluate

@@ -60,13 +60,13 @@ from __future__ import annotations
 import cmath
 import enum
 import math
-from math import copysign
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
 from tidu.compile import forwarded, producer
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, Linearized, Local
+from primitives.exact import exact_identity
 
 LIN = Linearized((True,))
 LIN_TF = Linearized((True, False))
@@ -508,28 +508,10 @@ for _op, _rules in _RULES.items():
 # --- ops with a parameter ---------------------------------------------------------
 
 
-def _exact(value) -> tuple:
-    """What makes two parameters the same: their type and value, with ``-0.0`` apart
-    from ``0.0`` and every NaN equal to every NaN.
-
-    >>> _exact(-0.0) == _exact(0.0), _exact(1) == _exact(1.0), _exact(math.nan) == _exact(-math.nan)
-    (False, False, True)
-    """
-    if isinstance(value, float):
-        return (type(value), _float_identity(value))
-    if isinstance(value, complex):
-        return (type(value), _float_identity(value.real), _float_identity(value.imag))
-    return (type(value), value)
-
-
-def _float_identity(x: float):
-    return (x, copysign(1.0, x)) if x == x else "nan"
-
-
 class _ParameterOp(Primitive, EvaluableGraphOperation):
     """Shared base of the parameterised scalar ops: one input, one output, sum with ADD.
 
-    Equal when their parameters are exactly equal (:func:`_exact`): graphs merge
+    Equal when their parameters are exactly equal (:func:`primitives.exact.exact_identity`): graphs merge
     equal ops, so ``==`` on numbers (``0.0 == -0.0``, ``1 == 1.0 == 1+0j``,
     ``nan != nan``) would merge ops that compute different things.
     """
@@ -541,14 +523,7 @@ class _ParameterOp(Primitive, EvaluableGraphOperation):
     def __post_init__(self) -> None:
         fields = self.__dict__         # frozen: written directly, once
         parameter = fields[self._parameter]
-        kind = type(parameter)
-        if kind is float:              # the common cases first: this runs per op made
-            exact = (kind, _float_identity(parameter))
-        elif kind is int:
-            exact = (kind, parameter)
-        else:
-            exact = _exact(parameter)
-        fields["_identity"] = (type(self), exact)
+        fields["_identity"] = (type(self), exact_identity(parameter))
 
     def __eq__(self, other) -> bool:
         return self is other or (isinstance(other, _ParameterOp)

@@ -19,77 +19,13 @@ from primitives.tensor.errors import (
     TensorShapeError,
     TensorTypeError,
 )
-from primitives.tensor.numpy.lowering import (
-    abs,
-    absolute,
-    add,
-    amax,
-    amin,
-    array,
-    asarray,
-    astype,
-    broadcast_to,
-    clip,
-    concatenate,
-    conj,
-    conjugate,
-    cos,
-    divide,
-    dot,
-    dot_general,
-    einsum,
-    equal,
-    exp,
-    expand_dims,
-    getitem,
-    greater,
-    greater_equal,
-    imag,
-    less,
-    less_equal,
-    log,
-    logsumexp,
-    matmul,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    multiply,
-    ndim,
-    negative,
-    not_equal,
-    outer,
-    pad,
-    positive,
-    power,
-    real,
-    reshape,
-    shape,
-    sign,
-    sin,
-    size,
-    sqrt,
-    squeeze,
-    stack,
-    stop_gradient,
-    subtract,
-    sum,
-    take,
-    tanh,
-    tensordot,
-    transpose,
-    where,
-)
-# NumPy's namespace, by family: each module's __all__ (and the submodules linalg, fft).
-from primitives.tensor.numpy import (creation, fft, linalg, manipulation, mathfuncs, products,
-                                     reductions)
-from primitives.tensor.numpy.creation import *       # noqa: F401,F403
-from primitives.tensor.numpy.mathfuncs import *      # noqa: F401,F403
-from primitives.tensor.numpy.reductions import *     # noqa: F401,F403
-from primitives.tensor.numpy.manipulation import *   # noqa: F401,F403
-from primitives.tensor.numpy.products import *       # noqa: F401,F403
-from primitives.tensor.eager.tensor import Gradients, Tensor, checkpoint, tensor
+# NumPy's namespace (primitives.tensor.numpy): every family's names, and the submodules
+# linalg and fft; the family modules stay reachable as tnp.<family>.
+from primitives.tensor import numpy
+from primitives.tensor.numpy import *                # noqa: F401,F403
+from primitives.tensor.numpy import creation, manipulation, mathfuncs  # noqa: F401
+from primitives.tensor.numpy import products, reductions  # noqa: F401
+from primitives.tensor.eager.frontend import Gradients, Tensor, checkpoint, tensor
 from primitives.tensor import autograd
 from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.memory import retain_freed_memory
@@ -110,6 +46,7 @@ from primitives.tensor.transforms.functional import (
 )
 from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
 from primitives.tensor.transforms.vmap import vmap
+from primitives.tensor.transforms.vectorize import vectorize
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
 from primitives.tensor import nn, optim, random
@@ -126,66 +63,6 @@ __all__ = [
     "TensorIndexError",
     "TensorShapeError",
     "TensorTypeError",
-    "abs",
-    "absolute",
-    "add",
-    "amax",
-    "amin",
-    "array",
-    "asarray",
-    "astype",
-    "broadcast_to",
-    "clip",
-    "concatenate",
-    "conj",
-    "conjugate",
-    "cos",
-    "divide",
-    "dot",
-    "dot_general",
-    "einsum",
-    "equal",
-    "exp",
-    "expand_dims",
-    "getitem",
-    "greater",
-    "greater_equal",
-    "imag",
-    "less",
-    "less_equal",
-    "log",
-    "logsumexp",
-    "matmul",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "multiply",
-    "ndim",
-    "negative",
-    "not_equal",
-    "outer",
-    "pad",
-    "positive",
-    "power",
-    "real",
-    "reshape",
-    "shape",
-    "sign",
-    "sin",
-    "size",
-    "sqrt",
-    "squeeze",
-    "stack",
-    "stop_gradient",
-    "subtract",
-    "sum",
-    "take",
-    "tanh",
-    "tensordot",
-    "transpose",
-    "where",
     "BackwardError",
     "Gradients",
     "Tensor",
@@ -209,6 +86,7 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "vectorize",
     "odeint",
     "fixed_point",
     "nn",
@@ -216,8 +94,7 @@ __all__ = [
     "random",
     "ravel_pytree",
 ]
-__all__ += ["fft", "linalg", *creation.__all__, *mathfuncs.__all__, *reductions.__all__, *manipulation.__all__,
-            *products.__all__]
+__all__ += numpy.__all__
 
 
 def __getattr__(name: str):

@@ -32,7 +32,7 @@ import numpy as np
 from tidu.eager import try_hvp
 from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import dtype_of, shape_of
-from primitives.tensor.eager.tensor import Tensor, _cotangents, _executor, _in_library_of, _new
+from primitives.tensor.eager.frontend import Tensor, _cotangents, _executor, _in_library_of, _new
 from primitives.tensor.errors import BackwardError, TensorTypeError
 
 __all__ = ["grad", "hvp"]

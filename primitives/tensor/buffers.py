@@ -87,7 +87,7 @@ def _take_idle(arrays):
     """An array of ``arrays`` referenced by nothing but the list, or ``None``."""
     for array in arrays:
         if sys.getrefcount(array) <= _IDLE_REFS:
-            # A tensor that held it may have made it read-only (primitives.tensor.eager.tensor).
+            # A tensor that held it may have made it read-only (primitives.tensor.eager.frontend).
             array.flags.writeable = True
             return array
     return None

@@ -34,12 +34,11 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import reshape
+from primitives.tensor.numpy.lowering import concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.jit import jit
-from primitives.tensor.numpy.manipulation import concatenate
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 __all__ = ["odeint"]

@@ -55,11 +55,11 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from tidu import TiduError
-from primitives.tensor.numpy import lowering as api
+from primitives.tensor import numpy as api
 from primitives.tensor.backends import library_of
 from primitives.tensor.core import dtype_of
 from primitives.tensor.numpy.creation import full_like, zeros_like
-from primitives.tensor.eager.tensor import Tensor
+from primitives.tensor.eager.frontend import Tensor
 from primitives.tensor.errors import TensorTypeError
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 

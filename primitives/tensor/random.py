@@ -58,7 +58,7 @@ import numpy as np
 from numpy.random import (MT19937, PCG64, PCG64DXSM, SFC64, BitGenerator, Philox,  # NumPy's
                           SeedSequence)
 
-from primitives.tensor.numpy.lowering import take
+from primitives.tensor.numpy.indexing import take
 from primitives.tensor.core import Frontend, shape_of, tracing_transform
 from primitives.tensor.errors import TensorTypeError
 from primitives.tensor.transforms.functional import FunctionalError

@@ -1,1 +1,21 @@
-"""(room described in docs/architecture.md)"""
+"""The eager front end (PyTorch's): ``Tensor`` records each op it runs, ``backward`` walks
+the record through :class:`NumpyExecutor` (a ``tidu.eager.BackwardExecutor``).
+
+Room: above the transforms (``checkpoint`` traces its block with
+:func:`..transforms.make_graph`); modules ``executor`` (the engine: how the tensor set runs
+backward) and ``frontend`` (``Tensor``, ``Gradients``, ``tensor``, ``checkpoint``).
+
+>>> import numpy as np
+>>> from primitives.tensor.eager import NumpyExecutor, tensor
+>>> x = tensor(np.array([1.0, 2.0]), requires_grad=True)
+>>> (x * x).sum().backward().grad(x)
+array([2., 4.])
+>>> isinstance(NumpyExecutor(), NumpyExecutor)
+True
+"""
+
+from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
+from primitives.tensor.eager.frontend import Gradients, Tensor, checkpoint, tensor
+
+__all__ = ["Gradients", "ImmediateNumpyBuilder", "NumpyExecutor", "Tensor", "checkpoint",
+           "tensor"]

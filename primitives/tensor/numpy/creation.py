@@ -4,9 +4,10 @@ Most creation routines make constants: their results carry no derivative, so the
 are NumPy's own functions (``tnp.eye is numpy.eye``). Given a tensor or traced
 value where a number is expected, NumPy's dispatch sends the call to tidu, which
 raises a clear error rather than dropping the derivative. ``array``/``asarray``,
-which take arrays, are tnp's own (``primitives.tensor.numpy.lowering``); so are
-``zeros_like``, ``ones_like`` and ``full_like`` (here): constants too, made in the
-library of their argument, on its device.
+which take arrays (and stack sequences holding tensors, with gradients), are tnp's
+own; so are ``zeros_like``, ``ones_like`` and ``full_like``: constants too, made in
+the library of their argument, on its device. The index tricks ``r_`` and ``c_``
+(arrays from ranges, ``arange`` and ``linspace``, and values) are here too.
 
 Three take values that can carry a derivative, as in JAX and autograd:
 ``full(shape, fill_value)`` and ``full_like(a, fill_value)`` differentiate in
@@ -36,6 +37,10 @@ dispatch, :mod:`primitives.tensor.numpy.dispatch`), also under ``grad``; under `
 >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
 >>> tnp.allclose(t, [1.0, 2.0 + 1e-12])
 True
+
+It imports :mod:`.lowering`, :mod:`.mathfuncs`, :mod:`.manipulation` and
+:mod:`.reductions` (``linspace`` and ``r_`` are written with them; and :mod:`.dispatch`),
+of the NumPy package.
 """
 
 from __future__ import annotations
@@ -44,11 +49,17 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import _holds_frontend, _operand, _shape_tuple, astype, broadcast_to
-from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
-from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
-from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
+from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, divide,
+                                              filled_like, holds_frontend, is_foreign_array,
+                                              is_python_scalar, multiply, operand, reshape,
+                                              shape_tuple, subtract, transpose, where)
+from primitives.tensor.numpy.manipulation import moveaxis, swapaxes
+from primitives.tensor.numpy.mathfuncs import floor
+from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
     zeros, ones, empty, eye, identity, arange, logspace, geomspace, tri,
     indices, diag_indices, tril_indices, triu_indices, result_type, promote_types, can_cast,
@@ -72,7 +83,8 @@ __all__ = [
     "dtype", "errstate", "pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float16",
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",
-    "complexfloating", "inexact", "zeros_like", "ones_like", "full_like",
+    "complexfloating", "inexact", "zeros_like", "ones_like", "full_like", "array", "asarray",
+    "r_", "c_",
     "allclose", "isclose", "array_equal", "array_equiv", "nonzero", "argwhere", "flatnonzero",
     "count_nonzero", "searchsorted", "isneginf", "isposinf", "iscomplexobj", "isrealobj",
     "shares_memory", "may_share_memory", "seterr", "geterr", "seterrcall", "geterrcall",
@@ -90,13 +102,13 @@ def zeros_like(a, dtype=None):
     array([[0.],
            [0.]], dtype=float32)
     """
-    return _filled_like(a, None, dtype, "zeros_like")
+    return filled_like(a, None, dtype, "zeros_like")
 
 
 @implements(np.ones_like)
 def ones_like(a, dtype=None):
     """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
-    return _filled_like(a, 1, dtype, "ones_like")
+    return filled_like(a, 1, dtype, "ones_like")
 
 
 @implements(np.full_like)
@@ -113,9 +125,9 @@ def full_like(a, fill_value, dtype=None):
     """
     if _carries_values(fill_value):
         dtype = dtype_of(a) if dtype is None else numpy_dtype(dtype)
-        return _broadcast_fill(fill_value, shape_of(_operand(a, "full_like")), dtype,
+        return _broadcast_fill(fill_value, shape_of(operand(a, "full_like")), dtype,
                                "full_like")
-    return _filled_like(a, fill_value, dtype, "full_like")
+    return filled_like(a, fill_value, dtype, "full_like")
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
@@ -135,7 +147,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     array([ 6., 12.])
     """
     if _carries_values(fill_value):
-        return _broadcast_fill(fill_value, _shape_tuple(shape, "full"),
+        return _broadcast_fill(fill_value, shape_tuple(shape, "full"),
                                None if dtype is None else numpy_dtype(dtype), "full")
     return np.full(shape, fill_value, dtype=dtype, order=order, device=device, like=like)
 
@@ -164,16 +176,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     if not (_carries_values(start) or _carries_values(stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
-    from primitives.tensor.numpy.lowering import add, divide, multiply, subtract, where
-    from primitives.tensor.numpy.manipulation import moveaxis
-    from primitives.tensor.numpy.mathfuncs import floor
-    from primitives.tensor.numpy.reductions import any as any_
-
     num = operator.index(num)
     if num < 0:
         raise TensorShapeError(f"linspace: Number of samples, {num}, must be non-negative.")
     div = num - 1 if endpoint else num
-    start, stop = _operand(start, "linspace"), _operand(stop, "linspace")
+    start, stop = operand(start, "linspace"), operand(stop, "linspace")
     computed = _inexact_result_type(start, stop)            # NumPy's dtype to compute in
     integer_dtype = dtype is not None and np.issubdtype(numpy_dtype(dtype), np.integer)
     dtype = computed if dtype is None else numpy_dtype(dtype)
@@ -202,9 +209,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def _inexact_result_type(*values) -> np.dtype:
     """NumPy's result dtype of ``values``, made floating point if it is not inexact (what
     ``np.linspace`` computes in); Python numbers are weak, as in NumPy 2."""
-    from primitives.tensor.numpy.lowering import _is_python_scalar
-
-    dtype = np.result_type(*[v if _is_python_scalar(v) else dtype_of(v) for v in values])
+    dtype = np.result_type(*[v if is_python_scalar(v) else dtype_of(v) for v in values])
     return dtype if dtype.kind in "fc" else np.result_type(dtype, np.float64)
 
 
@@ -214,7 +219,7 @@ def _carries_values(value) -> bool:
     if isinstance(value, Frontend):
         return True
     if isinstance(value, (list, tuple)):
-        return _holds_frontend(value)
+        return holds_frontend(value)
     return library_of(value) is not NUMPY
 
 
@@ -222,7 +227,7 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
     """``fill_value`` cast to ``dtype`` (``None``: kept) and broadcast to ``shape``; a new
     array when ``fill_value`` is a plain array of another library (NumPy's result is
     writable and shares no memory)."""
-    value = _operand(fill_value, fn)
+    value = operand(fill_value, fn)
     if dtype is not None:
         value = astype(value, dtype)
     try:
@@ -235,20 +240,147 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
     return out
 
 
-def _filled_like(a, value, dtype, fn: str):
-    """An array of ``a``'s shape (and dtype, unless given) filled with ``value`` (zeros for
-    ``None``), in ``a``'s library, on its device; NumPy for a traced ``a`` (a transform's
-    results come out in its arguments' library, and a NumPy constant suits any call of a
-    ``jit``-compiled function)."""
-    a = _operand(a, fn)
-    shape = shape_of(a)
-    dtype = dtype_of(a) if dtype is None else np.dtype(dtype)
-    below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
-    library = library_of(below)
-    if library is NUMPY:
-        return np.zeros(shape, dtype=dtype) if value is None else np.full(shape, value, dtype=dtype)
-    if value is None:
-        return library.xp.zeros(shape, dtype=dtype, device=device_of(below))
-    if np.ndim(value) != 0:                             # an array of values to broadcast
-        return library.from_numpy(np.full(shape, value, dtype=dtype), below)
-    return library.xp.full(shape, value, dtype=dtype, device=device_of(below))
+# --- arrays from values: array, asarray ---------------------------------------------------
+
+
+def array(object, dtype=None, copy=True):
+    """``np.array``: nested lists and tuples holding tensors or traced values stack, with
+    gradients; a tensor or traced value passes through (converted to ``dtype``).
+
+    >>> t = array([np.float64(1.0), np.array(2.0)])
+    >>> t
+    array([1., 2.])
+    """
+    value = operand(object) if isinstance(object, (list, tuple)) else object
+    if isinstance(value, Frontend):
+        return value if dtype is None else astype(value, dtype)
+    if is_foreign_array(value):                 # stays in its library, on its device
+        xp = library_of(value).xp
+        value = value if dtype is None else xp.astype(value, np.dtype(dtype))
+        return xp.asarray(value, copy=copy)
+    return np.array(value, dtype=dtype, copy=copy)
+
+
+def asarray(a, dtype=None):
+    """``np.asarray``, with :func:`array`'s handling of tensors and traced values."""
+    return array(a, dtype=dtype, copy=None)
+
+
+# --- index tricks: r_ and c_ ---------------------------------------------------------------
+
+
+def _holds_values(item) -> bool:
+    """Whether an item of ``r_[...]`` is more than NumPy data: a tensor or traced value (also
+    in a list or as a slice's bound), or another library's array."""
+    if isinstance(item, Frontend):
+        return True
+    if isinstance(item, slice):
+        return any(isinstance(b, Frontend) for b in (item.start, item.stop, item.step))
+    if isinstance(item, (list, tuple)):
+        return holds_frontend(item)
+    return not isinstance(item, str) and is_foreign_array(item)
+
+
+def _with_ndmin(x, ndmin: int):
+    shape = shape_of(x)
+    return x if len(shape) >= ndmin else reshape(x, (1,) * (ndmin - len(shape)) + shape)
+
+
+class AxisConcatenator:
+    """NumPy's index trick objects ``r_`` and ``c_``: ``r_[a, b, 1:3, 0.5]`` concatenates
+    arrays, scalars and ranges (``start:stop:step`` is ``arange``; a complex step ``nj``
+    is ``linspace`` of ``n`` points) along an axis, with NumPy's directives (a first
+    entry ``"1"`` or ``"0,2,1"``: axis, minimum rank, where 1-d arrays go). Plain NumPy
+    entries give NumPy's own result; with tensors or traced values it is built with
+    ``concatenate`` (and ``linspace``), so it differentiates in every array and bound.
+    The matrix directives ``"r"``/``"c"`` (``numpy.matrix``) are NumPy's only.
+
+    >>> import primitives.tensor as tnp
+    >>> tnp.r_[np.array([1.0, 2.0]), 0.0, 4:6]
+    array([1., 2., 0., 4., 5.])
+    >>> tnp.grad(lambda v: tnp.sum(tnp.r_[v, v ** 2, 0:2]))(np.array([3.0]))
+    array([7.])
+    >>> tnp.grad(lambda v: tnp.sum(tnp.c_[v, 2 * v] ** 2))(np.array([1.0, 2.0]))
+    array([10., 20.])
+    >>> tnp.r_["0,2,0", np.array([1.0, 2.0]), np.array([[3.0], [4.0]])]  # axis, ndmin, trans1d
+    array([[1.],
+           [2.],
+           [3.],
+           [4.]])
+    """
+
+    def __init__(self, numpy_object, axis: int, ndmin: int, trans1d: int) -> None:
+        self._numpy = numpy_object
+        self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(_holds_values(item) for item in items):
+            return self._numpy[key]                    # NumPy's own, bit for bit
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        arrays, kinds = [], []
+        for k, item in enumerate(items):
+            scalar = False
+            if isinstance(item, str):
+                if k != 0:
+                    raise TensorShapeError(f"{self.name}: special directives must be the first "
+                                           "entry.")
+                axis, ndmin, trans1d = self._directive(item, axis, ndmin, trans1d)
+                continue
+            if isinstance(item, slice):
+                start = 0 if item.start is None else item.start
+                step = 1 if item.step is None else item.step
+                if isinstance(step, (complex, np.complexfloating)):
+                    new = linspace(start, item.stop, num=int(abs(step)))
+                else:
+                    new = np.arange(start, item.stop, step)
+                if ndmin > 1:
+                    new = _with_ndmin(new, ndmin)
+                    if trans1d != -1:
+                        new = swapaxes(new, -1, trans1d)
+            elif type(item) in np.ScalarType:
+                scalar, new = True, item
+            else:
+                new = operand(item, self.name)
+                item_ndim = len(shape_of(new))
+                new = _with_ndmin(new, ndmin)
+                if trans1d != -1 and item_ndim < ndmin:
+                    k2, k1 = ndmin - item_ndim, trans1d
+                    if k1 < 0:
+                        k1 += k2 + 1
+                    order = list(range(ndmin))
+                    new = transpose(new, order[:k1] + order[k2:] + order[k1:k2])
+            arrays.append(new)
+            kinds.append(item if scalar else dtype_of(new))
+        dtype = np.result_type(*kinds)
+        arrays = [_with_ndmin(astype(a, dtype), ndmin) for a in arrays]
+        return concatenate(arrays, axis)
+
+    @property
+    def name(self) -> str:
+        return "c_" if self._numpy is np.c_ else "r_"
+
+    def _directive(self, item: str, axis: int, ndmin: int, trans1d: int) -> tuple:
+        if item in ("r", "c"):
+            raise TensorNotSupportedError(
+                f"{self.name}: the directive {item!r} makes a numpy.matrix, which tnp does not "
+                "have; leave it out (tensors and traced values are arrays)")
+        try:
+            if "," in item:
+                values = [int(v) for v in item.split(",")]
+                if len(values) not in (2, 3):
+                    raise ValueError
+                return values[0], values[1], values[2] if len(values) == 3 else trans1d
+            return int(item), ndmin, trans1d
+        except ValueError:
+            raise TensorShapeError(f"{self.name}: unknown special directive {item!r}") from None
+
+    def __repr__(self) -> str:
+        return f"tnp.{self.name}"
+
+
+r_ = AxisConcatenator(np.r_, 0, 1, -1)          # along the first axis
+c_ = AxisConcatenator(np.c_, -1, 2, 0)          # 1-d arrays as columns, along the last axis

@@ -14,6 +14,12 @@ protocols (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``) to here:
 Values that carry no gradient (a ``Tensor`` that does not require grad, an integer
 tracer) are plain data to every NumPy function. Converting a value that carries a
 gradient to an array (``np.asarray``, ``float()``...) raises: see :func:`constant_data`.
+An error for a NumPy function without a tnp version points to tnp's function of
+that name when there is one: the names come from the registrations
+(:func:`implements`) and from the NumPy package's namespace (:func:`provides`).
+
+It is the bottom of the NumPy package: it imports nothing of it (only ``core`` and
+``errors``), and every family module registers here.
 
 >>> import primitives.tensor as tnp
 >>> t = tnp.tensor([-1.0, 2.0], requires_grad=True)
@@ -35,6 +41,7 @@ from primitives.tensor.core import Frontend, data_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
 
 _IMPLEMENTATIONS: dict = {}      # NumPy function or ufunc -> its differentiable tnp version
+_NAMES: set = set()              # tnp's names ("sum", "linalg.det"...): what errors suggest
 
 # NumPy functions whose results are shapes, indices or booleans: no derivative to lose.
 _NOT_DIFFERENTIABLE = {
@@ -47,7 +54,8 @@ _NOT_DIFFERENTIABLE = {
 
 
 def implements(*numpy_functions) -> Callable:
-    """Register the decorated function as the differentiable version of ``numpy_functions``.
+    """Register the decorated function as the differentiable version of ``numpy_functions``
+    (tnp has them by their NumPy names: :func:`provides` them too).
 
     >>> @implements(np.negative)
     ... def negative(x): ...
@@ -57,8 +65,20 @@ def implements(*numpy_functions) -> Callable:
     def register(fn: Callable) -> Callable:
         for numpy_function in numpy_functions:
             _IMPLEMENTATIONS[numpy_function] = fn
+        provides([_numpy_name(f).removeprefix("numpy.") for f in numpy_functions])
         return fn
     return register
+
+
+def provides(names, namespace: str = "") -> None:
+    """Record that ``tnp.{namespace}{name}`` exists for each of ``names`` (the NumPy package
+    records its namespace, ``linalg.`` and ``fft.``), so an error can point to it.
+
+    >>> provides(["det"], "linalg.")
+    >>> "linalg.det" in _NAMES
+    True
+    """
+    _NAMES.update(namespace + name for name in names)
 
 
 def _qualified(fn) -> str:
@@ -66,14 +86,19 @@ def _qualified(fn) -> str:
     return f"{module}.{fn.__name__}"
 
 
-def _not_supported(name: str, short: str) -> TensorNotSupportedError:
-    import primitives.tensor as tnp
+def _numpy_name(fn) -> str:
+    """``"numpy.linalg.det"``, ``"scipy.special.gammaln"``: the name errors give ``fn``."""
+    return f"{_ufunc_module(fn)}.{fn.__name__}" if isinstance(fn, np.ufunc) else _qualified(fn)
 
-    found = tnp
-    for part in short.split("."):
-        found = getattr(found, part, None)
-    instead = (f"use tnp.{short}" if callable(found)
-               else f"tnp has no {short} yet: write it with tnp functions")
+
+def _not_supported(name: str, short: str) -> TensorNotSupportedError:
+    if short in _NAMES:
+        instead = f"use tnp.{short}"
+    elif short.startswith("scipy.") and not any(n.startswith("scipy.") for n in _NAMES):
+        instead = ("import primitives.tensor.scipy (tnp.scipy), where SciPy's functions tnp "
+                   "differentiates are, or write it with tnp functions")
+    else:
+        instead = f"tnp has no {short} yet: write it with tnp functions"
     return TensorNotSupportedError(
         f"{name} has no differentiable tidu version and would drop the derivative; {instead}, "
         "or pass the value on as a constant on purpose with tnp.stop_gradient(x)")

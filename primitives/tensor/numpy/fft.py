@@ -10,6 +10,9 @@ gradient of ``sum(abs(fft(x))**2)`` is ``2 * N * x``. The gradient of a real
 input of ``rfft`` is real: each half-spectrum bin but DC and Nyquist stands for
 two bins of the full spectrum, and the adjoint counts both.
 
+It imports :mod:`.lowering` and :mod:`.indexing` (and :mod:`.dispatch`), of the NumPy
+package.
+
 >>> import numpy as np
 >>> import primitives.tensor as tnp
 >>> tnp.fft.fft(np.array([1.0, 0.0, 0.0, 0.0]))
@@ -25,22 +28,13 @@ import warnings
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (
-    _axis,
-    _first,
-    _no_out,
-    _operand,
-    astype,
-    bind,
-    concatenate,
-    conj,
-    getitem,
-    multiply,
-)
 from primitives.tensor.backends import NUMPY, library_of
-from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.indexing import getitem
+from primitives.tensor.numpy.lowering import (astype, concatenate, conj, first, multiply, no_out,
+                                              normalize_axis, operand)
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
 from primitives.tensor.ops.indexing import Pad, Slice
 
@@ -85,7 +79,7 @@ def _nd_args(x, s, axes, fn: str, inverse_real: bool = False) -> tuple[list, lis
                           "in NumPy 2.0): the last len(s) axes are transformed",
                           DeprecationWarning, stacklevel=3)
         axes = range(-len(s), 0) if s is not None else range(len(shape))
-    axes = [_axis(a, len(shape), fn) for a in axes]
+    axes = [normalize_axis(a, len(shape), fn) for a in axes]
     if s is None:
         lengths = [shape[a] for a in axes]
         if inverse_real and axes:
@@ -108,10 +102,10 @@ def _resized(x, axis: int, n: int):
     size = shape[axis]
     if size > n:
         limits = shape[:axis] + (n,) + shape[axis + 1:]
-        return _first(bind(Slice((0,) * len(shape), limits, (1,) * len(shape), shape), x))
+        return first(bind(Slice((0,) * len(shape), limits, (1,) * len(shape), shape), x))
     if size < n:
         high = tuple(n - size if a == axis else 0 for a in range(len(shape)))
-        return _first(bind(Pad((0,) * len(shape), high, (0,) * len(shape), shape), x))
+        return first(bind(Pad((0,) * len(shape), high, (0,) * len(shape), shape), x))
     return x
 
 
@@ -138,10 +132,10 @@ def _complex_to_complex(x, lengths, axes, norm: str, fn: str, inverse: bool = Fa
     if len(set(axes)) == len(axes):           # one op; the resizes commute with the transform
         for axis, n in zip(axes, lengths):
             x = _resized(x, axis, _length(x, axis, n, fn))
-        return _first(bind(Fft(tuple(axes), inverse, norm), x))
+        return first(bind(Fft(tuple(axes), inverse, norm), x))
     for axis, n in reversed(list(zip(axes, lengths))):   # NumPy's order: an axis may repeat
         x = _resized(x, axis, _length(x, axis, n, fn))
-        x = _first(bind(Fft((axis,), inverse, norm), x))
+        x = first(bind(Fft((axis,), inverse, norm), x))
     return x
 
 
@@ -157,9 +151,9 @@ def _real_to_complex(x, lengths, axes, norm: str, fn: str):
     if len(set(axes)) == len(axes):
         for axis, n in zip(axes, lengths):
             x = _resized(x, axis, _length(x, axis, n, fn))
-        return _first(bind(Rfft(tuple(axes), shape_of(x)[last], norm), x))
+        return first(bind(Rfft(tuple(axes), shape_of(x)[last], norm), x))
     n = _length(x, last, lengths[-1], fn)
-    x = _first(bind(Rfft((last,), n, norm), _resized(x, last, n)))
+    x = first(bind(Rfft((last,), n, norm), _resized(x, last, n)))
     return _complex_to_complex(x, lengths[:-1], axes[:-1], norm, fn)
 
 
@@ -179,7 +173,7 @@ def _complex_to_real(x, lengths, axes, norm: str, fn: str):
             x = _resized(x, axis, _length(x, axis, m, fn))
     n = _length(x, last, lengths[-1], fn, half=True)
     x = _resized(x, last, n // 2 + 1)
-    x = _first(bind(Irfft(tuple(axes) if distinct else (last,), n, norm), x))
+    x = first(bind(Irfft(tuple(axes) if distinct else (last,), n, norm), x))
     return astype(x, real_dtype)
 
 
@@ -191,10 +185,10 @@ def _inverse(x, lengths, axes, norm: str, fn: str):
 
 
 def _one_d(kind, fn: str, a, n, axis, norm, out, opposite_norm: bool = False):
-    _no_out(out, fn)
+    no_out(out, fn)
     norm = _norm(norm, fn)
-    a = _operand(a, fn)
-    axis = _axis(axis, len(shape_of(a)), fn)
+    a = operand(a, fn)
+    axis = normalize_axis(axis, len(shape_of(a)), fn)
     return kind(a, [n], [axis], ADJOINT_NORM[norm] if opposite_norm else norm, fn)
 
 
@@ -226,7 +220,7 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
 @implements(np.fft.hfft)
 def hfft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.hfft``: ``irfft(conj(a))`` with the opposite ``norm``, differentiable."""
-    return _one_d(_complex_to_real, "hfft", conj(_operand(a, "hfft")), n, axis, norm, out,
+    return _one_d(_complex_to_real, "hfft", conj(operand(a, "hfft")), n, axis, norm, out,
                   opposite_norm=True)
 
 
@@ -240,9 +234,9 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None):
 
 
 def _nd(kind, fn: str, a, s, axes, norm, out):
-    _no_out(out, fn)
+    no_out(out, fn)
     norm = _norm(norm, fn)
-    a = _operand(a, fn)
+    a = operand(a, fn)
     lengths, axes = _nd_args(a, s, axes, fn, inverse_real=kind is _complex_to_real)
     return kind(a, lengths, axes, norm, fn)
 
@@ -311,7 +305,7 @@ def _roll(x, shifts: dict):
 
 
 def _shift(x, axes, fn: str, sign: int):
-    x = _operand(x, fn)
+    x = operand(x, fn)
     shape = shape_of(x)
     if axes is None:
         axes = range(len(shape))
@@ -319,7 +313,7 @@ def _shift(x, axes, fn: str, sign: int):
         axes = (axes,)
     shifts: dict = {}
     for axis in axes:
-        axis = _axis(axis, len(shape), fn)
+        axis = normalize_axis(axis, len(shape), fn)
         shifts[axis] = shifts.get(axis, 0) + sign * (shape[axis] // 2)   # np.roll adds repeats
     return _roll(x, shifts)
 

@@ -30,6 +30,9 @@ Gradient conventions (JAX's and PyTorch's, but for complex inputs):
 - complex gradients are the adjoint under ``Re<a, b>`` (PyTorch's), the conjugate
   of JAX's; JVPs are JAX's.
 
+It imports :mod:`.lowering`, :mod:`.indexing` and :mod:`.products` (and
+:mod:`.dispatch`), of the NumPy package.
+
 >>> import numpy as np
 >>> import primitives.tensor as tnp
 >>> float(tnp.linalg.det(np.eye(2) * 2.0))
@@ -48,37 +51,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (
-    _axis,
-    _no_out,
-    _operand,
-    abs,
-    astype,
-    broadcast_to,
-    conj,
-    divide,
-    equal,
-    getitem,
-    greater,
-    imag,
-    matmul,
-    max,
-    min,
-    multiply,
-    not_equal,
-    power,
-    real,
-    reshape,
-    sqrt,
-    subtract,
-    sum,
-    transpose,
-    where,
-)
 from primitives.tensor.backends import NUMPY, common_library, library_of, to_library
 from primitives.tensor.core import array_below, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.indexing import getitem
+from primitives.tensor.numpy.lowering import (abs, astype, broadcast_to, conj, divide, equal,
+                                              greater, imag, max, min, multiply, no_out,
+                                              normalize_axis, not_equal, operand, power, real,
+                                              reshape, sqrt, subtract, sum, transpose, where)
+from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.linalg import (
     Cholesky,
     Det,
@@ -148,7 +130,7 @@ def _linalg_dtype(dtype: np.dtype, fn: str) -> np.dtype:
 
 def _matrices(a, fn: str, square: bool = True):
     """``a`` as a stack of (square) matrices of a linalg dtype; NumPy's errors otherwise."""
-    a = _operand(a, f"linalg.{fn}")
+    a = operand(a, f"linalg.{fn}")
     shape = shape_of(a)
     if len(shape) < 2:
         raise LinAlgError(f"linalg.{fn}: {len(shape)}-dimensional array given. Array must be "
@@ -187,7 +169,7 @@ def solve(a, b):
     """``np.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector when 1-d, else a stack
     of matrices broadcast against ``a``."""
     a = _matrices(a, "solve")
-    b = _operand(b, "linalg.solve")
+    b = operand(b, "linalg.solve")
     dtype = _linalg_dtype(np.result_type(dtype_of(a), dtype_of(b)), "solve")
     a, b = astype(a, dtype), astype(b, dtype)
     n = shape_of(a)[-1]
@@ -246,7 +228,7 @@ def lstsq(a, b, rcond=None):
     tall ``a`` whether residuals are returned depends on the rank: under ``jit`` that is a
     ``ConcretizationError``, and on Dask arrays it computes the rank."""
     a = _matrices(a, "lstsq", square=False)
-    b = _operand(b, "linalg.lstsq")
+    b = operand(b, "linalg.lstsq")
     if len(shape_of(a)) != 2 or len(shape_of(b)) not in (1, 2):
         raise LinAlgError(f"linalg.lstsq: a must be 2-dimensional and b 1- or 2-dimensional, "
                           f"got shapes {shape_of(a)} and {shape_of(b)}")
@@ -435,7 +417,7 @@ def matrix_power(a, n: int):
         n = operator.index(n)
     except TypeError:
         raise TensorTypeError("linalg.matrix_power: exponent must be an integer") from None
-    a = _operand(a, "linalg.matrix_power")
+    a = operand(a, "linalg.matrix_power")
     shape = shape_of(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise LinAlgError(f"linalg.matrix_power: the last 2 dimensions of shape {shape} must be "
@@ -457,8 +439,8 @@ def matrix_power(a, n: int):
 @implements(np.linalg.multi_dot)
 def multi_dot(arrays, *, out=None):
     """``np.linalg.multi_dot``: a 1-d first (last) array is a row (column) vector."""
-    _no_out(out, "linalg.multi_dot")
-    arrays = [_operand(x, "linalg.multi_dot") for x in arrays]
+    no_out(out, "linalg.multi_dot")
+    arrays = [operand(x, "linalg.multi_dot") for x in arrays]
     if len(arrays) < 2:
         raise TensorShapeError("linalg.multi_dot: expecting at least two arrays")
     first, last = shape_of(arrays[0]), shape_of(arrays[-1])
@@ -537,7 +519,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     Derivatives: 0 at the zero vector for the 2-norm; ties of ``inf``/``-inf`` norms and of
     ``2``/``-2`` matrix norms share the derivative; ``2``, ``-2`` and ``"nuc"`` go through the
     singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
-    x = _operand(x, "linalg.norm")
+    x = operand(x, "linalg.norm")
     x = astype(x, _linalg_dtype(dtype_of(x), "norm"))
     nd = len(shape_of(x))
     if axis is None:
@@ -550,7 +532,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
             raise TensorTypeError("linalg.norm: 'axis' must be None, an integer or a tuple of "
                                   "integers")
         axis = (axis,)
-    axes = tuple(_axis(a, nd, "linalg.norm") for a in axis)
+    axes = tuple(normalize_axis(a, nd, "linalg.norm") for a in axis)
     if len(axes) == 1:
         return _vector_norm(x, ord, axes[0], keepdims)
     if len(axes) == 2:
@@ -563,13 +545,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
 @implements(np.linalg.vector_norm)
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     """``np.linalg.vector_norm``: over all axes (flattened) by default, or ``axis``."""
-    x = _operand(x, "linalg.vector_norm")
+    x = operand(x, "linalg.vector_norm")
     shape = shape_of(x)
     if axis is None:
         result = norm(reshape(x, (-1,)), ord, 0)
         return reshape(result, (1,) * len(shape)) if keepdims else result
     if isinstance(axis, tuple) and len(axis) != 1:
-        axes = tuple(_axis(a, len(shape), "linalg.vector_norm") for a in axis)
+        axes = tuple(normalize_axis(a, len(shape), "linalg.vector_norm") for a in axis)
         others = tuple(i for i in range(len(shape)) if i not in axes)
         flat = reshape(transpose(x, others + axes), tuple(shape[i] for i in others) + (-1,))
         result = norm(flat, ord, -1)
@@ -582,7 +564,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
 @implements(np.linalg.matrix_norm)
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     """``np.linalg.matrix_norm``: the norm of each matrix over the last two axes."""
-    x = _operand(x, "linalg.matrix_norm")
+    x = operand(x, "linalg.matrix_norm")
     if len(shape_of(x)) < 2:
         raise LinAlgError("linalg.matrix_norm: the input must be at least two-dimensional")
     return norm(x, ord, (-2, -1), keepdims)

@@ -1,7 +1,11 @@
-"""Array manipulation with NumPy's names: diagonals and triangles, flips and rolls,
+"""Array manipulation with NumPy's names: shapes (``shape``, ``ndim``, ``size``,
+``squeeze``, ``expand_dims``), padding, diagonals and triangles, flips and rolls,
 repeating, splitting and stacking, axis moves, the functional forms of indexing and
-selection (``select``, ``piecewise``), the index tricks ``r_`` and ``c_``, and the
-function-mapping helpers ``apply_along_axis`` and ``vectorize``.
+selection (``select``, ``piecewise``, ``take_along_axis``...), and the
+function-mapping helper ``apply_along_axis``. (``reshape``, ``transpose``,
+``concatenate`` and ``stack`` are one op each: :mod:`.lowering`'s; ``r_`` and ``c_``
+build ranges: :mod:`.creation`'s; ``vectorize`` maps with ``vmap``, a transform:
+:mod:`primitives.tensor.transforms.vectorize`.)
 
 Every function is linear in its array arguments and built from the shape and
 indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
@@ -10,8 +14,11 @@ indexing primitives (``slice``, ``pad``, ``rev``, ``split``, ``concatenate``,
 transform applies. Integer arguments (offsets, shifts, repeats, sections, index
 arrays) are static: they must be known while ``jit`` traces, and given as a PyTorch,
 CuPy or Dask array they are copied to host memory (a Dask array is computed).
-``select``, ``piecewise``, ``apply_along_axis`` and ``vectorize`` differentiate through
-what they call and select.
+``select``, ``piecewise`` and ``apply_along_axis`` differentiate through what they
+call and select.
+
+It imports :mod:`.lowering` and :mod:`.indexing` (and :mod:`.dispatch`), of the NumPy
+package.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -29,38 +36,24 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (
-    _axes,
-    _axis,
-    _first,
-    _holds_frontend,
-    _index_array,
-    _is_foreign_array,
-    _operand,
-    _shape_tuple,
-    astype,
-    bind,
-    broadcast_to,
-    concatenate,
-    getitem,
-    reshape,
-    result_dtype,
-    stack,
-    sum,
-    transpose,
-    where,
-)
 from primitives.tensor.backends import to_host
-from primitives.tensor.core import Frontend, data_if_known, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (ConcretizationError, TensorIndexError,
-                                      TensorNotSupportedError, TensorShapeError, TensorTypeError)
+from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError, TensorShapeError,
+                                      TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.indexing import getitem, index_array
+from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, first,
+                                              is_foreign_array, is_python_scalar,
+                                              normalize_axes, normalize_axis, operand, reshape,
+                                              result_dtype, shape_tuple, stack, sum, transpose,
+                                              where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
 from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
+    "shape", "ndim", "size", "squeeze", "expand_dims", "pad",
     "diag", "diagonal", "trace", "tril", "triu",
     "flip", "fliplr", "flipud", "rot90", "roll",
     "repeat", "tile",
@@ -68,7 +61,7 @@ __all__ = [
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "meshgrid", "copy",
-    "select", "piecewise", "r_", "c_", "apply_along_axis", "vectorize",
+    "select", "piecewise", "apply_along_axis",
 ]
 
 
@@ -86,7 +79,7 @@ def _integer(value, fn: str, what: str) -> int:
 def _static_integers(value, fn: str, what: str) -> np.ndarray:
     """An integer argument (a number, a sequence, an array) as a NumPy integer array; it must
     be known now (under ``jit`` a traced value raises ``ConcretizationError``)."""
-    data = to_host(data_of(_operand(value, fn), f"{fn}: reading {what}"))
+    data = to_host(data_of(operand(value, fn), f"{fn}: reading {what}"))
     if data.size == 0 and data.dtype.kind == "f":
         data = data.astype(np.intp)                    # [] reads as an empty integer list
     if data.dtype.kind not in "iu":
@@ -103,6 +96,57 @@ def _concatenate(arrays, axis: int, fn: str):
         raise TensorShapeError(f"{fn}: {error}") from None
 
 
+# --- shapes: queries, axes of size one ------------------------------------------------------
+
+
+@implements(np.shape)
+def shape(a) -> tuple:
+    """``np.shape`` (known under ``jit`` too)."""
+    return shape_of(operand(a))
+
+
+@implements(np.ndim)
+def ndim(a) -> int:
+    """``np.ndim``."""
+    return len(shape(a))
+
+
+@implements(np.size)
+def size(a, axis=None) -> int:
+    """``np.size``."""
+    dims = shape(a)
+    return int(np.prod(dims, dtype=np.int64)) if axis is None else dims[normalize_axis(
+        axis, len(dims), "size")]
+
+
+@implements(np.squeeze)
+def squeeze(x, axis=None):
+    """``np.squeeze``."""
+    shape = shape_of(x)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = normalize_axes(axis, len(shape), "squeeze")
+        for a in axes:
+            if shape[a] != 1:
+                raise TensorShapeError(f"squeeze: cannot select axis {a} of shape {shape} to "
+                                       "squeeze out: its size is not one")
+    return reshape(x, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+@implements(np.expand_dims)
+def expand_dims(x, axis):
+    """``np.expand_dims``."""
+    shape = shape_of(x)
+    axis = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    new_ndim = len(shape) + len(axis)
+    axes = normalize_axes(axis, new_ndim, "expand_dims")
+    if len(axes) != len(axis):
+        raise TensorShapeError(f"expand_dims: repeated axis in {axis}")
+    sizes = iter(shape)
+    return reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim)))
+
+
 # --- diagonals and triangles --------------------------------------------------------------
 
 
@@ -117,13 +161,13 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
 
 
 def _diagonal(a, offset, axis1, axis2, fn: str):
-    a = _operand(a, fn)
+    a = operand(a, fn)
     shape = shape_of(a)
     ndim = len(shape)
     if ndim < 2:
         raise TensorShapeError(f"{fn}: the array must have at least two dimensions, got "
                                f"shape {shape}")
-    axis1, axis2 = _axis(axis1, ndim, fn), _axis(axis2, ndim, fn)
+    axis1, axis2 = normalize_axis(axis1, ndim, fn), normalize_axis(axis2, ndim, fn)
     if axis1 == axis2:
         raise TensorShapeError(f"{fn}: axis1 and axis2 cannot be the same")
     offset = _integer(offset, fn, "offset")
@@ -148,7 +192,7 @@ def diag(v, k: int = 0):
            [0., 0., 2.],
            [0., 0., 0.]])
     """
-    v = _operand(v, "diag")
+    v = operand(v, "diag")
     k = _integer(k, "diag", "k")
     shape = shape_of(v)
     if len(shape) == 2:
@@ -160,7 +204,7 @@ def diag(v, k: int = 0):
     # flattened, the result is v with `size` zeros between neighbours: one zero padding
     start = max(-k, 0) * size + max(k, 0) if n else size * size
     end = start + (n - 1) * (size + 1) + 1 if n else size * size
-    padded = _first(bind(Pad((start,), (size * size - end,), (size if n else 0,), (n,)), v))
+    padded = first(bind(Pad((start,), (size * size - end,), (size if n else 0,), (n,)), v))
     return reshape(padded, (size, size))
 
 
@@ -176,7 +220,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
 
 
 def _triangle(m, k, fn: str, lower: bool):
-    m = _operand(m, fn)
+    m = operand(m, fn)
     shape = shape_of(m)
     if not shape:
         raise TensorShapeError(f"{fn}: the array must have at least one dimension")
@@ -207,16 +251,16 @@ def triu(m, k: int = 0):
 def flip(m, axis=None):
     """``np.flip`` (a new array, not NumPy's view): reverse along ``axis`` (all axes if
     ``None``)."""
-    m = _operand(m, "flip")
+    m = operand(m, "flip")
     shape = shape_of(m)
-    axes = tuple(a for a in _axes(axis, len(shape), "flip") if shape[a] > 1)
-    return _first(bind(Rev(axes), m)) if axes else m
+    axes = tuple(a for a in normalize_axes(axis, len(shape), "flip") if shape[a] > 1)
+    return first(bind(Rev(axes), m)) if axes else m
 
 
 @implements(np.fliplr)
 def fliplr(m):
     """``np.fliplr``: reverse along axis 1 (at least 2-d)."""
-    m = _operand(m, "fliplr")
+    m = operand(m, "fliplr")
     if len(shape_of(m)) < 2:
         raise TensorShapeError(f"fliplr: input must be >= 2-d, got shape {shape_of(m)}")
     return flip(m, 1)
@@ -225,7 +269,7 @@ def fliplr(m):
 @implements(np.flipud)
 def flipud(m):
     """``np.flipud``: reverse along axis 0 (at least 1-d)."""
-    m = _operand(m, "flipud")
+    m = operand(m, "flipud")
     if len(shape_of(m)) < 1:
         raise TensorShapeError("flipud: input must be >= 1-d, got a 0-d array")
     return flip(m, 0)
@@ -234,7 +278,7 @@ def flipud(m):
 @implements(np.rot90)
 def rot90(m, k: int = 1, axes=(0, 1)):
     """``np.rot90``: rotate by ``k`` quarter turns from ``axes[0]`` towards ``axes[1]``."""
-    m = _operand(m, "rot90")
+    m = operand(m, "rot90")
     ndim = len(shape_of(m))
     try:
         axes = tuple(axes)
@@ -272,7 +316,7 @@ def roll(a, shift, axis=None):
     """``np.roll``: shift elements along ``axis`` (the flattened array if ``None``), wrapping
     around; ``shift`` and ``axis`` may be sequences (shifts of one axis add up). Integer
     shifts only (NumPy truncates a float)."""
-    a = _operand(a, "roll")
+    a = operand(a, "roll")
     shape = shape_of(a)
     if axis is None:
         return reshape(roll(reshape(a, (-1,)), shift, 0), shape)
@@ -289,7 +333,7 @@ def roll(a, shift, axis=None):
         raise TensorShapeError("roll: 'shift' and 'axis' should be scalars or 1D sequences")
     totals: dict = {}
     for s, ax in pairs:
-        ax = _axis(ax, len(shape), "roll")
+        ax = normalize_axis(ax, len(shape), "roll")
         totals[ax] = totals.get(ax, 0) + int(s)
     for ax, total in totals.items():
         n = shape[ax]
@@ -306,11 +350,11 @@ def roll(a, shift, axis=None):
 def repeat(a, repeats, axis=None):
     """``np.repeat``: each element ``repeats`` times along ``axis`` (the flattened array if
     ``None``); ``repeats`` is one count or one per element."""
-    a = _operand(a, "repeat")
+    a = operand(a, "repeat")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
-    axis = _axis(axis, len(shape), "repeat")
+    axis = normalize_axis(axis, len(shape), "repeat")
     counts = _static_integers(repeats, "repeat", "repeats")
     if counts.ndim > 1:
         raise TensorShapeError(f"repeat: repeats must be one count or a 1-d sequence, got "
@@ -328,18 +372,18 @@ def repeat(a, repeats, axis=None):
             return a
         wide = shape[:axis + 1] + (count,) + shape[axis + 1:]
         dims = tuple(i if i <= axis else i + 1 for i in range(len(shape)))
-        out = _first(bind(BroadcastInDim(wide, dims, shape), a))
+        out = first(bind(BroadcastInDim(wide, dims, shape), a))
         return reshape(out, shape[:axis] + (n * count,) + shape[axis + 1:])
     index = np.repeat(np.arange(n, dtype=np.intp), counts)
-    return _first(bind(Gather(axis, shape, index.shape), a, index))
+    return first(bind(Gather(axis, shape, index.shape), a, index))
 
 
 @implements(np.tile)
 def tile(A, reps):
     """``np.tile``: ``A`` repeated ``reps[i]`` times along axis ``i`` (``A`` or ``reps``
     padded with leading ones to one length)."""
-    A = _operand(A, "tile")
-    reps = _shape_tuple(reps, "tile")
+    A = operand(A, "tile")
+    reps = shape_tuple(reps, "tile")
     if any(r < 0 for r in reps):
         raise TensorShapeError(f"tile: negative reps {reps}")
     shape = shape_of(A)
@@ -350,17 +394,50 @@ def tile(A, reps):
         return A
     # (r0, s0, r1, s1, ...) by broadcasting, then merged pairwise
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
-    out = _first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
+    out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
     return reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+# --- padding ------------------------------------------------------------------------------
+
+
+@implements(np.pad)
+def pad(x, pad_width, mode: str = "constant", constant_values=0):
+    """``np.pad`` in ``"constant"`` mode with one scalar ``constant_values``."""
+    if mode != "constant":
+        raise TensorNotSupportedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if not is_python_scalar(constant_values) and np.ndim(constant_values) != 0:
+        raise TensorNotSupportedError("pad: constant_values must be one scalar")
+    x = operand(x)
+    shape = shape_of(x)
+    widths = np.asarray(pad_width)
+    if widths.size and not np.issubdtype(widths.dtype, np.integer):
+        raise TensorTypeError("pad: `pad_width` must be of integral type")
+    try:
+        widths = np.broadcast_to(widths.astype(np.int64), (len(shape), 2))
+    except ValueError:
+        raise TensorShapeError(f"pad: pad_width {pad_width!r} does not fit an array of shape "
+                               f"{shape}") from None
+    if (widths < 0).any():
+        raise TensorShapeError(f"pad: negative pad_width {pad_width!r}")
+    if not widths.any():
+        return x
+    op = Pad(tuple(int(w) for w in widths[:, 0]), tuple(int(w) for w in widths[:, 1]),
+             (0,) * len(shape), shape)
+    if constant_values == 0:
+        return first(bind(op, x))
+    dtype = result_dtype(x, constant_values)
+    border = np.pad(np.zeros(shape, dtype=dtype), widths, constant_values=constant_values)
+    return add(first(bind(op, astype(x, dtype))), border)       # exact: x + 0 inside
 
 
 # --- splitting ----------------------------------------------------------------------------
 
 
 def _split(ary, indices_or_sections, axis, fn: str, even: bool) -> list:
-    ary = _operand(ary, fn)
+    ary = operand(ary, fn)
     shape = shape_of(ary)
-    axis = _axis(axis, len(shape), fn)
+    axis = normalize_axis(axis, len(shape), fn)
     n = shape[axis]
     sections = indices_or_sections
     if not isinstance(sections, numbers.Integral) or isinstance(sections, (bool, np.bool_)):
@@ -411,7 +488,7 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list:
 
 
 def _split_at_least(ary, indices_or_sections, ndim: int, axis: int, fn: str) -> list:
-    ary = _operand(ary, fn)
+    ary = operand(ary, fn)
     if len(shape_of(ary)) < ndim:
         raise TensorShapeError(f"{fn} only works on arrays of {ndim} or more dimensions, got "
                                f"shape {shape_of(ary)}")
@@ -421,7 +498,7 @@ def _split_at_least(ary, indices_or_sections, ndim: int, axis: int, fn: str) -> 
 @implements(np.hsplit)
 def hsplit(ary, indices_or_sections) -> list:
     """``np.hsplit``: :func:`split` along axis 1 (axis 0 of a 1-d array)."""
-    axis = 1 if len(shape_of(_operand(ary, "hsplit"))) > 1 else 0
+    axis = 1 if len(shape_of(operand(ary, "hsplit"))) > 1 else 0
     return _split_at_least(ary, indices_or_sections, 1, axis, "hsplit")
 
 
@@ -442,7 +519,7 @@ def dsplit(ary, indices_or_sections) -> list:
 
 def _at_least(a, ndim: int, fn: str):
     """``a`` with axes of size one added as ``atleast_{ndim}d`` does."""
-    a = _operand(a, fn)
+    a = operand(a, fn)
     shape = shape_of(a)
     if len(shape) >= ndim:
         return a
@@ -485,7 +562,7 @@ def _sequence(tup, fn: str) -> list:
     """The arrays of a stacking function's argument (an array stacks its rows, as in NumPy)."""
     if isinstance(tup, (list, tuple)):
         return list(tup)
-    if (isinstance(tup, (Frontend, np.ndarray)) or _is_foreign_array(tup)) and shape_of(tup):
+    if (isinstance(tup, (Frontend, np.ndarray)) or is_foreign_array(tup)) and shape_of(tup):
         return list(tup)
     raise TensorTypeError(f"{fn}: arrays to stack must be passed as a sequence such as a list "
                           f"or tuple, got {type(tup).__name__}")
@@ -545,7 +622,7 @@ def column_stack(tup):
     """``np.column_stack``: 0-d and 1-d arrays become columns, then concatenate along axis 1."""
     arrays = []
     for a in _sequence(tup, "column_stack"):
-        a = _operand(a, "column_stack")
+        a = operand(a, "column_stack")
         shape = shape_of(a)
         arrays.append(reshape(a, (-1, 1) if len(shape) == 1 else (1, 1)) if len(shape) < 2
                       else a)
@@ -556,10 +633,10 @@ def column_stack(tup):
 def append(arr, values, axis=None):
     """``np.append``: ``values`` concatenated after ``arr`` along ``axis`` (both flattened if
     ``None``)."""
-    arr, values = _operand(arr, "append"), _operand(values, "append")
+    arr, values = operand(arr, "append"), operand(values, "append")
     if axis is None:
         arr, values, axis = reshape(arr, (-1,)), reshape(values, (-1,)), 0
-    return _concatenate([arr, values], _axis(axis, len(shape_of(arr)), "append"), "append")
+    return _concatenate([arr, values], normalize_axis(axis, len(shape_of(arr)), "append"), "append")
 
 
 # --- axes ---------------------------------------------------------------------------------
@@ -567,7 +644,7 @@ def append(arr, values, axis=None):
 
 def _axis_list(axes, ndim: int, fn: str, what: str) -> list:
     axes = list(axes) if isinstance(axes, (list, tuple)) or np.ndim(axes) else [axes]
-    result = [_axis(a, ndim, fn) for a in axes]
+    result = [normalize_axis(a, ndim, fn) for a in axes]
     if len(set(result)) != len(result):
         raise TensorShapeError(f"{fn}: repeated axis in `{what}` argument: {axes}")
     return result
@@ -577,7 +654,7 @@ def _axis_list(axes, ndim: int, fn: str, what: str) -> list:
 def moveaxis(a, source, destination):
     """``np.moveaxis``: axes ``source`` moved to positions ``destination``, the others kept
     in order."""
-    a = _operand(a, "moveaxis")
+    a = operand(a, "moveaxis")
     ndim = len(shape_of(a))
     source = _axis_list(source, ndim, "moveaxis", "source")
     destination = _axis_list(destination, ndim, "moveaxis", "destination")
@@ -594,9 +671,9 @@ def moveaxis(a, source, destination):
 @implements(np.swapaxes)
 def swapaxes(a, axis1: int, axis2: int):
     """``np.swapaxes``."""
-    a = _operand(a, "swapaxes")
+    a = operand(a, "swapaxes")
     ndim = len(shape_of(a))
-    axis1, axis2 = _axis(axis1, ndim, "swapaxes"), _axis(axis2, ndim, "swapaxes")
+    axis1, axis2 = normalize_axis(axis1, ndim, "swapaxes"), normalize_axis(axis2, ndim, "swapaxes")
     order = list(range(ndim))
     order[axis1], order[axis2] = axis2, axis1
     return transpose(a, order)
@@ -605,9 +682,9 @@ def swapaxes(a, axis1: int, axis2: int):
 @implements(np.rollaxis)
 def rollaxis(a, axis: int, start: int = 0):
     """``np.rollaxis``: ``axis`` moved to lie before ``start`` (prefer :func:`moveaxis`)."""
-    a = _operand(a, "rollaxis")
+    a = operand(a, "rollaxis")
     ndim = len(shape_of(a))
-    axis = _axis(axis, ndim, "rollaxis")
+    axis = normalize_axis(axis, ndim, "rollaxis")
     start = _integer(start, "rollaxis", "start")
     if not -ndim <= start <= ndim:
         raise TensorShapeError(f"rollaxis: 'start' arg requires {-ndim} <= start < {ndim + 1}, "
@@ -626,7 +703,7 @@ def ravel(a, order: str = "C"):
     """``np.ravel`` in C order (a new array, never a view); other orders are not supported."""
     if order != "C":
         raise TensorNotSupportedError(f"ravel: order {order!r} is not supported (only 'C')")
-    return reshape(_operand(a, "ravel"), (-1,))
+    return reshape(operand(a, "ravel"), (-1,))
 
 
 # --- copies ----------------------------------------------------------------------------------
@@ -643,7 +720,7 @@ def copy(a, order: str = "K", subok: bool = False):
     """
     if order not in ("K", "A", "C", "F"):
         raise TensorTypeError(f"copy: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
-    return _first(bind(ew.copy, _operand(a, "copy")))
+    return first(bind(ew.copy, operand(a, "copy")))
 
 
 # --- indexing along an axis -----------------------------------------------------------------
@@ -654,8 +731,8 @@ def _along_axis(arr, indices, axis, fn: str):
     that ``take_along_axis`` reads (``put_along_axis`` writes), of the result's shape.
     Indices that are tensors or traced values stay data: their positions are computed by ops
     (checked when they run), so ``jit`` and ``vmap`` take them."""
-    arr = _operand(arr, fn)
-    indices = _operand(indices, fn)
+    arr = operand(arr, fn)
+    indices = operand(indices, fn)
     if dtype_of(indices).kind not in "iu":
         raise TensorIndexError(f"{fn}: `indices` must be an integer array, got "
                                f"{dtype_of(indices)}")
@@ -669,9 +746,9 @@ def _along_axis(arr, indices, axis, fn: str):
     if len(index_shape) != len(shape):
         raise TensorShapeError(f"{fn}: `indices` and `arr` must have the same number of "
                                f"dimensions, got shapes {index_shape} and {shape}")
-    axis = _axis(axis, len(shape), fn)
+    axis = normalize_axis(axis, len(shape), fn)
     try:
-        index = _index_array(indices, shape[axis], axis)
+        index = index_array(indices, shape[axis], axis)
     except TensorIndexError as error:
         raise TensorIndexError(f"{fn}: {error}") from None
     ndim = len(shape)
@@ -701,7 +778,7 @@ def take_along_axis(arr, indices, axis=-1):
     array if ``None``); the other axes of ``arr`` and ``indices`` broadcast."""
     arr, positions = _along_axis(arr, indices, axis, "take_along_axis")
     flat = reshape(arr, (-1,))
-    return _first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
+    return first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
 
 
 @implements(np.put_along_axis)
@@ -720,12 +797,12 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
             "put_along_axis: tensors are immutable, so arr cannot be modified in place as "
             "numpy.put_along_axis does; pass inplace=False to get the updated array as a new "
             "value (as jax.numpy.put_along_axis)")
-    source = _operand(arr, "put_along_axis")
+    source = operand(arr, "put_along_axis")
     arr, positions = _along_axis(source, indices, axis, "put_along_axis")
     flat = reshape(arr, (-1,))
     dtype = dtype_of(flat)
     try:
-        values = broadcast_to(astype(_operand(values, "put_along_axis"), dtype), positions.shape)
+        values = broadcast_to(astype(operand(values, "put_along_axis"), dtype), positions.shape)
     except TensorShapeError:
         raise TensorShapeError(f"put_along_axis: values of shape {shape_of(values)} cannot be "
                                f"broadcast to the indexed shape {positions.shape}") from None
@@ -736,7 +813,7 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
         values, targets, written = _last_writes_traced(values, targets, size)
     else:
         values, targets, written = _last_writes(values, targets, size)
-    scattered = _first(bind(ScatterAdd(0, (size,), shape_of(targets)), values, targets))
+    scattered = first(bind(ScatterAdd(0, (size,), shape_of(targets)), values, targets))
     return reshape(where(written, scattered, flat), shape_of(source))
 
 
@@ -746,7 +823,7 @@ def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
     reversed_first = np.unique(targets[::-1], return_index=True)[1]
     kept = targets.size - 1 - reversed_first
     if kept.size != targets.size:
-        values = _first(bind(Gather(0, shape_of(values), kept.shape), values, kept))
+        values = first(bind(Gather(0, shape_of(values), kept.shape), values, kept))
         targets = targets[kept]
     written = np.zeros(size, dtype=bool)
     written[targets] = True
@@ -759,14 +836,14 @@ def _last_writes_traced(values, targets, size: int) -> tuple:
     count = shape_of(targets)[0]
     if count == 0:
         return values, targets, np.zeros(size, dtype=bool)
-    order = _first(bind(Argsort(0, "stable"), targets))
-    targets = _first(bind(Gather(0, (count,), (count,)), targets, order))
-    values = _first(bind(Gather(0, (count,), (count,)), values, order))
+    order = first(bind(Argsort(0, "stable"), targets))
+    targets = first(bind(Gather(0, (count,), (count,)), targets, order))
+    values = first(bind(Gather(0, (count,), (count,)), values, order))
     last = concatenate([getitem(targets, slice(None, -1)) != getitem(targets, slice(1, None)),
                         np.ones(1, dtype=bool)], 0)
     values = where(last, values, np.zeros((), dtype=dtype_of(values)))
     ones = broadcast_to(np.ones((), dtype=np.intp), (count,))
-    hits = _first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
+    hits = first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
     return values, targets, hits > 0
 
 
@@ -780,7 +857,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     """
     if indexing not in ("xy", "ij"):
         raise TensorTypeError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    arrays = [ravel(_operand(x, "meshgrid")) for x in xi]
+    arrays = [ravel(operand(x, "meshgrid")) for x in xi]
     shapes = [[1] * len(arrays) for _ in arrays]
     for i, a in enumerate(arrays):
         shapes[i][i] = shape_of(a)[0]
@@ -799,7 +876,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 
 def _weak_or_array(value, fn: str):
     """A Python number as is (weak in NumPy's promotion), anything else as an array."""
-    return value if type(value) in (int, float, complex) else _operand(value, fn)
+    return value if type(value) in (int, float, complex) else operand(value, fn)
 
 
 @implements(np.select)
@@ -822,7 +899,7 @@ def select(condlist, choicelist, default=0):
     except TypeError as error:
         raise TensorTypeError("select: Choicelist and default value do not have a common "
                               f"dtype: {error}") from None
-    conditions = [_operand(c, "select") for c in condlist]
+    conditions = [operand(c, "select") for c in condlist]
     for i, condition in enumerate(conditions):
         if dtype_of(condition) != np.bool_:
             raise TensorTypeError(f"select: invalid entry {i} in condlist: should be boolean "
@@ -847,7 +924,7 @@ def _one_condition(condlist, x_ndim: int) -> bool:
             return False
         first = condlist[0]
         arrays = (list, np.ndarray, Frontend)
-        return not (isinstance(first, arrays) or _is_foreign_array(first)) and x_ndim != 0
+        return not (isinstance(first, arrays) or is_foreign_array(first)) and x_ndim != 0
     ndim = len(shape_of(condlist))           # an array: a list of its rows if 2-d or more
     return ndim == 0 or (ndim < 2 and x_ndim != 0)
 
@@ -873,13 +950,13 @@ def piecewise(x, condlist, funclist, *args, **kw):
     >>> tnp.grad(lambda v: tnp.sum(piecewise(v, [v < 0], [lambda u: u ** 2, 1.0])))(x)
     array([-4., -1.,  0.,  0.])
     """
-    x = _operand(x, "piecewise")
+    x = operand(x, "piecewise")
     shape, dtype = shape_of(x), dtype_of(x)
     if _one_condition(condlist, len(shape)):
         condlist = [condlist]
-    elif isinstance(condlist, (Frontend, np.ndarray)) or _is_foreign_array(condlist):
+    elif isinstance(condlist, (Frontend, np.ndarray)) or is_foreign_array(condlist):
         condlist = [getitem(condlist, i) for i in range(shape_of(condlist)[0])]
-    conditions = [broadcast_to(astype(_operand(c, "piecewise"), np.bool_), shape)
+    conditions = [broadcast_to(astype(operand(c, "piecewise"), np.bool_), shape)
                   for c in condlist]
     functions = list(funclist)
     if len(conditions) == len(functions) - 1:          # the "otherwise" condition
@@ -894,153 +971,31 @@ def piecewise(x, condlist, funclist, *args, **kw):
     result = np.zeros(shape, dtype)
     for condition, function in zip(conditions, functions):
         if not callable(function):
-            result = where(condition, astype(_operand(function, "piecewise"), dtype), result)
+            result = where(condition, astype(operand(function, "piecewise"), dtype), result)
             continue
         mask = data_if_known(condition)
         if not isinstance(mask, np.ndarray):          # jit, vmap, other libraries: JAX's way
-            values = astype(_operand(function(x, *args, **kw), "piecewise"), dtype)
+            values = astype(operand(function(x, *args, **kw), "piecewise"), dtype)
             result = where(condition, values, result)
             continue
         positions = np.flatnonzero(to_host(mask))
         if positions.size == 0:
             continue
         flat = reshape(x, (-1,))
-        selected = _first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
-        values = _operand(function(selected, *args, **kw), "piecewise")
+        selected = first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
+        values = operand(function(selected, *args, **kw), "piecewise")
         try:
             values = broadcast_to(astype(values, dtype), positions.shape)
         except TensorShapeError:
             raise TensorShapeError(f"piecewise: a function returned shape {shape_of(values)} for "
                                    f"{positions.size} selected entries") from None
         size = int(np.prod(shape, dtype=np.int64))
-        placed = _first(bind(ScatterAdd(0, (size,), positions.shape), values, positions))
+        placed = first(bind(ScatterAdd(0, (size,), positions.shape), values, positions))
         result = where(condition, reshape(placed, shape), result)
     return result
 
 
-# --- index tricks ---------------------------------------------------------------------------
-
-
-def _holds_values(item) -> bool:
-    """Whether an item of ``r_[...]`` is more than NumPy data: a tensor or traced value (also
-    in a list or as a slice's bound), or another library's array."""
-    if isinstance(item, Frontend):
-        return True
-    if isinstance(item, slice):
-        return any(isinstance(b, Frontend) for b in (item.start, item.stop, item.step))
-    if isinstance(item, (list, tuple)):
-        return _holds_frontend(item)
-    return not isinstance(item, str) and _is_foreign_array(item)
-
-
-def _with_ndmin(x, ndmin: int):
-    shape = shape_of(x)
-    return x if len(shape) >= ndmin else reshape(x, (1,) * (ndmin - len(shape)) + shape)
-
-
-class AxisConcatenator:
-    """NumPy's index trick objects ``r_`` and ``c_``: ``r_[a, b, 1:3, 0.5]`` concatenates
-    arrays, scalars and ranges (``start:stop:step`` is ``arange``; a complex step ``nj``
-    is ``linspace`` of ``n`` points) along an axis, with NumPy's directives (a first
-    entry ``"1"`` or ``"0,2,1"``: axis, minimum rank, where 1-d arrays go). Plain NumPy
-    entries give NumPy's own result; with tensors or traced values it is built with
-    ``concatenate`` (and ``linspace``), so it differentiates in every array and bound.
-    The matrix directives ``"r"``/``"c"`` (``numpy.matrix``) are NumPy's only.
-
-    >>> import primitives.tensor as tnp
-    >>> tnp.r_[np.array([1.0, 2.0]), 0.0, 4:6]
-    array([1., 2., 0., 4., 5.])
-    >>> tnp.grad(lambda v: tnp.sum(tnp.r_[v, v ** 2, 0:2]))(np.array([3.0]))
-    array([7.])
-    >>> tnp.grad(lambda v: tnp.sum(tnp.c_[v, 2 * v] ** 2))(np.array([1.0, 2.0]))
-    array([10., 20.])
-    >>> tnp.r_["0,2,0", np.array([1.0, 2.0]), np.array([[3.0], [4.0]])]  # axis, ndmin, trans1d
-    array([[1.],
-           [2.],
-           [3.],
-           [4.]])
-    """
-
-    def __init__(self, numpy_object, axis: int, ndmin: int, trans1d: int) -> None:
-        self._numpy = numpy_object
-        self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
-
-    def __len__(self) -> int:
-        return 0
-
-    def __getitem__(self, key):
-        items = key if isinstance(key, tuple) else (key,)
-        if not any(_holds_values(item) for item in items):
-            return self._numpy[key]                    # NumPy's own, bit for bit
-        from primitives.tensor.numpy.creation import linspace
-
-        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
-        arrays, kinds = [], []
-        for k, item in enumerate(items):
-            scalar = False
-            if isinstance(item, str):
-                if k != 0:
-                    raise TensorShapeError(f"{self.name}: special directives must be the first "
-                                           "entry.")
-                axis, ndmin, trans1d = self._directive(item, axis, ndmin, trans1d)
-                continue
-            if isinstance(item, slice):
-                start = 0 if item.start is None else item.start
-                step = 1 if item.step is None else item.step
-                if isinstance(step, (complex, np.complexfloating)):
-                    new = linspace(start, item.stop, num=int(abs(step)))
-                else:
-                    new = np.arange(start, item.stop, step)
-                if ndmin > 1:
-                    new = _with_ndmin(new, ndmin)
-                    if trans1d != -1:
-                        new = swapaxes(new, -1, trans1d)
-            elif type(item) in np.ScalarType:
-                scalar, new = True, item
-            else:
-                new = _operand(item, self.name)
-                item_ndim = len(shape_of(new))
-                new = _with_ndmin(new, ndmin)
-                if trans1d != -1 and item_ndim < ndmin:
-                    k2, k1 = ndmin - item_ndim, trans1d
-                    if k1 < 0:
-                        k1 += k2 + 1
-                    order = list(range(ndmin))
-                    new = transpose(new, order[:k1] + order[k2:] + order[k1:k2])
-            arrays.append(new)
-            kinds.append(item if scalar else dtype_of(new))
-        dtype = np.result_type(*kinds)
-        arrays = [_with_ndmin(astype(a, dtype), ndmin) for a in arrays]
-        return concatenate(arrays, axis)
-
-    @property
-    def name(self) -> str:
-        return "c_" if self._numpy is np.c_ else "r_"
-
-    def _directive(self, item: str, axis: int, ndmin: int, trans1d: int) -> tuple:
-        if item in ("r", "c"):
-            raise TensorNotSupportedError(
-                f"{self.name}: the directive {item!r} makes a numpy.matrix, which tnp does not "
-                "have; leave it out (tensors and traced values are arrays)")
-        try:
-            if "," in item:
-                values = [int(v) for v in item.split(",")]
-                if len(values) not in (2, 3):
-                    raise ValueError
-                return values[0], values[1], values[2] if len(values) == 3 else trans1d
-            return int(item), ndmin, trans1d
-        except ValueError:
-            raise TensorShapeError(f"{self.name}: unknown special directive {item!r}") from None
-
-    def __repr__(self) -> str:
-        return f"tnp.{self.name}"
-
-
-r_ = AxisConcatenator(np.r_, 0, 1, -1)          # along the first axis
-c_ = AxisConcatenator(np.c_, -1, 2, 0)          # 1-d arrays as columns, along the last axis
-
-
-# --- mapping functions over arrays ---------------------------------------------------------
+# --- mapping a function over arrays ---------------------------------------------------------
 
 
 @implements(np.apply_along_axis)
@@ -1058,15 +1013,15 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
     array([[0., 1.],
            [1., 0.]])
     """
-    arr = _operand(arr, "apply_along_axis")
+    arr = operand(arr, "apply_along_axis")
     shape = shape_of(arr)
-    axis = _axis(axis, len(shape), "apply_along_axis")
+    axis = normalize_axis(axis, len(shape), "apply_along_axis")
     outer = shape[:axis] + shape[axis + 1:]
     if 0 in outer:
         raise TensorShapeError("apply_along_axis: Cannot apply_along_axis when any iteration "
                                "dimensions are 0")
     rows = reshape(moveaxis(arr, axis, -1), (-1, shape[axis]))
-    results = [_operand(func1d(getitem(rows, i), *args, **kwargs), "apply_along_axis")
+    results = [operand(func1d(getitem(rows, i), *args, **kwargs), "apply_along_axis")
                for i in range(int(np.prod(outer, dtype=np.int64)))]
     first = results[0]
     core = shape_of(first)
@@ -1079,194 +1034,3 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
     k = len(outer)
     return transpose(out, list(range(axis)) + list(range(k, k + len(core)))
                      + list(range(axis, k)))
-
-
-def _parse_signature(signature: str) -> tuple:
-    """NumPy's generalized-ufunc signature ``"(m,n),(n)->(m)"``: the core dimension names of
-    each input and output."""
-    import re
-
-    argument = r"\((?:\w+(?:,\w+)*)?\)"
-    arguments = rf"{argument}(?:,{argument})*"
-    cleaned = re.sub(r"\s+", "", signature)
-    if not re.fullmatch(rf"{arguments}->{arguments}", cleaned):
-        raise TensorShapeError(f"vectorize: not a valid gufunc signature: {signature}")
-    inputs, outputs = cleaned.split("->")
-
-    def dims(part):
-        return [tuple(re.findall(r"\w+", arg)) for arg in re.findall(argument, part)]
-    return dims(inputs), dims(outputs)
-
-
-class vectorize:
-    """``np.vectorize``: ``pyfunc`` of scalars (or, with ``signature``, of core arrays)
-    applied over broadcast arrays, by :func:`~primitives.tensor.vmap` over their flattened
-    (loop) axes, so ``pyfunc`` written with tnp functions differentiates under every
-    transform. Arguments broadcast as in NumPy (``excluded`` positions and keywords are
-    passed unchanged); ``otypes`` casts the outputs; ``signature`` (``"(n),(n)->()"``)
-    maps over the loop axes in front of the core ones. ``pyfunc`` may also branch on
-    values (``if x > 0``): where the values are known (arrays, the eager ``Tensor``,
-    ``grad``) it is then called once per element, as NumPy does; under ``jit`` and
-    ``vmap`` that raises ``ConcretizationError`` (write it with ``tnp.where``).
-    ``cache`` has no effect. Used as a decorator, with or without arguments.
-
-    >>> import primitives.tensor as tnp
-    >>> f = vectorize(lambda x, y: tnp.sin(x) * y)
-    >>> f(np.zeros(3), 2.0)
-    array([0., 0., 0.])
-    >>> tnp.grad(lambda x: tnp.sum(f(x, np.array([[1.0], [2.0]]))))(np.zeros(2))
-    array([3., 3.])
-    >>> vectorize(lambda v, w: tnp.dot(v, w), signature="(n),(n)->()")(np.ones((4, 3)), np.ones(3))
-    array([3., 3., 3., 3.])
-    >>> vectorize(lambda x: x if x > 0 else 0.0)(np.array([-1.0, 2.0]))       # branches
-    array([0., 2.])
-    """
-
-    def __init__(self, pyfunc=np._NoValue, otypes=None, doc=None, excluded=None,
-                 cache: bool = False, signature=None) -> None:
-        if pyfunc is not np._NoValue and not callable(pyfunc):
-            raise TensorTypeError(f"vectorize: pyfunc must be callable, got "
-                                  f"{type(pyfunc).__name__}")
-        self.pyfunc = pyfunc
-        self.cache = cache
-        self.signature = signature
-        self.__doc__ = doc if doc is not None or pyfunc is np._NoValue else pyfunc.__doc__
-        if isinstance(otypes, str):
-            invalid = [c for c in otypes if c not in np.typecodes["All"]]
-            if invalid:
-                raise TensorShapeError(f"vectorize: Invalid otype specified: {invalid[0]}")
-            otypes = [np.dtype(c) for c in otypes]
-        elif otypes is not None:
-            otypes = [np.dtype(t) for t in otypes]
-        self.otypes = otypes
-        self.excluded = set(excluded or ())
-        self._core = None if signature is None else _parse_signature(signature)
-
-    def __call__(self, *args, **kwargs):
-        if self.pyfunc is np._NoValue:           # @vectorize(otypes=...): now the function
-            if len(args) != 1 or kwargs or not callable(args[0]):
-                raise TensorTypeError("vectorize: a decorator takes the one function it wraps")
-            self.pyfunc = args[0]
-            if self.__doc__ is None:
-                self.__doc__ = args[0].__doc__
-            return self
-        positions = [i for i in range(len(args)) if i not in self.excluded]
-        names = [n for n in kwargs if n not in self.excluded]
-
-        def func(*mapped):
-            call_args = list(args)
-            for i, value in zip(positions, mapped):
-                call_args[i] = value
-            call_kwargs = dict(kwargs)
-            call_kwargs.update(zip(names, mapped[len(positions):]))
-            return self.pyfunc(*call_args, **call_kwargs)
-
-        inputs = [_operand(args[i], "vectorize") for i in positions]
-        inputs += [_operand(kwargs[n], "vectorize") for n in names]
-        if not inputs:
-            return func()
-        if self._core is None:
-            return self._call_scalars(func, inputs)
-        return self._call_signature(func, inputs)
-
-    # --- the two ways of looping ---------------------------------------------------------
-
-    def _call_scalars(self, func, inputs: list):
-        try:
-            shape = np.broadcast_shapes(*[shape_of(a) for a in inputs])
-        except ValueError:
-            raise TensorShapeError("vectorize: arguments cannot be broadcast together, shapes "
-                                   f"{[shape_of(a) for a in inputs]}") from None
-        size = int(np.prod(shape, dtype=np.int64))
-        if size == 0:
-            if self.otypes is None:
-                raise TensorShapeError("vectorize: cannot call `vectorize` on size 0 inputs "
-                                       "unless `otypes` is set")
-            return self._outputs([np.empty(shape, t) for t in self.otypes])
-        flat = [reshape(broadcast_to(a, shape), (size,)) for a in inputs]
-        outputs = self._map(func, flat)
-        for out in outputs:
-            if shape_of(out) != (size,):
-                raise TensorShapeError(f"vectorize: pyfunc returned an array of shape "
-                                       f"{shape_of(out)[1:]} for scalar arguments; give a "
-                                       "signature (such as '(n)->(n)') for functions of arrays")
-        return self._outputs([reshape(out, shape) for out in outputs])
-
-    def _call_signature(self, func, inputs: list):
-        input_dims, output_dims = self._core
-        if len(inputs) != len(input_dims):
-            raise TensorTypeError(f"vectorize: wrong number of positional arguments: expected "
-                                  f"{len(input_dims)}, got {len(inputs)}")
-        sizes, loops, cores = {}, [], []
-        for a, dims in zip(inputs, input_dims):
-            a_shape = shape_of(a)
-            if len(a_shape) < len(dims):
-                raise TensorShapeError(f"vectorize: {len(a_shape)}-dimensional argument does not "
-                                       f"have enough dimensions for all core dimensions {dims}")
-            core = a_shape[len(a_shape) - len(dims):]
-            for dim, n in zip(dims, core):
-                if sizes.setdefault(dim, n) != n:
-                    raise TensorShapeError(f"vectorize: inconsistent size for core dimension "
-                                           f"{dim!r}: {n} vs {sizes[dim]}")
-            loops.append(a_shape[:len(a_shape) - len(dims)])
-            cores.append(core)
-        try:
-            loop = np.broadcast_shapes(*loops)
-        except ValueError:
-            raise TensorShapeError(f"vectorize: loop dimensions {loops} cannot be broadcast "
-                                   "together") from None
-        size = int(np.prod(loop, dtype=np.int64))
-        if size == 0:
-            if self.otypes is None or any(d not in sizes for dims in output_dims for d in dims):
-                raise TensorShapeError("vectorize: cannot call `vectorize` on size 0 inputs "
-                                       "unless `otypes` is set and every output core dimension "
-                                       "is an input's")
-            return self._outputs([np.empty(loop + tuple(sizes[d] for d in dims), t)
-                                  for dims, t in zip(output_dims, self.otypes)])
-        flat = [reshape(broadcast_to(a, loop + core), (size,) + core)
-                for a, core in zip(inputs, cores)]
-        outputs = self._map(func, flat)
-        if len(outputs) != len(output_dims):
-            raise TensorShapeError(f"vectorize: wrong number of outputs from pyfunc: expected "
-                                   f"{len(output_dims)}, got {len(outputs)}")
-        shaped = []
-        for out, dims in zip(outputs, output_dims):
-            core = shape_of(out)[1:]
-            if len(core) != len(dims):
-                raise TensorShapeError(f"vectorize: output has {len(core)} core dimensions, the "
-                                       f"signature {self.signature!r} says {len(dims)}")
-            for dim, n in zip(dims, core):
-                if sizes.setdefault(dim, n) != n:
-                    raise TensorShapeError(f"vectorize: inconsistent size for core dimension "
-                                           f"{dim!r}: {n} vs {sizes[dim]}")
-            shaped.append(reshape(out, loop + core))
-        return self._outputs(shaped)
-
-    def _map(self, func, flat: list) -> list:
-        """``func`` over axis 0 of the ``flat`` arguments: its outputs, stacked along axis 0."""
-        from primitives.tensor.transforms.vmap import vmap
-
-        def one(*values):
-            out = func(*values)
-            leaves = out if isinstance(out, tuple) else (out,)
-            return tuple(_operand(leaf, "vectorize") for leaf in leaves)
-
-        try:
-            return list(vmap(one)(*flat))
-        except ConcretizationError:
-            if any(data_if_known(a) is None for a in flat):
-                raise                               # under jit or vmap: values are unknown
-        # pyfunc reads values (Python control flow): one call per element, as NumPy
-        calls = [one(*[getitem(a, i) for a in flat]) for i in range(shape_of(flat[0])[0])]
-        return [stack([astype(c[k], dtype_of(calls[0][k])) for c in calls])
-                for k in range(len(calls[0]))]
-
-    def _outputs(self, outputs: list):
-        if self.otypes is not None:
-            if len(self.otypes) != len(outputs):
-                raise TensorShapeError(f"vectorize: {len(outputs)} outputs for "
-                                       f"{len(self.otypes)} otypes")
-            outputs = [astype(out, t) for out, t in zip(outputs, self.otypes)]
-        if self._core is not None:
-            return outputs[0] if len(self._core[1]) == 1 else tuple(outputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -6,7 +6,11 @@ Each promotes and broadcasts as NumPy does (``np.sinh`` of an ``int64`` array is
 and differentiates as its docstring says. Holomorphic functions follow tidu's
 complex convention: the JVP multiplies by ``f'(z)``, the VJP by ``conj(f'(z))``.
 Rounding functions have derivative zero (as in JAX); boolean ones (``isnan``...)
-are not differentiated.
+are not differentiated. ``sign`` and ``clip`` are here too; the one-op functions
+(``exp``, ``add``, ``maximum``, ``abs``...) are :mod:`.lowering`'s.
+
+It imports :mod:`.lowering` and :mod:`.indexing` (and :mod:`.dispatch`), of the NumPy
+package.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -27,36 +31,22 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (
-    _elementwise,
-    _first,
-    _operand,
-    abs as _abs,
-    add,
-    astype,
-    bind,
-    divide,
-    subtract,
-    take,
-    imag,
-    less,
-    multiply,
-    negative,
-    power,
-    real,
-    result_dtype,
-    where,
-)
 from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_host
-from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
+from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
+                                      TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.indexing import take
+from primitives.tensor.numpy.lowering import (abs as _abs, add, astype, divide, elementwise, equal,
+                                              first, imag, less, maximum, minimum, multiply,
+                                              negative, operand, power, real, result_dtype,
+                                              subtract, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
 
 @lru_cache(maxsize=512)
-def _numpy_result_dtype(numpy_fn: Callable, *dtypes: np.dtype) -> np.dtype:
+def numpy_result_dtype(numpy_fn: Callable, *dtypes: np.dtype) -> np.dtype:
     """The dtype of ``numpy_fn``'s result for operands of ``dtypes``, as NumPy computes it
     (``np.sinh``: int8 -> float16, int64 -> float64); NumPy's ``TypeError`` where it has no
     loop (``np.floor`` of complex)."""
@@ -68,7 +58,7 @@ def _computing_dtype(numpy_fn: Callable, name: str, dtype: np.dtype) -> np.dtype
     """The dtype to convert operands of ``dtype`` to before applying the op of ``numpy_fn``
     (``dtype`` itself for predicates such as ``isnan``)."""
     try:
-        result = _numpy_result_dtype(numpy_fn, *[dtype] * getattr(numpy_fn, "nin", 1))
+        result = numpy_result_dtype(numpy_fn, *[dtype] * getattr(numpy_fn, "nin", 1))
     except TypeError:
         raise TensorTypeError(f"{name}: input of dtype {dtype} is not supported (NumPy's "
                               f"{name} has no loop for it)") from None
@@ -82,10 +72,10 @@ def _unary(op, numpy_fn: Callable, note: str, name: str | None = None,
     name = name or numpy_fn.__name__
 
     def fn(x):
-        x = _operand(x, name)
+        x = operand(x, name)
         dtype = dtype_of(x)
         target = _computing_dtype(numpy_fn, name, dtype)
-        return _first(bind(op, x if target == dtype else astype(x, target)))
+        return first(bind(op, x if target == dtype else astype(x, target)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
     return implements(numpy_fn)(fn) if dispatch else fn
@@ -97,10 +87,10 @@ def _binary(op, numpy_fn: Callable, note: str, name: str | None = None) -> Calla
     name = name or numpy_fn.__name__
 
     def fn(x1, x2):
-        x1, x2 = _operand(x1, name), _operand(x2, name)
+        x1, x2 = operand(x1, name), operand(x2, name)
         dtype = result_dtype(x1, x2)
         target = _computing_dtype(numpy_fn, name, dtype)
-        return _elementwise(op, astype(x1, target), astype(x2, target))
+        return elementwise(op, astype(x1, target), astype(x2, target))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
     return implements(numpy_fn)(fn)
@@ -161,6 +151,40 @@ true_divide = divide
 # --- absolute value, extrema, remainders -------------------------------------------------
 
 fabs = _unary(ew.abs_real, np.fabs, "real only; derivative sign(x), 0 at 0 (as tnp.abs).")
+
+
+@implements(np.sign)
+def sign(x):
+    """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
+    x = operand(x)
+    if not np.issubdtype(dtype_of(x), np.complexfloating):
+        return first(bind(ew.sign, x))
+    magnitude = _abs(x)
+    zero = equal(magnitude, 0)
+    return where(zero, 0, divide(x, where(zero, 1, magnitude)))
+
+
+@implements(np.clip)
+def clip(a, a_min=None, a_max=None):
+    """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
+    propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
+    strictly inside the bounds, to the bound where it is taken, and is split evenly
+    where ``a`` equals a bound (as JAX's ``clip``).
+
+    >>> import primitives.tensor as tnp
+    >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
+    array([0. , 0.5, 1. , 0. ])
+    """
+    a = operand(a)
+    if a_min is None and a_max is None:
+        raise TensorShapeError("clip: one of a_min and a_max must be given")
+    if a_min is not None:
+        a = maximum(a, a_min)
+    if a_max is not None:
+        a = minimum(a, a_max)
+    return a
+
+
 fmax = _binary(ew.fmax, np.fmax, "a NaN operand loses to a number (as NumPy's forward); ties "
                "split the derivative evenly (as tnp.maximum); where x1 is NaN it goes to x2.")
 fmin = _binary(ew.fmin, np.fmin, "a NaN operand loses to a number (as NumPy's forward); ties "
@@ -216,8 +240,8 @@ def round(a, decimals: int = 0):
     >>> round(np.array([0.126, -0.5]), 2)
     array([ 0.13, -0.5 ])
     """
-    a = _operand(a, "round")
-    return _first(bind(ew.Round(int(decimals)), a))
+    a = operand(a, "round")
+    return first(bind(ew.Round(int(decimals)), a))
 
 
 around = round
@@ -231,7 +255,7 @@ def copysign(x1, x2):
     >>> copysign(np.array([1.5, -2.0]), -1.0)
     array([-1.5, -2. ])
     """
-    x1, x2 = _operand(x1, "copysign"), _operand(x2, "copysign")
+    x1, x2 = operand(x1, "copysign"), operand(x2, "copysign")
     dtype = _computing_dtype(np.copysign, "copysign", result_dtype(x1, x2))
     magnitude = fabs(astype(x1, dtype))
     return where(signbit(astype(x2, dtype)), negative(magnitude), magnitude)
@@ -246,7 +270,7 @@ def angle(z, deg: bool = False):
     >>> angle(np.array([1j, -1.0]))
     array([1.57079633, 3.14159265])
     """
-    z = _operand(z, "angle")
+    z = operand(z, "angle")
     if dtype_of(z).kind == "c":
         out = arctan2(imag(z), real(z))
     else:
@@ -264,7 +288,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     >>> nan_to_num(np.array([np.nan, np.inf, -1.0]), posinf=9.0)
     array([ 0.,  9., -1.])
     """
-    x = _operand(x, "nan_to_num")
+    x = operand(x, "nan_to_num")
     dtype = dtype_of(x)
     if dtype.kind not in "fc":                                   # nothing to replace
         if isinstance(x, Frontend):
@@ -292,7 +316,7 @@ __all__ = [
     "deg2rad", "rad2deg", "radians", "degrees", "sinc", "angle",
     "expm1", "log1p", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "square",
     "reciprocal", "pow", "true_divide",
-    "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
+    "sign", "clip", "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
     "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
     "isnan", "isinf", "isfinite", "signbit", "interp", "polyval", "real_if_close",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
@@ -319,7 +343,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
                                       "the knots as a constant (tnp.stop_gradient(xp))")
     knots = as_array(data_of(xp, "interp: reading xp"))
-    x, fp = _operand(x, "interp"), _operand(fp, "interp")
+    x, fp = operand(x, "interp"), operand(fp, "interp")
     n = shape_of(knots)[0] if len(shape_of(knots)) == 1 else None
     if n is None or len(shape_of(fp)) != 1 or n != shape_of(fp)[0]:
         raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got "
@@ -339,7 +363,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         def at(index):
             """``fp[index]`` (differentiable in ``fp``) and ``knots[index]``."""
             gather = Gather(0, (n,), tuple(shape_of(index)))
-            return _first(bind(gather, fp, index)), _first(gather.eval(None, [knots, index]))
+            return first(bind(gather, fp, index)), first(gather.eval(None, [knots, index]))
 
         (f0, k0), (f1, k1) = at(i), at(i + 1)
         t = divide(subtract(x, k0), k1 - k0)
@@ -358,7 +382,7 @@ def polyval(p, x):
     >>> polyval(np.array([3.0, 0.0, 1.0]), np.array([2.0]))
     array([13.])
     """
-    p, x = _operand(p, "polyval"), _operand(x, "polyval")
+    p, x = operand(p, "polyval"), operand(x, "polyval")
     if len(shape_of(p)) != 1:
         raise TensorShapeError(f"polyval: p must be 1-d, got shape {shape_of(p)}")
     result = multiply(x, 0)
@@ -381,7 +405,7 @@ def real_if_close(a, tol=100):
     >>> tnp.grad(lambda z: tnp.sum(real_if_close(z * z)))(np.array([1.0 + 0j]))
     array([2.+0.j])
     """
-    a = _operand(a, "real_if_close")
+    a = operand(a, "real_if_close")
     dtype = dtype_of(a)
     if dtype.kind != "c":
         return a

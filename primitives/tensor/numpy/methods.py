@@ -1,10 +1,21 @@
-"""NumPy's array methods on tensors and traced values: each one calls the ``tnp`` function.
+"""NumPy's operators and array methods on tensors and traced values, from one table.
 
-``x.prod(axis=0)`` is ``tnp.prod(x, axis=0)``, ``x.ravel()`` is ``tnp.ravel(x)``,
-and so on, with the function's arguments and gradients. NumPy's in-place
-methods (``sort``, ``fill``, ``put``...) would change a value that may be saved
-for backward: tensors are immutable, so ``x.sort()`` raises and points to
-``tnp.sort(x)``.
+``Tensor`` and the traced value inherit :class:`ArrayOperators`, whose operators and
+``numpy.ndarray`` methods are the ``tnp`` functions, by :data:`TABLE`: ``x + y`` is
+``tnp.add(x, y)``, ``2 ** x`` is ``tnp.power(2, x)``, ``x[i]`` is ``tnp.getitem(x, i)``,
+``x.prod(axis=0)`` is ``tnp.prod(x, axis=0)``, ``x.T`` is ``tnp.transpose(x)``, and
+so on, with the functions' arguments and gradients. NumPy's in-place methods
+(``sort``, ``fill``, ``put``, ``resize``) would change a value that may be saved for
+backward: tensors are immutable, so ``x.sort()`` raises and points to
+``tnp.sort(x)``. The class body adds Python's protocols: conversions (``float()``,
+``item()``, ``np.asarray``...; refused where they would drop a derivative),
+``len``, iteration, hashing by identity, and NumPy's dispatch (``__array_ufunc__``,
+``__array_function__``: :mod:`.dispatch`).
+
+It is the top of the NumPy package: it imports the family modules it takes
+functions from (:mod:`.lowering`, :mod:`.indexing`, :mod:`.mathfuncs`,
+:mod:`.manipulation`, :mod:`.products`, :mod:`.reductions`) and :mod:`.dispatch`;
+only the front ends above import it.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -17,17 +28,133 @@ array([[2.6646, 0.8882],
 
 from __future__ import annotations
 
-import primitives.tensor as tnp      # looked up at call time: the package is complete by then
-from primitives.tensor.errors import TensorTypeError
+import operator
+
+import numpy as np
+
+from primitives.tensor.backends import to_host
+from primitives.tensor.core import data_of
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
+from primitives.tensor.numpy.dispatch import array_function, array_ufunc, constant_data
+from primitives.tensor.numpy.indexing import getitem, take
+from primitives.tensor.numpy.lowering import (abs, add, astype, conj, conjugate, divide, equal,
+                                              greater, greater_equal, imag, is_array_like, less,
+                                              less_equal, max, min, multiply, negative,
+                                              not_equal, positive, power, real, reshape,
+                                              subtract, sum, transpose)
+from primitives.tensor.numpy.manipulation import (copy, diagonal, ndim, ravel, repeat, size,
+                                                  squeeze, swapaxes, trace)
+from primitives.tensor.numpy.mathfuncs import (bitwise_and, bitwise_or, bitwise_xor, clip,
+                                               floor_divide, invert, remainder, round)
+from primitives.tensor.numpy.products import dot, matmul
+from primitives.tensor.numpy.reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,
+                                                mean, prod, std, var)
 
 
-def _forwarding(name: str, function: str | None = None):
-    function = function or name
+def _matrix_transpose(x):
+    """The matrix transpose of a stack of matrices (the last two axes swapped)."""
+    ndim = len(x.shape)
+    if ndim < 2:
+        raise TensorShapeError(f"mT: the array must have at least 2 dimensions, it has {ndim}")
+    return transpose(x, tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
 
+
+# How a name of the table calls its function ``f`` (``x`` is the tensor or traced value):
+#   "binary"     x.name(y) is f(x, y)                               (x + y, x < y, x[key])
+#   "reflected"  x.name(y) is f(y, x): x on the right               (2 + x: x.__radd__(2))
+#   "equality"   as "binary", but NotImplemented for what is not array-like, so Python
+#                falls back to identity (x == None is False)
+#   "unary"      x.name() is f(x)                                   (-x, abs(x), ~x)
+#   "property"   x.name is f(x)                                     (x.T, x.real)
+#   "method"     x.name(*args, **kwargs) is f(x, *args, **kwargs)   (x.sum(axis=0))
+#   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3))     (x.reshape(2, 3))
+#   "axes"       ndarray.transpose's forms: no axes, None, one sequence, or the axes
+#   "in_place"   raises: tensors are immutable (f names the tnp function to use instead)
+TABLE = {
+    # arithmetic, forward and reflected
+    "__add__": ("binary", add), "__radd__": ("reflected", add),
+    "__sub__": ("binary", subtract), "__rsub__": ("reflected", subtract),
+    "__mul__": ("binary", multiply), "__rmul__": ("reflected", multiply),
+    "__truediv__": ("binary", divide), "__rtruediv__": ("reflected", divide),
+    "__floordiv__": ("binary", floor_divide), "__rfloordiv__": ("reflected", floor_divide),
+    "__mod__": ("binary", remainder), "__rmod__": ("reflected", remainder),
+    "__pow__": ("binary", power), "__rpow__": ("reflected", power),
+    "__matmul__": ("binary", matmul), "__rmatmul__": ("reflected", matmul),
+    "__neg__": ("unary", negative), "__pos__": ("unary", positive), "__abs__": ("unary", abs),
+    # boolean algebra (bitwise, which on booleans is logical, as NumPy)
+    "__and__": ("binary", bitwise_and), "__rand__": ("reflected", bitwise_and),
+    "__or__": ("binary", bitwise_or), "__ror__": ("reflected", bitwise_or),
+    "__xor__": ("binary", bitwise_xor), "__rxor__": ("reflected", bitwise_xor),
+    "__invert__": ("unary", invert),
+    # comparisons (elementwise, as NumPy)
+    "__lt__": ("binary", less), "__le__": ("binary", less_equal),
+    "__gt__": ("binary", greater), "__ge__": ("binary", greater_equal),
+    "__eq__": ("equality", equal), "__ne__": ("equality", not_equal),
+    # indexing
+    "__getitem__": ("binary", getitem),
+    # ndarray's attributes
+    "T": ("property", transpose), "mT": ("property", _matrix_transpose),
+    "real": ("property", real), "imag": ("property", imag),
+    "ndim": ("property", ndim), "size": ("property", size),
+    # ndarray's methods
+    "all": ("method", all), "any": ("method", any), "argmax": ("method", argmax),
+    "argmin": ("method", argmin), "argsort": ("method", argsort), "astype": ("method", astype),
+    "clip": ("method", clip), "conj": ("method", conj), "conjugate": ("method", conjugate),
+    "copy": ("method", copy), "cumprod": ("method", cumprod), "cumsum": ("method", cumsum),
+    "diagonal": ("method", diagonal), "dot": ("method", dot), "flatten": ("method", ravel),
+    "max": ("method", max), "mean": ("method", mean), "min": ("method", min),
+    "prod": ("method", prod), "ravel": ("method", ravel), "repeat": ("method", repeat),
+    "round": ("method", round), "squeeze": ("method", squeeze), "std": ("method", std),
+    "sum": ("method", sum), "swapaxes": ("method", swapaxes), "take": ("method", take),
+    "trace": ("method", trace), "var": ("method", var),
+    "reshape": ("shape", reshape), "transpose": ("axes", transpose),
+    # ndarray's in-place methods: refused
+    "sort": ("in_place", "sort"), "fill": ("in_place", "fill"), "put": ("in_place", "put"),
+    "resize": ("in_place", "resize"),
+}
+
+
+def _binary(f):
+    def method(self, other):
+        return f(self, other)
+    return method
+
+
+def _reflected(f):
+    def method(self, other):
+        return f(other, self)
+    return method
+
+
+def _equality(f):
+    def method(self, other):
+        return f(self, other) if is_array_like(other) else NotImplemented
+    return method
+
+
+def _unary(f):
+    def method(self):
+        return f(self)
+    return method
+
+
+def _forwarded(f):
     def method(self, *args, **kwargs):
-        return getattr(tnp, function)(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"``tnp.{function}(self, ...)``, as ``numpy.ndarray.{name}``."
+        return f(self, *args, **kwargs)
+    return method
+
+
+def _shape(f):
+    def method(self, *shape):
+        return f(self, shape[0] if len(shape) == 1 else shape)
+    return method
+
+
+def _axes(f):
+    def method(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, np.ndarray))):
+            axes = axes[0]
+        return f(self, None if axes is None or len(axes) == 0 else tuple(axes))
     return method
 
 
@@ -37,43 +164,87 @@ def _in_place(name: str):
                               f"but tensors and traced values are immutable (a saved value must "
                               f"not change before backward); use tnp.{name}(x, ...), which "
                               f"returns a new array")
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"Refused: ``numpy.ndarray.{name}`` works in place; use ``tnp.{name}``."
     return method
 
 
-class ArrayMethods:
-    """The ``numpy.ndarray`` methods that the ``tnp`` functions provide."""
+_KINDS = {"binary": _binary, "reflected": _reflected, "equality": _equality, "unary": _unary,
+          "method": _forwarded, "shape": _shape, "axes": _axes, "in_place": _in_place}
+
+
+def _member(name: str, kind: str, f):
+    """The class member for ``name``, calling ``f`` as ``kind`` says."""
+    if kind == "property":
+        own = f.__name__.startswith("_")          # a helper of this module: its own docstring
+        return property(f, doc=f.__doc__ if own else
+                        f"``tnp.{f.__name__}(self)``, as ``numpy.ndarray.{name}``.")
+    method = _KINDS[kind](f)
+    method.__name__ = method.__qualname__ = name
+    if kind == "in_place":
+        method.__doc__ = f"Refused: ``numpy.ndarray.{name}`` works in place; use ``tnp.{f}``."
+    elif kind == "reflected":
+        method.__doc__ = f"``tnp.{f.__name__}(other, self)``, as ``numpy.ndarray.{name}``."
+    else:
+        method.__doc__ = f"``tnp.{f.__name__}(self, ...)``, as ``numpy.ndarray.{name}``."
+    return method
+
+
+class ArrayOperators:
+    """NumPy's operators and array methods for frontend values: the ``tnp`` functions of
+    :data:`TABLE`, and Python's protocols."""
 
     __slots__ = ()
 
-    all = _forwarding("all")
-    any = _forwarding("any")
-    argmax = _forwarding("argmax")
-    argmin = _forwarding("argmin")
-    argsort = _forwarding("argsort")
-    clip = _forwarding("clip")
-    conjugate = _forwarding("conjugate")
-    cumprod = _forwarding("cumprod")
-    cumsum = _forwarding("cumsum")
-    diagonal = _forwarding("diagonal")
-    dot = _forwarding("dot")
-    flatten = _forwarding("flatten", "ravel")
-    max = _forwarding("max")
-    mean = _forwarding("mean")
-    min = _forwarding("min")
-    prod = _forwarding("prod")
-    ravel = _forwarding("ravel")
-    repeat = _forwarding("repeat")
-    round = _forwarding("round")
-    std = _forwarding("std")
-    sum = _forwarding("sum")
-    swapaxes = _forwarding("swapaxes")
-    take = _forwarding("take")
-    trace = _forwarding("trace")
-    var = _forwarding("var")
+    __hash__ = object.__hash__                   # by identity, as torch.Tensor (__eq__ is NumPy's)
 
-    sort = _in_place("sort")
-    fill = _in_place("fill")
-    put = _in_place("put")
-    resize = _in_place("resize")
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TensorTypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TensorTypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __setitem__(self, key, value):
+        raise TensorTypeError(f"{type(self).__name__}s are immutable: x[{key!r}] = ... cannot "
+                              "be recorded; build the new value instead, e.g. with tnp.where "
+                              "or tnp.concatenate")
+
+    # conversions: refused where they would drop a derivative (see .dispatch.constant_data)
+    def __array__(self, dtype=None, copy=None):
+        data = to_host(constant_data(self, "converting to a NumPy array (np.asarray, "
+                                         "np.array, Tensor.numpy(), a NumPy function)"))
+        if dtype is not None and data.dtype != dtype:
+            return data.astype(dtype)                  # a new array
+        return data.copy() if copy else data
+
+    def item(self):
+        """The value of a one-element array as a Python number (refused where it would drop
+        a derivative: use ``tnp.stop_gradient(x).item()`` to mean it)."""
+        return to_host(constant_data(self, "item()")).item()
+
+    def tolist(self):
+        """The values as nested Python lists (refused where it would drop a derivative)."""
+        return to_host(constant_data(self, "tolist()")).tolist()
+
+    def __float__(self): return float(to_host(constant_data(self, "float()")))
+    def __int__(self): return int(to_host(constant_data(self, "int()")))
+    def __complex__(self): return complex(to_host(constant_data(self, "complex()")))
+    def __index__(self): return operator.index(to_host(constant_data(self, "using as an index")))
+
+    def __bool__(self) -> bool:
+        return bool(data_of(self, "bool() (an if or while on a traced value)"))
+
+    # NumPy's functions and ufuncs dispatch here (NEP 18, NEP 13): a differentiable tnp
+    # version runs, or a clear error; never a silent conversion (see .dispatch).
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return array_function(func, args, kwargs)
+
+
+for _name, (_kind, _function) in TABLE.items():
+    setattr(ArrayOperators, _name, _member(_name, _kind, _function))
+del _name, _kind, _function

@@ -1,11 +1,16 @@
-"""Vector and matrix products with NumPy's names: ``inner``, ``vdot``, ``kron``, ``cross``,
-and :func:`einsum_subscripts` for ``einsum``'s sublist form.
+"""Vector and matrix products with NumPy's names: ``matmul``, ``dot``, ``tensordot``,
+``outer``, ``einsum`` (and :func:`einsum_subscripts` for its sublist form), ``inner``,
+``vdot``, ``kron``, ``cross``, ``convolve`` and ``correlate``.
 
 Each is a composition of ``dot_general``, ``multiply``, ``reshape`` and indexing,
 so it differentiates in every argument and to any order. As in NumPy, Python
-numbers are arrays here (``inner(2.0, float32_array)`` is float64), and only
+numbers are arrays to ``inner``, ``vdot``, ``kron`` and ``cross``
+(``inner(2.0, float32_array)`` is float64), and only
 ``vdot`` conjugates (its first argument); complex gradients follow tidu's
 convention (the adjoint under ``Re<a, b>``, the conjugate of JAX's).
+
+It imports :mod:`.lowering`, :mod:`.indexing` and :mod:`.manipulation` (and
+:mod:`.dispatch`), of the NumPy package.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -18,41 +23,241 @@ array([ True,  True])
 
 from __future__ import annotations
 
+import builtins
+import numbers
 import operator
 import warnings
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (
-    _axis,
-    _broadcast_shapes,
-    _operand,
-    _promoted,
-    conj,
-    dot_general,
-    getitem,
-    matmul,
-    pad,
-    take,
-    multiply,
-    negative,
-    reshape,
-    stack,
-    subtract,
-)
 from primitives.tensor.backends import as_array
-from primitives.tensor.core import Frontend, shape_of
+from primitives.tensor.core import Frontend, bind, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.indexing import getitem, take
+from primitives.tensor.numpy.lowering import (broadcast_shapes, broadcast_to, conj, dot_general,
+                                              first, multiply, negative, normalize_axis, operand,
+                                              promoted, reshape, stack, subtract, sum, transpose)
+from primitives.tensor.numpy.manipulation import pad
+from primitives.tensor.ops.indexing import Gather
 
-__all__ = ["inner", "vdot", "kron", "cross", "convolve", "correlate"]
+__all__ = ["matmul", "dot", "tensordot", "outer", "einsum", "inner", "vdot", "kron", "cross",
+           "convolve", "correlate"]
 
 
 def _array(x, fn: str):
     """An operand as NumPy's ``asarray`` sees it: Python numbers become 0-d arrays (so they
     promote as arrays do, not as weak scalars); arrays of any library stay as they are."""
-    x = _operand(x, fn)
+    x = operand(x, fn)
     return x if isinstance(x, Frontend) else as_array(x)
+
+
+@implements(np.matmul)
+def matmul(x, y):
+    """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
+    (x, y), _ = promoted(x, y)
+    xs, ys = shape_of(x), shape_of(y)
+    if not xs or not ys:
+        raise TensorShapeError(f"matmul: operands must be at least 1-d, got shapes {xs} and {ys}")
+    x_axis, y_axis = len(xs) - 1, 0 if len(ys) == 1 else len(ys) - 2
+    if xs[x_axis] != ys[y_axis]:
+        raise TensorShapeError(f"matmul: shapes {xs} and {ys} do not match: size {xs[x_axis]} "
+                               f"of lhs axis {x_axis} is different from {ys[y_axis]} of rhs "
+                               f"axis {y_axis}")
+    if len(xs) == 1 or len(ys) <= 2:
+        # no batch to broadcast: x's free axes then y's are exactly np.matmul's result
+        return dot_general(x, y, (((x_axis,), (y_axis,)), ((), ())))
+    try:
+        batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
+    except ValueError:
+        raise TensorShapeError(f"matmul: the batch axes of shapes {xs} and {ys} cannot be "
+                               "broadcast together") from None
+    x = broadcast_to(x, batch + xs[-2:])
+    y = broadcast_to(y, batch + ys[-2:])
+    nb = len(batch)
+    batch_axes = tuple(range(nb))
+    return dot_general(x, y, (((nb + 1,), (nb,)), (batch_axes, batch_axes)))
+
+
+@implements(np.dot)
+def dot(a, b):
+    """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
+    the sum over the last axis of ``a`` and the second-to-last of ``b``."""
+    a, b = operand(a), operand(b)
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        return multiply(a, b)
+    a_axis, b_axis = len(sa) - 1, 0 if len(sb) == 1 else len(sb) - 2
+    if sa[a_axis] != sb[b_axis]:
+        raise TensorShapeError(f"dot: shapes {sa} and {sb} not aligned: {sa[a_axis]} (dim "
+                               f"{a_axis}) != {sb[b_axis]} (dim {b_axis})")
+    return dot_general(a, b, (((a_axis,), (b_axis,)), ((), ())))
+
+
+@implements(np.tensordot)
+def tensordot(a, b, axes=2):
+    """``np.tensordot``."""
+    a, b = operand(a), operand(b)
+    sa, sb = shape_of(a), shape_of(b)
+    if isinstance(axes, numbers.Integral):
+        n = int(axes)
+        if n < 0 or n > len(sa) or n > len(sb):
+            raise TensorShapeError(f"tensordot: cannot contract {n} axes of shapes {sa} and {sb}")
+        a_axes, b_axes = tuple(range(len(sa) - n, len(sa))), tuple(range(n))
+    else:
+        a_axes, b_axes = axes
+        a_axes = (a_axes,) if isinstance(a_axes, numbers.Integral) else tuple(a_axes)
+        b_axes = (b_axes,) if isinstance(b_axes, numbers.Integral) else tuple(b_axes)
+        a_axes = tuple(normalize_axis(ax, len(sa), "tensordot") for ax in a_axes)
+        b_axes = tuple(normalize_axis(ax, len(sb), "tensordot") for ax in b_axes)
+    if len(a_axes) != len(b_axes) or any(sa[i] != sb[j] for i, j in zip(a_axes, b_axes)):
+        raise TensorShapeError(f"tensordot: shape-mismatch for sum: shapes {sa} and {sb} on "
+                               f"axes {a_axes} and {b_axes}")
+    return dot_general(a, b, ((a_axes, b_axes), ((), ())))
+
+
+@implements(np.outer)
+def outer(a, b):
+    """``np.outer`` (operands are flattened)."""
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+# --- einsum -------------------------------------------------------------------------------
+
+_EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_parse(subscripts: str, shapes) -> tuple[list, str]:
+    """Explicit per-operand subscripts (ellipses replaced by fresh letters) and the output."""
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise TensorShapeError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} for "
+                         f"{len(shapes)} operands")
+    for part in terms + ([output] if arrow else []):
+        rest = part.replace("...", "")
+        if any(c not in _EINSUM_LETTERS for c in rest) or "." in rest:
+            raise TensorShapeError(f"einsum: invalid subscripts {subscripts!r}")
+    used = set(inputs) | set(output)
+    fresh = [c for c in _EINSUM_LETTERS if c not in used]
+    ellipsis_ndim = 0
+    for term, shape in zip(terms, shapes):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            ellipsis_ndim = max(ellipsis_ndim, len(shape) - named)
+        if len(shape) < named or ("..." not in term and len(shape) != named):
+            raise TensorShapeError(f"einsum: operand of shape {shape} does not match subscripts "
+                                   f"{term!r} of {subscripts!r}")
+    ell = "".join(fresh[:ellipsis_ndim])
+    explicit = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            k = len(shape) - len(term.replace("...", ""))
+            term = term.replace("...", ell[ellipsis_ndim - k:])
+        explicit.append(term)
+    if arrow:
+        if ell and "..." not in output:
+            raise TensorShapeError(f"einsum: the output of {subscripts!r} omits the '...' axes")
+        output = output.replace("...", ell)
+    else:
+        counts = {}
+        for term in explicit:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        output = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    if len(set(output)) != len(output):
+        raise TensorShapeError(f"einsum: output subscript {output!r} repeats an index")
+    if any(c not in "".join(explicit) for c in output if c not in ell):
+        raise TensorShapeError(f"einsum: output subscript {output!r} names an index no operand has")
+    return explicit, output
+
+
+def _einsum_diagonal(x, term: str):
+    """Take the diagonal of every index repeated within one operand's subscripts."""
+    while len(set(term)) != len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        axes = [i for i, c in enumerate(term) if c == letter]
+        others = [i for i, c in enumerate(term) if c != letter]
+        shape = shape_of(x)
+        n = shape[axes[0]]
+        if any(shape[a] != n for a in axes):
+            raise TensorShapeError(f"einsum: repeated index {letter!r} has sizes "
+                                   f"{[shape[a] for a in axes]} in an operand of shape {shape}")
+        x = transpose(x, axes + others)
+        x = reshape(x, (n ** len(axes),) + tuple(shape[a] for a in others))
+        step = builtins.sum(n ** j for j in range(len(axes)))
+        x = first(bind(Gather(0, shape_of(x), (n,)), x, np.arange(n, dtype=np.intp) * step))
+        term = letter + "".join(term[a] for a in others)
+    return x, term
+
+
+@implements(np.einsum)
+def einsum(subscripts: str, *operands, optimize=None):
+    """``np.einsum`` for one or more operands, lowered to ``dot_general``, ``transpose``,
+    ``reshape`` and ``reduce_sum`` (repeated indices within an operand take diagonals).
+
+    Operands are contracted left to right; ``optimize`` is accepted and ignored.
+    """
+    if not isinstance(subscripts, str):            # the sublist form: einsum(a, [0, 1], ...)
+        subscripts, operands = einsum_subscripts(subscripts, *operands)
+    if not operands:
+        raise TensorShapeError("einsum: no operands given")
+    operands, _ = promoted(*operands)
+    terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
+    # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
+    sizes: dict = {}
+    for term, x in zip(terms, operands):
+        for c, n in zip(term, shape_of(x)):
+            if n != 1:
+                if sizes.get(c, 1) not in (1, n):
+                    raise TensorShapeError(f"einsum: index {c!r} has sizes {sizes[c]} and {n} "
+                                           f"for {subscripts!r} with operand shapes "
+                                           f"{[shape_of(o) for o in operands]}")
+                sizes[c] = n
+            else:
+                sizes.setdefault(c, 1)
+    items = []
+    for term, x in zip(terms, operands):
+        x, term = _einsum_diagonal(x, term)
+        drop = [i for i, c in enumerate(term) if shape_of(x)[i] == 1 and sizes[c] != 1]
+        if drop:
+            x = reshape(x, tuple(n for i, n in enumerate(shape_of(x)) if i not in drop))
+            term = "".join(c for i, c in enumerate(term) if i not in drop)
+        items.append((x, term))
+
+    def needed_after(index: int) -> set:
+        later = set(output)
+        for _, term in items[index:]:
+            later |= set(term)
+        return later
+
+    def sum_out(x, term, keep: set):
+        axes = tuple(i for i, c in enumerate(term) if c not in keep)
+        if not axes:
+            return x, term
+        return sum(x, axes), "".join(c for c in term if c in keep)
+
+    x, term = items[0]
+    x, term = sum_out(x, term, needed_after(1))
+    for index in range(1, len(items)):
+        y, other = items[index]
+        later = needed_after(index + 1)
+        y, other = sum_out(y, other, later | set(term))
+        x, term = sum_out(x, term, later | set(other))
+        shared = [c for c in term if c in other]
+        batch = [c for c in shared if c in later]
+        contract = [c for c in shared if c not in later]
+        dims = ((tuple(term.index(c) for c in contract), tuple(other.index(c) for c in contract)),
+                (tuple(term.index(c) for c in batch), tuple(other.index(c) for c in batch)))
+        x = dot_general(x, y, dims)
+        term = ("".join(batch) + "".join(c for c in term if c not in shared)
+                + "".join(c for c in other if c not in shared))
+    x, term = sum_out(x, term, set(output))
+    present = [c for c in output if c in term]
+    x = transpose(x, [term.index(c) for c in present])
+    target = tuple(sizes[c] for c in output)
+    return reshape(x, target) if shape_of(x) != target else x
 
 
 @implements(np.inner)
@@ -71,7 +276,7 @@ def inner(a, b):
 @implements(np.vdot)
 def vdot(a, b):
     """``np.vdot``: ``sum(conj(a) * b)`` over the flattened operands (antilinear in ``a``)."""
-    (a, b), _ = _promoted(_array(a, "vdot"), _array(b, "vdot"))
+    (a, b), _ = promoted(_array(a, "vdot"), _array(b, "vdot"))
     a, b = reshape(a, (-1,)), reshape(b, (-1,))
     if shape_of(a) != shape_of(b):
         raise TensorShapeError(f"vdot: the operands have {shape_of(a)[0]} and {shape_of(b)[0]} "
@@ -100,16 +305,17 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     ``DeprecationWarning``), broadcast over the other axes."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    (a, b), _ = _promoted(_array(a, "cross"), _array(b, "cross"))
+    (a, b), _ = promoted(_array(a, "cross"), _array(b, "cross"))
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         raise TensorShapeError("cross: at least one array has zero dimension")
-    axisa, axisb = _axis(axisa, len(sa), "cross (axisa)"), _axis(axisb, len(sb), "cross (axisb)")
+    axisa = normalize_axis(axisa, len(sa), "cross (axisa)")
+    axisb = normalize_axis(axisb, len(sb), "cross (axisb)")
     da, db = sa[axisa], sb[axisb]
     if da not in (2, 3) or db not in (2, 3):
         raise TensorShapeError(f"cross: incompatible dimensions for cross product: {da} and "
                                f"{db} (dimension must be 2 or 3)")
-    _broadcast_shapes("cross", sa[:axisa] + sa[axisa + 1:], sb[:axisb] + sb[axisb + 1:])
+    broadcast_shapes("cross", sa[:axisa] + sa[axisa + 1:], sb[:axisb] + sb[axisb + 1:])
     if da == 2 or db == 2:
         warnings.warn("cross: arrays of 2-dimensional vectors are deprecated (as in NumPy "
                       "2.0); use arrays of 3-dimensional vectors instead",
@@ -133,7 +339,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:                                               # b2 = 0
         a2 = component(a, axisa, 2)
         c0, c1 = negative(multiply(a2, b1)), multiply(a2, b0)
-    axisc = _axis(axisc, len(shape_of(c2)) + 1, "cross (axisc)")
+    axisc = normalize_axis(axisc, len(shape_of(c2)) + 1, "cross (axisc)")
     return stack([c0, c1, c2], axisc)
 
 
@@ -194,7 +400,7 @@ def convolve(a, v, mode: str = "full"):
     >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
     array([0. , 1. , 2.5, 4. , 1.5])
     """
-    a, v = _operand(a, "convolve"), _operand(v, "convolve")
+    a, v = operand(a, "convolve"), operand(v, "convolve")
     for x in (a, v):
         if len(shape_of(x)) != 1:
             raise TensorShapeError(f"convolve: operands must be 1-d, got shape {shape_of(x)}")
@@ -205,7 +411,7 @@ def convolve(a, v, mode: str = "full"):
         a, v, n, m = v, a, m, n
     if m == 0:
         raise TensorShapeError("convolve: an operand is empty")
-    a, v = _promoted(a, v)[0]
+    a, v = promoted(a, v)[0]
     windows = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
     full = matmul(take(pad(a, (m - 1, m - 1)), windows), getitem(v, slice(None, None, -1)))
     if mode == "full":
@@ -224,7 +430,7 @@ def correlate(a, v, mode: str = "valid"):
     >>> correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
     array([3.5])
     """
-    a, v = _operand(a, "correlate"), _operand(v, "correlate")
+    a, v = operand(a, "correlate"), operand(v, "correlate")
     for x in (a, v):
         if len(shape_of(x)) != 1:
             raise TensorShapeError(f"correlate: operands must be 1-d, got shape {shape_of(x)}")

@@ -1,9 +1,14 @@
-"""Reductions, scans, sorting and statistics with NumPy's names.
+"""Reductions, scans, sorting and statistics with NumPy's names (and ``logsumexp``).
 
 Each follows NumPy's signature, including ``axis`` (an int, a tuple, ``None``,
 negative values), ``keepdims``, ``ddof`` and ``dtype`` where NumPy has them,
 and works on arrays, ``Tensor``s and traced values (``jit`` included). A
 function's docstring states its gradient convention where one applies.
+``sum``, ``max`` and ``min`` are one op each: :mod:`.lowering`'s.
+
+It imports :mod:`.lowering`, :mod:`.indexing`, :mod:`.mathfuncs`,
+:mod:`.manipulation` and :mod:`.products` (and :mod:`.dispatch`), of the NumPy
+package.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -30,29 +35,33 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import (_NO_VALUE, _axes, _axis, _first, _float_dtype,
-                                   _is_python_scalar, _masked, _no_out, _operand, add, astype,
-                                   broadcast_to, clip, concatenate, conj, divide, equal,
-                                   getitem, greater, matmul, max, maximum, mean, min, minimum,
-                                   multiply, negative, not_equal, real, reshape, result_dtype, sqrt,
-                                   squeeze, subtract, sum, take, transpose, where)
-from primitives.tensor.numpy.creation import full_like
-from primitives.tensor.numpy.manipulation import diagonal
 from primitives.tensor.backends import library_of
 from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import constant_data, implements
+from primitives.tensor.numpy.indexing import getitem, take
+from primitives.tensor.numpy.lowering import (NO_VALUE, abs, add, astype, broadcast_to,
+                                              concatenate, conj, divide, equal, exp, filled_like,
+                                              first, float_dtype, greater, is_python_scalar, less,
+                                              log, masked, max, maximum, min, minimum, multiply,
+                                              negative, no_out, normalize_axes, normalize_axis,
+                                              not_equal, operand, real, reshape, result_dtype,
+                                              sqrt, stop_gradient, subtract, sum, transpose,
+                                              where)
+from primitives.tensor.numpy.manipulation import diagonal, squeeze
+from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, round as round_
+from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import Argmax, Argmin, ReduceProd, sqrt_zero_slope_at_zero
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
-__all__ = ["prod", "cumsum", "cumprod", "diff", "gradient", "var", "std", "average", "ptp",
-           "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax", "nanmin", "nanargmax",
-           "nanargmin", "nancumsum", "nancumprod", "nanmedian", "nanquantile", "nanpercentile",
+__all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient", "var", "std",
+           "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
+           "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
+           "nanquantile", "nanpercentile",
            "sort", "argsort", "partition", "argpartition", "argmax", "argmin", "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
-
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -94,12 +103,12 @@ def _real_only(x, fn: str) -> None:
 def _scan_operand(a, axis, fn: str):
     """The operand and axis of a cumulative function: ``axis=None`` scans the flattened array
     (and NumPy scans a 0-d array as a 1-d one)."""
-    x = _operand(a, fn)
+    x = operand(a, fn)
     if axis is None:
         return reshape(x, (-1,)), 0
     if not shape_of(x):
         x = reshape(x, (1,))
-    return x, _axis(axis, len(shape_of(x)), fn)
+    return x, normalize_axis(axis, len(shape_of(x)), fn)
 
 
 def _isnan(x):
@@ -129,14 +138,14 @@ def _take_along(x, index, axis: int):
             offsets = offsets + along * strides[d]
     positions = add(multiply(astype(index, np.intp), strides[axis]), offsets)
     flat = reshape(x, (-1,))
-    return _first(bind(Gather(0, shape_of(flat), shape_of(positions)), flat, positions))
+    return first(bind(Gather(0, shape_of(flat), shape_of(positions)), flat, positions))
 
 
 def _selection(x, where_, fn: str):
     """``where=``'s mask broadcast to ``x``'s shape, or ``None`` when not given."""
-    if where_ is _NO_VALUE:
+    if where_ is NO_VALUE:
         return None
-    mask = _operand(where_, fn)
+    mask = operand(where_, fn)
     if dtype_of(mask) != np.bool_:
         raise TensorTypeError(f"{fn}: where= must be boolean, got {dtype_of(mask)}")
     try:
@@ -158,7 +167,7 @@ def _both(mask, other):
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-         where=_NO_VALUE):
+         where=NO_VALUE):
     """``np.prod`` (``where=`` multiplies the selected entries only). Exact derivatives where
     entries are zero (one, two or more), to every order: the derivative in ``a[j]`` is the
     product of the other entries, never ``prod / a[j]``.
@@ -169,12 +178,12 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     >>> prod(np.array([2.0, 5.0, 3.0]), where=np.array([True, False, True]))
     array(6.)
     """
-    _no_out(out, "prod")
-    x = _as_accumulated(_operand(a, "prod"), dtype)
-    x = _masked(x, where, 1, "prod")
+    no_out(out, "prod")
+    x = _as_accumulated(operand(a, "prod"), dtype)
+    x = masked(x, where, 1, "prod")
     shape = shape_of(x)
-    axes = _axes(axis, len(shape), "prod")
-    result = _first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else x
+    axes = normalize_axes(axis, len(shape), "prod")
+    result = first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else x
     if initial is not None:                    # in the product's dtype, as NumPy casts it
         result = multiply(result, astype(initial, dtype_of(x)))
     return _keep(result, shape, axes, keepdims)
@@ -188,10 +197,10 @@ def cumsum(a, axis=None, dtype=None, out=None):
     >>> cumsum(np.array([[1, 2], [3, 4]]))
     array([ 1,  3,  6, 10])
     """
-    _no_out(out, "cumsum")
+    no_out(out, "cumsum")
     x, axis = _scan_operand(a, axis, "cumsum")
     x = _as_accumulated(x, dtype)
-    return _first(bind(Cumsum(axis), x))
+    return first(bind(Cumsum(axis), x))
 
 
 @implements(np.cumprod)
@@ -202,14 +211,14 @@ def cumprod(a, axis=None, dtype=None, out=None):
     >>> cumprod(np.array([2.0, 0.0, 3.0]))
     array([2., 0., 0.])
     """
-    _no_out(out, "cumprod")
+    no_out(out, "cumprod")
     x, axis = _scan_operand(a, axis, "cumprod")
     x = _as_accumulated(x, dtype)
-    return _first(bind(Cumprod(axis, shape_of(x), dtype_of(x).name), x))
+    return first(bind(Cumprod(axis, shape_of(x), dtype_of(x).name), x))
 
 
 @implements(np.diff)
-def diff(a, n: int = 1, axis: int = -1, prepend=_NO_VALUE, append=_NO_VALUE):
+def diff(a, n: int = 1, axis: int = -1, prepend=NO_VALUE, append=NO_VALUE):
     """``np.diff``: ``n``-th differences along ``axis``, after joining ``prepend`` and
     ``append`` (scalars broadcast to one slice); booleans differ by ``!=``, as in NumPy.
     Linear in ``a``, ``prepend`` and ``append``.
@@ -221,21 +230,21 @@ def diff(a, n: int = 1, axis: int = -1, prepend=_NO_VALUE, append=_NO_VALUE):
         raise TensorTypeError(f"diff: order n must be an integer, got {n!r}")
     if n < 0:
         raise TensorShapeError(f"diff: order must be non-negative but got {n}")
-    x = _operand(a, "diff")
+    x = operand(a, "diff")
     shape = shape_of(x)
     if not shape:
         raise TensorShapeError("diff: diff requires input that is at least one dimensional")
-    axis = _axis(axis, len(shape), "diff")
+    axis = normalize_axis(axis, len(shape), "diff")
     if n == 0:
         return x
-    if prepend is not _NO_VALUE or append is not _NO_VALUE:
+    if prepend is not NO_VALUE or append is not NO_VALUE:
         slab = tuple(1 if i == axis else s for i, s in enumerate(shape))
 
         def joined(extra):            # a scalar becomes one slice along the axis
-            extra = _operand(extra, "diff")
+            extra = operand(extra, "diff")
             return [broadcast_to(extra, slab) if not shape_of(extra) else extra]
-        x = concatenate((joined(prepend) if prepend is not _NO_VALUE else []) + [x]
-                        + (joined(append) if append is not _NO_VALUE else []), axis=axis)
+        x = concatenate((joined(prepend) if prepend is not NO_VALUE else []) + [x]
+                        + (joined(append) if append is not NO_VALUE else []), axis=axis)
     later = tuple(slice(1, None) if i == axis else slice(None) for i in range(len(shape)))
     earlier = tuple(slice(None, -1) if i == axis else slice(None) for i in range(len(shape)))
     step = not_equal if dtype_of(x).kind == "b" else subtract
@@ -248,7 +257,7 @@ def _gradient_axes(axis, ndim: int) -> tuple:
     """NumPy's ``normalize_axis_tuple``: the axes in the order given, distinct."""
     if axis is None:
         return tuple(range(ndim))
-    axes = tuple(_axis(a, ndim, "gradient") for a in
+    axes = tuple(normalize_axis(a, ndim, "gradient") for a in
                  (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes):
         raise TensorShapeError(f"gradient: repeated axis in 'axis' argument: {axis}")
@@ -260,7 +269,7 @@ def _gradient_spacing(distances, n: int):
     coordinates ``distances`` (1-d, ``n`` of them). Coordinates that are NumPy constants and
     evenly spaced become one step, as NumPy does; coordinates that carry values (tensors,
     traced) always keep their steps, so the derivative in each coordinate is exact."""
-    distances = _operand(distances, "gradient")
+    distances = operand(distances, "gradient")
     shape = shape_of(distances)
     if not shape:
         return True, distances
@@ -294,7 +303,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
     >>> float(tnp.grad(lambda h: tnp.sum(gradient(np.array([0.0, 1.0, 4.0]), h)))(0.5))  # -6/h**2
     -24.0
     """
-    f = _operand(f, "gradient")
+    f = operand(f, "gradient")
     shape = shape_of(f)
     ndim = len(shape)
     axes = _gradient_axes(axis, ndim)
@@ -302,7 +311,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         raise TensorShapeError("gradient: 'edge_order' greater than 2 not supported")
     if not varargs:
         spacing = [1.0] * len(axes)
-    elif len(varargs) == 1 and not shape_of(_operand(varargs[0], "gradient")):
+    elif len(varargs) == 1 and not shape_of(operand(varargs[0], "gradient")):
         spacing = list(varargs) * len(axes)
     elif len(varargs) == len(axes):
         spacing = list(varargs)
@@ -337,10 +346,10 @@ def _gradient_along(f, axis: int, uniform: bool, dx, edge_order: int):
         return getitem(dx, index)
 
     def ratio(p, q):                    # Python numbers stay Python's (weak, as in NumPy)
-        return p / q if _is_python_scalar(q) else divide(p, q)
+        return p / q if is_python_scalar(q) else divide(p, q)
 
     if uniform:
-        twice = 2.0 * dx if _is_python_scalar(dx) else multiply(2.0, dx)
+        twice = 2.0 * dx if is_python_scalar(dx) else multiply(2.0, dx)
         interior = divide(subtract(part(2, None), part(None, -2)), twice)
     else:
         dx1, dx2 = getitem(dx, slice(0, -1)), getitem(dx, slice(1, None))
@@ -374,11 +383,54 @@ def _gradient_along(f, axis: int, uniform: bool, dx, edge_order: int):
     return concatenate([first, interior, last], axis)
 
 
+# --- means: mean, logsumexp ---------------------------------------------------------------
+
+
+@implements(np.mean)
+def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO_VALUE):
+    """``np.mean`` (``where=`` averages the selected elements only)."""
+    no_out(out, "mean")
+    x = operand(x)
+    x = astype(x, dtype if dtype is not None else float_dtype(x))
+    if where is not NO_VALUE:
+        selected = broadcast_to(operand(where, "mean"), shape_of(x))
+        total = sum(x, axis, keepdims=keepdims, where=selected)
+        count = sum(astype(selected, dtype_of(total)), axis, keepdims=keepdims)
+        return divide(total, count)
+    shape = shape_of(x)
+    count = int(np.prod([shape[a] for a in normalize_axes(axis, len(shape), "mean")],
+                        dtype=np.int64))
+    total = sum(x, axis, keepdims=keepdims)
+    return multiply(total, 1.0 / count) if count else divide(total, 0.0)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """``scipy.special.logsumexp``: ``log(sum(exp(x)))`` computed stably.
+
+    The shift by the maximum is a constant (its derivative cancels exactly), so
+    it goes through :func:`stop_gradient` and does not enter the derivative.
+    """
+    x = operand(x)
+    if np.issubdtype(dtype_of(x), np.complexfloating):
+        raise TensorTypeError("logsumexp: complex input is not supported")
+    x = astype(x, float_dtype(x))
+    shape = shape_of(x)
+    axes = normalize_axes(axis, len(shape), "logsumexp")
+    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    if builtins.any(shape[a] == 0 for a in axes):
+        shift = np.zeros(kept_shape, dtype=dtype_of(x))
+    else:
+        shift = max(stop_gradient(x), axes, keepdims=True) if axes else stop_gradient(x)
+        shift = where(less(abs(shift), np.inf), shift, 0.0)     # no shift by inf or nan
+    out = add(log(sum(exp(subtract(x, shift)), axes, keepdims=True)), shift)
+    return out if keepdims else reshape(out, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
 # --- variance and averages -------------------------------------------------------------------
 
 
 def _ddof(ddof, correction, fn: str):
-    if correction is _NO_VALUE:
+    if correction is NO_VALUE:
         return ddof
     if ddof != 0:
         raise TensorShapeError(f"{fn}: ddof and correction can't be provided simultaneously.")
@@ -405,11 +457,11 @@ def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: st
         kept_count = sum(astype(selected, count_dtype), axes, keepdims=True)
         count = kept_count if keepdims else reshape(
             kept_count, tuple(n for i, n in enumerate(shape) if i not in axes))
-    if center is _NO_VALUE:          # (a slice with nothing selected: any center will do)
+    if center is NO_VALUE:          # (a slice with nothing selected: any center will do)
         center = divide(sum(x, axes, keepdims=True),
                         kept_count if selected is None else maximum(kept_count, 1))
     else:
-        center = astype(_operand(center, fn), dtype_of(x))
+        center = astype(operand(center, fn), dtype_of(x))
     deviation = subtract(x, center)
     if selected is not None:
         deviation = _choose(selected, deviation, 0)
@@ -421,13 +473,13 @@ def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: st
 
 
 def _variance_operand(a, dtype, fn: str):
-    x = _operand(a, fn)
-    return astype(x, _float_dtype(x) if dtype is None else np.dtype(dtype))
+    x = operand(a, fn)
+    return astype(x, float_dtype(x) if dtype is None else np.dtype(dtype))
 
 
 @implements(np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-        where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+        where=NO_VALUE, mean=NO_VALUE, correction=NO_VALUE):
     """``np.var``: the mean of ``|a - mean(a)|**2`` over ``axis`` divided by ``N - ddof``
     (``correction`` is NumPy 2's name for ``ddof``); real for complex input, as NumPy's.
     ``where=`` takes the selected entries only (``N`` counts them); ``mean=`` gives the mean
@@ -438,11 +490,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
     >>> float(var(np.array([1.0, 2.0, 100.0, 4.0]), where=np.array([1, 1, 0, 1], bool)))
     1.5555555555555554
     """
-    _no_out(out, "var")
+    no_out(out, "var")
     ddof = _ddof(ddof, correction, "var")
     x = _variance_operand(a, dtype, "var")
-    axes = _axes(axis, len(shape_of(x)), "var")
-    if where is _NO_VALUE and mean is _NO_VALUE:
+    axes = normalize_axes(axis, len(shape_of(x)), "var")
+    if where is NO_VALUE and mean is NO_VALUE:
         deviation = subtract(x, _mean_of(x, axes, keepdims=True))
         if dtype_of(deviation).kind == "c":
             squares = real(multiply(deviation, conj(deviation)))
@@ -457,7 +509,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
 
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-        where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+        where=NO_VALUE, mean=NO_VALUE, correction=NO_VALUE):
     """``np.std``: ``sqrt(var(a, ...))`` (``where=`` and ``mean=`` as :func:`var`'s). At zero
     variance the derivative is taken as 0, as PyTorch's ``std`` does (JAX's is ``nan``); its
     second derivative there is 0 too.
@@ -465,10 +517,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
     >>> float(std(np.array([1.0, 3.0])))
     1.0
     """
-    _no_out(out, "std")
+    no_out(out, "std")
     variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
-    return _first(bind(sqrt_zero_slope_at_zero, variance))
+    return first(bind(sqrt_zero_slope_at_zero, variance))
 
 
 @implements(np.average)
@@ -481,15 +533,15 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     >>> float(average(np.array([1.0, 2.0, 4.0]), weights=np.array([1.0, 1.0, 2.0])))
     2.75
     """
-    x = _operand(a, "average")
+    x = operand(a, "average")
     shape = shape_of(x)
     if weights is None:
         result = mean(x, axis, keepdims=keepdims)
         if not returned:
             return result
-        count = _count(shape, _axes(axis, len(shape), "average"))
-        return result, full_like(result, count)
-    w = _operand(weights, "average")
+        count = _count(shape, normalize_axes(axis, len(shape), "average"))
+        return result, filled_like(result, count, None, "full_like")
+    w = operand(weights, "average")
     if shape_of(w) != shape:
         w = _weights_along(w, shape, axis)
     dtype = result_dtype(x, w)
@@ -510,7 +562,7 @@ def _weights_along(w, shape: tuple, axis):
         raise TensorTypeError("average: Axis must be specified when shapes of a and weights "
                               "differ.")
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    normalized = tuple(_axis(ax, len(shape), "average") for ax in axes)
+    normalized = tuple(normalize_axis(ax, len(shape), "average") for ax in axes)
     w_shape = shape_of(w)
     if len(w_shape) != len(axes):
         raise TensorTypeError("average: 1D weights expected when shapes of a and weights "
@@ -531,23 +583,23 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
     >>> ptp(np.array([[1.0, 5.0], [2.0, 3.0]]), axis=1)
     array([4., 1.])
     """
-    _no_out(out, "ptp")
-    x = _operand(a, "ptp")
+    no_out(out, "ptp")
+    x = operand(a, "ptp")
     _real_only(x, "ptp")
     return subtract(max(x, axis, keepdims=keepdims), min(x, axis, keepdims=keepdims))
 
 
 @implements(np.nansum)
-def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
-           where=_NO_VALUE):
+def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_VALUE,
+           where=NO_VALUE):
     """``np.nansum``: NaNs count as zero (and get a zero derivative); ``initial`` and
     ``where=`` as :func:`sum`'s.
 
     >>> float(nansum(np.array([1.0, np.nan, 2.0])))
     3.0
     """
-    _no_out(out, "nansum")
-    x = _operand(a, "nansum")
+    no_out(out, "nansum")
+    x = operand(a, "nansum")
     if dtype_of(x).kind in "fc":
         x = _choose(_isnan(x), 0, x)
     x = _as_accumulated(x, dtype)
@@ -555,15 +607,15 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=_
 
 
 @implements(np.nanmean)
-def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=_NO_VALUE):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO_VALUE):
     """``np.nanmean``: the mean of the entries that are not NaN (NaNs get a zero derivative);
     ``nan`` where a slice is all NaN; ``where=`` takes the selected entries only.
 
     >>> float(nanmean(np.array([1.0, np.nan, 2.0])))
     1.5
     """
-    _no_out(out, "nanmean")
-    x = _operand(a, "nanmean")
+    no_out(out, "nanmean")
+    x = operand(a, "nanmean")
     if dtype is not None:
         x = astype(x, dtype)
     if dtype_of(x).kind not in "fc":
@@ -576,19 +628,19 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
 
 @implements(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-           where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+           where=NO_VALUE, mean=NO_VALUE, correction=NO_VALUE):
     """``np.nanvar``: :func:`var` of the entries that are not NaN (NaNs get a zero
     derivative); ``nan`` where a slice has no more than ``ddof`` of them, as NumPy's.
 
     >>> float(nanvar(np.array([1.0, np.nan, 3.0])))
     1.0
     """
-    _no_out(out, "nanvar")
+    no_out(out, "nanvar")
     ddof = _ddof(ddof, correction, "nanvar")
     x = _variance_operand(a, dtype, "nanvar")
-    if dtype_of(_operand(a, "nanvar")).kind not in "fc":      # no NaN to skip
+    if dtype_of(operand(a, "nanvar")).kind not in "fc":      # no NaN to skip
         return var(x, axis, None, None, ddof, keepdims, where=where, mean=mean)
-    axes = _axes(axis, len(shape_of(x)), "nanvar")
+    axes = normalize_axes(axis, len(shape_of(x)), "nanvar")
     present = _both(_selection(x, where, "nanvar"), equal(x, x))
     total, count = _squared_deviations(x, axes, keepdims, present, mean, "nanvar")
     dof = subtract(count, ddof)
@@ -598,51 +650,51 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
 
 @implements(np.nanstd)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
-           where=_NO_VALUE, mean=_NO_VALUE, correction=_NO_VALUE):
+           where=NO_VALUE, mean=NO_VALUE, correction=NO_VALUE):
     """``np.nanstd``: ``sqrt(nanvar(a, ...))``, with :func:`std`'s derivative 0 at zero
     variance.
 
     >>> float(nanstd(np.array([1.0, np.nan, 3.0])))
     1.0
     """
-    _no_out(out, "nanstd")
+    no_out(out, "nanstd")
     variance = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                       correction=correction)
-    return _first(bind(sqrt_zero_slope_at_zero, variance))
+    return first(bind(sqrt_zero_slope_at_zero, variance))
 
 
 @implements(np.nanprod)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-            where=_NO_VALUE):
+            where=NO_VALUE):
     """``np.nanprod``: NaNs count as one (and get a zero derivative); otherwise :func:`prod`,
     exact where entries are zero.
 
     >>> float(nanprod(np.array([2.0, np.nan, 3.0])))
     6.0
     """
-    _no_out(out, "nanprod")
-    x = _operand(a, "nanprod")
+    no_out(out, "nanprod")
+    x = operand(a, "nanprod")
     if dtype_of(x).kind in "fc":
         x = _choose(_isnan(x), 1, x)
     return prod(x, axis, dtype, None, keepdims, initial, where)
 
 
 def _nan_extremum(reduce, fn: str, fill: float, a, axis, out, keepdims, initial, where_):
-    _no_out(out, fn)
-    x = _operand(a, fn)
+    no_out(out, fn)
+    x = operand(a, fn)
     if dtype_of(x).kind not in "fc":
         return reduce(x, axis, keepdims=keepdims, initial=initial, where=where_)
     present = equal(x, x)
     result = reduce(_choose(present, x, fill), axis, keepdims=keepdims, initial=initial,
                     where=where_)
-    if initial is not _NO_VALUE:           # NumPy's fmax.reduce: the initial value stands
+    if initial is not NO_VALUE:           # NumPy's fmax.reduce: the initial value stands
         return result
     return _choose(any(present, axis, keepdims=keepdims), result, np.nan)
 
 
 @implements(np.nanmax)
-def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
-           where=_NO_VALUE):
+def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE,
+           where=NO_VALUE):
     """``np.nanmax``: the maximum of the entries that are not NaN, ``nan`` for an all-NaN
     slice; tied maxima share the derivative (as :func:`max`), NaNs get none.
 
@@ -653,8 +705,8 @@ def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
 
 
 @implements(np.nanmin)
-def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
-           where=_NO_VALUE):
+def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE,
+           where=NO_VALUE):
     """``np.nanmin``: the minimum of the entries that are not NaN, ``nan`` for an all-NaN
     slice; tied minima share the derivative (as :func:`min`), NaNs get none.
 
@@ -665,7 +717,7 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=_NO_VALUE,
 
 
 def _nan_arg_extremum(cls, fn: str, fill: float, a, axis, out, keepdims):
-    x = _operand(a, fn)
+    x = operand(a, fn)
     if dtype_of(x).kind not in "fc":
         return _arg_extremum(cls, fn, x, axis, out, keepdims)
     nan = _isnan(x)
@@ -709,8 +761,8 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     >>> nancumsum(np.array([1.0, np.nan, 2.0]))
     array([1., 1., 3.])
     """
-    _no_out(out, "nancumsum")
-    x = _operand(a, "nancumsum")
+    no_out(out, "nancumsum")
+    x = operand(a, "nancumsum")
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 0, x)
     return cumsum(x, axis, dtype)
@@ -724,8 +776,8 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     >>> nancumprod(np.array([2.0, np.nan, 3.0]))
     array([2., 2., 6.])
     """
-    _no_out(out, "nancumprod")
-    x = _operand(a, "nancumprod")
+    no_out(out, "nancumprod")
+    x = operand(a, "nancumprod")
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 1, x)
     return cumprod(x, axis, dtype)
@@ -749,10 +801,10 @@ def _sort_kind(kind, order, stable, fn: str):
 
 
 def _sort_operand(a, axis, fn: str):
-    x = _operand(a, fn)
+    x = operand(a, fn)
     if axis is None or (fn == "argsort" and not shape_of(x)):    # NumPy's argsort: 0-d as 1-d
         return reshape(x, (-1,)), 0
-    return x, _axis(axis, len(shape_of(x)), fn)
+    return x, normalize_axis(axis, len(shape_of(x)), fn)
 
 
 @implements(np.sort)
@@ -768,7 +820,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     _sort_kind(kind, order, stable, "sort")
     x, axis = _sort_operand(a, axis, "sort")
     _real_only(x, "sort")
-    return _first(bind(Sort(axis, shape_of(x), dtype_of(x).name), x))
+    return first(bind(Sort(axis, shape_of(x), dtype_of(x).name), x))
 
 
 @implements(np.argsort)
@@ -781,7 +833,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """
     kind = _sort_kind(kind, order, stable, "argsort")
     x, axis = _sort_operand(a, axis, "argsort")
-    return _first(bind(Argsort(axis, kind), x))
+    return first(bind(Argsort(axis, kind), x))
 
 
 def _partition_operand(a, kth, axis, kind, order, fn: str):
@@ -794,7 +846,7 @@ def _partition_operand(a, kth, axis, kind, order, fn: str):
         raise TensorShapeError(f"{fn}: select kind must be 'introselect', got {kind!r}")
     x, axis = _sort_operand(a, axis, fn)
     n = shape_of(x)[axis]
-    positions = np.asarray(data_of(_operand(kth, fn), f"{fn}: reading kth"))
+    positions = np.asarray(data_of(operand(kth, fn), f"{fn}: reading kth"))
     if positions.dtype.kind not in "iu":
         raise TensorTypeError(f"{fn}: Partition index must be integer, got {positions.dtype}")
     normalized = []
@@ -822,7 +874,7 @@ def partition(a, kth, axis=-1, kind: str = "introselect", order=None):
     array([1., 0., 0., 0.])
     """
     x, axis, kth = _partition_operand(a, kth, axis, kind, order, "partition")
-    order = _first(bind(PartitionOrder(axis, kth), x))
+    order = first(bind(PartitionOrder(axis, kth), x))
     return _take_along(x, order, axis)
 
 
@@ -835,21 +887,21 @@ def argpartition(a, kth, axis=-1, kind: str = "introselect", order=None):
     array([3, 2, 0, 1])
     """
     x, axis, kth = _partition_operand(a, kth, axis, kind, order, "argpartition")
-    return _first(bind(Argpartition(axis, kth), x))
+    return first(bind(Argpartition(axis, kth), x))
 
 
 def _arg_extremum(cls, fn: str, a, axis, out, keepdims):
-    _no_out(out, fn)
-    x = _operand(a, fn)
+    no_out(out, fn)
+    x = operand(a, fn)
     shape = shape_of(x)
     flat = axis is None
     if flat:
         x, index_axis = reshape(x, (-1,)), 0
     else:
-        index_axis = _axis(axis, len(shape), fn)
+        index_axis = normalize_axis(axis, len(shape), fn)
     if shape_of(x)[index_axis] == 0:
         raise TensorShapeError(f"{fn}: attempt to get {fn} of an empty sequence")
-    result = _first(bind(cls(index_axis), x))
+    result = first(bind(cls(index_axis), x))
     if keepdims:
         result = reshape(result, (1,) * len(shape) if flat else _kept_shape(shape, (index_axis,)))
     return result
@@ -876,7 +928,7 @@ def argmin(a, axis=None, out=None, *, keepdims: bool = False):
 
 
 def _truth(a, axis, keepdims: bool, fn: str, reduce):
-    a = _operand(a, fn)
+    a = operand(a, fn)
     nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
     counted = reduce(astype(nonzero, np.int8), axis=axis, keepdims=keepdims)
     return not_equal(counted, 0)
@@ -889,7 +941,7 @@ def all(a, axis=None, out=None, keepdims: bool = False):
     >>> all(np.array([[1.0, 0.0], [2.0, 3.0]]), axis=1)
     array([False,  True])
     """
-    _no_out(out, "all")
+    no_out(out, "all")
     return _truth(a, axis, keepdims, "all", min)
 
 
@@ -900,7 +952,7 @@ def any(a, axis=None, out=None, keepdims: bool = False):
     >>> any(np.array([[1.0, 0.0], [0.0, 0.0]]), axis=1)
     array([ True, False])
     """
-    _no_out(out, "any")
+    no_out(out, "any")
     return _truth(a, axis, keepdims, "any", max)
 
 
@@ -932,8 +984,6 @@ def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, 
     (``ordered``: the rows sorted, NaNs last), ``nan`` for a row of NaNs. Where they are is
     read from each row's count of numbers, data that ``jit`` and ``vmap`` trace; the
     derivative goes to the order statistics read, as :func:`quantile`'s."""
-    from primitives.tensor.numpy.mathfuncs import ceil, floor, round as round_
-
     n = shape_of(grouped)[-1]
     count = sum(astype(equal(grouped, grouped), np.intp), -1, keepdims=True)
     position = multiply(astype(subtract(count, 1), np.float64), fractions)
@@ -964,7 +1014,7 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
     if method not in _QUANTILE_METHODS:
         raise TensorNotSupportedError(f"{fn}: method {method!r} is not supported; use one of "
                                       f"{', '.join(_QUANTILE_METHODS)}")
-    x = _operand(a, fn)
+    x = operand(a, fn)
     _real_only(x, fn)
     q_data = np.asarray(constant_data(q, f"{fn}: q (differentiating in q is not supported)"))
     if q_data.dtype.kind not in "biuf":
@@ -977,12 +1027,12 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
     if method in ("lower", "higher", "nearest"):     # values of a: its dtype, as NumPy's
         dtype = dtype_of(x)
     elif fn in ("median", "nanmedian"):
-        dtype = _float_dtype(x)
+        dtype = float_dtype(x)
     else:
-        dtype = result_dtype(_float_dtype(x).type(0), q if _is_python_scalar(q) else q_data)
+        dtype = result_dtype(float_dtype(x).type(0), q if is_python_scalar(q) else q_data)
     x = astype(x, dtype)
     shape = shape_of(x)
-    axes = _axes(axis, len(shape), fn)
+    axes = normalize_axes(axis, len(shape), fn)
     n = _count(shape, axes)
     kept = tuple(a for a in range(len(shape)) if a not in axes)
     kept_shape = tuple(shape[a] for a in kept)
@@ -1025,7 +1075,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     >>> quantile(np.array([1.0, 2.0, 4.0, 8.0]), [0.5, 1.0])
     array([3., 8.])
     """
-    _no_out(out, "quantile")
+    no_out(out, "quantile")
     return _quantile(a, q, axis, method, keepdims, "quantile", 1.0)
 
 
@@ -1037,7 +1087,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
     >>> percentile(np.array([1.0, 2.0, 4.0, 8.0]), 50)
     array(3.)
     """
-    _no_out(out, "percentile")
+    no_out(out, "percentile")
     return _quantile(a, q, axis, method, keepdims, "percentile", 100.0)
 
 
@@ -1050,7 +1100,7 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     >>> median(np.array([[1.0, 7.0, 3.0], [4.0, 2.0, 0.0]]), axis=1)
     array([3., 2.])
     """
-    _no_out(out, "median")
+    no_out(out, "median")
     return _quantile(a, 0.5, axis, "midpoint", keepdims, "median", 1.0)
 
 
@@ -1065,7 +1115,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False,
     >>> nanquantile(np.array([[1.0, np.nan, 3.0, 2.0], [np.nan] * 4]), 0.5, axis=1)
     array([ 2., nan])
     """
-    _no_out(out, "nanquantile")
+    no_out(out, "nanquantile")
     if weights is not None:
         raise TensorNotSupportedError("nanquantile: weights= is not supported")
     return _quantile(a, q, axis, method, keepdims, "nanquantile", 1.0, skip_nan=True)
@@ -1079,7 +1129,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False,
     >>> float(nanpercentile(np.array([1.0, np.nan, 3.0]), 25))
     1.5
     """
-    _no_out(out, "nanpercentile")
+    no_out(out, "nanpercentile")
     if weights is not None:
         raise TensorNotSupportedError("nanpercentile: weights= is not supported")
     return _quantile(a, q, axis, method, keepdims, "nanpercentile", 100.0, skip_nan=True)
@@ -1093,13 +1143,13 @@ def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: b
     >>> nanmedian(np.array([[1.0, np.nan, 7.0], [4.0, 2.0, np.nan]]), axis=1)
     array([4., 3.])
     """
-    _no_out(out, "nanmedian")
+    no_out(out, "nanmedian")
     return _quantile(a, 0.5, axis, "midpoint", keepdims, "nanmedian", 1.0, skip_nan=True)
 
 
 def _variables(m, rowvar: bool, fn: str):
     """``m`` as a 2-d array of variables by observations (NumPy's ``cov`` layout)."""
-    x = _operand(m, fn)
+    x = operand(m, fn)
     shape = shape_of(x)
     if len(shape) > 2:
         raise TensorShapeError(f"{fn}: m has more than 2 dimensions (shape {shape})")
@@ -1156,15 +1206,15 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     >>> float(trapezoid(np.array([1.0, 2.0, 3.0]), x=np.array([0.0, 1.0, 3.0])))
     6.5
     """
-    y = _operand(y, "trapezoid")
-    axis = _axis(axis, len(shape_of(y)), "trapezoid")
+    y = operand(y, "trapezoid")
+    axis = normalize_axis(axis, len(shape_of(y)), "trapezoid")
     n = shape_of(y)[axis]
     head = (slice(None),) * axis
     upper, lower = getitem(y, head + (slice(1, None),)), getitem(y, head + (slice(None, -1),))
     if x is None:
         widths = dx
     else:
-        x = _operand(x, "trapezoid")
+        x = operand(x, "trapezoid")
         if len(shape_of(x)) == 1:
             widths = subtract(getitem(x, slice(1, None)), getitem(x, slice(None, -1)))
             widths = reshape(widths, (n - 1,) + (1,) * (len(shape_of(y)) - axis - 1))

@@ -1,4 +1,4 @@
-"""What every tensor primitive shares: the base class, emit helpers, roles.
+"""What every tensor primitive shares: the base class, the set's hooks, emit helpers, roles.
 
 Tensor primitives follow JAX's ``lax``: elementwise ops take operands of one
 shape and one dtype (the NumPy-named functions insert ``broadcast_in_dim`` and
@@ -10,31 +10,35 @@ dataclasses: immutable, hashable, equal by value.
 >>> ew.add.eval(None, [np.ones(2), np.ones(2)])
 [array([2., 2.])]
 
-Batch rules (:func:`tidu.batch`) share these helpers. They need no shapes (the
-elementwise ops carry none): moves and broadcasts emit the rank-free ops
-``MoveAxis`` and ``BroadcastAxis`` of :mod:`.shape` with the role
-``tidu.input_role(role, index)``, where ``role`` is the role of the op being
-batched and ``index`` the input's position, and return a reference ready for
-``builder.add_primitive``:
+This module names no concrete op. What tidu asks of the set as a whole (the op
+that sums cotangents, the op that makes a constant, the rewrite patterns) is in
+:data:`TENSOR_SET`, which :mod:`primitives.tensor.ops` fills once it has
+imported the op modules; :class:`TensorPrimitive`'s ``add()``, ``constant()``
+and ``simplify()`` read it.
 
-- ``move_batch_axis(builder, ref, from_axis, to_axis, role, index) -> ref``
-- ``broadcast_batch(builder, ref, axis, axis_size, role, index) -> ref``
-- ``batch_all_at(builder, inputs, axes, role, axis_size, axis) -> [ref, ...]``: every
-  input batched along ``axis`` (moved there, or broadcast when its axis is ``None``)
-- ``batch_elementwise``: the whole batch rule of an op on operands of one shape
-  (``batch_rule = batch_elementwise`` in the class body)
+Rules share these op-independent helpers (the batch helpers that move and
+broadcast batch axes emit ops of :mod:`.shape`, and live there):
+
+- ``emit(builder, op, inputs, role) -> int``: a one-output op, emitted
+- ``linear_mask(op, role) -> tuple``: which inputs of a transposed op are linear
+- ``not_linear(op)``: raise for the transpose of an op that is not linear
 - ``shift_axis(op, axis, batch_axis) -> int``: an axis parameter of ``op`` once a batch
   axis is at ``batch_axis`` (``ADRuleError`` for a negative one)
 - ``with_batch(shape, batch_axis, axis_size) -> tuple``: a shape parameter, batched
+- ``is_complex_dtype``, ``is_float_dtype``, ``real_dtype_name``: facts of a dtype
+
+It imports tidu, NumPy and ``primitives.tensor``'s ``buffers``, ``core`` and
+``errors``: no other module of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind, Primitive, TiduError, input_role
+from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized, Local
 from primitives.tensor import buffers
 from primitives.tensor.buffers import output_like, unshared
@@ -108,11 +112,14 @@ def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
 
 def linear_mask(op, role) -> tuple:
     """The active mask of a transpose rule's role; PRIMARY work has none."""
-    from tidu import ADRuleError, ADRuleKind
-
     if role is PRIMARY:
         raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, "op was not emitted as linear work")
     return role.active_mask
+
+
+def not_linear(op):
+    """Raise for the transpose rule of ``op``, which is not linear."""
+    raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, f"{op!r} is not linear")
 
 
 def tensor_op(cls):
@@ -136,6 +143,62 @@ def tensor_op(cls):
     return cls
 
 
+class PrimitiveSetError(TiduError, RuntimeError):
+    """The tensor set's hooks read before :mod:`primitives.tensor.ops` installed them, or
+    installed twice."""
+
+
+class _Hooks(NamedTuple):
+    add: Primitive
+    constant: Callable
+    simplify: Callable
+
+
+class PrimitiveSet:
+    """What tidu asks of a primitive set as a whole, installed once (then fixed):
+
+    - ``add``: the op that sums two values (``linear_transpose`` sums cotangents with it);
+    - ``constant(value)``: an op with no inputs making ``value``, or ``None``
+      (``tidu.optimize``'s constant folding);
+    - ``simplify(op, rewriter, inputs, role, ctx)``: the set's rewrite patterns
+      (``tidu.optimize``).
+    """
+
+    __slots__ = ("name", "_hooks")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._hooks = None
+
+    def install(self, *, add: Primitive, constant: Callable, simplify: Callable) -> None:
+        if self._hooks is not None:
+            raise PrimitiveSetError(f"the {self.name} set's hooks are installed already")
+        self._hooks = _Hooks(add, constant, simplify)
+
+    def _installed(self) -> _Hooks:
+        if self._hooks is None:
+            raise PrimitiveSetError(f"the {self.name} set's hooks are not installed: "
+                                    "importing primitives.tensor.ops installs them")
+        return self._hooks
+
+    @property
+    def add(self) -> Primitive:
+        return self._installed().add
+
+    @property
+    def constant(self) -> Callable:
+        return self._installed().constant
+
+    @property
+    def simplify(self) -> Callable:
+        return self._installed().simplify
+
+
+TENSOR_SET = PrimitiveSet("tensor")
+"""The tensor set's hooks: ``elementwise.add``, ``constants.constant_op`` and
+``simplify.simplify``, installed by :mod:`primitives.tensor.ops`."""
+
+
 class TensorPrimitive(Primitive, EvaluableGraphOperation):
     """Base of the NumPy tensor primitives. Subclasses are ``@tensor_op`` dataclasses."""
 
@@ -143,9 +206,7 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
 
     @classmethod
     def add(cls):
-        from primitives.tensor.ops.elementwise import add
-
-        return add
+        return TENSOR_SET.add
 
     def input_count(self) -> int:
         return 1
@@ -154,22 +215,25 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
         return 1
 
     def simplify(self, rewriter, inputs, role, ctx):
-        """``tidu.optimize``'s rewrite hook: the set's patterns live in :mod:`.simplify`."""
-        from primitives.tensor.ops.simplify import simplify
-
-        return simplify(self, rewriter, inputs, role, ctx)
+        """``tidu.optimize``'s rewrite hook: the set's patterns (:data:`TENSOR_SET`)."""
+        return TENSOR_SET.simplify(self, rewriter, inputs, role, ctx)
 
     @classmethod
     def constant(cls, value):
-        """``tidu.optimize``'s folding hook: see :func:`.simplify.constant_op`."""
-        from primitives.tensor.ops.simplify import constant_op
+        """``tidu.optimize``'s folding hook: the set's constants (:data:`TENSOR_SET`)."""
+        return TENSOR_SET.constant(value)
 
-        return constant_op(value)
+    def output_dtype(self) -> str | None:
+        """The dtype (name) of the output when the op states it, else ``None``."""
+        return None
+
+    def floating_output(self) -> bool:
+        """Whether the output is floating (real or complex) whatever the inputs' dtypes."""
+        dtype = self.output_dtype()
+        return dtype is not None and np.dtype(dtype).kind in "fc"
 
     def params(self) -> str:
         """The parameters shown in listings (override for a terser form)."""
-        from dataclasses import fields
-
         shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
                  if f.name != "name"]
         return ", ".join(shown)
@@ -178,42 +242,6 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
         name = getattr(self, "name", type(self).__name__.lower())
         params = self.params()
         return f"{name}[{params}]" if params else name
-
-
-# --- batch rules -------------------------------------------------------------------------
-
-
-def move_batch_axis(builder, ref, from_axis: int, to_axis: int, role, index: int):
-    """``ref`` (input ``index`` of an op with ``role``) with its batch axis moved from
-    ``from_axis`` to ``to_axis`` (``np.moveaxis``); ``ref`` itself when they agree."""
-    from primitives.tensor.ops.shape import MoveAxis
-
-    if from_axis == to_axis:
-        return ref
-    return Local(emit(builder, MoveAxis(from_axis, to_axis), [ref], input_role(role, index)))
-
-
-def broadcast_batch(builder, ref, axis: int, axis_size: int, role, index: int):
-    """Unbatched ``ref`` (input ``index`` of an op with ``role``) repeated ``axis_size``
-    times along a new batch axis at ``axis``."""
-    from primitives.tensor.ops.shape import BroadcastAxis
-
-    return Local(emit(builder, BroadcastAxis(axis, axis_size), [ref], input_role(role, index)))
-
-
-def batch_all_at(builder, inputs, axes, role, axis_size: int, axis: int) -> list:
-    """Every input batched along ``axis``: moved there, or broadcast (when unbatched)."""
-    return [broadcast_batch(builder, ref, axis, axis_size, role, i) if from_axis is None
-            else move_batch_axis(builder, ref, from_axis, axis, role, i)
-            for i, (ref, from_axis) in enumerate(zip(inputs, axes))]
-
-
-def batch_elementwise(self, builder, inputs, axes, role, axis_size, ctx):
-    """The batch rule of an elementwise op whose operands have one shape (this set's
-    contract): every operand batched along the first batched operand's axis."""
-    axis = next(a for a in axes if a is not None)
-    refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
-    return builder.add_primitive(self, refs, role), [axis]
 
 
 def shift_axis(op, axis: int, batch_axis: int) -> int:
@@ -250,12 +278,16 @@ def is_float_dtype(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.inexact)
 
 
+def real_dtype_name(dtype) -> str:
+    """The real dtype of a complex one (``complex64`` -> ``float32``); real dtypes map to themselves."""
+    dtype = np.dtype(dtype)
+    return np.finfo(dtype).dtype.name if dtype.kind == "c" else dtype.name
+
+
 class LinearOp(TensorPrimitive):
     """A linear op: its JVP applies the op itself to the tangent."""
 
     __slots__ = ()
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        from tidu.graph import Local
-
         return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]

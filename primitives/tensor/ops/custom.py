@@ -25,6 +25,9 @@ batched call does batched work and composes with every other transform.
 
 ``rule`` fields are compared by identity, so each signature of each custom
 function is one op and the transforms' per-op caches are reused across calls.
+
+It imports :mod:`.base`, :mod:`.shape` and :mod:`.constants`, of
+:mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -38,61 +41,9 @@ from tidu import batch, optimize
 from tidu.graph import PRIMARY, External, Graph, Input, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
-from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.ops.base import TensorPrimitive, emit, tensor_op
-from primitives.tensor.ops.select import zeros
+from primitives.tensor.ops.constants import constant, zeros
 from primitives.tensor.ops.shape import BroadcastAxis, MoveAxis, SumAxis
-
-
-class HeldConstant(TensorPrimitive):
-    """A nullary op returning one array (for constants of a traced rule that
-    :func:`~primitives.tensor.ops.simplify.constant_op` would not store), in its own library.
-    Equal by identity.
-
-    A NumPy array is held by reference and read when the op runs, through a read-only view
-    (so no op writes into it): an array a rule closes over is read at each call, as the
-    closure rule says (:mod:`primitives.tensor.transforms.closure`). Other libraries' arrays, which
-    cannot be made read-only, are copied.
-    """
-
-    __slots__ = ("value",)
-    name = "held_constant"
-
-    def __init__(self, value) -> None:
-        library = library_of(value)
-        self.value = value if library is NUMPY else library.copy(value)
-
-    def input_count(self) -> int:
-        return 0
-
-    def eval(self, ctx, inputs):
-        value = self.value
-        if type(value) is np.ndarray:
-            value = value.view()
-            value.flags.writeable = False
-        return [value]
-
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return [None]
-
-    def params(self) -> str:
-        return f"shape={shape_of(self.value)}, dtype={dtype_of(self.value)}"
-
-
-STORED_BYTES = 1 << 20
-"""Constants of traced rules up to this size are stored in the op (a ``Full`` or ``Literal``,
-which programs can fold); bigger ones are held by reference (:class:`HeldConstant`), read when
-the op runs. It matches :data:`primitives.tensor.transforms.closure.COMPARED_BYTES`: ``jit`` compares a
-stored array it closes over with its copy at each call, and so traces again when it changes."""
-
-
-def constant(builder, value) -> Local:
-    """Emit ``value`` as a constant (primal work); return its reference."""
-    from primitives.tensor.ops.simplify import constant_op
-
-    array = as_array(value)
-    stored = constant_op(array) if getattr(array, "nbytes", 0) <= STORED_BYTES else None
-    return Local(emit(builder, stored or HeldConstant(array), []))
 
 
 def _emit_operations(builder, graph: Graph, refs: Sequence, linear: Sequence[bool],

@@ -18,6 +18,9 @@ other operand, followed by a ``Transpose`` back into the operand's layout.
 >>> bmm = DotGeneral((((2,), (1,)), ((0,), (0,))), (5, 2, 3), (5, 3, 4))
 >>> bmm.out_shape()
 (5, 2, 4)
+
+It imports :mod:`.base`, :mod:`.shape` and :mod:`.elementwise`, of
+:mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ class DotGeneral(TensorPrimitive):
 
     def input_count(self) -> int:
         return 2
+
+    def output_dtype(self) -> str | None:
+        return self.dtype
 
     # --- layout -------------------------------------------------------------------
 

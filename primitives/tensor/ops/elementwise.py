@@ -18,15 +18,30 @@ tangent, as in JAX, and predicates (``isnan``...) none. Binary ops whose
 derivatives need a helper array (``fmax``'s tie weights, ``logaddexp``'s logistic
 weights, ``remainder``'s quotient) emit it as a primal op of its own.
 
+``maximum`` and ``minimum`` split the tangent evenly at ties (as JAX does), and
+so do ``fmax`` and ``fmin``. ``power`` (``x ** y``, both operands arrays) selects
+its derivative's values at ``x = 0`` (:mod:`.select`). ``ComplexAbs`` is ``|z|``
+of a complex ``z`` (``abs_real`` is the real one), and ``Real``/``Imag`` map
+complex to real; their transposes give complex cotangents.
+
+Each op's declaration states the facts others ask of it: ``keeps_dtype=True``
+(of :func:`unary` and :func:`binary`) marks a ufunc whose result keeps its floating
+operand's dtype, so its results may go into reused buffers; ``floating=True`` a
+result floating whatever the operands (``exp`` of integers), which :mod:`.simplify`
+reads through ``floating_output()``.
+
 Every op here batches (:func:`tidu.batch`): its operands have one shape, so they
 share the first batched operand's batch axis, and an unbatched operand is
-broadcast along it (:func:`.base.batch_elementwise`).
+broadcast along it (:func:`.shape.batch_elementwise`).
 
 Every op computes on the arrays of its inputs' library (:mod:`..backends`): NumPy
 arrays through NumPy's ufuncs (into reused buffers where they fit), other
 libraries' through the Array API names of their namespace, and the functions the
 standard lacks (``sinc``, ``fmax``, ``fmod``...) through the table of
 :func:`~primitives.tensor.backends.define`.
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants` and :mod:`.select`, of
+:mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -40,6 +55,8 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
+from primitives.tensor.backends import NUMPY, define, operands
+from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import (
     LIN,
     LIN_FT,
@@ -48,17 +65,18 @@ from primitives.tensor.ops.base import (
     LinearOp,
     TensorPrimitive,
     apply_ufunc,
-    batch_all_at,
-    batch_elementwise,
     check_ordered,
     emit,
-    reusable_output,
     linear_mask,
+    not_linear,
+    real_dtype_name,
+    reusable_output,
     tensor_op,
     with_batch,
 )
-from primitives.tensor.backends import NUMPY, define, operands
-from primitives.tensor.core import dtype_of
+from primitives.tensor.ops.constants import Full
+from primitives.tensor.ops.select import Compare, Select
+from primitives.tensor.ops.shape import batch_all_at, batch_elementwise
 
 
 # --- functions outside the Array API standard, with NumPy's semantics -------------------
@@ -169,28 +187,10 @@ class _UnaryRules(NamedTuple):
     transpose: Callable | None   # (builder, cotangent, x_key) -> cotangent id | None
     into: Callable | None        # fn(x, out=buffer), for ufuncs that keep the dtype
     api: Callable                # (xp, x) -> result, on other libraries' arrays
+    floating: bool               # the result is floating whatever the operand's dtype
 
 
 _UNARY: dict[str, _UnaryRules] = {}
-
-# Ufuncs whose result has their floating operands' dtype: their big results can go
-# into reused buffers (apply_ufunc), and into inputs a compiled program no longer
-# reads (eval_reusing).
-_KEEP_DTYPE = {np.negative, np.exp, np.log, np.sin, np.cos, np.tanh, np.sqrt,
-               np.add, np.subtract, np.multiply, np.divide,
-               np.sinh, np.cosh, np.tan, np.arcsin, np.arccos, np.arctan, np.arcsinh,
-               np.arccosh, np.arctanh, np.expm1, np.log1p, np.log2, np.log10, np.exp2,
-               np.reciprocal, np.floor, np.ceil, np.trunc, np.rint, np.deg2rad, np.rad2deg,
-               np.arctan2, np.hypot, np.logaddexp, np.logaddexp2, np.fmax, np.fmin,
-               np.remainder, np.fmod}
-
-
-def _buffered(fn: Callable) -> Callable:
-    return partial(apply_ufunc, fn) if fn in _KEEP_DTYPE else fn
-
-
-def _into(fn: Callable) -> Callable | None:
-    return fn if fn in _KEEP_DTYPE else None
 
 
 @tensor_op
@@ -199,6 +199,9 @@ class Unary(TensorPrimitive):
 
     name: str
     batch_rule = batch_elementwise
+
+    def floating_output(self) -> bool:
+        return _UNARY[self.name].floating
 
     def eval(self, ctx, inputs):
         rules = _UNARY[self.name]
@@ -229,7 +232,8 @@ class Unary(TensorPrimitive):
 
 def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
           deriv: Callable | None = None, jvp: Callable | None = None,
-          transpose: Callable | None = None) -> Unary:
+          transpose: Callable | None = None, keeps_dtype: bool = False,
+          floating: bool = False) -> Unary:
     """Register an elementwise unary op and return it.
 
     ``fn`` computes it on NumPy arrays; ``api`` on other libraries' arrays: a name in
@@ -237,14 +241,24 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
     then take every library's arrays). ``deriv(x, y)`` gives ``f'(x)`` from symbolic
     input ``x`` and output ``y`` (the JVP is then ``f'(x) * t``); or pass a full
     ``jvp(builder, x, y, t)``. Linear ops also give ``transpose(builder, ct, x)``.
+
+    ``keeps_dtype``: ``fn`` is a ufunc whose result has its floating operand's dtype, so
+    a big result goes into a reused buffer (:func:`.base.apply_ufunc`), or into an input
+    a compiled program no longer reads (``eval_reusing``). ``floating``: the result is
+    floating (real or complex) whatever the operand's dtype.
     """
     if deriv is not None:
         def jvp(builder, x, y, t, _deriv=deriv):
             factor = _deriv(Sym(builder, External(x)), Sym(builder, External(y)))
             return scale_tangent(builder, t, factor)
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
-    _UNARY[name] = _UnaryRules(_buffered(fn), jvp, transpose, _into(fn), api)
+    into = fn if keeps_dtype else None
+    _UNARY[name] = _UnaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api, floating)
     return Unary(name)
+
+
+def _buffered(fn: Callable, keeps_dtype: bool) -> Callable:
+    return partial(apply_ufunc, fn) if keeps_dtype else fn
 
 
 def _linear(op_name: str):
@@ -253,15 +267,17 @@ def _linear(op_name: str):
 
 
 neg = unary("neg", np.negative, "negative", jvp=_linear("neg"),
-            transpose=lambda b, ct, x: emit(b, neg, [Local(ct)], LIN))
+            transpose=lambda b, ct, x: emit(b, neg, [Local(ct)], LIN), keeps_dtype=True)
 conj = unary("conj", lambda a: np.conj(a) if np.iscomplexobj(a) else a, _conj_api,
              jvp=_linear("conj"), transpose=lambda b, ct, x: emit(b, conj, [Local(ct)], LIN))
-exp = unary("exp", np.exp, "exp", deriv=lambda x, y: y)
-log = unary("log", np.log, "log", deriv=lambda x, y: 1 / x)
-sin = unary("sin", np.sin, "sin", deriv=lambda x, y: x.apply(cos))
-cos = unary("cos", np.cos, "cos", deriv=lambda x, y: -x.apply(sin))
-tanh = unary("tanh", np.tanh, "tanh", deriv=lambda x, y: 1 - y * y)
-sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y)
+exp = unary("exp", np.exp, "exp", deriv=lambda x, y: y, keeps_dtype=True, floating=True)
+log = unary("log", np.log, "log", deriv=lambda x, y: 1 / x, keeps_dtype=True, floating=True)
+sin = unary("sin", np.sin, "sin", deriv=lambda x, y: x.apply(cos), keeps_dtype=True, floating=True)
+cos = unary("cos", np.cos, "cos", deriv=lambda x, y: -x.apply(sin),
+            keeps_dtype=True, floating=True)
+tanh = unary("tanh", np.tanh, "tanh", deriv=lambda x, y: 1 - y * y,
+             keeps_dtype=True, floating=True)
+sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y, keeps_dtype=True, floating=True)
 sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None)       # zero almost everywhere
 abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign))
 
@@ -274,43 +290,58 @@ def _no_tangent(b, x, y, t):
 # Holomorphic where NumPy takes complex values: the JVP multiplies by f'(z) and the
 # transpose (of that ``mul``) by conj(f'(z)). 1 - x*x is formed as (1 - x)(1 + x),
 # which keeps its relative accuracy near x = ±1, where these derivatives are large.
-reciprocal = unary("reciprocal", np.reciprocal, "reciprocal", deriv=lambda x, y: -(y * y))
-sinh = unary("sinh", np.sinh, "sinh", deriv=lambda x, y: x.apply(cosh))
-cosh = unary("cosh", np.cosh, "cosh", deriv=lambda x, y: x.apply(sinh))
-tan = unary("tan", np.tan, "tan", deriv=lambda x, y: 1 + y * y)
+reciprocal = unary("reciprocal", np.reciprocal, "reciprocal", deriv=lambda x, y: -(y * y),
+                   keeps_dtype=True)
+sinh = unary("sinh", np.sinh, "sinh", deriv=lambda x, y: x.apply(cosh),
+             keeps_dtype=True, floating=True)
+cosh = unary("cosh", np.cosh, "cosh", deriv=lambda x, y: x.apply(sinh),
+             keeps_dtype=True, floating=True)
+tan = unary("tan", np.tan, "tan", deriv=lambda x, y: 1 + y * y, keeps_dtype=True, floating=True)
 arcsin = unary("arcsin", np.arcsin, "asin",
-               deriv=lambda x, y: ((1 - x) * (1 + x)).apply(Pow(-0.5)))
+               deriv=lambda x, y: ((1 - x) * (1 + x)).apply(Pow(-0.5)),
+               keeps_dtype=True, floating=True)
 arccos = unary("arccos", np.arccos, "acos",
-               deriv=lambda x, y: -((1 - x) * (1 + x)).apply(Pow(-0.5)))
-arctan = unary("arctan", np.arctan, "atan", deriv=lambda x, y: 1 / (x * x + 1))
+               deriv=lambda x, y: -((1 - x) * (1 + x)).apply(Pow(-0.5)),
+               keeps_dtype=True, floating=True)
+arctan = unary("arctan", np.arctan, "atan", deriv=lambda x, y: 1 / (x * x + 1),
+               keeps_dtype=True, floating=True)
 arcsinh = unary("arcsinh", np.arcsinh, "asinh",
-                deriv=lambda x, y: (x * x + 1).apply(Pow(-0.5)))
+                deriv=lambda x, y: (x * x + 1).apply(Pow(-0.5)), keeps_dtype=True, floating=True)
 # sqrt(z - 1) sqrt(z + 1), not sqrt(z*z - 1): the two differ in sign off the real line
 arccosh = unary("arccosh", np.arccosh, "acosh",
-                deriv=lambda x, y: 1 / ((x - 1).apply(sqrt) * (x + 1).apply(sqrt)))
-arctanh = unary("arctanh", np.arctanh, "atanh", deriv=lambda x, y: 1 / ((1 - x) * (1 + x)))
-expm1 = unary("expm1", np.expm1, "expm1", deriv=lambda x, y: y + 1)
-log1p = unary("log1p", np.log1p, "log1p", deriv=lambda x, y: 1 / (x + 1))
-log2 = unary("log2", np.log2, "log2", deriv=lambda x, y: 1 / (x * math.log(2.0)))
-log10 = unary("log10", np.log10, "log10", deriv=lambda x, y: 1 / (x * math.log(10.0)))
-exp2 = unary("exp2", np.exp2, "exp2", deriv=lambda x, y: y * math.log(2.0))
-sinc = unary("sinc", np.sinc, "sinc", deriv=lambda x, y: x.apply(SincDerivative(1)))
+                deriv=lambda x, y: 1 / ((x - 1).apply(sqrt) * (x + 1).apply(sqrt)),
+                keeps_dtype=True, floating=True)
+arctanh = unary("arctanh", np.arctanh, "atanh", deriv=lambda x, y: 1 / ((1 - x) * (1 + x)),
+                keeps_dtype=True, floating=True)
+expm1 = unary("expm1", np.expm1, "expm1", deriv=lambda x, y: y + 1,
+              keeps_dtype=True, floating=True)
+log1p = unary("log1p", np.log1p, "log1p", deriv=lambda x, y: 1 / (x + 1),
+              keeps_dtype=True, floating=True)
+log2 = unary("log2", np.log2, "log2", deriv=lambda x, y: 1 / (x * math.log(2.0)),
+             keeps_dtype=True, floating=True)
+log10 = unary("log10", np.log10, "log10", deriv=lambda x, y: 1 / (x * math.log(10.0)),
+              keeps_dtype=True, floating=True)
+exp2 = unary("exp2", np.exp2, "exp2", deriv=lambda x, y: y * math.log(2.0),
+             keeps_dtype=True, floating=True)
+sinc = unary("sinc", np.sinc, "sinc", deriv=lambda x, y: x.apply(SincDerivative(1)), floating=True)
 
 # linear, real only: NumPy's own ufuncs (the same roundings as np.deg2rad), self-transposing
 deg2rad = unary("deg2rad", np.deg2rad, "deg2rad", jvp=_linear("deg2rad"),
-                transpose=lambda b, ct, x: emit(b, deg2rad, [Local(ct)], LIN))
+                transpose=lambda b, ct, x: emit(b, deg2rad, [Local(ct)], LIN),
+                keeps_dtype=True, floating=True)
 rad2deg = unary("rad2deg", np.rad2deg, "rad2deg", jvp=_linear("rad2deg"),
-                transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN))
+                transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN),
+                keeps_dtype=True, floating=True)
 
 # a new array with x's values (np.copy): linear, its own transpose
 copy = unary("copy", np.copy, lambda xp, x: xp.asarray(x, copy=True), jvp=_linear("copy"),
              transpose=lambda b, ct, x: emit(b, copy, [Local(ct)], LIN))
 
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
-floor = unary("floor", np.floor, "floor", jvp=_no_tangent)
-ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent)
-trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent)
-rint = unary("rint", np.rint, "rint", jvp=_no_tangent)
+floor = unary("floor", np.floor, "floor", jvp=_no_tangent, keeps_dtype=True)
+ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent, keeps_dtype=True)
+trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent, keeps_dtype=True)
+rint = unary("rint", np.rint, "rint", jvp=_no_tangent, keeps_dtype=True)
 
 # boolean results: no tangent
 isnan = unary("isnan", np.isnan, "isnan", jvp=_no_tangent)
@@ -319,6 +350,13 @@ isfinite = unary("isfinite", np.isfinite, "isfinite", jvp=_no_tangent)
 signbit = unary("signbit", np.signbit, "signbit", jvp=_no_tangent)
 logical_not = unary("logical_not", np.logical_not, "logical_not", jvp=_no_tangent)
 invert = unary("invert", np.invert, "bitwise_invert", jvp=_no_tangent)
+
+zeros_like = unary("zeros_like", np.zeros_like, "zeros_like", jvp=lambda b, x, y, t: None)
+"""Zeros of the operand's shape and dtype; its derivative is zero (``np.imag`` of a real array)."""
+
+stop_gradient = unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
+"""The operand itself, with derivative zero (``lax.stop_gradient``)."""
+
 
 
 @tensor_op
@@ -500,6 +538,9 @@ class IntegerPow(TensorPrimitive):
     name = "integer_pow"
     batch_rule = batch_elementwise
 
+    def floating_output(self) -> bool:
+        return self.n < 0
+
     def eval(self, ctx, inputs):
         x = inputs[0]
         if self.n >= 0:
@@ -531,6 +572,9 @@ class Pow(TensorPrimitive):
     __eq__, __hash__ = _exact_eq, _exact_hash
     batch_rule = batch_elementwise
 
+    def floating_output(self) -> bool:
+        return True
+
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
         return [xp.pow(x, self.exponent)]
@@ -548,10 +592,11 @@ class Pow(TensorPrimitive):
 
 class _BinaryRules(NamedTuple):
     fn: Callable                 # on NumPy arrays
-    jvp: Callable          # (builder, x, y, out, tx, ty) -> tangent id | None
+    jvp: Callable                # (builder, x, y, out, tx, ty) -> tangent id | None
     transpose: Callable | None   # (builder, ct, x, y, mask) -> (ct_x, ct_y)
     into: Callable | None        # fn(x, y, out=buffer), when the result has x's dtype
     api: Callable                # (xp, x, y) -> result, on other libraries' arrays
+    floating: bool               # the result is floating whatever the operands' dtype
 
 
 _BINARY: dict[str, _BinaryRules] = {}
@@ -566,6 +611,9 @@ class Binary(TensorPrimitive):
 
     def input_count(self) -> int:
         return 2
+
+    def floating_output(self) -> bool:
+        return _BINARY[self.name].floating
 
     def eval(self, ctx, inputs):
         rules = _BINARY[self.name]
@@ -595,15 +643,19 @@ class Binary(TensorPrimitive):
 
 
 def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = None,
-           into: Callable | None = None, api: str | Callable | None = None) -> Binary:
+           into: Callable | None = None, api: str | Callable | None = None, *,
+           keeps_dtype: bool = False, floating: bool = False) -> Binary:
     """Register an elementwise binary op and return it.
 
     ``fn`` computes it on NumPy arrays (``into``: ``fn`` with ``out=``, by default ``fn``
-    itself for the ufuncs that keep the dtype); ``api`` on other libraries' arrays: a
-    name in their namespace or a function ``(xp, x, y)`` (by default ``fn`` itself).
+    itself when it keeps the dtype); ``api`` on other libraries' arrays: a name in their
+    namespace or a function ``(xp, x, y)`` (by default ``fn`` itself). ``keeps_dtype`` and
+    ``floating`` are :func:`unary`'s.
     """
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
-    _BINARY[name] = _BinaryRules(_buffered(fn), jvp, transpose, into or _into(fn), api)
+    into = into or (fn if keeps_dtype else None)
+    _BINARY[name] = _BinaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api,
+                                 floating)
     return Binary(name)
 
 
@@ -719,16 +771,17 @@ def _div_or_zero_api(xp, x, y):
     return xp.where(nonzero, x / xp.where(nonzero, y, 1), 0)
 
 
-add = binary("add", np.add, _add_jvp, _add_transpose, api="add")
-sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose, api="subtract")
-mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose, api="multiply")
+add = binary("add", np.add, _add_jvp, _add_transpose, api="add", keeps_dtype=True)
+sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose, api="subtract", keeps_dtype=True)
+mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose, api="multiply", keeps_dtype=True)
 mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose,
                   _mul_conj_into, api=lambda xp, a, b: xp.multiply(a, _conj_api(xp, b)))
-div = binary("div", np.divide, *_quotient_rules("div"), api="divide")
+div = binary("div", np.divide, *_quotient_rules("div"), api="divide",
+             keeps_dtype=True, floating=True)
 div_conj = binary("div_conj", lambda a, b: apply_ufunc(np.divide, a, _conj_if_complex(b)),
                   *_quotient_rules("div_conj"),
                   into=lambda a, b, out: np.divide(a, _conj_if_complex(b), out=out),
-                  api=lambda xp, a, b: xp.divide(a, _conj_api(xp, b)))
+                  api=lambda xp, a, b: xp.divide(a, _conj_api(xp, b)), floating=True)
 div_or_zero = binary("div_or_zero", _div_or_zero_fn, *_quotient_rules("div_or_zero"),
                      api=_div_or_zero_api)
 """``x / y``, and 0 where ``y`` is 0: ``|z|``'s derivatives are 0 at 0 with it (PyTorch's)."""
@@ -784,10 +837,10 @@ def _unit_over_norm(a: Sym, h: Sym) -> Sym:
 # large operands do not overflow.
 hypot = binary("hypot", np.hypot, _partials_jvp(lambda x, y, out: x.apply(div_or_zero, out),
                                                 lambda x, y, out: y.apply(div_or_zero, out)),
-               api="hypot")
+               api="hypot", keeps_dtype=True)
 arctan2 = binary("arctan2", np.arctan2, _partials_jvp(
     lambda x, y, out: _unit_over_norm(y, x.apply(hypot, y)),
-    lambda x, y, out: -_unit_over_norm(x, x.apply(hypot, y))), api="atan2")
+    lambda x, y, out: -_unit_over_norm(x, x.apply(hypot, y))), api="atan2", keeps_dtype=True)
 
 
 def _logistic_of_difference(xp, x, y):
@@ -812,11 +865,12 @@ logaddexp_weight = binary("logaddexp_weight", _quiet_numpy(_logistic_of_differen
 
 logaddexp = binary("logaddexp", np.logaddexp,
                    _partials_jvp(lambda x, y, out: x.apply(logaddexp_weight, y),
-                                 lambda x, y, out: y.apply(logaddexp_weight, x)), api="logaddexp")
+                                 lambda x, y, out: y.apply(logaddexp_weight, x)), api="logaddexp",
+                   keeps_dtype=True)
 logaddexp2 = binary("logaddexp2", np.logaddexp2, _partials_jvp(
     lambda x, y, out: (x * math.log(2.0)).apply(logaddexp_weight, y * math.log(2.0)),
     lambda x, y, out: (y * math.log(2.0)).apply(logaddexp_weight, x * math.log(2.0))),
-                    api="logaddexp2")
+                    api="logaddexp2", keeps_dtype=True)
 
 
 def _extremum_weight(wins: str) -> Callable:
@@ -853,10 +907,78 @@ def _ordered(name: str) -> Callable:
 
 fmax = binary("fmax", np.fmax, _partials_jvp(lambda x, y, out: x.apply(fmax_weight, y),
                                              lambda x, y, out: 1 - x.apply(fmax_weight, y)),
-              api=_ordered("fmax"))
+              api=_ordered("fmax"), keeps_dtype=True)
 fmin = binary("fmin", np.fmin, _partials_jvp(lambda x, y, out: x.apply(fmin_weight, y),
                                              lambda x, y, out: 1 - x.apply(fmin_weight, y)),
-              api=_ordered("fmin"))
+              api=_ordered("fmin"), keeps_dtype=True)
+
+
+# --- maximum and minimum --------------------------------------------------------------
+
+
+def _tie_weight(builder, x, y, strict: str, dtype: str) -> Sym:
+    """``1`` where ``x strict y``, ``1/2`` where ``x == y``, else ``0``, in ``dtype`` (primal)."""
+    to_dtype = ConvertElementType(dtype, "bool")
+    wins = emit(builder, to_dtype, [Local(emit(builder, Compare(strict), [x, y]))])
+    ties = emit(builder, to_dtype, [Local(emit(builder, Compare("eq"), [x, y]))])
+    return Sym(builder, Local(wins)) + Sym(builder, Local(ties)) * 0.5
+
+
+class _Extremum(TensorPrimitive):
+    __slots__ = ()
+    _fn = None                      # a NumPy ufunc, whose name is the Array API's
+    _wins = ""
+    _loses = ""
+    batch_rule = batch_elementwise
+
+    def input_count(self) -> int:
+        return 2
+
+    def output_dtype(self) -> str:
+        return self.dtype
+
+    def eval(self, ctx, inputs):
+        xp, (x, y) = operands(inputs, self)
+        fn = type(self)._fn
+        return [fn(x, y) if xp is NUMPY.xp else getattr(xp, fn.__name__)(x, y)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        x, y = External(primal_inputs[0]), External(primal_inputs[1])
+        tx, ty = tangent_inputs
+        terms = []
+        if tx is not None:
+            weight = _tie_weight(builder, x, y, self._wins, self.dtype)
+            terms.append(scale_tangent(builder, tx, weight))
+        if ty is not None:
+            weight = _tie_weight(builder, x, y, self._loses, self.dtype)
+            terms.append(scale_tangent(builder, ty, weight))
+        return [_sum_terms(builder, *terms) if len(terms) == 2 else terms[0]]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+
+@tensor_op
+class Maximum(_Extremum):
+    """``np.maximum`` of operands of one shape and ``dtype``; ties split the tangent evenly."""
+
+    dtype: str
+    name = "maximum"
+    _fn = staticmethod(np.maximum)
+    _wins, _loses = "gt", "lt"
+
+
+@tensor_op
+class Minimum(_Extremum):
+    """``np.minimum`` of operands of one shape and ``dtype``; ties split the tangent evenly."""
+
+    dtype: str
+    name = "minimum"
+    _fn = staticmethod(np.minimum)
+    _wins, _loses = "lt", "gt"
+
+
+# --- remainders -------------------------------------------------------------------------
 
 
 def _truncated_quotient(xp, x, y):
@@ -883,8 +1005,11 @@ def _minus_quotient_jvp(quotient: Binary) -> Callable:
 
 
 remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide),
-                   api="remainder")
-fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api="fmod")
+                   api="remainder", keeps_dtype=True)
+fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api="fmod", keeps_dtype=True)
+
+
+# --- power --------------------------------------------------------------------------------
 
 
 @tensor_op
@@ -910,8 +1035,6 @@ class Power(TensorPrimitive):
         return [apply_ufunc(np.power, x, y) if xp is NUMPY.xp else xp.pow(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        from primitives.tensor.ops.select import Compare, Full, Select
-
         x, y = External(primal_inputs[0]), External(primal_inputs[1])
         tx, ty = tangent_inputs
 
@@ -962,6 +1085,9 @@ class ConvertElementType(TensorPrimitive):
     def params(self) -> str:
         return f"{self.old_dtype}->{self.new_dtype}"
 
+    def output_dtype(self) -> str:
+        return self.new_dtype
+
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
         if xp is not NUMPY.xp:
@@ -984,3 +1110,74 @@ class ConvertElementType(TensorPrimitive):
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         back = ConvertElementType(self.old_dtype, self.new_dtype)
         return [emit(builder, back, [Local(cotangent_outputs[0])], LIN)]
+
+
+# --- complex parts ---------------------------------------------------------------------
+
+
+@tensor_op
+class ComplexAbs(TensorPrimitive):
+    """``|z|`` of complex ``z`` of ``dtype``: real result; ``d|z| = Re(conj(z) dz) / |z|``,
+    and 0 at ``z = 0`` (PyTorch's convention; JAX gives NaN there)."""
+
+    dtype: str
+    name = "complex_abs"
+    batch_rule = batch_elementwise
+
+    def output_dtype(self) -> str:
+        return real_dtype_name(self.dtype)
+
+    def eval(self, ctx, inputs):
+        xp, (z,) = operands(inputs, self)
+        return [xp.abs(z)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        z, r = External(primal_inputs[0]), External(primal_outputs[0])
+        as_complex = ConvertElementType(self.dtype, real_dtype_name(self.dtype))
+        unit = emit(builder, div_or_zero, [z, Local(emit(builder, as_complex, [r]))])  # z/|z|
+        projected = emit(builder, mul_conj, [Local(tangent_inputs[0]), Local(unit)], LIN_TF)
+        return [emit(builder, Real(self.dtype), [Local(projected)], LIN)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+
+@tensor_op
+class Real(LinearOp):
+    """``np.real`` of a complex operand of ``dtype``; transposes to the cotangent as complex."""
+
+    dtype: str
+    name = "real"
+    batch_rule = batch_elementwise
+
+    def output_dtype(self) -> str:
+        return real_dtype_name(self.dtype)
+
+    def eval(self, ctx, inputs):
+        xp, (z,) = operands(inputs, self)
+        return [xp.real(z)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        as_complex = ConvertElementType(self.dtype, real_dtype_name(self.dtype))
+        return [emit(builder, as_complex, [Local(cotangent_outputs[0])], LIN)]
+
+
+@tensor_op
+class Imag(LinearOp):
+    """``np.imag`` of a complex operand of ``dtype``; transposes to ``1j * ct``."""
+
+    dtype: str
+    name = "imag"
+    batch_rule = batch_elementwise
+
+    def output_dtype(self) -> str:
+        return real_dtype_name(self.dtype)
+
+    def eval(self, ctx, inputs):
+        xp, (z,) = operands(inputs, self)
+        return [xp.imag(z)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        as_complex = ConvertElementType(self.dtype, real_dtype_name(self.dtype))
+        ct = emit(builder, as_complex, [Local(cotangent_outputs[0])], LIN)
+        return [emit(builder, Scale(1j), [Local(ct)], LIN)]

@@ -27,6 +27,8 @@ array([2.+0.j, 1.-3.j, 0.+0.j, 1.+3.j])
 array([2.+0.j, 1.-3.j, 0.+0.j])
 >>> Irfft((0,), 4, "backward").eval(None, [np.array([2.0, 1 - 3j, 0.0])])[0]
 array([ 1.,  2.,  0., -1.])
+
+It imports :mod:`.base` only, of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ scatter-add is outside the Array API standard: each library's namespace has its
 [array([3., 3.])]
 >>> ScatterAdd(0, (3,), (2,)).eval(None, [np.array([1.0, 1.0]), np.array([2, 2])])
 [array([0., 0., 2.])]
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants` and :mod:`.elementwise`,
+of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -37,17 +40,15 @@ from primitives.tensor.ops.base import (
     LIN_TF,
     LinearOp,
     TensorPrimitive,
-    batch_elementwise,
-    broadcast_batch,
     emit,
     linear_mask,
-    move_batch_axis,
     shift_axis,
     tensor_op,
     with_batch,
 )
-from primitives.tensor.ops.select import zeros
-from primitives.tensor.ops.shape import BroadcastInDim, Reshape
+from primitives.tensor.ops.constants import constant, zeros
+from primitives.tensor.ops.shape import (BroadcastInDim, Reshape, batch_elementwise,
+                                         broadcast_batch, move_batch_axis)
 
 
 def slice_length(start: int, limit: int, stride: int) -> int:
@@ -383,8 +384,6 @@ class _IndexedLinear(TensorPrimitive):
     def _flat_indices(self, builder, indices, axis: int, axis_size: int) -> Local:
         """Batched indices into the batch of operands merged with the indexed axis: example
         ``b``'s indices, batch axis ``axis`` moved to the front, plus ``b * shape[self.axis]``."""
-        from primitives.tensor.ops.custom import constant
-
         indices = move_batch_axis(builder, indices, axis, 0, PRIMARY, 1)
         batched = (axis_size,) + tuple(self.index_shape)
         offsets = constant(builder, np.arange(axis_size, dtype=np.intp) * self.shape[self.axis])

@@ -49,6 +49,9 @@ the other functions, and stacks of matrices, gather each matrix into one chunk
 >>> Solve((2, 1), "float64").eval(None, [a, np.array([[1.0], [2.0]])])[0].round(4)
 array([[0.0909],
        [0.6364]])
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants`, :mod:`.elementwise`,
+:mod:`.dot` and :mod:`.indexing`, of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -70,16 +73,16 @@ from primitives.tensor.ops.base import (
     LIN,
     LinearOp,
     TensorPrimitive,
-    broadcast_batch,
     emit,
     linear_mask,
-    move_batch_axis,
+    real_dtype_name,
     tensor_op,
 )
+from primitives.tensor.ops.constants import Full
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.indexing import Concatenate, Pad, Slice, output_role
-from primitives.tensor.ops.select import Full, Real, real_dtype_name
-from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
+from primitives.tensor.ops.shape import (BroadcastInDim, ReduceSum, Reshape, Transpose,
+                                         broadcast_batch, move_batch_axis)
 
 
 class LinAlgError(TiduError, np.linalg.LinAlgError):
@@ -179,7 +182,7 @@ class Mat:
     def real(self) -> "Mat":
         if self.dtype.kind != "c":
             return self
-        return self._apply(Real(self.dtype.name), dtype=real_dtype_name(self.dtype))
+        return self._apply(ew.Real(self.dtype.name), dtype=real_dtype_name(self.dtype))
 
     def astype(self, dtype) -> "Mat":
         dtype = np.dtype(dtype)

@@ -13,6 +13,9 @@ order (the cumulative products differentiate exactly, see :mod:`.scan`).
 >>> op = ReduceMax(axes=(1,), shape=(2, 2), dtype="float64")
 >>> op.eval(None, [np.array([[1.0, 3.0], [2.0, 2.0]])])
 [array([3., 2.])]
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.select`, :mod:`.elementwise` and
+:mod:`.scan`, of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from primitives.tensor.backends import NUMPY, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, check_ordered, emit, \
-    is_float_dtype, shift_axis, tensor_op, with_batch
+    is_float_dtype, not_linear, shift_axis, tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
-from primitives.tensor.ops.select import Compare, _not_linear
+from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
     reduced_before
 
@@ -46,6 +49,9 @@ class _ReduceExtremum(TensorPrimitive):
 
     def params(self) -> str:
         return f"axes={self.axes}, shape={self.shape}"
+
+    def output_dtype(self) -> str:
+        return self.dtype
 
     def kept_axes(self) -> tuple:
         return tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
@@ -76,7 +82,7 @@ class _ReduceExtremum(TensorPrimitive):
         return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
     batch_rule = _batch_reduction
 
@@ -155,7 +161,7 @@ class ReduceProd(TensorPrimitive):
         return Local(emit(builder, Transpose(inverse), [others]))
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
     batch_rule = _batch_reduction
 
@@ -179,7 +185,7 @@ class _ArgExtremum(TensorPrimitive):
         return [None]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         [axis] = axes
@@ -214,5 +220,5 @@ def _sqrt_jvp(builder, x, y, t):
 
 
 sqrt_zero_slope_at_zero = ew.unary("sqrt_zero_slope_at_zero", np.sqrt, api="sqrt",
-                                   jvp=_sqrt_jvp)
+                                   jvp=_sqrt_jvp, keeps_dtype=True)
 """``np.sqrt`` whose derivatives are 0 at 0 (``std`` at zero variance, as PyTorch's ``std``)."""

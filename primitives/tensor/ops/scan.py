@@ -28,6 +28,9 @@ op's axis (still lazy, and split along the other axes).
 >>> LinearRecurrence(0, (3,), "float64").eval(None, [np.array([5.0, 2.0, 0.5]),
 ...                                                   np.array([1.0, 1.0, 1.0])])
 [array([1. , 3. , 2.5])]
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants`, :mod:`.elementwise` and
+:mod:`.indexing`, of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ from primitives.tensor.backends import NUMPY, define, device_of, library_of, ope
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import (LIN, LIN_FT, LIN_TF, LIN_TT, LinearOp, TensorPrimitive,
-                                        batch_all_at, check_ordered, emit, is_complex_dtype,
-                                        is_float_dtype, linear_mask, move_batch_axis, shift_axis,
-                                        tensor_op, with_batch)
+                                        check_ordered, emit, is_complex_dtype, is_float_dtype,
+                                        linear_mask, not_linear, shift_axis, tensor_op,
+                                        with_batch)
+from primitives.tensor.ops.constants import Full
 from primitives.tensor.ops.indexing import Concatenate, Gather, Slice
-from primitives.tensor.ops.select import Full
-from primitives.tensor.ops.shape import Reshape
+from primitives.tensor.ops.shape import Reshape, batch_all_at, move_batch_axis
 
 
 def _batch_along_axis(self, builder, inputs, axes, role, axis_size, ctx):
@@ -60,10 +63,6 @@ def _batch_along_axis(self, builder, inputs, axes, role, axis_size, ctx):
     if hasattr(self, "shape"):
         changes["shape"] = with_batch(self.shape, axis, axis_size)
     return builder.add_primitive(replace(self, **changes), refs, role), [axis]
-
-
-def _not_linear(op):
-    raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, f"{op.name} is not linear")
 
 
 def _along(xp, scan, x, axis: int, reverse: bool, **options):
@@ -156,7 +155,7 @@ class Cumprod(TensorPrimitive):
                      LIN_FT)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
     batch_rule = _batch_along_axis
 
@@ -283,7 +282,7 @@ class Sort(TensorPrimitive):
                      LIN_TF)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
     batch_rule = _batch_along_axis
 
@@ -297,7 +296,7 @@ class _IntegerResult(TensorPrimitive):
         return [None]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        _not_linear(self)
+        not_linear(self)
 
 
 @tensor_op

@@ -1,5 +1,5 @@
 """Shape primitives: broadcast_in_dim, reduce_sum, reshape, transpose, and the rank-free
-move_axis, broadcast_axis, sum_axis that batch rules emit.
+move_axis, broadcast_axis, sum_axis that batch rules emit, with the batch helpers emitting them.
 
 All are linear; each transposes to another op of this family, which is how
 "unbroadcasting" sums a cotangent over the axes an operand was broadcast along.
@@ -9,16 +9,33 @@ can move or broadcast a batch axis of an operand whose shape it does not know.
 >>> op = BroadcastInDim(shape=(2, 3), broadcast_dimensions=(1,), operand_shape=(3,))
 >>> op.eval(None, [np.arange(3.0)])[0].shape
 (2, 3)
+
+Batch rules (:func:`tidu.batch`) share these helpers. They need no shapes (the
+elementwise ops carry none): moves and broadcasts emit ``MoveAxis`` and
+``BroadcastAxis`` with the role ``tidu.input_role(role, index)``, where ``role``
+is the role of the op being batched and ``index`` the input's position, and
+return a reference ready for ``builder.add_primitive``:
+
+- ``move_batch_axis(builder, ref, from_axis, to_axis, role, index) -> ref``
+- ``broadcast_batch(builder, ref, axis, axis_size, role, index) -> ref``
+- ``batch_all_at(builder, inputs, axes, role, axis_size, axis) -> [ref, ...]``: every
+  input batched along ``axis`` (moved there, or broadcast when its axis is ``None``)
+- ``batch_elementwise``: the whole batch rule of an op on operands of one shape
+  (``batch_rule = batch_elementwise`` in the class body)
+
+``shift_axis`` and ``with_batch`` (:mod:`.base`) batch an op's axis and shape parameters.
+
+It imports :mod:`.base` only, of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tidu import input_role
 from tidu.graph import Local
 from primitives.tensor.backends import NUMPY, define, operands
-from primitives.tensor.ops.base import (LIN, LinearOp, emit, move_batch_axis, shift_axis,
-                                        tensor_op, with_batch)
+from primitives.tensor.ops.base import LIN, LinearOp, emit, shift_axis, tensor_op, with_batch
 
 
 @tensor_op
@@ -273,3 +290,35 @@ class SumAxis(LinearOp):
             return builder.add_primitive(SumAxis(self.axis + 1, self.size), inputs,
                                          role), [axis]
         return builder.add_primitive(self, inputs, role), [axis - 1]
+
+
+# --- batch rules -------------------------------------------------------------------------
+
+
+def move_batch_axis(builder, ref, from_axis: int, to_axis: int, role, index: int):
+    """``ref`` (input ``index`` of an op with ``role``) with its batch axis moved from
+    ``from_axis`` to ``to_axis`` (``np.moveaxis``); ``ref`` itself when they agree."""
+    if from_axis == to_axis:
+        return ref
+    return Local(emit(builder, MoveAxis(from_axis, to_axis), [ref], input_role(role, index)))
+
+
+def broadcast_batch(builder, ref, axis: int, axis_size: int, role, index: int):
+    """Unbatched ``ref`` (input ``index`` of an op with ``role``) repeated ``axis_size``
+    times along a new batch axis at ``axis``."""
+    return Local(emit(builder, BroadcastAxis(axis, axis_size), [ref], input_role(role, index)))
+
+
+def batch_all_at(builder, inputs, axes, role, axis_size: int, axis: int) -> list:
+    """Every input batched along ``axis``: moved there, or broadcast (when unbatched)."""
+    return [broadcast_batch(builder, ref, axis, axis_size, role, i) if from_axis is None
+            else move_batch_axis(builder, ref, from_axis, axis, role, i)
+            for i, (ref, from_axis) in enumerate(zip(inputs, axes))]
+
+
+def batch_elementwise(self, builder, inputs, axes, role, axis_size, ctx):
+    """The batch rule of an elementwise op whose operands have one shape (this set's
+    contract): every operand batched along the first batched operand's axis."""
+    axis = next(a for a in axes if a is not None)
+    refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+    return builder.add_primitive(self, refs, role), [axis]

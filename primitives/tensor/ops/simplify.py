@@ -1,8 +1,9 @@
-"""The tensor set's part in ``tidu.optimize``: its rewrite patterns and its constants.
+"""The tensor set's rewrite patterns, its part in ``tidu.optimize`` besides constant folding.
 
-:class:`~primitives.tensor.ops.base.TensorPrimitive` sends ``simplify`` and
-``constant`` here. Each rule looks at one op and at the producers of its inputs
-(:func:`tidu.compile.producer`) and returns one value key per output, or ``None``:
+:func:`simplify` is the set's ``simplify`` hook (:data:`.base.TENSOR_SET`); the
+folding hook is :func:`.constants.constant_op`. Each rule looks at one op and at
+the producers of its inputs (:func:`tidu.compile.producer`) and returns one value
+key per output, or ``None``:
 
 =================================  ==========================================
 ``add(x, 0)``, ``add(0, x)``       ``x``
@@ -26,12 +27,12 @@ identity ops                       ``x``: ``reshape``/``transpose``/``broadcast`
                                    ``convert`` to the same dtype
 =================================  ==========================================
 
-"0" and "1" are constants: a ``Full`` or a uniform :class:`Literal` (which is
+"0" and "1" are constants: a ``Full`` or a uniform ``Literal`` (which is
 what folding makes of any uniform value). A zero tangent or cotangent passes
 through a one-input op (``reshape``, ``transpose``, ``broadcast_in_dim``,
 ``reduce_sum``, ``neg``, ``scale``, ``convert_element_type``, ``real`` ...) by
 constant folding: the op's inputs are all constants, ``tidu.optimize`` evaluates
-it and :func:`constant_op` turns the uniform result back into a ``Full``.
+it and :func:`.constants.constant_op` turns the uniform result back into a ``Full``.
 
 **Values.** A rule fires only where the rewrite computes what the original
 does, value for value as NumPy compares them (``array_equal(..., equal_nan=True)``)
@@ -46,8 +47,10 @@ and with the same dtype and shape, for *every* input, inf and NaN included:
   becomes one scale only when a factor is ``-1`` (and ``scale[1]`` is ``x``).
 - Rules whose result depends on the dtype fire only when the dtype is known:
   from a constant operand (elementwise operands share one dtype), from the
-  producer (``full``, ``convert_element_type``, ``exp``, ...), or because the op
-  is linear work (``role`` ``Linearized``), whose values are floating.
+  producer, which states it (``TensorPrimitive.output_dtype()``: ``full``,
+  ``convert_element_type``...) or makes floating values whatever its inputs
+  (``floating_output()``: ``exp``, ``div``...), or because the op is linear work
+  (``role`` ``Linearized``), whose values are floating.
 
 Three exceptions, pinned by ``tests/test_simplify_rules.py``:
 
@@ -73,6 +76,9 @@ Three exceptions, pinned by ``tests/test_simplify_rules.py``:
 >>> program = optimize(g, g.output_keys)           # the shape returns: no op left
 >>> len(program.operations), program.output_keys
 (0, (Input('x'),))
+
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants`, :mod:`.select` and
+:mod:`.elementwise`, of :mod:`primitives.tensor.ops`: the ops its patterns rewrite.
 """
 
 from __future__ import annotations
@@ -84,135 +90,13 @@ import numpy as np
 from tidu.compile import forwarded, producer
 from tidu.graph import Linearized
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import TensorPrimitive, tensor_op
-from primitives.tensor.ops.dot import DotGeneral
-from primitives.tensor.ops.reduce import ReduceMax, ReduceMin
-from primitives.tensor.ops.select import (
-    Compare,
-    ComplexAbs,
-    Full,
-    Imag,
-    Maximum,
-    Minimum,
-    Real,
-    Select,
-    real_dtype_name,
-)
+from primitives.tensor.ops.base import TensorPrimitive
+from primitives.tensor.ops.constants import Full, Literal
+from primitives.tensor.ops.select import Select
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
-
-MAX_LITERAL_ELEMENTS = 256
-"""The largest non-uniform array folding keeps in a program (as a :class:`Literal`)."""
 
 
 # --- constants ----------------------------------------------------------------------
-
-
-@tensor_op
-class Literal(TensorPrimitive):
-    """A constant array of ``shape`` and ``dtype`` stored as its bytes (C order).
-
-    ``data`` holds every element, or one element repeated over ``shape``. Equal
-    when the bytes are: ``-0.0`` differs from ``0.0`` and a NaN equals itself,
-    as the scalar set's ``Const`` does. :func:`constant_op` makes these.
-
-    >>> Literal((2,), "float64", np.array([1.5, -0.0]).tobytes()).eval(None, [])
-    [array([ 1.5, -0. ])]
-    >>> Literal((2,), "float64", np.array([-0.0]).tobytes()) == Literal(
-    ...     (2,), "float64", np.array([0.0]).tobytes())
-    False
-    """
-
-    shape: tuple
-    dtype: str
-    data: bytes
-    name = "literal"
-
-    def input_count(self) -> int:
-        return 0
-
-    def elements(self) -> np.ndarray:
-        """The stored elements, one-dimensional (one element for a uniform literal)."""
-        return np.frombuffer(self.data, self.dtype)
-
-    def eval(self, ctx, inputs):
-        stored = self.elements()
-        if stored.size == math.prod(self.shape):
-            return [stored.reshape(self.shape).copy()]
-        return [np.broadcast_to(stored, self.shape).copy()]   # copies the bits exactly
-
-    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        return [None]
-
-    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        return []
-
-    def params(self) -> str:
-        values = np.array2string(self.elements(), threshold=8)
-        return f"shape={self.shape}, dtype={self.dtype!r}, values={values}"
-
-
-_NAN = math.nan               # one NaN object, so that equal Full(nan) ops are one op
-_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def constant_op(value):
-    """An op with no inputs that makes ``value``, or ``None`` to leave it computed.
-
-    A uniform array becomes ``Full(shape, dtype, v)`` (a ``Literal`` holding one
-    element when ``Full`` cannot make its exact bits, e.g. ``-0.0``); any other
-    array of at most :data:`MAX_LITERAL_ELEMENTS` elements a :class:`Literal`.
-    Larger arrays, Python numbers (NumPy treats them as weakly typed),
-    non-numeric dtypes and arrays of other libraries than NumPy give ``None``:
-    their values are never read here (that would compute a Dask array or copy
-    a GPU's). Folding starts from ``Full`` and ``Literal``, so folded values are
-    NumPy arrays; the ops that meet other libraries' arrays convert them
-    (:func:`~primitives.tensor.backends.operands`).
-
-    >>> constant_op(np.zeros((512, 512), np.float32))
-    full[shape=(512, 512), dtype='float32', value=0.0]
-    >>> constant_op(np.array([1.0, 2.0]))
-    literal[shape=(2,), dtype='float64', values=[1. 2.]]
-    >>> constant_op(np.arange(1000.0)) is None
-    True
-    """
-    if isinstance(value, np.generic):
-        value = np.asarray(value)
-    if (type(value) is not np.ndarray or value.dtype.kind not in "biufc"
-            or not value.dtype.isnative):
-        return None
-    dtype = value.dtype.name
-    flat = np.ascontiguousarray(value).reshape(-1)
-    if flat.size and _uniform(flat):
-        first = flat[:1]
-        full = _full_of(first, value.shape, dtype)
-        return full if full is not None else Literal(value.shape, dtype, first.tobytes())
-    if flat.size <= MAX_LITERAL_ELEMENTS:
-        return Literal(value.shape, dtype, flat.tobytes())
-    return None
-
-
-def _uniform(flat: np.ndarray) -> bool:
-    """Whether every element of ``flat`` has the bits of the first."""
-    uint = _UINT_OF_SIZE.get(flat.itemsize)
-    bits = flat.view(uint) if uint else flat.view(np.uint8).reshape(flat.size, flat.itemsize)
-    return bool((bits == bits[0]).all())
-
-
-def _full_of(first: np.ndarray, shape: tuple, dtype: str):
-    """``Full(shape, dtype, v)`` if it makes exactly the bits of ``first``, else ``None``.
-
-    ``Full`` compares its value with ``==``, so it cannot hold ``-0.0`` apart
-    from ``0.0``: a value with a negative zero (or zero part) is left to a ``Literal``.
-    """
-    v = first[0].item()
-    if isinstance(v, float) and v != v:
-        v = _NAN
-    if first.dtype.kind in "fc":
-        parts = first.view(first.real.dtype)
-        if (np.signbit(parts) & (parts == 0)).any():
-            return None
-    made = np.zeros(1, dtype) if v == 0 else np.full(1, v, dtype)
-    return Full(shape, dtype, v) if made.tobytes() == first.tobytes() else None
 
 
 def _uniform_value(key):
@@ -242,24 +126,6 @@ def _dtype_kind(key) -> str | None:
 
 # --- what is known about a value's dtype -------------------------------------------------
 
-_FLOATING_UNARY = {"exp", "log", "sin", "cos", "tanh", "sqrt", "sinh", "cosh", "tan", "arcsin",
-                   "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log1p",
-                   "log2", "log10", "exp2", "sinc", "deg2rad", "rad2deg"}
-_WITH_DTYPE = (Full, Literal, Select, Maximum, Minimum, ReduceMax, ReduceMin, DotGeneral)
-
-
-def _output_dtype(op) -> str | None:
-    """The dtype of ``op``'s output if the op states it."""
-    if isinstance(op, _WITH_DTYPE):
-        return op.dtype
-    if type(op) is ew.ConvertElementType:
-        return op.new_dtype
-    if isinstance(op, (Real, Imag, ComplexAbs)):
-        return real_dtype_name(op.dtype)
-    if type(op) is Compare:
-        return "bool"
-    return None
-
 
 def _is_floating(key) -> bool:
     """Whether ``key`` is known to hold floating (real or complex) values.
@@ -273,14 +139,7 @@ def _is_floating(key) -> bool:
     if type(made.role) is Linearized:
         return True
     op = made.operation
-    dtype = _output_dtype(op)
-    if dtype is not None:
-        return np.dtype(dtype).kind in "fc"
-    kind = type(op)
-    return ((kind is ew.Unary and op.name in _FLOATING_UNARY)
-            or (kind is ew.Binary and op.name in ("div", "div_conj"))
-            or (kind is ew.IntegerPow and op.n < 0)
-            or kind is ew.Pow)
+    return isinstance(op, TensorPrimitive) and op.floating_output()
 
 
 def _floating_input(key, role) -> bool:

@@ -71,13 +71,8 @@ from primitives.tensor.backends import NUMPY, library_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.errors import TensorNotSupportedError
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import (
-    LIN_TT,
-    TensorPrimitive,
-    batch_elementwise,
-    emit,
-    tensor_op,
-)
+from primitives.tensor.ops.base import LIN_TT, TensorPrimitive, emit, tensor_op
+from primitives.tensor.ops.shape import batch_elementwise
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 

@@ -28,11 +28,13 @@ from __future__ import annotations
 import numpy as np
 
 from primitives.tensor.numpy import fft as _fft
-from primitives.tensor.numpy.lowering import (_operand, astype, conj, getitem, matmul, multiply, pad,
-                                   real, reshape, result_dtype, take)
+from primitives.tensor.numpy.indexing import getitem, take
+from primitives.tensor.numpy.lowering import (astype, conj, multiply, operand, real, reshape,
+                                              result_dtype)
+from primitives.tensor.numpy.products import matmul
 from primitives.tensor.core import shape_of
 from primitives.tensor.errors import TensorShapeError
-from primitives.tensor.numpy.manipulation import flip
+from primitives.tensor.numpy.manipulation import flip, pad
 from primitives.tensor.numpy.mathfuncs import rint
 
 __all__ = ["convolve", "correlate"]
@@ -48,7 +50,7 @@ def _inputs(in1, in2, mode: str, method: str, fn: str):
     if method not in _METHODS:
         raise TensorShapeError(f"signal.{fn}: Acceptable method flags are 'auto', 'direct', or "
                                f"'fft', got {method!r}")
-    in1, in2 = _operand(in1, f"signal.{fn}"), _operand(in2, f"signal.{fn}")
+    in1, in2 = operand(in1, f"signal.{fn}"), operand(in2, f"signal.{fn}")
     dtype = result_dtype(in1, in2)
     in1, in2 = astype(in1, dtype), astype(in2, dtype)
     s1, s2 = shape_of(in1), shape_of(in2)

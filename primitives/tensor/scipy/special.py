@@ -18,7 +18,7 @@ SciPy's own functions dispatch here for the ufuncs among them once
 or traced value runs :func:`gammaln` and differentiates.
 
 >>> import numpy as np
->>> import primitives.tensor as tnp  # noqa: F401  (the examples below use it)
+>>> import primitives.tensor as tnp
 >>> from primitives.tensor.scipy import special
 >>> float(tnp.grad(special.gammaln)(3.0))              # digamma(3) = 3/2 - euler_gamma
 0.9227843350984671
@@ -32,32 +32,29 @@ import math
 
 import numpy as np
 
-import primitives.tensor as tnp  # noqa: F401  (the examples below use it)
-from primitives.tensor.numpy import lowering as api
 from primitives.tensor.numpy.lowering import (
-    _axes,
-    _elementwise,
-    _first,
-    _operand,
     abs,
     add,
     astype,
-    bind,
     broadcast_to,
+    divide,
+    elementwise,
     exp,
+    first,
     less,
     log,
     max,
     multiply,
+    normalize_axes,
+    operand,
     reshape,
     result_dtype,
-    sign,
     stop_gradient,
     subtract,
     sum,
     where,
 )
-from primitives.tensor.core import Frontend, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (
     ConcretizationError,
     TensorNotSupportedError,
@@ -65,7 +62,7 @@ from primitives.tensor.errors import (
     TensorTypeError,
 )
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.mathfuncs import _numpy_result_dtype, isfinite
+from primitives.tensor.numpy.mathfuncs import isfinite, numpy_result_dtype, sign
 from primitives.tensor.scipy import _ops
 from primitives.tensor.scipy._ops import Special, scipy_special
 
@@ -91,7 +88,7 @@ def _computing_dtype(name: str | None, dtype: np.dtype) -> np.dtype:
     if ufunc is None:
         return dtype if dtype.kind == "f" else np.dtype(np.float64)
     try:
-        return _numpy_result_dtype(ufunc, *[dtype] * ufunc.nin)
+        return numpy_result_dtype(ufunc, *[dtype] * ufunc.nin)
     except TypeError:
         raise TensorTypeError(f"scipy.special.{name}: input of dtype {dtype} is not "
                               "supported (SciPy has no loop for it)") from None
@@ -100,7 +97,7 @@ def _computing_dtype(name: str | None, dtype: np.dtype) -> np.dtype:
 def _real(fn: str, ufunc: str | None, *args) -> list:
     """``args`` as operands of the real function ``fn``, in the dtype SciPy's ``ufunc``
     computes in (see :func:`_computing_dtype`)."""
-    args = [_operand(a, fn) for a in args]
+    args = [operand(a, fn) for a in args]
     dtype = result_dtype(*args)
     if dtype.kind == "c":
         raise TensorTypeError(f"scipy.special.{fn}: complex input is not supported (the tidu "
@@ -114,7 +111,7 @@ def _real(fn: str, ufunc: str | None, *args) -> list:
 def _apply(op: Special, fn: str, *args, ufunc: str | None = None):
     """``op`` on ``args`` after SciPy's promotion (that of its ufunc ``ufunc``, by default
     ``fn``) and NumPy's broadcasting."""
-    return _elementwise(op, *_real(fn, ufunc or fn, *args))
+    return elementwise(op, *_real(fn, ufunc or fn, *args))
 
 
 # --- gamma functions -------------------------------------------------------------------------
@@ -179,13 +176,13 @@ def polygamma(n, x):
     orders = _order(n, "polygamma")
     (x,) = _real("polygamma", "psi", x)
     if orders.ndim == 0:
-        return _first(bind(Special("polygamma", int(orders)), x))
+        return first(bind(Special("polygamma", int(orders)), x))
     shape = np.broadcast_shapes(orders.shape, shape_of(x))
     x = broadcast_to(x, shape)
     orders = np.broadcast_to(orders, shape)
     out = None
     for order in np.unique(orders):
-        value = _first(bind(Special("polygamma", int(order)), x))
+        value = first(bind(Special("polygamma", int(order)), x))
         out = value if out is None else where(orders == order, value, out)
     return out
 
@@ -337,6 +334,7 @@ def xlogy(x, y):
     ``x / y`` in ``y``, 0 where ``x == 0`` (so an entropy's ``p log p`` terms at ``p == 0``
     give no NaN).
 
+    >>> import primitives.tensor as tnp
     >>> xlogy(np.array([0.0, 2.0]), np.array([0.0, np.e]))
     array([0., 2.])
     >>> float(tnp.grad(xlogy, argnums=1)(0.0, 0.0))
@@ -389,9 +387,9 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     >>> float(out), float(sgn)
     (1.5413248546129181, -1.0)
     """
-    a = _operand(a, "logsumexp")
+    a = operand(a, "logsumexp")
     if b is not None:
-        b = _operand(b, "logsumexp")
+        b = operand(b, "logsumexp")
         a, b = _real("logsumexp", None, a, b)
         shape = np.broadcast_shapes(shape_of(a), shape_of(b))
         a, b = broadcast_to(a, shape), broadcast_to(b, shape)
@@ -401,7 +399,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if len(shape_of(a)) == 0:                # SciPy: at least 1-d (so axis=0 works)
         a = reshape(a, (1,))
         b = None if b is None else reshape(b, (1,))
-    axes = _axes(axis, len(shape_of(a)), "logsumexp")
+    axes = normalize_axes(axis, len(shape_of(a)), "logsumexp")
     shift = _shift(a, axes)
     terms = exp(subtract(a, shift))
     if b is not None:
@@ -422,9 +420,9 @@ def softmax(x, axis=None):
     array([0.25, 0.75])
     """
     (x,) = _real("softmax", None, x)
-    axes = _axes(axis, len(shape_of(x)), "softmax")
+    axes = normalize_axes(axis, len(shape_of(x)), "softmax")
     shifted = exp(subtract(x, _shift(x, axes)))
-    return api.divide(shifted, sum(shifted, axes, keepdims=True))
+    return divide(shifted, sum(shifted, axes, keepdims=True))
 
 
 def log_softmax(x, axis=None):
@@ -435,7 +433,7 @@ def log_softmax(x, axis=None):
     array([   0., -999.])
     """
     (x,) = _real("log_softmax", None, x)
-    axes = _axes(axis, len(shape_of(x)), "log_softmax")
+    axes = normalize_axes(axis, len(shape_of(x)), "log_softmax")
     shifted = subtract(x, _shift(x, axes))
     return subtract(shifted, log(sum(exp(shifted), axes, keepdims=True)))
 
@@ -446,6 +444,7 @@ def log_softmax(x, axis=None):
 def i0(x):
     """``scipy.special.i0``: the modified Bessel function of order 0; derivative ``i1(x)``.
 
+    >>> import primitives.tensor as tnp
     >>> float(i0(0.0)), float(tnp.grad(i0)(0.0))
     (1.0, 0.0)
     """
@@ -457,6 +456,7 @@ def i1(x):
     ``i0(x) - i1(x)/x``, computed as ``(i0(x) + iv(2, x))/2`` (the same by the recurrence),
     so it is finite at 0, where it is 1/2.
 
+    >>> import primitives.tensor as tnp
     >>> float(tnp.grad(i1)(0.0))
     0.5
     """
@@ -477,6 +477,7 @@ def i1e(x):
     """``scipy.special.i1e``: ``exp(-|x|) i1(x)``; derivative
     ``(i0e(x) + ive(2, x))/2 - sign(x) i1e(x)``.
 
+    >>> import primitives.tensor as tnp
     >>> float(tnp.grad(i1e)(0.0))
     0.5
     """
@@ -491,6 +492,7 @@ def gammainc(a, x):
     ``P(a, x)``; derivative in ``x``: ``x**(a-1) exp(-x) / gamma(a)``. It has no derivative
     in ``a`` here: differentiating in ``a`` raises.
 
+    >>> import primitives.tensor as tnp
     >>> float(gammainc(1.0, 2.0))                           # 1 - exp(-2)
     0.8646647167633873
     >>> float(tnp.grad(gammainc, argnums=1)(1.0, 2.0))      # exp(-2)
@@ -535,6 +537,7 @@ def pdtr(k, m):
     (``gammaincc(floor(k) + 1, m)``); derivative in ``m``: ``-m**j exp(-m) / j!`` with
     ``j = floor(k)``. The count ``k`` is discrete: differentiating in it raises.
 
+    >>> import primitives.tensor as tnp
     >>> float(pdtr(1, 2.0))                                # 3 exp(-2)
     0.40600584970983794
     >>> float(tnp.grad(pdtr, argnums=1)(1, 2.0))           # -2 exp(-2)

@@ -29,9 +29,9 @@ import math
 
 import numpy as np
 
-import primitives.tensor as tnp
-from primitives.tensor.numpy.lowering import _operand, astype, bind, result_dtype
-from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor import numpy as tnp
+from primitives.tensor.numpy.lowering import astype, operand, result_dtype
+from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.errors import (
     TensorNotSupportedError,
     TensorShapeError,
@@ -48,7 +48,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 def _floats(fn: str, *args) -> list:
     """``args`` in one floating dtype (as SciPy computes: integers become ``float64``)."""
-    args = [_operand(a, f"scipy.stats.{fn}") for a in args]
+    args = [operand(a, f"scipy.stats.{fn}") for a in args]
     dtype = result_dtype(*args)
     if dtype.kind == "c":
         raise TensorTypeError(f"scipy.stats.{fn}: complex input is not supported")
@@ -499,11 +499,11 @@ class multivariate_normal_gen(_Distribution):
         """SciPy's ``_process_parameters`` and ``_process_quantiles``: ``x`` as ``(..., k)``,
         ``mean`` as ``(k,)``, ``cov`` as ``(k, k)``."""
         if mean is None:
-            cov = _operand(cov, f"scipy.stats.{fn}")
+            cov = operand(cov, f"scipy.stats.{fn}")
             dim = 1 if len(shape_of(cov)) < 2 else shape_of(cov)[0]
             mean = np.zeros(dim)
         else:
-            mean = _operand(mean, f"scipy.stats.{fn}")
+            mean = operand(mean, f"scipy.stats.{fn}")
             dim = int(np.prod(shape_of(mean), dtype=np.int64))
         x, mean, cov = _floats(fn, x, mean, cov)
         if dim == 1:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from primitives.tensor.numpy import lowering as api
+from primitives.tensor import numpy as api
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.manipulation import ravel

@@ -25,7 +25,7 @@ what ``vmap`` does) from 32 on, once per basis vector below; compiled when the
 values are plain arrays.
 
 >>> import numpy as np
->>> from primitives.tensor.numpy import lowering as tnp
+>>> from primitives.tensor import numpy as tnp
 >>> grad(lambda x: tnp.sum(x * x))(np.array([1.0, 2.0]))
 array([2., 4.])
 """
@@ -41,17 +41,18 @@ import numpy as np
 
 from tidu import LinearizedGraph, TiduError, batch, linear_transpose, linearize
 from tidu.graph import Graph, GraphBuilder, Local, Program, schedule
-from primitives.tensor.numpy import lowering as api
-from primitives.tensor.numpy.lowering import ArrayOperators
+from primitives.tensor import numpy as api
+from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.transforms.fresh import fresh
+from primitives.tensor.transforms.run import GraphRun, run_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
 from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
-                                    interpret, open_trace, shape_of)
+                                    open_trace, shape_of)
 from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
 
@@ -436,7 +437,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     (``jax_vjp_fn(ct) == conj(vjp_fn(conj(ct)))``).
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> out, vjp_fn = vjp(lambda x, y: x * y, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     >>> vjp_fn(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
@@ -466,7 +467,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
         keys = transposed.tangent_output_keys
-        computed = interpret([k for k in keys if k is not None], values)
+        computed = run_graph([k for k in keys if k is not None], values)
         it = iter(computed)
         leaves = [_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
@@ -532,7 +533,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     For complex inputs the gradient is the conjugate of ``jax.grad``'s (see :func:`vjp`).
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> def loss(w, x, scale=1.0):
     ...     return scale * tnp.sum(w * x), w * x
     >>> (value, aux), g = value_and_grad(loss, has_aux=True)(np.ones(2), np.arange(2.0),
@@ -559,7 +560,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -
     ``has_aux=True`` it returns ``(gradient, aux)``.
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> grad(lambda a, b, k=1.0: tnp.sum(k * a * b), argnums=(1, 0))(
     ...     np.array([1.0, 2.0]), np.array([3.0, 4.0]), k=2.0)
     (array([2., 4.]), array([6., 8.]))
@@ -580,7 +581,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     ``(output, tangent_out, aux)``. Forward mode agrees with JAX for complex values.
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> jvp(tnp.sin, (np.array(0.0),), (np.array(2.0),))
     (array(0.), array(2.))
     """
@@ -606,7 +607,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
         values[key] = _cast_like(_as_value(t), p)
     keys = linear.tangent_output_keys
-    computed = iter(interpret([k for k in keys if k is not None], values))
+    computed = iter(run_graph([k for k in keys if k is not None], values))
     tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
     out = _fresh_tree((tree_unflatten(flat.out_tree,
@@ -620,7 +621,7 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     """The Hessian of real scalar ``f`` times ``tangents`` (forward over reverse).
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
     array([6., 0.])
     """
@@ -651,7 +652,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     real inputs is fine.
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> jacfwd(lambda x: x[:2] * x[1:])(np.array([1.0, 2.0, 3.0]))
     array([[2., 1., 0.],
            [0., 3., 2.]])
@@ -677,7 +678,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     numbers). Complex inputs and outputs without ``holomorphic=True`` raise, as in JAX.
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> jacrev(lambda x, y: x * y, argnums=(0, 1))(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     (array([[3., 0.],
            [0., 4.]]), array([[1., 0.],
@@ -696,7 +697,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     ``f''(z)`` for holomorphic ``f``).
 
     >>> import numpy as np
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
     array([[4., 2.],
            [2., 0.]])
@@ -882,11 +883,7 @@ def _batched_basis(graphs: list, seed_key, target_keys: Sequence, values: dict,
     batched = batch(graphs, targets, {seed_key.key: 0}, len(basis))
     env = dict(values)
     env[batched.input_keys[0]] = basis
-    program = Program.for_values(batched.output_keys, env.keys())
-    if any(isinstance(env[key], Frontend) for key, _ in program.loads):
-        outs = interpret(batched.output_keys, env)
-    else:
-        outs = program.run(env)
+    outs = run_graph(batched.output_keys, env)
     # a target that does not read the seed is a linear map of zero seeds: zero
     found = iter(None if axis is None else out if axis == 0 else _front(out, axis)
                  for out, axis in zip(outs, batched.out_axes))
@@ -914,6 +911,10 @@ def _block_of_batch(piece, last: bool, shape: tuple, dtype):
     return _real_as(xp, xp.reshape(xp.moveaxis(piece, 0, -1) if last else piece, shape), dtype)
 
 
+def _plain_or_traced(value):
+    return value if isinstance(value, Frontend) else as_array(value)
+
+
 class _LinearMap:
     """A linear (or transposed) graph's ``targets`` as a function of its ``seeds``, run once per
     basis vector: the work that does not read the seeds is done once, and on plain arrays
@@ -932,28 +933,21 @@ class _LinearMap:
                             if key not in dependent and key not in values)
         once.update((key, None) for key in self.targets
                     if key not in dependent and key not in values)
-        self.env = dict(values)
-        self.env.update(zip(once, interpret(list(once), values)))
-        self.program = None
-        program = Program.for_values(self.targets, set(self.env) | set(self.seed_keys))
-        load_keys = [key for key, _ in program.loads]
-        loaded = [self.env.get(key) for key in load_keys]
-        if not any(isinstance(value, Frontend) for value in loaded):
-            self.program = program.runner(load_keys)
-            self.loaded = [None if key in dependent else as_array(value)
-                           for key, value in zip(load_keys, loaded)]
-            self.seed_slots = [load_keys.index(key) if key in load_keys else None
-                               for key in self.seed_keys]
+        env = dict(values)
+        env.update(zip(once, run_graph(list(once), values)))
+        known = set(env) | set(self.seed_keys)
+        program = Program.for_values(self.targets, known)
+        self.load_keys = [key for key, _ in program.loads]
+        self.run = GraphRun(self.targets, self.load_keys, program)
+        self.loaded = [None if key in dependent else _plain_or_traced(env[key])
+                       for key in self.load_keys]
+        self.seed_slots = [self.load_keys.index(key) if key in self.load_keys else None
+                           for key in self.seed_keys]
 
     def __call__(self, seeds: Sequence) -> list:
-        if self.program is not None:
-            values = list(self.loaded)
-            for slot, seed in zip(self.seed_slots, seeds):
-                if slot is not None:
-                    values[slot] = seed
-            results = iter(self.program(values))
-        else:               # values of an outer transform: record through their front end
-            env = dict(self.env)
-            env.update(zip(self.seed_keys, seeds))
-            results = iter(interpret(self.targets, env))
+        values = list(self.loaded)
+        for slot, seed in zip(self.seed_slots, seeds):
+            if slot is not None:
+                values[slot] = seed
+        results = iter(self.run(values))
         return [None if key is None else next(results) for key in self.target_keys]

@@ -50,7 +50,8 @@ from tidu.graph import compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
 from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.transforms.fresh import fresh
-from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
+from primitives.tensor.transforms.run import GraphRun
+from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import FunctionalError, GraphTrace, check_output, in_library_of
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
@@ -177,30 +178,21 @@ class _Traced:
         self.constants = [trace.values[k] for k in constant_keys]
         self.guard = Guard(externals, self.constants)
         first = [trace.values[k] for k in graph.output_keys]
-        self.first_result = self._results(first, leaves, self.constants)
+        self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
         self.graph = optimize(graph, graph.output_keys)
         self.input_keys = self.arg_keys + constant_keys
-        self.run = compiled(self.graph).runner(self.input_keys)
+        self.run = GraphRun(self.graph.output_keys, self.input_keys, compiled(self.graph))
 
     def __call__(self, leaves: list):
         constants = self.guard.constants(self.constants)
         if constants is None:
             return _STALE
-        values = leaves + constants
-        if any(isinstance(v, Frontend) for v in leaves):
-            # replay through the callers' front end, so their derivatives flow through
-            outs = interpret(self.graph.output_keys, dict(zip(self.input_keys, values)))
-        else:
-            outs = self.run(values)
-        return self._results(outs, leaves, constants)
+        return self._results(self.run(leaves + constants))
 
-    def _results(self, outs: list, leaves: list, constants: list):
-        """The call's results, none sharing memory with an argument, a constant or another
-        result (a caller writing into one cannot change anything else)."""
-        return tree_unflatten(self.out_structure,
-                              [_result(o) for o in fresh(outs, leaves + constants)])
+    def _results(self, outs: list):
+        return tree_unflatten(self.out_structure, [_result(o) for o in outs])
 
 
 def _result(value):

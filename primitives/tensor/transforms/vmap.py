@@ -30,13 +30,13 @@ from typing import Any, Callable
 import numpy as np
 
 from tidu import batch, optimize
-from tidu.graph import Input, compiled
-from primitives.tensor.numpy import lowering as api
+from tidu.graph import Input
+from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
-from primitives.tensor.core import Frontend, array_below, dtype_of, interpret, shape_of
+from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, _array, _function_name,
                                           check_output, in_library_of)
-from primitives.tensor.transforms.fresh import fresh
+from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
@@ -264,13 +264,10 @@ class _Call:
 
     def _run(self, graph, batched, values: dict) -> list:
         keys = batched.output_keys
-        if any(isinstance(v, Frontend) for v in values.values()):
-            # tensors or another transform's values: replay, so their derivatives flow
-            return interpret(keys, values)
         program = optimize([graph, batched.graph], keys)
         inputs = list(program.input_keys)
-        outs = compiled(program).runner(inputs)([values[k] for k in inputs])
-        return in_library_of(fresh(outs, list(values.values())), self.leaves)
+        outs = GraphRun(keys, inputs)([values[k] for k in inputs], held=values.values())
+        return in_library_of(outs, self.leaves)
 
     def _placed(self, out, axis: int | None, path: str, want):
         """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""

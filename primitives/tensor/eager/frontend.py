@@ -71,7 +71,7 @@ import numpy as np
 
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
-from primitives.tensor.numpy.lowering import ArrayOperators
+from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, is_view, library_of, numpy_dtype,
                                         owned_copy, to_host, to_library)
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
@@ -688,7 +688,7 @@ def checkpoint(f):
     while its backward runs.
 
     >>> x = tensor([0.5, 1.0], requires_grad=True)
-    >>> from primitives.tensor.numpy import lowering as tnp
+    >>> from primitives.tensor import numpy as tnp
     >>> y = checkpoint(lambda v: tnp.sin(v) * v)(x)
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True

@@ -1,0 +1,37 @@
+"""Exact identity of op parameters, shared by every primitive set here.
+
+Graphs merge equal ops, so an op's ``==`` must hold only when the ops compute
+the same thing. ``==`` on numbers does not: ``-0.0 == 0.0`` (but ``1 / -0.0`` is
+``-inf``), ``1 == 1.0 == 1+0j`` (but the results' types differ) and
+``nan != nan`` (which would keep equal ops apart). :func:`exact_identity` is what
+makes two parameters the same: their type and value, ``-0.0`` apart from ``0.0``,
+every NaN equal to every NaN.
+
+Room: the bottom of ``primitives``; imports only the standard library.
+
+>>> exact_identity(-0.0) == exact_identity(0.0)
+False
+>>> exact_identity(1) == exact_identity(1.0), exact_identity(1.0) == exact_identity(1.0 + 0j)
+(False, False)
+>>> exact_identity(float("nan")) == exact_identity(-float("nan"))
+True
+"""
+
+from __future__ import annotations
+
+from math import copysign
+
+
+def exact_identity(value) -> tuple:
+    """A hashable key equal for two parameters exactly when they are the same value."""
+    kind = type(value)
+    if kind is float:
+        return (kind, float_identity(value))
+    if kind is complex:
+        return (kind, float_identity(value.real), float_identity(value.imag))
+    return (kind, value)
+
+
+def float_identity(x: float):
+    """``x`` with its sign (``-0.0`` apart from ``0.0``); one key for every NaN."""
+    return (x, copysign(1.0, x)) if x == x else "nan"
