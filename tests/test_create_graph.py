@@ -20,7 +20,8 @@ from hypothesis import given
 from primitives import tensor as tnp
 from primitives.scalar import ScalarExecutor, trace_scalar
 from primitives.scalar.eager import Scalar, exp, sin
-from primitives.tensor import NumpyExecutor, autograd
+from primitives.tensor import autograd
+from primitives.tensor.eager import NumpyExecutor
 from tidu import TiduError
 from tidu.eager import (EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded,
                         try_hvp)

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from primitives import tensor as tnp
 from primitives.scalar import ScalarExecutor
 from primitives.scalar.eager import Scalar, cos, exp, hvp as scalar_hvp, real, sin
-from primitives.tensor import NumpyExecutor, autograd
+from primitives.tensor import autograd
+from primitives.tensor.eager import NumpyExecutor
 from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
 from tidu.eager import (BackwardExecutor, EagerError, EagerInput, RecordedGraph, Recorder,
                         try_backward, try_hvp)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from primitives import tensor as tnp
-from primitives.tensor import NumpyExecutor
+from primitives.tensor.eager import NumpyExecutor
 from primitives.tensor.ops import elementwise as ew
 from tidu.eager import Recorder, try_backward, try_backward_recorded, try_hvp
 from tidu.errors import MissingValueError

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from primitives import tensor as tnp
+from primitives.tensor.transforms import make_graph
 from primitives.tensor import FunctionalError
 
 from tensor_helpers import abs2, random
@@ -415,7 +416,7 @@ def test_misuse_raises_clear_errors_and_the_library_stays_usable():
 
 
 def test_make_graph_shows_the_traced_program():
-    traced = tnp.make_graph(lambda x, y: tnp.sum(tnp.sin(x) * y), X, X)
+    traced = make_graph(lambda x, y: tnp.sum(tnp.sin(x) * y), X, X)
     names = [repr(node.operation).split("[")[0] for node in traced.graph.operations]
     assert names == ["sin", "mul", "reduce_sum"]
     assert len(traced.transposed((0,)).graph.operations) >= 2

@@ -1,5 +1,21 @@
 """A NumPy tensor primitive set with an eager ``Tensor`` and functional transforms.
 
+``primitives.tensor`` (``tnp``) is NumPy's namespace with derivatives, JAX's
+transforms, PyTorch's eager ``Tensor``, and the libraries around them. The
+package is built in rooms, each importing only the rooms below it
+(docs/architecture.md has the picture):
+
+- ``errors``, ``backends``, ``buffers``, ``memory``, ``core``: the floor (array
+  libraries, buffers, ``bind``);
+- ``ops``: the primitives, modelled on ``jax.lax``, with their rules;
+- ``numpy``: NumPy's names, lowered to the primitives;
+- ``transforms``: ``grad``, ``jvp``, ``vjp``, the Jacobians, ``jit``, ``vmap``,
+  custom rules;
+- ``eager``: ``Tensor`` and the ``NumpyExecutor`` its backward runs through;
+- ``autograd``, ``nn``, ``optim``, ``random``, ``scipy``, ``misc``, ``odeint``,
+  ``fixed_point``: libraries on top;
+- this face, which exports their public names.
+
 >>> import numpy as np
 >>> from primitives import tensor as tnp
 >>> x = tnp.tensor(np.array([0.0, 1.0]), requires_grad=True)
@@ -8,6 +24,9 @@ array([1.        , 2.71828183])
 >>> tnp.grad(lambda v: tnp.sum(tnp.exp(v)))(np.array([0.0, 1.0]))
 array([1.        , 2.71828183])
 """
+
+import importlib
+import warnings
 
 from primitives.tensor.errors import (
     BackwardError,
@@ -19,88 +38,65 @@ from primitives.tensor.errors import (
     TensorShapeError,
     TensorTypeError,
 )
-# NumPy's namespace (primitives.tensor.numpy): every family's names, and the submodules
-# linalg and fft; the family modules stay reachable as tnp.<family>.
-from primitives.tensor import numpy
-from primitives.tensor.numpy import *                # noqa: F401,F403
-from primitives.tensor.numpy import creation, manipulation, mathfuncs  # noqa: F401
-from primitives.tensor.numpy import products, reductions  # noqa: F401
-from primitives.tensor.eager.frontend import Gradients, Tensor, checkpoint, tensor
-from primitives.tensor import autograd
-from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
-from primitives.tensor.memory import retain_freed_memory
 from primitives.tensor.buffers import release_cached_arrays, set_cache_limit
-from primitives.tensor.transforms.jit import jit
-from primitives.tensor.transforms.functional import (
+from primitives.tensor.memory import retain_freed_memory
+# NumPy's namespace: every family's names and the submodules linalg and fft; the family
+# modules stay reachable as tnp.<family>.
+from primitives.tensor import numpy
+from primitives.tensor.numpy import *                                    # noqa: F401,F403
+from primitives.tensor.numpy import creation, manipulation, mathfuncs, products, reductions
+from primitives.tensor.transforms import (
     FunctionalError,
+    custom_jvp,
+    custom_vjp,
     grad,
     hessian,
     hvp,
     jacfwd,
     jacobian,
     jacrev,
+    jit,
     jvp,
-    make_graph,
+    ravel_pytree,
     value_and_grad,
+    vectorize,
     vjp,
+    vmap,
 )
-from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
-from primitives.tensor.transforms.vmap import vmap
-from primitives.tensor.transforms.vectorize import vectorize
+from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor import autograd, nn, optim, random
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
-from primitives.tensor import nn, optim, random
-from primitives.tensor.transforms.flatten import ravel_pytree
 
 __all__ = [
-    "retain_freed_memory",
-    "release_cached_arrays",
-    "set_cache_limit",
-    "ConcretizationError",
-    "SolverError",
-    "TensorAxisError",
-    "TensorNotSupportedError",
-    "TensorIndexError",
-    "TensorShapeError",
-    "TensorTypeError",
-    "BackwardError",
-    "Gradients",
-    "Tensor",
-    "autograd",
-    "checkpoint",
-    "tensor",
-    "ImmediateNumpyBuilder",
-    "NumpyExecutor",
-    "FunctionalError",
-    "custom_jvp",
-    "custom_vjp",
-    "grad",
-    "hessian",
-    "hvp",
-    "jacfwd",
-    "jacobian",
-    "jacrev",
-    "jit",
-    "jvp",
-    "make_graph",
-    "value_and_grad",
-    "vjp",
+    "BackwardError", "ConcretizationError", "SolverError", "TensorAxisError",
+    "TensorIndexError", "TensorNotSupportedError", "TensorShapeError", "TensorTypeError",
+    "release_cached_arrays", "retain_freed_memory", "set_cache_limit",
+    "FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
+    "jacobian", "jacrev", "jit", "jvp", "ravel_pytree", "value_and_grad", "vectorize", "vjp",
     "vmap",
-    "vectorize",
-    "odeint",
-    "fixed_point",
-    "nn",
-    "optim",
-    "random",
-    "ravel_pytree",
+    "Gradients", "Tensor", "checkpoint", "tensor",
+    "autograd", "fixed_point", "nn", "odeint", "optim", "random",
+    *numpy.__all__,
 ]
-__all__ += numpy.__all__
+
+# Engine pieces, at home in their rooms since the floor plan; the old names work one more
+# release, with a DeprecationWarning.
+_MOVED = {
+    "NumpyExecutor": "primitives.tensor.eager",
+    "ImmediateNumpyBuilder": "primitives.tensor.eager",
+    "make_graph": "primitives.tensor.transforms",
+}
 
 
 def __getattr__(name: str):
-    """``tnp.scipy`` on first use: SciPy is an optional dependency, imported only then."""
+    """``tnp.scipy`` on first use (SciPy is an optional dependency); the moved engine names
+    with a ``DeprecationWarning``."""
     if name == "scipy":
-        import importlib
-
         return importlib.import_module("primitives.tensor.scipy")
+    home = _MOVED.get(name)
+    if home is not None:
+        warnings.warn(f"primitives.tensor.{name} moved to {home}.{name}; the old name goes "
+                      "in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), name)
     raise AttributeError(f"module 'primitives.tensor' has no attribute {name!r}")

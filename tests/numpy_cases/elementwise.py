@@ -74,6 +74,8 @@ CASES = [
          (normal((2, 3)),), label="deg"),
     # exponents and logarithms
     unary("expm1", normal((2, 3))),
+    unary("cbrt", fixed([-2.0, -0.5, 0.7, 3.0]), note="real only; infinite derivative at 0",
+          dtypes=REAL_DTYPES),
     unary("log1p", uniform((2, 3), -0.5, 2.0)),
     unary("log2", positive((2, 3))),
     unary("log10", positive((2, 3))),

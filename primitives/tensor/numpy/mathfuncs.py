@@ -44,6 +44,8 @@ from primitives.tensor.numpy.lowering import (abs as _abs, add, astype, divide, 
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
+__all__: list[str] = []          # _unary and _binary add the names they declare
+
 
 @lru_cache(maxsize=512)
 def numpy_result_dtype(numpy_fn: Callable, *dtypes: np.dtype) -> np.dtype:
@@ -78,6 +80,7 @@ def _unary(op, numpy_fn: Callable, note: str, name: str | None = None,
         return first(bind(op, x if target == dtype else astype(x, target)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
+    __all__.append(name)
     return implements(numpy_fn)(fn) if dispatch else fn
 
 
@@ -93,6 +96,7 @@ def _binary(op, numpy_fn: Callable, note: str, name: str | None = None) -> Calla
         return elementwise(op, astype(x1, target), astype(x2, target))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
+    __all__.append(name)
     return implements(numpy_fn)(fn)
 
 
@@ -132,6 +136,7 @@ log1p = _unary(ew.log1p, np.log1p, f"derivative 1/(1 + x), accurate near 0; {_HO
 log2 = _unary(ew.log2, np.log2, f"derivative 1/(x log 2); {_HOLOMORPHIC}.")
 log10 = _unary(ew.log10, np.log10, f"derivative 1/(x log 10); {_HOLOMORPHIC}.")
 exp2 = _unary(ew.exp2, np.exp2, f"derivative log(2) 2**x; {_HOLOMORPHIC}.")
+cbrt = _unary(ew.cbrt, np.cbrt, "real only; derivative 1/(3 cbrt(x)**2), infinite at 0.")
 logaddexp = _binary(ew.logaddexp, np.logaddexp, "real only; derivatives exp(x1 - out) and "
                     "exp(x2 - out) as logistic functions of x1 - x2: no NaN at -inf or for large "
                     "inputs, 1/2 each where x1 == x2 == ±inf.")
@@ -310,17 +315,10 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     return where(isfinite(x), x, replacement)
 
 
-__all__ = [
-    "sinh", "cosh", "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
-    "arctanh", "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "hypot",
-    "deg2rad", "rad2deg", "radians", "degrees", "sinc", "angle",
-    "expm1", "log1p", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "square",
-    "reciprocal", "pow", "true_divide",
-    "sign", "clip", "fabs", "copysign", "fmax", "fmin", "remainder", "mod", "fmod", "floor_divide",
-    "floor", "ceil", "trunc", "rint", "round", "around", "nan_to_num",
-    "isnan", "isinf", "isfinite", "signbit", "interp", "polyval", "real_if_close",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
+__all__ += [  # the names not declared with _unary or _binary
+    "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "angle", "pow", "true_divide",
+    "sign", "clip", "copysign", "mod", "round", "around", "nan_to_num", "interp", "polyval",
+    "real_if_close", "bitwise_not", "bitwise_invert",
 ]
 
 

@@ -55,6 +55,7 @@ import numpy as np
 
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
+from primitives.exact import exact_identity
 from primitives.tensor.backends import NUMPY, define, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import (
@@ -188,6 +189,7 @@ class _UnaryRules(NamedTuple):
     into: Callable | None        # fn(x, out=buffer), for ufuncs that keep the dtype
     api: Callable                # (xp, x) -> result, on other libraries' arrays
     floating: bool               # the result is floating whatever the operand's dtype
+    real_only: bool              # complex operands are refused (NumPy has no complex loop)
 
 
 _UNARY: dict[str, _UnaryRules] = {}
@@ -202,6 +204,11 @@ class Unary(TensorPrimitive):
 
     def floating_output(self) -> bool:
         return _UNARY[self.name].floating
+
+    @property
+    def takes_complex(self) -> bool:
+        """Whether the op is defined on complex operands (declared with ``real_only``)."""
+        return not _UNARY[self.name].real_only
 
     def eval(self, ctx, inputs):
         rules = _UNARY[self.name]
@@ -233,7 +240,7 @@ class Unary(TensorPrimitive):
 def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
           deriv: Callable | None = None, jvp: Callable | None = None,
           transpose: Callable | None = None, keeps_dtype: bool = False,
-          floating: bool = False) -> Unary:
+          floating: bool = False, real_only: bool = False) -> Unary:
     """Register an elementwise unary op and return it.
 
     ``fn`` computes it on NumPy arrays; ``api`` on other libraries' arrays: a name in
@@ -245,7 +252,9 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
     ``keeps_dtype``: ``fn`` is a ufunc whose result has its floating operand's dtype, so
     a big result goes into a reused buffer (:func:`.base.apply_ufunc`), or into an input
     a compiled program no longer reads (``eval_reusing``). ``floating``: the result is
-    floating (real or complex) whatever the operand's dtype.
+    floating (real or complex) whatever the operand's dtype. ``real_only``: complex
+    operands are refused (NumPy's ufunc has no complex loop, or the set uses another op
+    for them).
     """
     if deriv is not None:
         def jvp(builder, x, y, t, _deriv=deriv):
@@ -253,7 +262,8 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
             return scale_tangent(builder, t, factor)
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = fn if keeps_dtype else None
-    _UNARY[name] = _UnaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api, floating)
+    _UNARY[name] = _UnaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api, floating,
+                               real_only)
     return Unary(name)
 
 
@@ -278,8 +288,9 @@ cos = unary("cos", np.cos, "cos", deriv=lambda x, y: -x.apply(sin),
 tanh = unary("tanh", np.tanh, "tanh", deriv=lambda x, y: 1 - y * y,
              keeps_dtype=True, floating=True)
 sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y, keeps_dtype=True, floating=True)
-sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None)       # zero almost everywhere
-abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign))
+sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None,       # zero almost everywhere
+             real_only=True)
+abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign), real_only=True)
 
 
 def _no_tangent(b, x, y, t):
@@ -324,30 +335,32 @@ log10 = unary("log10", np.log10, "log10", deriv=lambda x, y: 1 / (x * math.log(1
 exp2 = unary("exp2", np.exp2, "exp2", deriv=lambda x, y: y * math.log(2.0),
              keeps_dtype=True, floating=True)
 sinc = unary("sinc", np.sinc, "sinc", deriv=lambda x, y: x.apply(SincDerivative(1)), floating=True)
+cbrt = unary("cbrt", np.cbrt, lambda xp, x: xp.sign(x) * xp.abs(x) ** (1 / 3),
+             deriv=lambda x, y: 1 / (3 * y * y), keeps_dtype=True, floating=True, real_only=True)
 
 # linear, real only: NumPy's own ufuncs (the same roundings as np.deg2rad), self-transposing
 deg2rad = unary("deg2rad", np.deg2rad, "deg2rad", jvp=_linear("deg2rad"),
                 transpose=lambda b, ct, x: emit(b, deg2rad, [Local(ct)], LIN),
-                keeps_dtype=True, floating=True)
+                keeps_dtype=True, floating=True, real_only=True)
 rad2deg = unary("rad2deg", np.rad2deg, "rad2deg", jvp=_linear("rad2deg"),
                 transpose=lambda b, ct, x: emit(b, rad2deg, [Local(ct)], LIN),
-                keeps_dtype=True, floating=True)
+                keeps_dtype=True, floating=True, real_only=True)
 
 # a new array with x's values (np.copy): linear, its own transpose
 copy = unary("copy", np.copy, lambda xp, x: xp.asarray(x, copy=True), jvp=_linear("copy"),
              transpose=lambda b, ct, x: emit(b, copy, [Local(ct)], LIN))
 
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
-floor = unary("floor", np.floor, "floor", jvp=_no_tangent, keeps_dtype=True)
-ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent, keeps_dtype=True)
-trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent, keeps_dtype=True)
-rint = unary("rint", np.rint, "rint", jvp=_no_tangent, keeps_dtype=True)
+floor = unary("floor", np.floor, "floor", jvp=_no_tangent, keeps_dtype=True, real_only=True)
+ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent, keeps_dtype=True, real_only=True)
+trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent, keeps_dtype=True, real_only=True)
+rint = unary("rint", np.rint, "rint", jvp=_no_tangent, keeps_dtype=True, real_only=True)
 
 # boolean results: no tangent
 isnan = unary("isnan", np.isnan, "isnan", jvp=_no_tangent)
 isinf = unary("isinf", np.isinf, "isinf", jvp=_no_tangent)
 isfinite = unary("isfinite", np.isfinite, "isfinite", jvp=_no_tangent)
-signbit = unary("signbit", np.signbit, "signbit", jvp=_no_tangent)
+signbit = unary("signbit", np.signbit, "signbit", jvp=_no_tangent, real_only=True)
 logical_not = unary("logical_not", np.logical_not, "logical_not", jvp=_no_tangent)
 invert = unary("invert", np.invert, "bitwise_invert", jvp=_no_tangent)
 
@@ -435,31 +448,14 @@ def _is_real(number) -> bool:
     return type(number) in (int, float)
 
 
-def _exact(number) -> tuple:
-    """What makes two constant parameters the same: type and value, ``-0.0`` apart from
-    ``0.0`` and NaN equal to NaN. Graphs merge equal ops, so ``==`` on numbers
-    (``-0.0 == 0.0``, ``1 == 1.0 == 1+0j``) would merge ops that compute different things.
-
-    >>> _exact(-0.0) == _exact(0.0), _exact(1) == _exact(1.0), _exact(math.nan) == _exact(math.nan)
-    (False, False, True)
-    """
-    if isinstance(number, complex):
-        return (type(number), _float_identity(number.real), _float_identity(number.imag))
-    if isinstance(number, float):
-        return (type(number), _float_identity(number))
-    return (type(number), number)
-
-
-def _float_identity(x: float):
-    return (x, math.copysign(1.0, x)) if x == x else "nan"
-
-
 def _identity(op) -> tuple:
-    return (type(op),) + tuple(_exact(getattr(op, name)) for name in op.__dataclass_fields__)
+    return (type(op),) + tuple(exact_identity(getattr(op, name))
+                               for name in op.__dataclass_fields__)
 
 
 def _exact_eq(self, other) -> bool:
-    """``==`` of ops with number parameters: the parameters compared exactly (:func:`_exact`)."""
+    """``==`` of ops with number parameters: the parameters compared exactly
+    (:func:`primitives.exact.exact_identity`: ``scale[-0.0]`` is not ``scale[0.0]``)."""
     return self is other or (type(other) is type(self) and _identity(self) == _identity(other))
 
 

@@ -220,5 +220,5 @@ def _sqrt_jvp(builder, x, y, t):
 
 
 sqrt_zero_slope_at_zero = ew.unary("sqrt_zero_slope_at_zero", np.sqrt, api="sqrt",
-                                   jvp=_sqrt_jvp, keeps_dtype=True)
+                                   jvp=_sqrt_jvp, keeps_dtype=True, real_only=True)
 """``np.sqrt`` whose derivatives are 0 at 0 (``std`` at zero variance, as PyTorch's ``std``)."""

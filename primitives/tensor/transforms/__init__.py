@@ -6,7 +6,7 @@ Room: above the NumPy surface (:mod:`..numpy`) and the primitives (:mod:`..ops`)
 the eager ``Tensor`` (:mod:`..eager`), which uses ``make_graph`` for ``checkpoint``. Its
 modules, lowest first: ``pytree``, ``fresh``, ``run`` (the one place a graph runs),
 ``closure``, ``functional`` (the trace and the differentiation transforms), ``vmap``,
-``jit``, ``custom``, ``flatten``.
+``vectorize`` (NumPy's ``vectorize``, by ``vmap``), ``jit``, ``custom``, ``flatten``.
 
 >>> import numpy as np
 >>> from primitives.tensor import transforms
@@ -29,10 +29,11 @@ from primitives.tensor.transforms.functional import (
     vjp,
 )
 from primitives.tensor.transforms.vmap import vmap
+from primitives.tensor.transforms.vectorize import vectorize
 from primitives.tensor.transforms.jit import jit
 from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
 from primitives.tensor.transforms.flatten import ravel_pytree
 
 __all__ = ["FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
            "jacobian", "jacrev", "jit", "jvp", "make_graph", "ravel_pytree", "value_and_grad",
-           "vjp", "vmap"]
+           "vectorize", "vjp", "vmap"]

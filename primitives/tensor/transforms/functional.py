@@ -249,7 +249,7 @@ def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
-    >>> traced = tnp.make_graph(lambda x: tnp.sin(x) * x, np.ones(3))
+    >>> traced = make_graph(lambda x: tnp.sin(x) * x, np.ones(3))
     >>> print(traced.graph)
     graph(a = ('arg', 0)):
       b = sin a
