@@ -15,6 +15,9 @@ False
 (False, False)
 >>> exact_identity(float("nan")) == exact_identity(-float("nan"))
 True
+>>> import numpy as np
+>>> exact_identity(np.float64(-0.0)) == exact_identity(np.float64(0.0))
+False
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from math import copysign
 
 
 def exact_identity(value) -> tuple:
-    """A hashable key equal for two parameters exactly when they are the same value."""
+    """A hashable key equal for two parameters exactly when they are the same value (of the
+    same type: ``np.float64(-0.0)`` is apart from ``np.float64(0.0)`` and from ``-0.0``)."""
     kind = type(value)
-    if kind is float:
+    if isinstance(value, float):
         return (kind, float_identity(value))
-    if kind is complex:
+    if isinstance(value, complex):
         return (kind, float_identity(value.real), float_identity(value.imag))
     return (kind, value)
 

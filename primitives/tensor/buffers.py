@@ -27,6 +27,8 @@ program's memory plan, ``tidu.graph.program``).
 ((512, 512), 'float32')
 >>> output_like(np.zeros(3)) is None          # small results: plain NumPy allocation
 True
+
+Room: the floor of the tensor package; imports nothing of it.
 """
 
 from __future__ import annotations

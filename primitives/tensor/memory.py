@@ -13,6 +13,8 @@ less eagerly), so it is off unless you call it.
 
 >>> retain_freed_memory() in (True, False)     # False where glibc is not the allocator
 True
+
+Room: the floor of the tensor package; imports nothing of it.
 """
 
 from __future__ import annotations

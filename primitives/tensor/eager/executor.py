@@ -25,6 +25,7 @@ from primitives.tensor.backends import as_array
 from primitives.tensor.buffers import is_cached
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.errors import BackwardError
+from primitives.tensor.ops import elementwise as ew
 
 
 def _array(value):
@@ -85,8 +86,7 @@ class NumpyExecutor(BackwardExecutor):
             return np.add(a, b, out=a)
         if type(a) is np.ndarray and type(b) is np.ndarray:
             return _array(np.add(a, b))
-        from primitives.tensor.ops.elementwise import add
-        return add.eval(None, [a, b])[0]
+        return ew.add.eval(None, [a, b])[0]
 
     def check_seed(self, seed, output) -> None:
         """A seed must be an array (or nested list) of numbers of ``output``'s shape, real

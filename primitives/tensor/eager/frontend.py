@@ -58,6 +58,10 @@ forward over reverse on the recorded trace (:func:`tidu.eager.try_hvp`).
 >>> g = (x * x * x).sum().backward(create_graph=True).grad(x)     # 3 x^2, with history
 >>> g.sum().backward().grad(x)                                    # 6 x
 array([ 6., 12.])
+
+Room: the eager package, above the transforms (``checkpoint`` traces its block with
+:func:`primitives.tensor.transforms.make_graph`); imports :mod:`.executor`, the NumPy
+surface's ``ArrayOperators``, the floor and ``tidu.eager``.
 """
 
 from __future__ import annotations
@@ -72,11 +76,12 @@ import numpy as np
 from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
 from tidu.graph import Input
 from primitives.tensor.numpy.methods import ArrayOperators
-from primitives.tensor.backends import (NUMPY, as_array, is_view, library_of, numpy_dtype,
-                                        owned_copy, to_host, to_library)
+from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, library_of,
+                                        numpy_dtype, owned_copy, to_host, to_library)
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
+from primitives.tensor.transforms.functional import Traced
 
 _recorder = Recorder()
 _executor = NumpyExecutor()
@@ -304,7 +309,6 @@ class Tensor(ArrayOperators, Frontend):
     @property
     def device(self):
         """The device of the data (``"cpu"`` for NumPy)."""
-        from primitives.tensor.backends import device_of
         return device_of(self._data)
 
     @property
@@ -693,8 +697,6 @@ def checkpoint(f):
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True
     """
-    from primitives.tensor.transforms.functional import Traced
-
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
             return f(*args)              # under a functional transform: nothing to checkpoint

@@ -162,6 +162,10 @@ class PrimitiveSet:
       (``tidu.optimize``'s constant folding);
     - ``simplify(op, rewriter, inputs, role, ctx)``: the set's rewrite patterns
       (``tidu.optimize``).
+
+    >>> from primitives.tensor.ops import elementwise as ew
+    >>> TENSOR_SET.add is ew.add, ew.exp.add() is ew.add
+    (True, True)
     """
 
     __slots__ = ("name", "_hooks")

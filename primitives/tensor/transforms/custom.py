@@ -125,6 +125,7 @@ from primitives.tensor.ops.custom import (
     zero_or,
 )
 from primitives.tensor.transforms.pytree import TreeDef, tree_flatten, tree_unflatten
+from primitives.tensor.transforms.vmap import vmap
 
 _RULES_PER_FUNCTION = 64        # argument signatures whose rules a function keeps
 _BATCHED_PER_RULE = 64          # batchings (axes, size) whose batched rules a rule keeps
@@ -914,8 +915,6 @@ class _BatchedVJPRule(_Batched, _VJPRule):
 
     def fwd_code(self, values: list) -> list:
         """``fwd``'s code on the batch: ``base``'s, mapped by ``vmap``."""
-        from primitives.tensor.transforms.vmap import vmap
-
         return list(vmap(lambda *leaves: self.base.fwd_code(list(leaves)),
                          in_axes=self.in_axes)(*values))
 

@@ -10,6 +10,8 @@ exactly those results and leaves every other one as it is (no cost).
 >>> out = fresh([a[1:], a + 1], held=[a])
 >>> np.shares_memory(out[0], a), out[0].tolist()
 (False, [1.0, 2.0])
+
+Room: the bottom of the transforms package; imports :mod:`..backends` and :mod:`..core`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,69 @@
+"""One place runs a graph for the transforms (``transforms.run.GraphRun``): jit, vmap, jvp,
+vjp and the Jacobians all call it, on plain arrays and on tensors, and its results are fresh."""
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor.transforms import run
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    seen = []
+    original = run.GraphRun.__call__
+
+    def counting(self, values, held=()):
+        seen.append(any(isinstance(v, tnp.Tensor) for v in values))
+        return original(self, values, held)
+
+    monkeypatch.setattr(run.GraphRun, "__call__", counting)
+    return seen
+
+
+def f(x):
+    return tnp.sin(x) * x
+
+
+X = np.linspace(0.1, 1.0, 4)
+CALLS = {
+    "jit (second call)": lambda: [jitted(X) for jitted in [tnp.jit(f)] * 2][-1],
+    "vmap": lambda: tnp.vmap(f)(np.stack([X, X])),
+    "jvp": lambda: tnp.jvp(f, (X,), (np.ones(4),))[1],
+    "vjp_fn": lambda: tnp.vjp(f, X)[1](np.ones(4))[0],
+    "jacfwd, per basis vector": lambda: tnp.jacfwd(f)(X),
+    "jacrev, batched basis": lambda: tnp.jacrev(f)(np.linspace(0.1, 1.0, 40)),
+}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_every_transform_runs_its_graph_through_graph_run(name, calls):
+    CALLS[name]()
+    assert calls, f"{name} ran a graph without GraphRun"
+
+
+def test_tensors_replay_through_the_same_place_with_their_derivatives(calls):
+    t = tnp.tensor(X, requires_grad=True)
+    jitted = tnp.jit(f)
+    jitted(t)
+    y = jitted(t)                         # the second call runs the traced graph
+    assert True in calls
+    expected = np.sin(X) + X * np.cos(X)
+    np.testing.assert_allclose(tnp.sum(y).backward().grad(t), expected)
+
+
+def test_results_never_share_memory_with_what_the_run_was_given():
+    from tidu.graph import GraphBuilder, Local
+    from primitives.tensor.ops import elementwise as ew
+
+    b = GraphBuilder()
+    x = b.add_input("x")
+    b.set_outputs([x, x] + b.add_operation(ew.neg, [Local(x)]))
+    graph = b.build()
+    given, held = np.arange(3.0), np.zeros(3)
+    first, second, negated = run.GraphRun(graph.output_keys, graph.input_keys)([given],
+                                                                               held=[held])
+    assert not np.shares_memory(first, given) and not np.shares_memory(second, given)
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, given)
+    np.testing.assert_array_equal(negated, -given)
