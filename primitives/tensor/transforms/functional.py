@@ -883,7 +883,8 @@ def _batched_basis(graphs: list, seed_key, target_keys: Sequence, values: dict,
     batched = batch(graphs, targets, {seed_key.key: 0}, len(basis))
     env = dict(values)
     env[batched.input_keys[0]] = basis
-    outs = run_graph(batched.output_keys, env)
+    keys = list(env)
+    outs = GraphRun(batched.output_keys, keys)([env[key] for key in keys])
     # a target that does not read the seed is a linear map of zero seeds: zero
     found = iter(None if axis is None else out if axis == 0 else _front(out, axis)
                  for out, axis in zip(outs, batched.out_axes))

@@ -1,12 +1,14 @@
-"""The one place the transforms run a graph: :class:`GraphRun`.
+"""The one place the transforms run a graph: :class:`GraphRun` and :func:`run_graph`.
 
 ``jit``, ``vmap``, ``jvp``/``vjp`` and the Jacobians each end with a graph and
-values for its inputs. On plain arrays the graph runs as one compiled
-:class:`tidu.graph.Program`; when a value is a ``Tensor`` or another
-transform's traced value, the graph is replayed op by op through their front end
-(:func:`..core.interpret`), so their derivatives flow. Either way the results
-are :func:`.fresh.fresh`: none shares memory with a value it was given, with
-what the caller holds, or with another result.
+values for its inputs. A graph that runs again and again (``jit``, a Jacobian's
+linear map per basis vector) runs on plain arrays as one compiled
+:class:`tidu.graph.Program`; a graph that runs once (``vjp_fn``, ``jvp``), and any
+graph whose values include a ``Tensor`` or another transform's traced value, runs
+op by op (:func:`..core.interpret`, which replays through their front end, so
+their derivatives flow). Either way the results are :func:`.fresh.fresh`: none
+shares memory with a value it was given, with what the caller holds, or with
+another result.
 
 Room: the transforms package; imports ``tidu.graph``, :mod:`..core` and
 :mod:`.fresh` only.
@@ -63,7 +65,6 @@ class GraphRun:
 
 def run_graph(outputs: Sequence[ValueKey], values: Mapping[Any, Any],
               held: Iterable = ()) -> list:
-    """``outputs`` computed once from ``values`` (a mapping from keys to values): a
-    :class:`GraphRun` used once."""
-    keys = list(values)
-    return GraphRun(outputs, keys)([values[key] for key in keys], held)
+    """``outputs`` computed once from ``values`` (a mapping from keys to values), op by op:
+    for one run that costs less than compiling (``vjp_fn``, ``jvp``); results fresh."""
+    return fresh(interpret(outputs, values), [*values.values(), *held])
