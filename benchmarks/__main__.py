@@ -22,6 +22,8 @@ Workloads (each peer is skipped with a note when it is not installed):
   through tidu against ``torch.autograd``; a Dask gradient step on 1 and 2 worker
   processes of a ``LocalCluster``; and the NumPy path of this tree against the tree
   before the array backends (A/B, full runs only).
+- small grad: ``tnp.grad`` without ``jit`` on three small-array programs (a GP marginal
+  likelihood, a Gaussian mixture, a tanh RNN; ``benchmarks/small_grad.py``), against autograd.
 
 Prints a table (medians, and every peer as a ratio tidu/peer measured in the same
 run) and writes JSON (``--json PATH``). ``--quick`` runs small sizes in well under
@@ -45,6 +47,7 @@ from benchmarks import backends
 from benchmarks.devices import devices_workload
 from benchmarks.memory import memory_workload
 from benchmarks.hvp import hvp_workload
+from benchmarks.small_grad import small_grad_workload
 from benchmarks.vmap import BATCHED, vmap_workload
 
 
@@ -204,6 +207,7 @@ def run(quick: bool) -> dict:
     rows += memory_workload(60 if quick else 1_000)
     rows += hvp_workload(3 if quick else 20)
     rows += vmap_workload(2, batch=32) if quick else vmap_workload(5)
+    rows += small_grad_workload(5 if quick else 30)
     rows += devices_workload(1 if quick else 3, quick)
     rows += backends.torch_workload(3 if quick else 15)
     rows += backends.dask_workload(quick)
@@ -229,7 +233,7 @@ def format_table(result: dict) -> str:
             continue
         if row["workload"] in ("transform", "eager scalar"):
             value = f"{row['tidu_us_per_op']:9.2f} µs/op"
-        elif row["workload"] == "mlp jit":
+        elif row["workload"] in ("mlp jit", "small grad"):
             value = f"{row['tidu_ms']:9.2f} ms"
         elif row["workload"] == "mlp":
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "

@@ -27,7 +27,7 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
     assert data["quick"] is True
     workloads = {row["workload"] for row in data["rows"]}
     assert workloads == {"transform", "eager scalar", "mlp", "mlp jit", "memory", "hvp", "vmap",
-                         "device", "torch arrays", "dask"}
+                         "device", "torch arrays", "dask", "small grad"}
     for row in data["rows"]:
         for key, value in row.items():
             if isinstance(value, float):

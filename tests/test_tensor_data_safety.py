@@ -341,7 +341,7 @@ def test_a_backward_failing_in_the_executor_leaves_every_grad_as_it_was(monkeypa
 
     def fail(*args, **kwargs):
         raise TiduError("executor failed")
-    monkeypatch.setattr(eager._executor, "add_operands", fail)   # fails half way through
+    monkeypatch.setattr(eager.EXECUTOR, "add_operands", fail)   # fails half way through
     with pytest.raises(TiduError, match="executor failed"):
         y.backward()
     np.testing.assert_array_equal(a.grad, before[0])

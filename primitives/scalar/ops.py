@@ -511,7 +511,8 @@ for _op, _rules in _RULES.items():
 class _ParameterOp(Primitive, EvaluableGraphOperation):
     """Shared base of the parameterised scalar ops: one input, one output, sum with ADD.
 
-    Equal when their parameters are exactly equal (:func:`primitives.exact.exact_identity`): graphs merge
+    Equal when their parameters are exactly equal
+    (:func:`primitives.exact.exact_identity`): graphs merge
     equal ops, so ``==`` on numbers (``0.0 == -0.0``, ``1 == 1.0 == 1+0j``,
     ``nan != nan``) would merge ops that compute different things.
     """

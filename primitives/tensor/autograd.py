@@ -32,7 +32,8 @@ import numpy as np
 from tidu.eager import try_hvp
 from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import dtype_of, shape_of
-from primitives.tensor.eager.frontend import Tensor, _cotangents, _executor, _in_library_of, _new
+from primitives.tensor.eager.frontend import (EXECUTOR, Tensor, backward_cotangents,
+                                             in_library_of_tensor, new_tensor)
 from primitives.tensor.errors import BackwardError, TensorTypeError
 
 __all__ = ["grad", "hvp"]
@@ -70,7 +71,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         if not output.requires_grad:
             raise BackwardError(f"grad: outputs[{position}] does not require grad (no input of "
                                 "the ops that made it requires grad)")
-        for key, value in _cotangents(output, seed, wanted, create_graph).items():
+        for key, value in backward_cotangents(output, seed, wanted, create_graph).items():
             totals[key] = value if key not in totals else totals[key] + value
     result = []
     for position, key in enumerate(keys):
@@ -79,7 +80,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
             raise BackwardError(f"grad: inputs[{position}] was not used to compute the outputs "
                                 "(pass allow_unused=True to get None for it)")
         result.append(gradient if gradient is None or isinstance(gradient, Tensor)
-                      else _new(gradient))
+                      else new_tensor(gradient))
     return tuple(result)
 
 
@@ -112,7 +113,7 @@ def hvp(loss: Tensor, params: Tensor | Sequence[Tensor], vectors):
             raise BackwardError(f"hvp: params[{position}] appears twice")
         tangents[p.key] = _vector(v, p, position)
     _, products = try_hvp(loss.key, loss._trace, np.ones(loss.shape, loss.dtype), tangents,
-                          _executor, keep=tangents.keys(), leaf_cotangents=False)
+                          EXECUTOR, keep=tangents.keys(), leaf_cotangents=False)
     result = tuple(products.get(p.key) if p.key in products else
                    library_of(p._data).xp.zeros_like(p._data) for p in params)
     return result[0] if single else result
@@ -133,7 +134,7 @@ def _vector(v, p: Tensor, position: int) -> np.ndarray:
     if type(array) is np.ndarray and type(p._data) is np.ndarray:
         return np.array(array, dtype=p.dtype)
     try:
-        array = _in_library_of(p, array)
+        array = in_library_of_tensor(p, array)
     except TensorTypeError as error:
         raise BackwardError(f"hvp: vectors[{position}] is {error}") from None
     return library_of(array).xp.astype(array, p.dtype)

@@ -21,7 +21,8 @@ small table per library, filled by the op modules that need them
 Arrays of two non-NumPy libraries in one op are a :class:`TensorTypeError`
 naming both.
 
-Room: the floor of the tensor package; imports :mod:`.errors` (and the optional array libraries, when installed).
+Room: the floor of the tensor package; imports :mod:`.errors` (and the optional array
+libraries, when installed).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ from primitives.tensor.eager.executor import NumpyExecutor
 from primitives.tensor.transforms.functional import Traced
 
 _recorder = Recorder()
-_executor = NumpyExecutor()
+EXECUTOR = NumpyExecutor()
 _CONSTANT = Input("tensor-constant")      # the key of every constant operand (never differentiated)
 _ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(8)]
 _leaves: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
@@ -123,7 +123,7 @@ def _is_inexact(array) -> bool:
     return dtype_of(array).kind in "fc"
 
 
-def _new(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) -> "Tensor":
+def new_tensor(data: np.ndarray, requires_grad: bool = False, key=None, trace=None) -> "Tensor":
     """A tensor on ``data``, which tidu owns (nothing else writes to it): no copy, no checks.
 
     An op's output is made with the ``trace`` that recorded it and its eager ``key``.
@@ -143,7 +143,7 @@ _referenced_limit = [1024]     # size at which dead references are next dropped
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = _new(data, True, key, trace)
+    t = new_tensor(data, True, key, trace)
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -339,7 +339,7 @@ class Tensor(ArrayOperators, Frontend):
 
     def detach(self) -> "Tensor":
         """The same values, cut from the recorded history (no copy: each side copies on write)."""
-        return _new(_owned_data(self))
+        return new_tensor(_owned_data(self))
 
     @property
     def carries_gradient(self) -> bool:
@@ -395,7 +395,7 @@ class Tensor(ArrayOperators, Frontend):
             else:
                 data.append(a if type(a) is np.ndarray else as_array(a))
         if not requires_grad:
-            return [_new(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
+            return [new_tensor(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         inputs = []
         differentiated = None           # the type of the first array that requires grad
         for position, a in enumerate(args):
@@ -415,7 +415,7 @@ class Tensor(ArrayOperators, Frontend):
         trace = _recorder.record(_recorded_graph(op), inputs, results)
         return [_computed(result, key, trace)
                 if (result.dtype.kind in "fc" if type(result) is np.ndarray
-                    else _is_inexact(result)) else _new(result)
+                    else _is_inexact(result)) else new_tensor(result)
                 for result, key in zip(results, trace.output_keys)]   # ints, bools: no grad
 
     def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
@@ -450,7 +450,7 @@ class Tensor(ArrayOperators, Frontend):
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
-        cotangents = _cotangents(self, seed, _STILL_REFERENCED, create_graph)
+        cotangents = backward_cotangents(self, seed, _STILL_REFERENCED, create_graph)
         _accumulate_into_leaves(cotangents)
         return Gradients(cotangents)
 
@@ -475,21 +475,21 @@ def _check_one_library(op, args, data) -> None:
 
 # The count _data_refs gives when only the tensor holds its array (measured, so it is right
 # for this interpreter); exact only with the GIL, so without it t.data always copies.
-_SOLE_REFS = _data_refs(_new(np.empty(0)))
+_SOLE_REFS = _data_refs(new_tensor(np.empty(0)))
 _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
     """A leaf on ``data`` (what a pickled tensor becomes)."""
-    return _new(data, requires_grad)
+    return new_tensor(data, requires_grad)
 
 
-def _cotangents(t: Tensor, seed, keep, create_graph: bool) -> dict:
+def backward_cotangents(t: Tensor, seed, keep, create_graph: bool) -> dict:
     """The cotangents of ``t``'s backward for the keys in ``keep``: arrays, or Tensors with
     history when ``create_graph``."""
     if create_graph:
         return _recorded_backward(t, seed, keep)
-    return try_backward(t.key, t._trace, _checked_seed(t, seed), _executor, keep=keep)
+    return try_backward(t.key, t._trace, _checked_seed(t, seed), EXECUTOR, keep=keep)
 
 
 def _recorded_backward(t: Tensor, seed, keep) -> dict:
@@ -501,7 +501,7 @@ def _recorded_backward(t: Tensor, seed, keep) -> dict:
         seed = EagerInput(seed.key, seed._trace, True, _owned_data(seed))
     else:
         seed = _checked_seed(t, seed)
-    records = try_backward_recorded(t.key, t._trace, seed, _executor, _recorder, keep=keep)
+    records = try_backward_recorded(t.key, t._trace, seed, EXECUTOR, _recorder, keep=keep)
     return {key: _from_record(record) for key, record in records.items()}
 
 
@@ -509,10 +509,10 @@ def _from_record(record: EagerInput) -> Tensor:
     """The tensor of an eager record (with history when it requires grad)."""
     data = record.data if type(record.data) is np.ndarray else as_array(record.data)
     if not record.requires_grad:
-        return _new(data)
+        return new_tensor(data)
     if record.trace is None:                  # a leaf itself (the seed of a leaf's backward)
         leaf = _leaves.get(record.key)
-        return leaf if leaf is not None else _new(data, True, record.key)
+        return leaf if leaf is not None else new_tensor(data, True, record.key)
     ref = _referenced.get(record.key)
     t = ref() if ref is not None else None
     return t if t is not None else _computed(data, record.key, record.trace)
@@ -528,10 +528,10 @@ def _checked_gradient(t: Tensor, value, what: str):
     if dtype_of(array) != t.dtype:
         raise TensorTypeError(f"{what}: a gradient of dtype {dtype_of(array)} for a tensor of "
                               f"dtype {t.dtype}")
-    return _in_library_of(t, array)
+    return in_library_of_tensor(t, array)
 
 
-def _in_library_of(t: Tensor, array):
+def in_library_of_tensor(t: Tensor, array):
     """``array`` in the library of ``t``'s data (a NumPy array for a PyTorch tensor is
     converted; two other libraries are a ``TensorTypeError``)."""
     library = library_of(t._data)
@@ -558,12 +558,12 @@ def _checked_seed(t: Tensor, seed) -> np.ndarray:
         return np.ones_like(t._data)
     if isinstance(seed, Tensor):
         seed = seed._data                    # as PyTorch: its value, not its history
-    _executor.check_seed(seed, t._data)
+    EXECUTOR.check_seed(seed, t._data)
     array = as_array(seed) if library_of(seed) is not NUMPY else np.asarray(seed)
     if type(t._data) is np.ndarray and type(array) is np.ndarray:
         return np.array(array, dtype=t.dtype)
     try:
-        array = _in_library_of(t, array)
+        array = in_library_of_tensor(t, array)
     except TensorTypeError as error:
         raise BackwardError(f"backward: the seed is {error}") from None
     xp = library_of(array).xp
@@ -655,7 +655,7 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     >>> tensor(np.arange(3), dtype=np.float32).data
     array([0., 1., 2.], dtype=float32)
     """
-    return _new(_copied(data, dtype, requires_grad), bool(requires_grad))
+    return new_tensor(_copied(data, dtype, requires_grad), bool(requires_grad))
 
 
 def _copied(data, dtype, requires_grad: bool):
@@ -700,7 +700,7 @@ def checkpoint(f):
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
             return f(*args)              # under a functional transform: nothing to checkpoint
-        tensors = [a if isinstance(a, Tensor) else _new(owned_copy(a)) for a in args]
+        tensors = [a if isinstance(a, Tensor) else new_tensor(owned_copy(a)) for a in args]
         # Tensors the function closes over are captured as inputs of the node too.
         traced = Traced(f, [_owned_data(t) for t in tensors],
                         capture=lambda v: isinstance(v, Tensor))
@@ -718,7 +718,7 @@ def checkpoint(f):
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
         records = _recorder.record_graph(recorded, inputs, traced.outputs)
         outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
-                else _new(as_array(value), False, record.key, record.trace)
+                else new_tensor(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]
         return outs[0] if traced.single_output else tuple(outs)
 

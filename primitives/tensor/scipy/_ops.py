@@ -57,7 +57,8 @@ array([0.        , 0.69314718])
 >>> Special("polygamma", 1)                       # the derivative of digamma
 polygamma[1]
 
-Room: the libraries, above everything but the face; imports only :mod:`primitives.tensor.ops` and the floor.
+Room: the libraries, above everything but the face; imports only
+:mod:`primitives.tensor.ops` and the floor.
 """
 
 from __future__ import annotations

@@ -116,7 +116,8 @@ from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
 from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
-from primitives.tensor.transforms.functional import FunctionalError, GraphTrace, Tracer, check_output, vjp
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, Tracer,
+                                                     check_output, vjp)
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,

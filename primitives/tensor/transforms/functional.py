@@ -223,7 +223,7 @@ class Traced:
         return linear_transpose(self.linearized(argnums))
 
     def output(self):
-        outs = [_array(o) for o in self.outputs]
+        outs = [result_array(o) for o in self.outputs]
         return outs[0] if self.single_output else tuple(outs)
 
 
@@ -261,7 +261,7 @@ def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
     return Traced(f, [_as_value(p) for p in primals], transform=transform)
 
 
-def _function_name(f) -> str:
+def function_name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
@@ -270,7 +270,7 @@ def check_output(value, transform: str, f, position: int | None) -> None:
     strings or other objects, which would otherwise become silent zero derivatives."""
     where = "" if position is None else f" at position {position}"
     if isinstance(value, Tracer) and not value.graph_trace.active:
-        raise FunctionalError(f"{transform}: {_function_name(f)} returned{where} an escaped "
+        raise FunctionalError(f"{transform}: {function_name(f)} returned{where} an escaped "
                               f"tracer of {value.graph_trace.transform}, which has already returned")
     if isinstance(value, Frontend):
         return
@@ -279,7 +279,7 @@ def check_output(value, transform: str, f, position: int | None) -> None:
         return
     if library_of(value) is not NUMPY and dtype_of(value).kind in "biufc":
         return
-    raise FunctionalError(f"{transform}: {_function_name(f)} returned "
+    raise FunctionalError(f"{transform}: {function_name(f)} returned "
                           f"{type(value).__name__}{where}; a transformed function must return "
                           "arrays or numbers (or a tuple or list of them)")
 
@@ -316,7 +316,7 @@ def _owned(x):
     return x if isinstance(x, Frontend) else owned_copy(_as_value(x))
 
 
-def _array(x):
+def result_array(x):
     """Top-level results are arrays (0-d arrays, not NumPy scalars)."""
     return np.asarray(x) if isinstance(x, (np.generic, numbers.Number)) else x
 
@@ -346,7 +346,7 @@ def in_library_of(values: list, inputs: Sequence) -> list:
         below = array_below(value)
         library = library_of(below)
         if library is not NUMPY:
-            return [to_library(_array(v), library, below)
+            return [to_library(result_array(v), library, below)
                     if not isinstance(v, Frontend) and library_of(v) is NUMPY else v
                     for v in values]
     return values
@@ -389,7 +389,7 @@ class _Flat:
                 got = f"a {type(out).__name__} of {len(out)}" if isinstance(
                     out, (tuple, list)) else type(out).__name__
                 raise FunctionalError(f"{self.transform} with has_aux=True: "
-                                      f"{_function_name(self.f)} must return a pair "
+                                      f"{function_name(self.f)} must return a pair "
                                       f"(output, aux), got {got}")
             out, self.aux = out
         out_leaves, self.out_tree = tree_flatten(out)
@@ -410,7 +410,7 @@ class _Flat:
         """``aux`` without derivatives: each traced value of ``trace`` becomes what it stands
         for one level down (a plain array, or an outer transform's value)."""
         leaves, tree = tree_flatten(self.aux)
-        return tree_unflatten(tree, [_array(v.value_below) if isinstance(v, Tracer) and
+        return tree_unflatten(tree, [result_array(v.value_below) if isinstance(v, Tracer) and
                                      v.graph_trace is trace else v for v in leaves])
 
 
@@ -469,7 +469,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
         keys = transposed.tangent_output_keys
         computed = run_graph([k for k in keys if k is not None], values)
         it = iter(computed)
-        leaves = [_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
+        leaves = [result_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
         leaves = fresh(in_library_of(leaves, primal_values), _inputs_of(traced) + cts)
         return tuple(flat.unflatten_inputs(leaves))
@@ -494,7 +494,7 @@ def _check_argnums_differentiable(args, positions, what) -> None:
 
 def _check_scalar(out, f, transform: str):
     if shape_of(out) != () or dtype_of(out).kind != "f":
-        raise FunctionalError(f"{transform}: {_function_name(f)} must return a real floating "
+        raise FunctionalError(f"{transform}: {function_name(f)} must return a real floating "
                               f"point scalar; it returned shape {shape_of(out)}, dtype "
                               f"{dtype_of(out)}")
 
@@ -608,7 +608,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
         values[key] = _cast_like(_as_value(t), p)
     keys = linear.tangent_output_keys
     computed = iter(run_graph([k for k in keys if k is not None], values))
-    tangent_out = [_array(_zeros_like(o) if k is None else next(computed))
+    tangent_out = [result_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
     out = _fresh_tree((tree_unflatten(flat.out_tree,
                                       in_library_of(list(traced.output()), flat.leaves)),
@@ -733,7 +733,7 @@ def _is_complex(value) -> bool:
 
 def _check_jacobian_dtypes(transform: str, f, holomorphic: bool, inputs, outputs) -> None:
     """JAX's rules for complex Jacobians, with the reason in the message."""
-    where = f"{transform} of {_function_name(f)}"
+    where = f"{transform} of {function_name(f)}"
     if holomorphic:
         for what, values in (("input", inputs), ("output", outputs)):
             for position, value in enumerate(values):

@@ -52,7 +52,8 @@ from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import FunctionalError, GraphTrace, check_output, in_library_of
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
+                                                     in_library_of)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)

@@ -34,8 +34,8 @@ from tidu.graph import Input
 from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, _array, _function_name,
-                                          check_output, in_library_of)
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
+                                                     function_name, in_library_of, result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
@@ -66,7 +66,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
-        raise FunctionalError(f"vmap of {_function_name(f)}: in_axes must be an int, None or a "
+        raise FunctionalError(f"vmap of {function_name(f)}: in_axes must be an int, None or a "
                               f"tuple with one entry per positional argument, got {in_axes!r}")
     _check_spec(in_axes, f, "in_axes")
     _check_spec(out_axes, f, "out_axes")
@@ -89,7 +89,7 @@ def _check_spec(spec, f, what: str) -> None:
     children = spec.values() if type(spec) is dict else spec if isinstance(
         spec, (tuple, list)) else None
     if children is None:
-        raise FunctionalError(f"vmap of {_function_name(f)}: {what} holds {spec!r} "
+        raise FunctionalError(f"vmap of {function_name(f)}: {what} holds {spec!r} "
                               f"({type(spec).__name__}); it must be an int, None, or a tuple, "
                               "list or dict of them")
     for child in children:
@@ -129,7 +129,7 @@ def _leaf_specs(spec, tree, path: str, out: list, f, what: str) -> None:
         kind is not dict or sorted(spec) == sorted(tree))
     if not same:
         raise FunctionalError(
-            f"vmap of {_function_name(f)}: {what} {spec!r} for {path} does not match its "
+            f"vmap of {function_name(f)}: {what} {spec!r} for {path} does not match its "
             f"structure {tree_flatten(tree)[1]!r}; {what} must be a prefix of it (an int or "
             "None applies to everything below it)")
     for (suffix, child), (_, child_spec) in zip(children, spec_children):
@@ -166,7 +166,7 @@ class _Call:
 
     def __init__(self, f, in_axes, out_axes, args: tuple, kwargs: dict) -> None:
         self.f = f
-        self.name = _function_name(f)
+        self.name = function_name(f)
         self.out_axes = out_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise FunctionalError(
@@ -277,7 +277,7 @@ class _Call:
                     f"vmap of {self.name}: {path} depends on the batched arguments, but its "
                     "out_axes is None (only an output that is the same for every example can "
                     "be returned without a batch axis)")
-            return _array(out)
+            return result_array(out)
         ndim = len(shape_of(out)) + (axis is None)
         if not -ndim <= want < ndim:
             raise FunctionalError(f"vmap of {self.name}: out_axes {want} for {path}, which has "
@@ -288,11 +288,11 @@ class _Call:
             shape.insert(want, self.axis_size)
             if isinstance(out, Frontend):
                 return api.broadcast_to(api.expand_dims(out, want), tuple(shape))
-            xp, (out,) = operands([_array(out)])
+            xp, (out,) = operands([result_array(out)])
             return xp.asarray(xp.broadcast_to(xp.expand_dims(out, axis=want), tuple(shape)),
                               copy=True)
         if axis == want:
-            return _array(out)
+            return result_array(out)
         if isinstance(out, Frontend):
             return moveaxis(out, axis, want)
         xp, (out,) = operands([out])
