@@ -13,76 +13,58 @@ and so does any subclass of ``ScalarExecutor`` that overrides one of them.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import assume, given
-
-from primitives.scalar import Pow, ScalarExecutor, ScalarOp
-from primitives.scalar.eager import Scalar, apply, exp, sin, sincos
-from tidu import linear_transpose_with_builder
-from tidu.eager import (BackwardExecutor, EagerError, EagerInput, RecordedGraph, Recorder,
-                        try_backward, try_backward_recorded, try_hvp)
-from tidu.errors import MissingValueError
-from tidu.graph import GraphBuilder, Input, Local, compiled
-
 from test_ad_random import SETTINGS, bounded, random_dags
 from test_eager_random import finite_difference, op_by_op
 
-
-class ScalarBuilder:
-    """The seed's immediate builder: each primitive is evaluated when a rule adds it."""
-
-    def __init__(self, external_data) -> None:
-        self.locals = []
-        self.external_data = external_data
-
-    def __len__(self) -> int:
-        return len(self.locals)
-
-    def push_value(self, value) -> int:
-        self.locals.append(value)
-        return len(self.locals) - 1
-
-    def add_primitive(self, op, inputs, role) -> list:
-        args = [self.locals[ref] if type(ref) is Local else self.external_data[ref.key]
-                for ref in inputs]
-        start = len(self.locals)
-        self.locals.extend(op.eval(None, args))
-        return list(range(start, len(self.locals)))
+from primitives.scalar import Pow, ScalarExecutor, ScalarOp
+from primitives.scalar.eager import Scalar, apply, exp, sin, sincos
+from tidu.eager import (
+    EagerError,
+    EagerInput,
+    RecordedGraph,
+    Recorder,
+    try_backward,
+    try_backward_recorded,
+    try_hvp,
+)
+from tidu.graph import GraphBuilder, Input, Local, compiled
 
 
-class SeedExecutor(BackwardExecutor):
-    """Seed 004's ``BackwardExecutor``, recording every hook call."""
+def _load_example():
+    """``examples/seed_executor.py``, the ported executor this file tests."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "seed_executor.py"
+    spec = importlib.util.spec_from_file_location("seed_executor_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_EXAMPLE = _load_example()
+ScalarBuilder = _EXAMPLE.ScalarBuilder
+
+
+class SeedExecutor(_EXAMPLE.SeedExecutor):
+    """The example's executor (seed 004's), also keeping what each hook was given."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.forward_graphs = []        # every graph execute_forward replayed
         self.transposed = []            # the linear graph of every run_transposed_linear call
 
     def execute_forward(self, graph, initial_data):
         self.forward_graphs.append(graph)
-        values = {}
-        for input_id in graph.inputs:
-            key = graph.values[input_id].key
-            if key not in initial_data:
-                raise MissingValueError(f"missing concrete value for graph input {key!r}")
-            values[input_id] = initial_data[key]
-        for node in graph.operations:
-            args = [values[ref] if type(ref) is Local else initial_data[ref.key]
-                    for ref in node.inputs]
-            values.update(zip(node.outputs, node.operation.eval(None, args)))
-        return {graph.values[i].key: value for i, value in values.items()}
+        return super().execute_forward(graph, initial_data)
 
     def run_transposed_linear(self, linear, cotangent_outputs, external_data, ctx):
         self.transposed.append(linear)
-        builder = ScalarBuilder(external_data)
-        seed_ids = [None if c is None else builder.push_value(c) for c in cotangent_outputs]
-        ids = linear_transpose_with_builder(linear, builder, seed_ids, ctx)
-        return [None if i is None else builder.locals[i] for i in ids]
-
-    def add_operands(self, a, b):
-        return a + b
+        return super().run_transposed_linear(linear, cotangent_outputs, external_data, ctx)
 
 
 def close(a, b, rel=1e-12, abs_=1e-13) -> bool:

@@ -44,7 +44,8 @@ from primitives.tensor.memory import retain_freed_memory
 # modules stay reachable as tnp.<family>.
 from primitives.tensor import numpy
 from primitives.tensor.numpy import *                                    # noqa: F401,F403
-from primitives.tensor.numpy import creation, manipulation, mathfuncs, products, reductions
+from primitives.tensor.numpy import (creation, manipulation, mathfuncs, products,  # noqa: F401
+                                     reductions)
 from primitives.tensor.transforms import (
     FunctionalError,
     custom_jvp,
