@@ -208,6 +208,12 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
 
     __slots__ = ()
 
+    #: Whether the rules read only the op's fields and what they are given, so that a
+    #: program's derivative graphs can serve every program of the same structure (as
+    #: ``jit`` assumes too). An op whose rules run user code (custom rules, which may
+    #: read arrays they close over) sets it to ``False``.
+    rules_read_fields_only = True
+
     @classmethod
     def add(cls):
         return TENSOR_SET.add

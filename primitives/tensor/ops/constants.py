@@ -198,6 +198,7 @@ class HeldConstant(TensorPrimitive):
 
     __slots__ = ("value",)
     name = "held_constant"
+    rules_read_fields_only = False      # equal by identity: never found again
 
     def __init__(self, value) -> None:
         library = library_of(value)

@@ -214,6 +214,7 @@ class CustomJVPCall(TensorPrimitive):
 
     rule: Any
     name = "custom_jvp"
+    rules_read_fields_only = False      # the user's rules: see TensorPrimitive
 
     def input_count(self) -> int:
         return len(self.rule.in_avals)
@@ -247,6 +248,7 @@ class CustomVJPCall(TensorPrimitive):
 
     rule: Any
     name = "custom_vjp"
+    rules_read_fields_only = False      # the user's rules: see TensorPrimitive
 
     def input_count(self) -> int:
         return len(self.rule.in_avals)
@@ -289,6 +291,7 @@ class CustomVJPLinear(TensorPrimitive):
 
     rule: Any
     name = "custom_vjp_linear"
+    rules_read_fields_only = False      # the user's rules: see TensorPrimitive
 
     def input_count(self) -> int:
         return 2 * len(self.rule.in_avals) + len(self.rule.res_avals)

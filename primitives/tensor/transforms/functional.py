@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import itertools
 import numbers
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -212,19 +213,99 @@ class Traced:
 
     def linearized(self, argnums: Sequence[int]):
         """The linear graph of the outputs with respect to arguments ``argnums``."""
-        argnums = tuple(argnums)
-        if argnums not in self._linear:
-            self._linear[argnums] = linearize(self.graph, self.output_keys,
-                                              [self.input_keys[i] for i in argnums])
-        return self._linear[argnums]
+        return self.derivatives(argnums).linear
 
     def transposed(self, argnums: Sequence[int]):
         """The transposed graph of :meth:`linearized` (cotangent seeds to input cotangents)."""
-        return linear_transpose(self.linearized(argnums))
+        return self.derivatives(argnums).transposed
+
+    def derivatives(self, argnums: Sequence[int]) -> "Derivatives":
+        """The derivative graphs for arguments ``argnums``: made once per program structure."""
+        argnums = tuple(argnums)
+        if argnums not in self._linear:
+            self._linear[argnums] = derivatives_of(
+                self.graph, self.output_keys, [self.input_keys[i] for i in argnums])
+        return self._linear[argnums]
 
     def output(self):
         outs = [result_array(o) for o in self.outputs]
         return outs[0] if self.single_output else tuple(outs)
+
+
+class Derivatives:
+    """A program's linear graph, its transpose (built when first asked for) and their runners.
+
+    They depend only on the program's structure, which its output keys name
+    (tidu's keys are structural), so :func:`derivatives_of` keeps the last few:
+    a function traced again on new values (``grad`` in a training loop) reuses
+    them, and only tracing and running are paid per call.
+    """
+
+    __slots__ = ("graph", "output_keys", "wrt", "_linear", "_transposed", "_cotangents",
+                 "uses", "_lock")
+
+    def __init__(self, graph: Graph, output_keys: Sequence, wrt: Sequence) -> None:
+        self.graph, self.output_keys, self.wrt = graph, list(output_keys), list(wrt)
+        self._linear = self._transposed = self._cotangents = None
+        self.uses = 0                   # programs it has served
+        self._lock = threading.Lock()   # threads share it: each graph is made once
+
+    def cotangents(self, values: dict) -> list:
+        """The transposed graph's outputs (``None`` ones left out) from ``values``: the
+        traced values and the cotangent seeds. Op by op the first time; compiled once the
+        structure is seen again (see :mod:`.run`)."""
+        outputs = [k for k in self.transposed.tangent_output_keys if k is not None]
+        if self.uses < 2:
+            return run_graph(outputs, values)
+        run = self._cotangents
+        if run is None:
+            # what every program of this structure has traced: what its outputs need
+            traced = set(self.graph.input_keys)
+            for op_key in schedule(self.output_keys, traced):
+                traced.update(op_key.output_keys())
+            run = self._cotangents = GraphRun(outputs, [*self.transposed.tangent_input_keys,
+                                                        *traced])
+        return run([values[k] for k in run.input_keys])
+
+    @property
+    def linear(self) -> LinearizedGraph:
+        if self._linear is None:
+            with self._lock:
+                if self._linear is None:
+                    self._linear = linearize(self.graph, self.output_keys, self.wrt)
+        return self._linear
+
+    @property
+    def transposed(self) -> LinearizedGraph:
+        if self._transposed is None:
+            linear = self.linear
+            with self._lock:
+                if self._transposed is None:
+                    self._transposed = linear_transpose(linear)
+        return self._transposed
+
+
+_DERIVATIVES: dict = {}             # (output keys, wrt) -> Derivatives, oldest first
+_DERIVATIVES_KEPT = 64              # programs
+_DERIVATIVES_MAX_OPS = 5_000        # bigger programs are not kept (jit them)
+
+
+def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Derivatives:
+    """The :class:`Derivatives` of ``output_keys`` with respect to ``wrt``: a recent one of
+    the same structure when every op's rules read only its fields, else new."""
+    ops = graph.operation_keys
+    if len(ops) > _DERIVATIVES_MAX_OPS or not all(
+            getattr(k.operation, "rules_read_fields_only", False) for k in ops):
+        return Derivatives(graph, output_keys, wrt)
+    key = (tuple(output_keys), tuple(wrt))
+    found = _DERIVATIVES.pop(key, None)
+    if found is None:
+        found = Derivatives(graph, output_keys, wrt)
+        if len(_DERIVATIVES) >= _DERIVATIVES_KEPT:
+            _DERIVATIVES.pop(next(iter(_DERIVATIVES)), None)
+    _DERIVATIVES[key] = found                       # the most recent last
+    found.uses += 1
+    return found
 
 
 def _distinct(outs: list) -> list:
@@ -451,9 +532,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
                     own_constants=owned)
-    argnums = tuple(range(len(flat.leaves)))
-    transposed = traced.transposed(argnums)
-    linear = traced.linearized(argnums)
+    derivatives = traced.derivatives(range(len(flat.leaves)))
+    transposed, linear = derivatives.transposed, derivatives.linear
     primal_values = [traced.trace.values[k] for k in traced.graph.input_keys]
 
     def vjp_fn(cotangent):
@@ -467,8 +547,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
         keys = transposed.tangent_output_keys
-        computed = run_graph([k for k in keys if k is not None], values)
-        it = iter(computed)
+        it = iter(derivatives.cotangents(values))
         leaves = [result_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
         leaves = fresh(in_library_of(leaves, primal_values), _inputs_of(traced) + cts)
