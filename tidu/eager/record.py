@@ -231,15 +231,20 @@ class Recorder:
             raise _not_recorded(graph) from None
         if wrong_counts:
             raise _count_error(graph, inputs, outputs)
-        active = tuple([position for position, item in enumerate(inputs) if item.requires_grad])
+        active = []
+        for position, item in enumerate(inputs):
+            if item.requires_grad:
+                if not isinstance(item.key, ValueKey):
+                    raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
+                                          f"{item.key!r} is not a ValueKey")
+                active.append(position)
         if not active:
             return None
-        for position in active:
-            if not isinstance(inputs[position].key, ValueKey):
-                raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
-                                      f"{inputs[position].key!r} is not a ValueKey")
-        return Trace(graph, tuple(inputs), active, self._fresh_keys(graph.output_count),
-                     tuple(outputs), retained_values)
+        if graph.output_count == 1 and type(self.key_source) is CounterKeySource:
+            keys = (FreshInput(),)              # the common case of _fresh_keys
+        else:
+            keys = self._fresh_keys(graph.output_count)
+        return Trace(graph, tuple(inputs), tuple(active), keys, tuple(outputs), retained_values)
 
     def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source

@@ -143,7 +143,9 @@ _referenced_limit = [1024]     # size at which dead references are next dropped
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = new_tensor(data, True, key, trace)
+    t = Tensor.__new__(Tensor)                  # new_tensor(data, True, key, trace), inlined
+    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
+    t._exposed = False
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -164,10 +166,10 @@ class _StillReferenced:
     __slots__ = ()
 
     def __contains__(self, key) -> bool:
-        if key in _leaves:
-            return True
-        ref = _referenced.get(key)
-        return ref is not None and ref() is not None
+        ref = _referenced.get(key)              # computed tensors first: most keys are theirs
+        if ref is not None:
+            return ref() is not None
+        return key in _leaves
 
 
 _STILL_REFERENCED = _StillReferenced()
@@ -404,7 +406,9 @@ class Tensor(ArrayOperators, Frontend):
                     differentiated = type(data[position])
                 elif type(data[position]) is not differentiated:
                     _check_one_library(op, args, data)
-                inputs.append(EagerInput(a.key, a._trace, True, data[position]))
+                key = a._key
+                inputs.append(EagerInput(a.key if key is None else key, a._trace, True,
+                                         data[position]))
                 continue
             d = data[position]
             if (d is a or is_view(d)) and not isinstance(a, Tensor):
@@ -412,7 +416,16 @@ class Tensor(ArrayOperators, Frontend):
                 d = data[position] = library_of(d).copy(d)
             inputs.append(EagerInput(_CONSTANT, None, False, d))
         results = [r if type(r) is np.ndarray else _as_array(r) for r in op.eval(None, data)]
-        trace = _recorder.record(_recorded_graph(op), inputs, results)
+        try:
+            recorded = _recorded[op]
+        except (KeyError, TypeError):           # new, or an unhashable op
+            recorded = _recorded_graph(op)
+        trace = _recorder.record(recorded, inputs, results)
+        if len(results) == 1:               # the common case, without the loop
+            result = results[0]
+            if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
+                return [_computed(result, trace.output_key, trace)]
+            return [new_tensor(result)]     # ints, bools: no grad
         return [_computed(result, key, trace)
                 if (result.dtype.kind in "fc" if type(result) is np.ndarray
                     else _is_inexact(result)) else new_tensor(result)
