@@ -140,6 +140,8 @@ def interpret(outputs: Sequence[ValueKey], values: Mapping[ValueKey, Any]) -> li
 
 
 def shape_of(value) -> tuple:
+    if type(value) is np.ndarray:               # the hot path: a tuple already
+        return value.shape
     return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
 
 

@@ -130,7 +130,12 @@ def is_foreign_array(value) -> bool:
 
 def is_python_scalar(value) -> bool:
     """A Python number (weak in NumPy's promotion), not a NumPy scalar."""
-    return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
+    kind = type(value)
+    if kind is float or kind is int or kind is bool or kind is complex:
+        return True
+    if kind is np.ndarray or isinstance(value, (Frontend, np.generic)):   # (before the ABC)
+        return False
+    return isinstance(value, numbers.Number)
 
 
 def result_dtype(*args) -> np.dtype:
@@ -140,6 +145,11 @@ def result_dtype(*args) -> np.dtype:
 
 def promoted(*args):
     """The operands converted to their result dtype, and that dtype."""
+    if len(args) == 2:              # fast path: NumPy arrays or frontend values of one dtype
+        x, y = args
+        if ((type(x) is np.ndarray or isinstance(x, Frontend))
+                and (type(y) is np.ndarray or isinstance(y, Frontend)) and x.dtype == y.dtype):
+            return [x, y], x.dtype
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
     return [astype(a, dtype) for a in args], dtype
@@ -174,8 +184,10 @@ def elementwise(op, *args):
         return bind(op, *args)[0]
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
+    shapes = [shape_of(a) for a in args]
     try:
-        shape = np.broadcast_shapes(*[shape_of(a) for a in args])
+        shape = shapes[0] if shapes.count(shapes[0]) == len(shapes) else \
+            np.broadcast_shapes(*shapes)
     except ValueError:
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
                                f"{' '.join(str(shape_of(a)) for a in args)}") from None
@@ -249,6 +261,8 @@ def normalize_axes(axis, ndim: int, fn: str) -> tuple:
 
 def shape_tuple(shape, fn: str) -> tuple:
     """A shape argument as a tuple of Python ints (an int is a 1-d shape)."""
+    if type(shape) is tuple and all([type(d) is int for d in shape]):     # the common case
+        return shape
     try:
         dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
         return tuple(operator.index(d) for d in dims)
@@ -628,6 +642,11 @@ def dot_general(x, y, dimension_numbers):
     """``lax.dot_general``: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; the result has the batch, then lhs free, then rhs free axes."""
     (x, y), dtype = promoted(x, y)
+    return dot_general_of_promoted(x, y, dimension_numbers, dtype)
+
+
+def dot_general_of_promoted(x, y, dimension_numbers, dtype: np.dtype):
+    """:func:`dot_general` of operands already of one ``dtype`` (as :func:`promoted` gives)."""
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
     xs, ys = shape_of(x), shape_of(y)

@@ -36,7 +36,7 @@ from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (broadcast_shapes, broadcast_to, conj, dot_general,
-                                              first, multiply, negative, normalize_axis, operand,
+                                              dot_general_of_promoted, first, multiply, negative, normalize_axis, operand,
                                               promoted, reshape, stack, subtract, sum, transpose)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
@@ -55,7 +55,7 @@ def _array(x, fn: str):
 @implements(np.matmul)
 def matmul(x, y):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
-    (x, y), _ = promoted(x, y)
+    (x, y), dtype = promoted(x, y)
     xs, ys = shape_of(x), shape_of(y)
     if not xs or not ys:
         raise TensorShapeError(f"matmul: operands must be at least 1-d, got shapes {xs} and {ys}")
@@ -66,7 +66,7 @@ def matmul(x, y):
                                f"axis {y_axis}")
     if len(xs) == 1 or len(ys) <= 2:
         # no batch to broadcast: x's free axes then y's are exactly np.matmul's result
-        return dot_general(x, y, (((x_axis,), (y_axis,)), ((), ())))
+        return dot_general_of_promoted(x, y, (((x_axis,), (y_axis,)), ((), ())), dtype)
     try:
         batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     except ValueError:

@@ -160,16 +160,22 @@ class Tracer(ArrayOperators, Frontend):
                 if top is None or a.level > top.level:
                     top = a
         trace = top.graph_trace
-        lifted = [trace.lift(a) for a in args]
+        lifted = [a if type(a) is Tracer and a.graph_trace is trace else trace.lift(a)
+                  for a in args]
         below = [t.value_below for t in lifted]
         if type(op) is CustomVJPCall and not trace.abstract:
             results = op.rule.values_below(below)   # a differentiation level below sees fwd
         else:
             results = bind_below(op, below)
-        ids = trace.builder.add_operation(op, [Local(t.id) for t in lifted])
+        builder, values = trace.builder, trace.values
+        ids = builder.add_operation(op, [Local(t.id) for t in lifted])
+        if len(ids) == 1:                           # the common case, without the loop
+            [local_id], [result] = ids, results
+            values[builder.global_key(local_id)] = result
+            return [Tracer(trace, local_id, result)]
         outs = []
         for local_id, result in zip(ids, results):
-            trace.values[trace.builder.global_key(local_id)] = result
+            values[builder.global_key(local_id)] = result
             outs.append(Tracer(trace, local_id, result))
         return outs
 
