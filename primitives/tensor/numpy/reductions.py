@@ -41,19 +41,19 @@ from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import constant_data, implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (NO_VALUE, abs, add, astype, broadcast_to,
-                                              concatenate, conj, divide, equal, exp, filled_like,
-                                              first, float_dtype, greater, is_python_scalar, less,
-                                              log, masked, max, maximum, min, minimum, multiply,
-                                              negative, no_out, normalize_axes, normalize_axis,
-                                              not_equal, operand, real, reshape, result_dtype,
-                                              sqrt, stop_gradient, subtract, sum, transpose,
-                                              where)
+from primitives.tensor.numpy.lowering import (NO_VALUE, add, astype, broadcast_to, concatenate,
+                                              conj, divide, equal, filled_like, first,
+                                              float_dtype, greater, is_python_scalar, masked, max,
+                                              maximum, min, minimum, multiply, negative, no_out,
+                                              normalize_axes, normalize_axis, not_equal, operand,
+                                              real, reshape, result_dtype, sqrt, subtract, sum,
+                                              transpose, where)
 from primitives.tensor.numpy.manipulation import diagonal, squeeze
 from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, round as round_
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
-from primitives.tensor.ops.reduce import Argmax, Argmin, ReduceProd, sqrt_zero_slope_at_zero
+from primitives.tensor.ops.reduce import (Argmax, Argmin, ReduceLogSumExp, ReduceProd,
+                                          sqrt_zero_slope_at_zero)
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
 __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient", "var", "std",
@@ -407,8 +407,7 @@ def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO
 def logsumexp(x, axis=None, keepdims: bool = False):
     """``scipy.special.logsumexp``: ``log(sum(exp(x)))`` computed stably.
 
-    The shift by the maximum is a constant (its derivative cancels exactly), so
-    it goes through :func:`stop_gradient` and does not enter the derivative.
+    One op (``reduce_logsumexp``), shifted by the maximum; its derivative is the softmax.
     """
     x = operand(x)
     if np.issubdtype(dtype_of(x), np.complexfloating):
@@ -416,14 +415,11 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     x = astype(x, float_dtype(x))
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "logsumexp")
-    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
-    if builtins.any(shape[a] == 0 for a in axes):
-        shift = np.zeros(kept_shape, dtype=dtype_of(x))
-    else:
-        shift = max(stop_gradient(x), axes, keepdims=True) if axes else stop_gradient(x)
-        shift = where(less(abs(shift), np.inf), shift, 0.0)     # no shift by inf or nan
-    out = add(log(sum(exp(subtract(x, shift)), axes, keepdims=True)), shift)
-    return out if keepdims else reshape(out, tuple(n for i, n in enumerate(shape) if i not in axes))
+    if not axes:
+        return x                                        # log(exp(x))
+    out = first(bind(ReduceLogSumExp(axes, shape, dtype_of(x).name), x))
+    return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) \
+        if keepdims else out
 
 
 # --- variance and averages -------------------------------------------------------------------

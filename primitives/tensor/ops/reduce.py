@@ -1,5 +1,5 @@
 """Reductions besides ``reduce_sum``: ``reduce_max``, ``reduce_min``, ``reduce_prod``,
-``argmax``, ``argmin``, and the square root ``std`` ends with.
+``reduce_logsumexp``, ``argmax``, ``argmin``, and the square root ``std`` ends with.
 
 The JVP of ``reduce_max``/``reduce_min`` sends the tangent through the
 arg-extremum locations; ties split it evenly, as JAX does: the weights are
@@ -159,6 +159,60 @@ class ReduceProd(TensorPrimitive):
         others = Local(emit(builder, Reshape(moved, shape), [others]))
         inverse = tuple(int(i) for i in np.argsort(perm))
         return Local(emit(builder, Transpose(inverse), [others]))
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+    batch_rule = _batch_reduction
+
+
+@tensor_op
+class ReduceLogSumExp(TensorPrimitive):
+    """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
+    shifted by the maximum for stability (an infinite or NaN maximum shifts by 0). One op, so
+    eager recording and programs pay for one, not a dozen; its JVP is the softmax,
+    ``t -> sum(exp(x - y) * t)``, read from the output ``y``.
+
+    >>> op = ReduceLogSumExp(axes=(1,), shape=(1, 2), dtype="float64")
+    >>> op.eval(None, [np.array([[1000.0, 1000.0]])])        # 1000 + log 2, no overflow
+    [array([1000.69314718])]
+    """
+
+    axes: tuple
+    shape: tuple
+    dtype: str
+    name = "reduce_logsumexp"
+
+    def params(self) -> str:
+        return f"axes={self.axes}, shape={self.shape}"
+
+    def output_dtype(self) -> str:
+        return self.dtype
+
+    def kept_axes(self) -> tuple:
+        return tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
+
+    def out_shape(self) -> tuple:
+        return tuple(self.shape[axis] for axis in self.kept_axes())
+
+    def eval(self, ctx, inputs):
+        xp, (x,) = operands(inputs, self)
+        axes, out_shape = self.axes, self.out_shape()
+        if any(self.shape[a] == 0 for a in axes):           # the log of an empty sum
+            return [xp.full(out_shape, -np.inf, dtype=x.dtype, device=device_of(x))]
+        shift = xp.max(x, axis=axes, keepdims=True)
+        shift = xp.where(xp.isfinite(shift), shift, xp.zeros_like(shift))
+        total = xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)
+        out = xp.reshape(xp.log(total) + shift, out_shape)
+        return [np.asarray(out) if xp is NUMPY.xp else out]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        back = BroadcastInDim(tuple(self.shape), self.kept_axes(), self.out_shape())
+        y = emit(builder, back, [External(primal_outputs[0])])
+        shifted = emit(builder, ew.sub, [External(primal_inputs[0]), Local(y)])
+        softmax = emit(builder, ew.exp, [Local(shifted)])
+        weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
+        return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         not_linear(self)
