@@ -154,14 +154,23 @@ class DotGeneral(TensorPrimitive):
             if xp.name == "dask":       # chunk by chunk, with no reshape merging chunks
                 return [xp.einsum(self.einsum_subscripts(), x, y)]
         lperm, rperm, lhs3, rhs3, out_shape = self._plan()
+        if xp is NUMPY.xp:          # array methods: the namespace's wrappers cost more here
+            if lperm is not None:
+                x = x.transpose(lperm)
+            if rperm is not None:
+                y = y.transpose(rperm)
+            x, y = x.reshape(lhs3), y.reshape(rhs3)
+            if lhs3[-1] == 1:     # an outer product: a broadcast multiply is 3-4x matmul's speed
+                return [np.multiply(x, y).reshape(out_shape)]
+            return [_matmul(x, y).reshape(out_shape)]
         if lperm is not None:
             x = xp.permute_dims(x, lperm)
         if rperm is not None:
             y = xp.permute_dims(y, rperm)
         x, y = xp.reshape(x, lhs3), xp.reshape(y, rhs3)
-        if lhs3[-1] == 1:         # an outer product: a broadcast multiply is 3-4x matmul's speed
+        if lhs3[-1] == 1:
             return [xp.reshape(xp.multiply(x, y), out_shape)]
-        return [xp.reshape(_matmul(x, y) if xp is NUMPY.xp else xp.matmul(x, y), out_shape)]
+        return [xp.reshape(xp.matmul(x, y), out_shape)]
 
     # --- rules --------------------------------------------------------------------
 
