@@ -285,10 +285,13 @@ class Tensor(ArrayOperators, Frontend):
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
         (a ``Tensor``'s data is stored).
         """
+        if self._key in _shared_grads:         # handed over by a backward: take a copy if
+            _unshare(self)                       # its Gradients are still alive
         return self._grad
 
     @grad.setter
     def grad(self, value) -> None:
+        _shared_grads.pop(self._key, None)
         self._grad = None if value is None else _checked_gradient(self, value, "assigning .grad")
 
     @property
@@ -464,8 +467,9 @@ class Tensor(ArrayOperators, Frontend):
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
         cotangents = backward_cotangents(self, seed, _STILL_REFERENCED, create_graph)
-        _accumulate_into_leaves(cotangents)
-        return Gradients(cotangents)
+        gradients = Gradients(cotangents)
+        _accumulate_into_leaves(cotangents, gradients)
+        return gradients
 
 
 def _check_one_library(op, args, data) -> None:
@@ -583,7 +587,24 @@ def _checked_seed(t: Tensor, seed) -> np.ndarray:
     return xp.asarray(xp.astype(array, t.dtype), copy=True)
 
 
-def _accumulate_into_leaves(cotangents: dict) -> None:
+# A leaf whose .grad was None takes its cotangent array as .grad without a copy, shared with
+# the Gradients that backward returns: whichever side is read first while the other is alive
+# takes a copy, so the two never alias. Most Gradients are dropped at once (loss.backward()),
+# and then nothing is copied. Leaf key -> weak reference to the Gradients sharing its .grad.
+_shared_grads: dict = {}
+
+
+def _unshare(leaf: "Tensor") -> None:
+    """``leaf.grad`` is about to be read: a copy of it if its Gradients still hold the array."""
+    with _grad_lock:
+        ref = _shared_grads.pop(leaf._key, None)
+        gradients = ref() if ref is not None else None
+        if gradients is not None and gradients._by_key.get(leaf._key) is leaf._grad:
+            gradients._shared.discard(leaf._key)
+            leaf._grad = _fresh(leaf._grad)
+
+
+def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
     """Add each leaf's cotangent to its ``.grad``: all checked first, then all set under a lock."""
     updates = []
     for key, value in cotangents.items():
@@ -596,12 +617,30 @@ def _accumulate_into_leaves(cotangents: dict) -> None:
                                 f"shape {leaf.shape} (its .data was replaced after it was used)")
         updates.append((leaf, value))
     with _grad_lock:
-        # A new array for each .grad: it never aliases the Gradients or another leaf's .grad.
-        # (A Tensor gradient, from create_graph, is never written to in place: it is shared.)
-        sums = [(leaf, _fresh(value) if leaf._grad is None else leaf._grad + value)
-                for leaf, value in updates]
-        for leaf, grad in sums:
+        # .grad never aliases another leaf's .grad, nor (once read) the Gradients: a first
+        # gradient is handed over (see _shared_grads), a sum is a new array. (A Tensor
+        # gradient, from create_graph, is never written to in place: it is shared.)
+        handed = set()                  # ids of the arrays handed over by this call
+        sums = []
+        for leaf, value in updates:
+            if leaf._grad is not None:
+                sums.append((leaf, leaf._grad + value, False))
+            elif _can_hand_over(value) and id(value) not in handed:
+                handed.add(id(value))
+                sums.append((leaf, value, True))
+            else:
+                sums.append((leaf, _fresh(value), False))
+        for leaf, grad, shared in sums:
+            _shared_grads.pop(leaf._key, None)
+            if shared:
+                _shared_grads[leaf._key] = weakref.ref(gradients)
+                gradients._shared.add(leaf._key)
             leaf._grad = grad
+
+
+def _can_hand_over(value) -> bool:
+    """A NumPy array that owns its memory (so no other cotangent is a view of it)."""
+    return type(value) is np.ndarray and value.base is None
 
 
 def _fresh(value):
@@ -614,10 +653,25 @@ class Gradients:
     Arrays, or ``Tensor``s with history after ``backward(create_graph=True)``.
     """
 
-    __slots__ = ("_by_key",)
+    __slots__ = ("_by_key", "_shared", "__weakref__")
 
     def __init__(self, by_key: dict) -> None:
         self._by_key = by_key
+        self._shared: set = set()      # keys whose array a leaf's .grad holds too
+
+    def _own(self, key):
+        """The gradient of ``key``, first copied if a leaf's ``.grad`` still holds its array."""
+        value = self._by_key.get(key)
+        if key in self._shared:
+            with _grad_lock:
+                self._shared.discard(key)
+                leaf = _leaves.get(key)
+                if leaf is not None and leaf._grad is value:
+                    value = self._by_key[key] = _fresh(value)
+                    ref = _shared_grads.get(key)
+                    if ref is not None and ref() is self:
+                        del _shared_grads[key]
+        return value
 
     def grad(self, t: Tensor):
         """The gradient of ``t``, or ``None`` if it received none.
@@ -632,15 +686,19 @@ class Gradients:
         ...
         primitives.tensor.errors.TensorTypeError: Gradients.grad takes a Tensor (one of those backward differentiated), got a ndarray; pass the Tensor itself (x, not x.data or an array of its values)
         """
-        return self._by_key.get(_key_of(t, "grad"))
+        return self._own(_key_of(t, "grad"))
 
     def remove(self, t: Tensor):
         """Take out and return the gradient of ``t`` (``None`` if absent)."""
-        return self._by_key.pop(_key_of(t, "remove"), None)
+        key = _key_of(t, "remove")
+        value = self._own(key)
+        self._by_key.pop(key, None)
+        return value
 
     def replace(self, t: Tensor, g) -> None:
         """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype."""
         key = _key_of(t, "replace")
+        self._shared.discard(key)
         self._by_key[key] = _checked_gradient(t, g, "Gradients.replace")
 
     def __contains__(self, t: Tensor) -> bool:
