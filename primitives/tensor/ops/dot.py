@@ -161,8 +161,10 @@ class DotGeneral(TensorPrimitive):
                 y = y.transpose(rperm)
             x, y = x.reshape(lhs3), y.reshape(rhs3)
             if lhs3[-1] == 1:     # an outer product: a broadcast multiply is 3-4x matmul's speed
-                return [np.multiply(x, y).reshape(out_shape)]
-            return [_matmul(x, y).reshape(out_shape)]
+                out = np.multiply(x, y)
+            else:
+                out = _matmul(x, y)
+            return [out if out.shape == out_shape else out.reshape(out_shape)]   # (no view)
         if lperm is not None:
             x = xp.permute_dims(x, lperm)
         if rperm is not None:
