@@ -6,10 +6,17 @@ Workloads (each peer is skipped with a note when it is not installed):
   and of a random DAG, against ``jax.linearize`` + ``jax.linear_transpose``;
 - eager scalar: record + backward of that chain with the scalar frontend and with
   0-d ``primitives.tensor`` tensors, against PyTorch 0-d float64 tensors and autograd;
+- mlp floor: the MLP step's 8 matrix products alone in NumPy (``np.matmul(..., out=)``),
+  the BLAS floor, timed in turns with every MLP step below; each step / floor, and the
+  time tidu's steps spend inside ``np.matmul`` (``benchmarks/mlp.py``);
 - mlp: forward + backward of a 784-512-512-10 tanh MLP, batch 256, float32,
   against PyTorch, JAX (eager and jit) and autograd;
 - mlp jit: the same step as one ``jit(value_and_grad(loss))`` program, against
   PyTorch eager and ``jax.jit``;
+- scaling: per-op cost of the eager 0-d tensor chain and of building + linearizing +
+  transposing the scalar chain, at 10⁴ and 10⁶ ops, each size in fresh processes, with
+  their peak resident memory; graph memory: bytes per primal op of the primal, linear
+  and transposed graphs (``benchmarks/scaling.py``);
 - memory: peak memory of backward through a chain of 1 MB arrays, against what
   the forward pass holds.
 - hvp: eager Hessian-vector products of the MLP loss (``benchmarks/hvp.py``): try_hvp,
@@ -25,9 +32,12 @@ Workloads (each peer is skipped with a note when it is not installed):
 - small grad: ``tnp.grad`` without ``jit`` on three small-array programs (a GP marginal
   likelihood, a Gaussian mixture, a tanh RNN; ``benchmarks/small_grad.py``), against autograd.
 
-Prints a table (medians, and every peer as a ratio tidu/peer measured in the same
-run) and writes JSON (``--json PATH``). ``--quick`` runs small sizes in well under
-a minute; the test suite runs it so the benchmarks cannot rot.
+Every library computes on ONE thread (NumPy's BLAS, PyTorch, JAX: ``benchmarks/__init__.py``;
+export ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS`` to change it); the
+header prints the setting and the JSON stores it. Prints a table (medians, and every
+peer as a ratio tidu/peer measured in the same run) and writes JSON (``--json PATH``).
+``--quick`` runs small sizes in under a minute; the test suite runs it so the benchmarks
+cannot rot.
 """
 
 from __future__ import annotations
@@ -41,9 +51,10 @@ import statistics
 import sys
 import time
 
+import benchmarks  # one compute thread, set before NumPy is imported
 import numpy as np
 
-from benchmarks import backends
+from benchmarks import backends, mlp, scaling
 from benchmarks.devices import devices_workload
 from benchmarks.memory import memory_workload
 from benchmarks.hvp import hvp_workload
@@ -141,54 +152,54 @@ def eager_workload(sizes, repeat):
 # --- mlp ------------------------------------------------------------------------------------
 
 
-def mlp_workload(repeat):
-    from benchmarks import mlp
-
-    params, x, onehot = mlp.make_data()
-    forward_ms, total_ms = mlp.tidu_runs(params, x, onehot, repeat)
+def mlp_workload(rounds: int, quick: bool) -> list[dict]:
+    """The MLP rows, all from one session of ``benchmarks/mlp.py`` (every step timed in
+    turns with the others and with the BLAS floor)."""
+    result = mlp.session(rounds, busy_seconds=0.15 if quick else 0.4)
+    ms, over = result["ms"], result["over_floor"]
+    retaining = _mlp_retaining_memory(rounds)
     row = {"workload": "mlp", "case": "784-512-512-10 tanh, batch 256, float32",
-           "tidu_ms": total_ms, "tidu_forward_ms": forward_ms,
-           "backward_over_forward": (total_ms - forward_ms) / forward_ms,
-           "numpy_forward_ms": mlp.median_ms(lambda: mlp.numpy_forward(params, x, onehot),
-                                             repeat),
-           "peers": {}}
-    row["tidu_retain_freed_memory_ms"] = _mlp_retaining_memory(repeat)
-    for name, runner in (("torch", mlp.torch_runs), ("autograd", mlp.autograd_runs),
-                         ("jax", mlp.jax_runs)):
-        try:
-            first, second = runner(params, x, onehot, repeat)
-        except ImportError:
-            continue
-        if name == "jax":
-            row["peers"]["jax eager"], row["peers"]["jax jit"] = first, second
-        else:
-            row["peers"][name] = second
+           "tidu_ms": ms[mlp.EAGER], "tidu_forward_ms": ms[mlp.EAGER_FORWARD],
+           "backward_over_forward": (ms[mlp.EAGER] - ms[mlp.EAGER_FORWARD])
+           / ms[mlp.EAGER_FORWARD],
+           "numpy_forward_ms": ms[mlp.NUMPY_FORWARD],
+           "tidu_retain_freed_memory_ms": retaining["ms"],
+           "tidu_retain_freed_memory_over_floor": retaining["over_floor"],
+           "peers": {peer: ms[name] for peer, name in (("torch", mlp.TORCH),
+                                                       ("autograd", mlp.AUTOGRAD),
+                                                       ("jax eager", mlp.JAX_EAGER),
+                                                       ("jax jit", mlp.JAX_JIT))
+                     if name in ms}}
     jit_row = {"workload": "mlp jit", "case": "jit(value_and_grad(loss)), same MLP",
-               "tidu_ms": mlp.tidu_jit_runs(params, x, onehot, repeat),
+               "tidu_ms": ms[mlp.JIT],
                "peers": {peer: row["peers"][peer] for peer in ("torch", "jax jit")
                          if peer in row["peers"]}}
-    labels = mlp.labels_of(onehot)
     labels_row = {"workload": "mlp jit", "case": "jit(value_and_grad), integer labels",
-                  "tidu_ms": mlp.tidu_jit_labels_runs(params, x, labels, repeat),
-                  "peers": {"tidu one-hot": jit_row["tidu_ms"]}}
-    try:
-        labels_row["peers"]["torch cross_entropy"] = mlp.torch_labels_runs(params, x, labels,
-                                                                           repeat)
-    except ImportError:
-        pass
-    return [row, jit_row, labels_row]
+                  "tidu_ms": ms[mlp.JIT_LABELS], "peers": {"tidu one-hot": ms[mlp.JIT]}}
+    if mlp.TORCH_CE in ms:
+        labels_row["peers"]["torch cross_entropy"] = ms[mlp.TORCH_CE]
+    floor_row = {"workload": "mlp floor", "case": "the step's 8 matrix products, NumPy out=",
+                 "floor_ms": ms[mlp.FLOOR],
+                 "steps": {name: {"ms": ms[name], "over_floor": over[name]}
+                           for name in mlp.OVER_FLOOR if name in ms},
+                 "products_inside": result["products_inside"],
+                 "busy_threads": result["busy_threads"],
+                 "rounds": result["rounds"], "inner": result["inner"], "peers": {}}
+    if result["missing"]:
+        floor_row["note"] = (f"{' and '.join(result['missing'])} not installed: skipped "
+                             "(pip install '.[bench]')")
+    return [floor_row, row, jit_row, labels_row]
 
 
-def _mlp_retaining_memory(repeat) -> float:
-    """tidu's MLP step after ``retain_freed_memory()``, in a subprocess (the setting is
-    process-wide, so it must not touch the peers' measurements)."""
+def _mlp_retaining_memory(rounds: int) -> dict:
+    """tidu's eager MLP step after ``retain_freed_memory()``, timed in turns with the floor
+    in a subprocess (the setting is process-wide, so it must not touch the others)."""
     import subprocess
 
-    code = ("from benchmarks import mlp; from primitives import tensor as tnp; "
-            "tnp.retain_freed_memory(); p, x, o = mlp.make_data(); "
-            f"print(mlp.tidu_runs(p, x, o, {repeat})[1])")
+    code = ("import json; from benchmarks import mlp; "
+            f"print(json.dumps(mlp.retaining_memory({rounds})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # --- memory ---------------------------------------------------------------------------------
@@ -198,21 +209,34 @@ def _mlp_retaining_memory(repeat) -> float:
 
 
 def run(quick: bool) -> dict:
+    benchmarks.hold_threads()
     repeat = 3 if quick else 7
     rows = []
     notes = []
-    rows += transform_workload([300, 3_000] if quick else [1_000, 10_000, 100_000], repeat)
-    rows += eager_workload([300, 3_000] if quick else [3_000, 30_000], repeat)
-    rows += mlp_workload(3 if quick else 20)
-    rows += memory_workload(60 if quick else 1_000)
-    rows += hvp_workload(3 if quick else 20)
-    rows += vmap_workload(2, batch=32) if quick else vmap_workload(5)
-    rows += small_grad_workload(5 if quick else 30)
-    rows += devices_workload(1 if quick else 3, quick)
-    rows += backends.torch_workload(3 if quick else 15)
-    rows += backends.dask_workload(quick)
+    seconds = {}
+
+    def add(name, make):
+        start = time.perf_counter()
+        rows.extend(make())
+        seconds[name] = time.perf_counter() - start
+
+    add("transform", lambda: transform_workload([300, 3_000] if quick
+                                                else [1_000, 10_000, 100_000], repeat))
+    add("eager scalar", lambda: eager_workload([300, 3_000] if quick else [3_000, 30_000],
+                                               repeat))
+    add("mlp", lambda: mlp_workload(3 if quick else 20, quick))
+    add("scaling", lambda: scaling.scaling_workload(quick))
+    add("graph memory", lambda: scaling.graph_memory_workload(quick))
+    add("memory", lambda: memory_workload(60 if quick else 1_000))
+    add("hvp", lambda: hvp_workload(3 if quick else 20))
+    add("vmap", lambda: vmap_workload(2, batch=32) if quick else vmap_workload(5))
+    add("small grad", lambda: small_grad_workload(3, inner=2) if quick
+        else small_grad_workload(30))
+    add("device", lambda: devices_workload(1 if quick else 3, quick))
+    add("torch arrays", lambda: backends.torch_workload(3 if quick else 15))
+    add("dask", lambda: backends.dask_workload(quick))
     if not quick:                   # two trees in fresh processes: minutes, not seconds
-        rows += backends.numpy_ab_workload(rounds=3, repeat=15)
+        add("numpy A/B", lambda: backends.numpy_ab_workload(rounds=3, repeat=15))
     for module, extra in (("torch", "bench"), ("jax", "bench"), ("autograd", "bench"),
                           ("distributed", "dask")):
         try:
@@ -221,15 +245,42 @@ def run(quick: bool) -> dict:
             notes.append(f"{module} is not installed: skipped (pip install '.[{extra}]')")
     return {"machine": {"python": platform.python_version(), "platform": platform.platform(),
                         "processor": platform.processor(), "numpy": np.__version__},
-            "quick": quick, "rows": rows, "notes": notes}
+            "threads": benchmarks.thread_settings(),
+            "quick": quick, "rows": rows, "notes": notes, "seconds": seconds}
+
+
+def _format_floor(row: dict) -> list[str]:
+    lines = [f"{row['workload']:13s} {row['case'][:40]:40s} {'':10s} "
+             f"{row['floor_ms']:9.2f} ms     (ratios: median over {row['rounds']} rounds "
+             "of step / floor)"]
+    for name, step in row["steps"].items():
+        lines.append(f"{'':13s}   {name:40s} {step['ms']:9.2f} ms   / floor "
+                     f"{step['over_floor']:6.2f}")
+    for name, inside in row["products_inside"].items():
+        ratio = (f"/ floor {inside['over_floor']:6.2f}" if "over_floor" in inside
+                 else " " * 14)
+        lines.append(f"{'':13s}   {'in np.matmul: ' + mlp.SHORT[name]:40s} "
+                     f"{inside['ms']:9.2f} ms   {ratio}   ({inside['calls']:.0f} calls a step)")
+    lines.append(f"{'':13s}   threads busy in a step: " + ", ".join(
+        f"{name.split(' (')[0]} {n}" for name, n in row["busy_threads"].items()))
+    if "note" in row:
+        lines.append(f"{'':13s}   {row['note']}")
+    return lines
 
 
 def format_table(result: dict) -> str:
     lines = [f"tidu benchmarks ({'quick' if result['quick'] else 'full'}); "
-             f"Python {result['machine']['python']}; ratios are tidu / peer (< 1: tidu faster)"]
+             f"Python {result['machine']['python']}; ratios are tidu / peer (< 1: tidu faster)",
+             f"threads: {benchmarks.format_thread_settings(result['threads'])}"]
     for row in result["rows"]:
         if row["workload"] in ("torch arrays", "dask", "numpy A/B"):
             lines.append(backends.format_rows([row]))
+            continue
+        if row["workload"] in ("scaling", "graph memory"):
+            lines.append(scaling.format_rows([row]))
+            continue
+        if row["workload"] == "mlp floor":
+            lines += _format_floor(row)
             continue
         if row["workload"] in ("transform", "eager scalar"):
             value = f"{row['tidu_us_per_op']:9.2f} µs/op"
@@ -238,7 +289,9 @@ def format_table(result: dict) -> str:
         elif row["workload"] == "mlp":
             value = (f"{row['tidu_ms']:9.2f} ms     (forward {row['tidu_forward_ms']:.2f} ms, "
                      f"backward/forward {row['backward_over_forward']:.2f}; with "
-                     f"retain_freed_memory() {row['tidu_retain_freed_memory_ms']:.2f} ms)")
+                     f"retain_freed_memory() {row['tidu_retain_freed_memory_ms']:.2f} ms, "
+                     f"{row['tidu_retain_freed_memory_over_floor']:.2f}x the floor, "
+                     "in a process of its own)")
         elif row["workload"] == "hvp":
             value = (f"{row['tidu_ms']:9.2f} ms     (try_hvp; create_graph "
                      f"{row['tidu create_graph ms']:.2f} ms, tnp.hvp {row['tidu tnp.hvp ms']:.2f} ms)")
@@ -257,6 +310,8 @@ def format_table(result: dict) -> str:
         for peer, time_ in row["peers"].items():
             lines.append(f"{'':13s}   vs {peer:12s} {time_:9.2f}   ratio {tidu / time_:6.2f}")
     lines += result["notes"]
+    lines.append("seconds: " + ", ".join(f"{name} {sec:.1f}"
+                                         for name, sec in result["seconds"].items()))
     return "\n".join(lines)
 
 

@@ -5,7 +5,7 @@ Three workloads, each a row of ``python -m benchmarks``:
 - ``torch arrays``: the MLP step of ``benchmarks/mlp.py`` (784-512-512-10 tanh,
   batch 256, float32) with PyTorch tensors as the arrays, through tidu:
   ``value_and_grad``, ``jit(value_and_grad)`` and the eager ``Tensor``, against
-  ``torch.autograd`` on the same tensors (2 threads); timed in turns, same run.
+  ``torch.autograd`` on the same tensors (one thread); timed in turns, same run.
 - ``dask``: one gradient step of ``examples/distributed_least_squares.py`` (the
   data generated on the workers, 3.2x one worker's memory limit) on a
   ``LocalCluster`` of 1 worker process, then of 2 (one thread each): the
@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchmarks  # one compute thread, set before NumPy is imported
 import numpy as np
 
 from benchmarks import mlp
@@ -58,7 +59,7 @@ def torch_steps(params, x, onehot) -> dict:
 
     from primitives import tensor as tnp
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(benchmarks.THREADS)
     ps = [torch.from_numpy(p.copy()) for p in params]
     xt, yt = torch.from_numpy(x), torch.from_numpy(onehot)
 
@@ -153,10 +154,11 @@ def _example():
 
 
 def _peak_rss() -> int:
-    """The peak resident memory of the process it runs in (a worker), in bytes."""
-    import resource
+    """The peak resident memory of the process it runs in (a worker), in bytes: its own
+    address space's (``VmHWM``), as ``ru_maxrss`` reports a big parent's for a child."""
+    from benchmarks.scaling import peak_rss_bytes
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return peak_rss_bytes()
 
 
 def dask_workload(quick: bool) -> list[dict]:
@@ -187,6 +189,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower(
 sys.path.insert(0, {root!r})
 import numpy as np
 from primitives import tensor as tnp
+import benchmarks
 from benchmarks import mlp
 
 def median(fn, repeat):
@@ -239,8 +242,10 @@ def numpy_ab_workload(rounds: int, repeat: int, base: str = BASE) -> list[dict]:
         shutil.rmtree(worktree, ignore_errors=True)
         return [row]
     try:
-        # the old tree runs with this tree's benchmarks/mlp.py: the same workload both sides
-        shutil.copy(ROOT / "benchmarks" / "mlp.py", Path(worktree) / "benchmarks" / "mlp.py")
+        # the old tree runs with this tree's benchmarks/mlp.py (and the package's thread
+        # setting, which mlp.py imports): the same workload both sides
+        for name in ("mlp.py", "__init__.py"):
+            shutil.copy(ROOT / "benchmarks" / name, Path(worktree) / "benchmarks" / name)
         samples: dict = {"new": [], "old": []}
         for _ in range(rounds):
             samples["old"].append(_measure_tree(worktree, repeat))

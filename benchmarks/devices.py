@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+import benchmarks  # noqa: F401  one compute thread, set before NumPy is imported
+
 # --- switches: each turns one device off at its seam -------------------------------------
 
 

@@ -39,6 +39,10 @@ import sys
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):                   # python benchmarks/eager.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import benchmarks  # noqa: E402,F401  one compute thread, set before NumPy is imported
+
 ROOT = Path(__file__).resolve().parents[1]
 
 Y0, C0 = 0.5, 0.1
@@ -229,7 +233,6 @@ def main() -> None:
     args = parser.parse_args()
     repeat = max(3, args.repeat)
     if args.impl:
-        sys.path.insert(0, str(ROOT))
         if args.no_gc:
             gc.disable()
         print(json.dumps(run_here(args.impl, args.sizes, repeat)))

@@ -20,9 +20,15 @@ import gc
 import itertools
 import math
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local, evaluate
+if __package__ in (None, ""):                   # python benchmarks/graph_build.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import benchmarks  # noqa: E402,F401  one compute thread, set before NumPy is imported
+
+from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local, evaluate  # noqa: E402
 
 
 class Op(EvaluableGraphOperation, enum.Enum):

@@ -12,7 +12,7 @@ ms of the whole step, forward pass included:
   create_graph=True)``, then the gradient of ``sum(g . v)`` (double backward);
 - ``tidu tnp.hvp``: the functional ``tnp.hvp`` (``jvp`` of ``grad``), on arrays;
 - ``torch double backward``: the same double backward with
-  ``torch.autograd.grad(..., create_graph=True)``, on 2 threads as in
+  ``torch.autograd.grad(..., create_graph=True)``, on one thread as in
   ``benchmarks/mlp.py`` (skipped when PyTorch is not installed).
 
 Constants (inputs, labels, ``v``) are wrapped once on each side, as tensors.
@@ -31,6 +31,7 @@ import gc
 import statistics
 import time
 
+import benchmarks  # one compute thread, set before NumPy is imported
 import numpy as np
 
 from benchmarks import mlp
@@ -77,7 +78,7 @@ def torch_step(params, x, onehot, vs):
     """PyTorch's double backward HVP step, returning NumPy arrays."""
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(benchmarks.THREADS)
     ps = [torch.tensor(p, requires_grad=True) for p in params]
     xt, yt = torch.tensor(x), torch.tensor(onehot)
     vt = [torch.tensor(v) for v in vs]

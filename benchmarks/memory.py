@@ -3,6 +3,7 @@
 import gc
 import tracemalloc
 
+import benchmarks  # noqa: F401  one compute thread, set before NumPy is imported
 import numpy as np
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 if __package__ in (None, ""):                      # run as a script: the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import benchmarks                                  # noqa: E402  one compute thread
 from benchmarks.mlp import make_data               # noqa: E402
 from tidu import optimize                          # noqa: E402
 from tidu.graph import Derived                     # noqa: E402
@@ -73,7 +74,7 @@ def tidu_counts(params, x, onehot) -> dict[str, dict[str, int]]:
 def jax_counts(params, x, onehot) -> dict[str, dict[str, int]] | None:
     """The same rows for ``jax.make_jaxpr`` of ``jax.grad`` / ``jax.value_and_grad``."""
     try:
-        import jax
+        jax = benchmarks.start_jax()
         import jax.numpy as jnp
         from jax.extend import core
     except ImportError:

@@ -22,8 +22,8 @@ optimizer's loop): the median over rounds of the mean of 5 consecutive calls:
 - ``jax grad (no jit)``: ``jax.grad(loss)(params)`` eagerly, op by op, in float64
   (optional, skipped with a note when JAX is not installed).
 
-NumPy's BLAS is held to one thread while timing (``threadpoolctl``, when installed);
-at these sizes it does not matter. tidu's gradient is checked against autograd's
+Every library runs on one compute thread (``benchmarks/__init__.py``); at these sizes
+it does not matter. tidu's gradient is checked against autograd's
 (``rtol=1e-8``) before timing, and so is JAX's; the libraries are timed in turns (each
 in every round), and the ratios are tidu / peer from the same run (below 1: tidu faster).
 
@@ -39,6 +39,7 @@ import math
 import statistics
 import time
 
+import benchmarks  # one compute thread, set before NumPy is imported
 import numpy as np
 
 TIDU = "tidu tnp.grad"
@@ -149,7 +150,7 @@ def autograd_step(loss, params, data):
 
 
 def jax_step(loss, params, data):
-    import jax
+    jax = benchmarks.start_jax()
     import jax.numpy as jnp
     from jax.scipy.special import logsumexp
 
@@ -204,47 +205,39 @@ def interleaved_medians(steps: dict, repeat: int, inner: int = INNER) -> dict:
     return {name: 1e3 * statistics.median(samples) for name, samples in times.items()}
 
 
-def _one_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
-
-
-def small_grad_workload(repeat: int) -> list[dict]:
+def small_grad_workload(repeat: int, inner: int = INNER) -> list[dict]:
     """One row per program: ``tnp.grad``'s median ms per call, autograd (and JAX without
-    ``jit``) as peers, timed in turns."""
+    ``jit``) as peers, timed in turns (``inner`` calls timed together a round)."""
     rows = []
     problems = make_problems()
-    with _one_thread():
-        for name, (loss, case) in PROGRAMS.items():
-            params, data = problems[name]
-            steps = {TIDU: tidu_step(loss, params, data)}
-            row = {"workload": "small grad", "case": case, "peers": {}}
-            missing = []
-            for peer, make in ((AUTOGRAD, autograd_step), (JAX, jax_step)):
-                try:
-                    steps[peer] = make(loss, params, data)
-                except ImportError:
-                    missing.append(peer.split()[0])
-            if missing:
-                row["note"] = (f"{' and '.join(missing)} not installed: skipped "
-                               "(pip install '.[bench]')")
-            reference = steps[TIDU]()
-            for peer, step in steps.items():
-                if peer != TIDU:
-                    _check(f"{name}: {peer}", reference, step())
-            for step in steps.values():                  # warm-up
-                step()
-            for peer, ms in interleaved_medians(steps, repeat).items():
-                if peer == TIDU:
-                    row["tidu_ms"] = ms
-                else:
-                    row["peers"][peer] = ms
-            if AUTOGRAD in row["peers"]:
-                row["tidu_over_autograd"] = row["tidu_ms"] / row["peers"][AUTOGRAD]
-            rows.append(row)
+    benchmarks.hold_threads()
+    for name, (loss, case) in PROGRAMS.items():
+        params, data = problems[name]
+        steps = {TIDU: tidu_step(loss, params, data)}
+        row = {"workload": "small grad", "case": case, "peers": {}}
+        missing = []
+        for peer, make in ((AUTOGRAD, autograd_step), (JAX, jax_step)):
+            try:
+                steps[peer] = make(loss, params, data)
+            except ImportError:
+                missing.append(peer.split()[0])
+        if missing:
+            row["note"] = (f"{' and '.join(missing)} not installed: skipped "
+                           "(pip install '.[bench]')")
+        reference = steps[TIDU]()
+        for peer, step in steps.items():
+            if peer != TIDU:
+                _check(f"{name}: {peer}", reference, step())
+        for step in steps.values():                  # warm-up
+            step()
+        for peer, ms in interleaved_medians(steps, repeat, inner).items():
+            if peer == TIDU:
+                row["tidu_ms"] = ms
+            else:
+                row["peers"][peer] = ms
+        if AUTOGRAD in row["peers"]:
+            row["tidu_over_autograd"] = row["tidu_ms"] / row["peers"][AUTOGRAD]
+        rows.append(row)
     return rows
 
 

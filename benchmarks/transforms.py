@@ -19,10 +19,15 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from primitives.scalar import ScalarOp
-from tidu import linear_transpose, linearize
-from tidu.graph import GraphBuilder, Input, Local, evaluate
+if __package__ in (None, ""):                   # python benchmarks/transforms.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import benchmarks  # noqa: E402,F401  one compute thread, set before NumPy is imported
+
+from primitives.scalar import ScalarOp  # noqa: E402
+from tidu import linear_transpose, linearize  # noqa: E402
+from tidu.graph import GraphBuilder, Input, Local, evaluate  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 
@@ -81,7 +86,7 @@ def time_tidu(n_ops: int, runs: int):
 
 def time_jax(n_ops: int, runs: int):
     """Median seconds of jax.linearize + jax.linear_transpose (+ one transposed call)."""
-    import jax
+    jax = benchmarks.start_jax()
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)

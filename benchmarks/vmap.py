@@ -11,7 +11,7 @@ weight and bias):
   physical reference (the same products, without the per-example outer products
   that ``vmap`` must write out);
 - ``torch.func vmap(grad)``: ``torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))``,
-  on 2 threads as in ``benchmarks/mlp.py``;
+  on one thread as in ``benchmarks/mlp.py``;
 - ``jax vmap(grad)``: ``jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))`` without ``jit``.
 
 Peers that are not installed are skipped with a note. Every result is checked
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 
+import benchmarks  # one compute thread, set before NumPy is imported
 import numpy as np
 
 from benchmarks import mlp
@@ -68,7 +69,7 @@ def torch_step(params, x, onehot):
     import torch
     from torch.func import grad, vmap
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(benchmarks.THREADS)
     ps = tuple(torch.tensor(p) for p in params)
     xt, yt = torch.tensor(x), torch.tensor(onehot)
     per_example = vmap(grad(lambda qs, xi, yi: _loss(torch, lambda z: torch.logsumexp(z, 0),
@@ -77,7 +78,7 @@ def torch_step(params, x, onehot):
 
 
 def jax_step(params, x, onehot):
-    import jax
+    jax = benchmarks.start_jax()
     import jax.numpy as jnp
     from jax.scipy.special import logsumexp
 
