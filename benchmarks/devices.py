@@ -16,6 +16,11 @@ Every device sits behind one seam, and this module turns it off there:
 - ``referenced-only cotangents``: ``Tensor.backward`` keeps only the cotangents
   of leaves and still-referenced tensors; off = it keeps all. Workload: backward
   peak memory / forward held memory on a chain of 1 MB arrays.
+- ``derivative reuse``: ``grad`` without ``jit`` linearizes and transposes a program
+  once per structure (``functional.derivatives_of``); off = every call makes them
+  anew. Workload: ``tnp.grad`` of the small tanh RNN (``benchmarks.small_grad``).
+- ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
+  (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 
 Each (device, on/off) runs in a fresh process (no caches shared between the
 two), alternating on and off for ``--rounds`` rounds; the figure is the median.
@@ -67,6 +72,17 @@ def _referenced_only_off() -> None:
     eager._STILL_REFERENCED = None
 
 
+def _derivative_reuse_off() -> None:
+    from primitives.tensor.transforms import functional
+    functional.derivatives_of = lambda graph, outputs, wrt: functional.Derivatives(
+        graph, outputs, wrt)
+
+
+def _grad_handover_off() -> None:
+    from primitives.tensor.eager import frontend as eager
+    eager._can_hand_over = lambda value: False
+
+
 # --- workloads: each returns one number -----------------------------------------------------
 
 
@@ -82,6 +98,24 @@ def _eager_backward_us_per_op(n_ops: int) -> float:
     return measure(record, backward, n_ops, 5)[1]
 
 
+def _small_grad_ms(calls: int) -> float:
+    """ms per ``tnp.grad`` call of the small RNN (``benchmarks.small_grad``), best of rounds."""
+    from benchmarks import small_grad
+    loss, _ = small_grad.PROGRAMS["tanh RNN"]
+    params, data = small_grad.make_problems()["tanh RNN"]
+    step = small_grad.tidu_step(loss, params, data)
+    return small_grad.best_ms(step, calls)
+
+
+def _eager_mlp_ms(steps: int) -> float:
+    """ms per eager ``Tensor`` MLP step (``benchmarks.mlp``), best of rounds."""
+    from benchmarks import mlp
+    from benchmarks.small_grad import best_ms
+    params, x, onehot = mlp.make_data()
+    _, step, _ = mlp.tidu_model(params, x, onehot)
+    return best_ms(step, steps)
+
+
 def _memory_ratio(n_ops: int) -> float:
     from benchmarks.memory import memory_workload
     return memory_workload(n_ops)[0]["backward_over_forward"]
@@ -95,6 +129,8 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
                            "µs/op"),
     "referenced-only cotangents": (_referenced_only_off, _memory_ratio, (300, 30),
                                    "peak / held"),
+    "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
+    ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
 }
 
 

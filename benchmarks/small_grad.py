@@ -184,6 +184,18 @@ def _check(name, got, want, rtol=1e-8):
             (name, np.max(np.abs(g - w)))
 
 
+def best_ms(step, calls: int, rounds: int = 7) -> float:
+    """ms per call of ``step``: the best over ``rounds`` of the mean of ``calls`` calls."""
+    step()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            step()
+        times.append((time.perf_counter() - start) / calls)
+    return 1e3 * min(times)
+
+
 def interleaved_medians(steps: dict, repeat: int, inner: int = INNER) -> dict:
     """Median ms per call of each step over ``repeat`` rounds. Each round runs one
     ``gc.collect()``, then each step in turn: one call untimed (it warms the caches that the
