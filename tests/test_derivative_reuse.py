@@ -63,6 +63,18 @@ def test_a_dead_value_of_the_first_trace_is_not_needed_by_later_ones(linearizati
         x = x + 1.0
 
 
+def test_a_dead_constant_of_the_first_trace_is_not_needed_by_later_ones(linearizations):
+    def f(x, first):
+        if first:
+            x * np.full(2, 3.0)                  # dead, on a constant the trace lifts
+        return tnp.sum(tnp.sin(x))
+
+    g = tnp.grad(f)
+    x = np.array([0.3, 0.7])
+    for first in (True, False, True, False):     # the second call compiles
+        np.testing.assert_allclose(g(x, first), np.cos(x), rtol=1e-15)
+
+
 def test_shapes_in_one_structure(linearizations):
     """An elementwise program has one structure for every shape: its derivatives serve all."""
     g = tnp.grad(lambda x: tnp.sum(tnp.exp(x) * x))

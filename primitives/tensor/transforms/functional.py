@@ -265,9 +265,11 @@ class Derivatives:
             return run_graph(outputs, values)
         run = self._cotangents
         if run is None:
-            # what every program of this structure has traced: what its outputs need
-            traced = set(self.graph.input_keys)
-            for op_key in schedule(self.output_keys, traced):
+            # what every program of this structure has traced: what its outputs need (the
+            # first one may hold more: a dead op, a constant it lifted and did not use)
+            traced = set(self.output_keys)
+            for op_key in schedule(self.output_keys, set(self.graph.input_keys)):
+                traced.update(op_key.inputs)
                 traced.update(op_key.output_keys())
             run = self._cotangents = GraphRun(outputs, [*self.transposed.tangent_input_keys,
                                                         *traced])
