@@ -21,7 +21,9 @@ Every device sits behind one seam, and this module turns it off there:
   anew. Workload: ``tnp.grad`` of the small tanh RNN (``benchmarks.small_grad``).
 - ``fused tanh backward``: ``optimize`` makes ``t * (1 - y*y)`` one op
   (``primitives.tensor.ops.fused``); off = ``simplify.FUSE_SQUARE_AFFINE_MUL = False``.
-  Workload: the ``jit(value_and_grad)`` MLP step with integer labels.
+  Workload: the ``jit(value_and_grad)`` MLP step with integer labels; and the
+  ``jit`` step on PyTorch tensors (``benchmarks.backends``), where the op is PyTorch's
+  ``tanh_backward`` kernel.
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -92,6 +95,19 @@ def _jit_mlp_ms(steps: int) -> float:
         return tnp.mean(tnp.logsumexp(z, axis=1) - z[tnp.arange(len(y)), y])
     step = tnp.jit(tnp.value_and_grad(loss))
     return best_ms(lambda: step(params, x, labels), steps)
+
+
+def _torch_jit_mlp_ms(steps: int) -> float:
+    """ms per ``jit(value_and_grad)`` MLP step on PyTorch tensors (``benchmarks.backends``);
+    NaN when PyTorch is not installed."""
+    try:
+        from benchmarks import backends, mlp
+        from benchmarks.small_grad import best_ms
+        params, x, onehot = mlp.make_data()
+        step = backends.torch_steps(params, x, onehot)["tidu jit(value_and_grad)"]
+    except ImportError:                     # (devices_workload skips it without PyTorch)
+        return float("nan")
+    return best_ms(step, steps)
 
 
 def _derivative_reuse_off() -> None:
@@ -153,6 +169,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
                                    "peak / held"),
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
     "fused tanh backward": (_fusion_off, _jit_mlp_ms, (10, 2), "ms"),
+    "fused tanh backward, torch": (_fusion_off, _torch_jit_mlp_ms, (10, 2), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
 }
 
@@ -177,6 +194,8 @@ def devices_workload(rounds: int, quick: bool = False) -> list[dict]:
     """One row per device: median on, median off, on / off (``quick``: small sizes)."""
     rows = []
     for name in DEVICES:
+        if name.endswith("torch") and importlib.util.find_spec("torch") is None:
+            continue                        # (PyTorch is optional: pip install '.[bench]')
         on, off = [], []
         for _ in range(rounds):
             on.append(_apart(name, True, quick))
