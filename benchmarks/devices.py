@@ -19,11 +19,6 @@ Every device sits behind one seam, and this module turns it off there:
 - ``derivative reuse``: ``grad`` without ``jit`` linearizes and transposes a program
   once per structure (``functional.derivatives_of``); off = every call makes them
   anew. Workload: ``tnp.grad`` of the small tanh RNN (``benchmarks.small_grad``).
-- ``fused tanh backward``: ``optimize`` makes ``t * (1 - y*y)`` one op
-  (``primitives.tensor.ops.fused``); off = ``simplify.FUSE_SQUARE_AFFINE_MUL = False``.
-  Workload: the ``jit(value_and_grad)`` MLP step with integer labels; and the
-  ``jit`` step on PyTorch tensors (``benchmarks.backends``), where the op is PyTorch's
-  ``tanh_backward`` kernel.
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 
@@ -37,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -76,38 +70,6 @@ def _straight_line_off() -> None:
 def _referenced_only_off() -> None:
     from primitives.tensor.eager import frontend as eager
     eager._STILL_REFERENCED = None
-
-
-def _fusion_off() -> None:
-    from primitives.tensor.ops import simplify
-    simplify.FUSE_SQUARE_AFFINE_MUL = False
-
-
-def _jit_mlp_ms(steps: int) -> float:
-    """ms per ``jit(value_and_grad)`` MLP step with integer labels (``benchmarks.mlp``)."""
-    from benchmarks import mlp
-    from benchmarks.small_grad import best_ms
-    from primitives import tensor as tnp
-    params, x, onehot = mlp.make_data()
-    labels = mlp.labels_of(onehot)
-    def loss(ps, x, y):
-        z = mlp._logits(tnp, ps, x)
-        return tnp.mean(tnp.logsumexp(z, axis=1) - z[tnp.arange(len(y)), y])
-    step = tnp.jit(tnp.value_and_grad(loss))
-    return best_ms(lambda: step(params, x, labels), steps)
-
-
-def _torch_jit_mlp_ms(steps: int) -> float:
-    """ms per ``jit(value_and_grad)`` MLP step on PyTorch tensors (``benchmarks.backends``);
-    NaN when PyTorch is not installed."""
-    try:
-        from benchmarks import backends, mlp
-        from benchmarks.small_grad import best_ms
-        params, x, onehot = mlp.make_data()
-        step = backends.torch_steps(params, x, onehot)["tidu jit(value_and_grad)"]
-    except ImportError:                     # (devices_workload skips it without PyTorch)
-        return float("nan")
-    return best_ms(step, steps)
 
 
 def _derivative_reuse_off() -> None:
@@ -168,8 +130,6 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
     "referenced-only cotangents": (_referenced_only_off, _memory_ratio, (300, 30),
                                    "peak / held"),
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
-    "fused tanh backward": (_fusion_off, _jit_mlp_ms, (10, 2), "ms"),
-    "fused tanh backward, torch": (_fusion_off, _torch_jit_mlp_ms, (10, 2), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
 }
 
@@ -194,8 +154,6 @@ def devices_workload(rounds: int, quick: bool = False) -> list[dict]:
     """One row per device: median on, median off, on / off (``quick``: small sizes)."""
     rows = []
     for name in DEVICES:
-        if name.endswith("torch") and importlib.util.find_spec("torch") is None:
-            continue                        # (PyTorch is optional: pip install '.[bench]')
         on, off = [], []
         for _ in range(rounds):
             on.append(_apart(name, True, quick))

@@ -13,7 +13,6 @@ elementwise        :mod:`.elementwise`
 arrays             :mod:`.fft`, :mod:`.dot`, :mod:`.indexing`, :mod:`.scan`, :mod:`.reduce`,
                    :mod:`.linalg`: each imports only those before it
 user rules         :mod:`.custom`
-fused ops          :mod:`.fused`: op chains as one op, made by :mod:`.simplify`
 rewrites           :mod:`.simplify`
 =================  ========================================================================
 
@@ -23,7 +22,7 @@ and installs the set's hooks (:data:`.base.TENSOR_SET`), so every op has them.
 
 from primitives.tensor.ops import base, shape, constants, select, elementwise  # noqa: F401
 from primitives.tensor.ops import fft, dot, indexing, scan, reduce, linalg  # noqa: F401
-from primitives.tensor.ops import custom, fused, simplify  # noqa: F401
+from primitives.tensor.ops import custom, simplify  # noqa: F401
 
 base.TENSOR_SET.install(add=elementwise.add, constant=constants.constant_op,
                         simplify=simplify.simplify)

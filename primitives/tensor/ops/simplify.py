@@ -22,9 +22,6 @@ key per output, or ``None``:
                                    summed; ``x`` when ``n`` is 1
 ``convert(convert(x))``            one convert (or ``x``) when the first is lossless
 ``select(p, a, a)``                ``a``
-``t * affine[s, o](y * y)``        ``square_affine_mul[s, o](t, y)`` (:mod:`.fused`; ``mul``
-                                   either way round, ``mul_conj(t, ...)`` too): ``tanh``'s
-                                   and ``tan``'s derivatives, one op of three passes
 identity ops                       ``x``: ``reshape``/``transpose``/``broadcast``
                                    to the same shape, ``reduce_sum`` over no axis,
                                    ``convert`` to the same dtype
@@ -55,13 +52,6 @@ and with the same dtype and shape, for *every* input, inf and NaN included:
   (``floating_output()``: ``exp``, ``div``...), or because the op is linear work
   (``role`` ``Linearized``), whose values are floating.
 
-A fused op (:mod:`.fused`) computes the chain it replaces with the chain's NumPy
-ufuncs in the chain's order, so on NumPy arrays its values are the chain's bit for
-bit (``tests/test_fused_ops.py``); on PyTorch tensors ``square_affine_mul`` of
-``tanh`` is PyTorch's ``tanh_backward`` kernel, equal to rounding. Each fusion has
-one switch, a module flag here (``FUSE_SQUARE_AFFINE_MUL``), read when ``optimize``
-runs (so by ``jit`` when it traces).
-
 Three exceptions, pinned by ``tests/test_simplify_rules.py``:
 
 - the sign of a zero: ``-0.0 + 0.0`` is ``+0.0``, so ``x + 0 -> x`` may give
@@ -87,9 +77,8 @@ Three exceptions, pinned by ``tests/test_simplify_rules.py``:
 >>> len(program.operations), program.output_keys
 (0, (Input('x'),))
 
-It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants`, :mod:`.select`,
-:mod:`.elementwise` and :mod:`.fused`, of :mod:`primitives.tensor.ops`: the ops its
-patterns rewrite and make.
+It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants`, :mod:`.select` and
+:mod:`.elementwise`, of :mod:`primitives.tensor.ops`: the ops its patterns rewrite.
 """
 
 from __future__ import annotations
@@ -99,9 +88,8 @@ import math
 import numpy as np
 
 from tidu.compile import forwarded, producer
-from tidu.graph import PRIMARY, Linearized
+from tidu.graph import Linearized
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops import fused
 from primitives.tensor.ops.base import TensorPrimitive
 from primitives.tensor.ops.constants import Full, Literal
 from primitives.tensor.ops.select import Select
@@ -196,8 +184,7 @@ def _sub(op, rewriter, inputs, role):
 
 
 def _mul(op, rewriter, inputs, role):
-    """``x * 1 -> x``, ``1 * x -> x``; ``x * 0`` and ``0 * x`` -> zeros for integer dtypes;
-    ``t * affine(y * y)`` -> ``square_affine_mul(t, y)`` (:func:`_square_affine_mul`)."""
+    """``x * 1 -> x``, ``1 * x -> x``; ``x * 0`` and ``0 * x`` -> zeros for integer dtypes."""
     x, y = inputs
     if _is_const(y, 1):
         return forwarded(inputs, role, 0)
@@ -207,7 +194,7 @@ def _mul(op, rewriter, inputs, role):
         if _is_const(constant, 0) and _dtype_kind(constant) in ("b", "i", "u"):
             zero = producer(constant).operation           # a Full or a Literal
             return rewriter.emit(Full(tuple(zero.shape), zero.dtype), [])
-    return _square_affine_mul(op, rewriter, inputs, role)
+    return None
 
 
 def _div(op, rewriter, inputs, role):
@@ -215,38 +202,6 @@ def _div(op, rewriter, inputs, role):
     y = inputs[1]
     if _is_const(y, 1) and _dtype_kind(y) in ("f", "c"):
         return forwarded(inputs, role, 0)
-    return None
-
-
-# --- fused ops (:mod:`.fused`) ----------------------------------------------------------
-
-FUSE_SQUARE_AFFINE_MUL = True
-"""The seam of the ``square_affine_mul`` fusion (``False``: ``optimize`` leaves the chain)."""
-
-
-def _square_affine_mul(op, rewriter, inputs, role):
-    """``mul(t, f)``, ``mul(f, t)`` or ``mul_conj(t, f)`` with ``f = affine[s, o](mul(y, y))``
-    (primal work, ``s`` and ``o`` real numbers) -> ``square_affine_mul[s, o](t, y)``: ``tanh``'s
-    and ``tan``'s derivatives times a tangent or cotangent, in one op of three passes."""
-    if not FUSE_SQUARE_AFFINE_MUL:
-        return None
-    linear = type(role) is Linearized
-    for t_at in ((0,) if op.name == "mul_conj" else (0, 1)):
-        f_at = 1 - t_at
-        if linear and (role.active_mask[f_at] or not role.active_mask[t_at]):
-            continue
-        affine = _made_by(inputs[f_at], ew.Affine, PRIMARY)
-        if affine is None:
-            continue
-        scale, offset = affine.operation.scale, affine.operation.offset
-        if type(scale) not in (int, float) or type(offset) not in (int, float):
-            continue
-        square = _made_by(affine.inputs[0], ew.Binary, PRIMARY, "mul")
-        if square is None or square.inputs[0] != square.inputs[1]:
-            continue
-        fused_op = fused.SquareAffineMul(scale, offset, op.name == "mul_conj")
-        return rewriter.emit(fused_op, [inputs[t_at], square.inputs[0]],
-                             Linearized((True, False)) if linear else role)
     return None
 
 
