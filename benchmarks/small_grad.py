@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import math
 import statistics
 import time
@@ -197,23 +196,17 @@ def best_ms(step, calls: int, rounds: int = 7) -> float:
 
 
 def interleaved_medians(steps: dict, repeat: int, inner: int = INNER) -> dict:
-    """Median ms per call of each step over ``repeat`` rounds. Each round runs one
-    ``gc.collect()``, then each step in turn: one call untimed (it warms the caches that the
-    collection, or the previous step, evicted), then ``inner`` calls timed together.
+    """Median ms per call of each step over ``repeat`` rounds of :func:`benchmarks.mlp.
+    interleaved` (one ``gc.collect()`` per round, then each step in turn: one call untimed,
+    then ``inner`` timed together).
 
     Unlike ``benchmarks.hvp``'s, this does not collect before every timed call: with
     PyTorch and JAX loaded a full collection costs ~100 ms, and the call after it runs with
     cold caches, ~0.4 ms slower on either side, which is most of an autograd call here.
     """
-    times = {name: [] for name in steps}
-    for _ in range(repeat):
-        gc.collect()
-        for name, step in steps.items():
-            step()
-            start = time.perf_counter()
-            for _ in range(inner):
-                step()
-            times[name].append((time.perf_counter() - start) / inner)
+    from benchmarks.mlp import interleaved
+
+    times = interleaved(steps, repeat, inner)
     return {name: 1e3 * statistics.median(samples) for name, samples in times.items()}
 
 

@@ -43,9 +43,11 @@ def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
     return builder.add_primitive(batched, inputs, role), [axis - reduced_before(self.axes, axis)]
 
 
-class _ReduceExtremum(TensorPrimitive):
+class _Reduction(TensorPrimitive):
+    """A reduction over ``axes`` of an operand of ``shape``, in ``dtype`` (the subclass's
+    fields)."""
+
     __slots__ = ()
-    _function = ""                  # the namespace's function
 
     def params(self) -> str:
         return f"axes={self.axes}, shape={self.shape}"
@@ -58,6 +60,16 @@ class _ReduceExtremum(TensorPrimitive):
 
     def out_shape(self) -> tuple:
         return tuple(self.shape[axis] for axis in self.kept_axes())
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+    batch_rule = _batch_reduction
+
+
+class _ReduceExtremum(_Reduction):
+    __slots__ = ()
+    _function = ""                  # the namespace's function
 
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
@@ -80,11 +92,6 @@ class _ReduceExtremum(TensorPrimitive):
         weights = emit(builder, ew.div, [Local(hits), Local(emit(builder, back, [Local(count)]))])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(weights)], LIN_TF)
         return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
-
-    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        not_linear(self)
-
-    batch_rule = _batch_reduction
 
 
 @tensor_op
@@ -167,7 +174,7 @@ class ReduceProd(TensorPrimitive):
 
 
 @tensor_op
-class ReduceLogSumExp(TensorPrimitive):
+class ReduceLogSumExp(_Reduction):
     """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
     shifted by the maximum for stability (an infinite or NaN maximum shifts by 0). One op, so
     eager recording and programs pay for one, not a dozen; its JVP is the softmax,
@@ -182,18 +189,6 @@ class ReduceLogSumExp(TensorPrimitive):
     shape: tuple
     dtype: str
     name = "reduce_logsumexp"
-
-    def params(self) -> str:
-        return f"axes={self.axes}, shape={self.shape}"
-
-    def output_dtype(self) -> str:
-        return self.dtype
-
-    def kept_axes(self) -> tuple:
-        return tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
-
-    def out_shape(self) -> tuple:
-        return tuple(self.shape[axis] for axis in self.kept_axes())
 
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
@@ -215,11 +210,6 @@ class ReduceLogSumExp(TensorPrimitive):
         softmax = emit(builder, ew.exp, [Local(shifted)])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
         return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
-
-    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        not_linear(self)
-
-    batch_rule = _batch_reduction
 
 
 class _ArgExtremum(TensorPrimitive):
