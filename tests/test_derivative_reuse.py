@@ -112,12 +112,22 @@ def test_reused_results_are_fresh_and_tensors_still_get_derivatives(linearizatio
                                    rtol=1e-14, atol=1e-15)
 
 
-def test_kept_programs_are_bounded(monkeypatch, linearizations):
+def test_kept_programs_are_bounded_in_number_and_operations(monkeypatch, linearizations):
     monkeypatch.setattr(functional, "_DERIVATIVES_KEPT", 3)
+    monkeypatch.setattr(functional, "_kept_ops", [0])
     for k in range(6):
         g = tnp.grad(lambda x, k=k: tnp.sum(x ** (k + 2)))
         np.testing.assert_allclose(g(np.array([2.0])), [(k + 2) * 2.0 ** (k + 1)])
     assert len(functional._DERIVATIVES) == 3
+    kept = sum(len(d.graph.operation_keys) for d in functional._DERIVATIVES.values())
+    assert functional._kept_ops[0] == kept
+    monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", kept)
+    g = tnp.grad(lambda x: tnp.sum(tnp.sin(x) * tnp.cos(x) * x))     # more than fits now
+    np.testing.assert_allclose(g(np.array([0.5])), [np.cos(1.0) * 0.5 + np.sin(1.0) / 2],
+                               rtol=1e-14)
+    assert functional._kept_ops[0] <= kept
+    assert functional._kept_ops[0] == sum(len(d.graph.operation_keys)
+                                          for d in functional._DERIVATIVES.values())
 
 
 def test_threads_share_one_set_of_derivatives(monkeypatch):

@@ -295,7 +295,9 @@ class Derivatives:
 
 _DERIVATIVES: dict = {}             # (output keys, wrt) -> Derivatives, oldest first
 _DERIVATIVES_KEPT = 64              # programs
-_DERIVATIVES_MAX_OPS = 5_000        # bigger programs are not kept (jit them)
+_DERIVATIVES_MAX_OPS = 20_000       # their operations in all (a bigger program: jit it)
+_derivatives_lock = threading.Lock()
+_kept_ops = [0]
 
 
 def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Derivatives:
@@ -306,13 +308,17 @@ def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Deriva
             getattr(k.operation, "rules_read_fields_only", False) for k in ops):
         return Derivatives(graph, output_keys, wrt)
     key = (tuple(output_keys), tuple(wrt))
-    found = _DERIVATIVES.pop(key, None)
-    if found is None:
-        found = Derivatives(graph, output_keys, wrt)
-        if len(_DERIVATIVES) >= _DERIVATIVES_KEPT:
-            _DERIVATIVES.pop(next(iter(_DERIVATIVES)), None)
-    _DERIVATIVES[key] = found                       # the most recent last
-    found.uses += 1
+    with _derivatives_lock:
+        found = _DERIVATIVES.pop(key, None)
+        if found is None:
+            found = Derivatives(graph, output_keys, wrt)
+            _kept_ops[0] += len(ops)
+            while _DERIVATIVES and (len(_DERIVATIVES) >= _DERIVATIVES_KEPT
+                                    or _kept_ops[0] > _DERIVATIVES_MAX_OPS):
+                oldest = _DERIVATIVES.pop(next(iter(_DERIVATIVES)))
+                _kept_ops[0] -= len(oldest.graph.operation_keys)
+        _DERIVATIVES[key] = found                   # the most recent last
+        found.uses += 1
     return found
 
 
