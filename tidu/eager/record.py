@@ -240,11 +240,8 @@ class Recorder:
                 active.append(position)
         if not active:
             return None
-        if graph.output_count == 1 and type(self.key_source) is CounterKeySource:
-            keys = (FreshInput(),)              # the common case of _fresh_keys
-        else:
-            keys = self._fresh_keys(graph.output_count)
-        return Trace(graph, tuple(inputs), tuple(active), keys, tuple(outputs), retained_values)
+        return Trace(graph, tuple(inputs), tuple(active), self._fresh_keys(graph.output_count),
+                     tuple(outputs), retained_values)
 
     def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source

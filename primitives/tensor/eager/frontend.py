@@ -143,9 +143,7 @@ _referenced_limit = [1024]     # size at which dead references are next dropped
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = Tensor.__new__(Tensor)                  # new_tensor(data, True, key, trace), inlined
-    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
-    t._exposed = False
+    t = new_tensor(data, True, key, trace)
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -639,7 +637,8 @@ def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
 
 
 def _can_hand_over(value) -> bool:
-    """A NumPy array that owns its memory (so no other cotangent is a view of it)."""
+    """A NumPy array that owns its memory: not a view of another cotangent (nor of a saved
+    value), so a leaf may take it as its ``.grad``."""
     return type(value) is np.ndarray and value.base is None
 
 
