@@ -8,6 +8,7 @@ output-buffer cache) must each get their own right gradients.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 
@@ -49,6 +50,32 @@ def run_threads(work, count: int = THREADS) -> list:
     if errors:
         raise errors[0]
     return results
+
+
+class _RunsPythonWhenCollected:
+    def __del__(self):
+        pass
+
+
+def test_recording_from_many_threads_while_the_collector_runs_finalizers():
+    # Dropping dead weak references once raised "dictionary changed size during
+    # iteration": a collection during that loop ran a finalizer, and the switch let
+    # another thread record an op. Small thresholds make collections frequent here.
+    w = tensor(np.ones(3), requires_grad=True)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10, 2, 2)
+    try:
+        def work(_):
+            for _ in range(3000):
+                y = w * 2.0
+                cycle = [_RunsPythonWhenCollected() for _ in range(3)]
+                cycle.append(cycle)
+            return y
+        ys = run_threads(work, 4)
+    finally:
+        gc.set_threshold(*thresholds)
+    tnp.sum(ys[0]).backward()
+    np.testing.assert_array_equal(w.grad, np.full(3, 2.0))
 
 
 def test_backward_on_a_shared_leaf_from_many_threads_loses_no_accumulation():

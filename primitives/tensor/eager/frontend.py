@@ -151,8 +151,11 @@ def _computed(data: np.ndarray, key, trace) -> "Tensor":
 
 
 def _drop_dead_references() -> None:
+    # Other threads insert without the lock. dict.copy runs no Python code, so no thread
+    # switch can resize the dict under it (building a list of items can: its allocations
+    # may start the garbage collector). Keys are fresh per op, so a pop drops no live entry.
     with _leaf_key_lock:
-        for key, ref in list(_referenced.items()):
+        for key, ref in _referenced.copy().items():
             if ref() is None:
                 _referenced.pop(key, None)
         _referenced_limit[0] = max(1024, 2 * len(_referenced))
