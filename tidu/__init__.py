@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-from tidu.errors import ADRuleError, ADRuleKind, RuleContractError, TiduError
+from tidu.errors import ADRuleError, ADRuleKind, MemoryBudgetError, RuleContractError, TiduError
 
 _LAZY = {   # public name -> the module defining it
     "linearize": "tidu.linearization",
@@ -21,6 +21,7 @@ _LAZY = {   # public name -> the module defining it
     "linear_transpose": "tidu.transpose",
     "linear_transpose_with_builder": "tidu.transpose",
     "optimize": "tidu.compile",
+    **{name: "tidu.remat" for name in ("rematerialize", "measure_program", "program_peak", "Rematerialized")},
     **{name: "tidu.batching" for name in (
         "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role")},
     **{name: "tidu.rules" for name in (
@@ -34,6 +35,7 @@ __all__ = [
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
     "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
     "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role",
+    "rematerialize", "measure_program", "program_peak", "Rematerialized", "MemoryBudgetError",
 ]
 
 

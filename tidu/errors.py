@@ -135,6 +135,17 @@ class ADRuleError(TiduError):
         return (type(self), (self.op, self.rule, self.detail))
 
 
+class MemoryBudgetError(TiduError, ValueError):
+    """A memory budget below what a program needs at once, whatever it recomputes.
+
+    ``smallest_feasible`` is the smallest budget (bytes) that works.
+    """
+
+    def __init__(self, message: str, smallest_feasible: int) -> None:
+        super().__init__(message)
+        self.smallest_feasible = smallest_feasible
+
+
 class RuleContractError(TiduError):
     """A JVP, transpose or batch rule broke the rule contract (result count, ids, axes)."""
 

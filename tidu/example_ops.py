@@ -89,6 +89,10 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
     def output_count(self) -> int:
         return 2 if self is Op.SINCOS else 1
 
+    @classmethod
+    def value_nbytes(cls, value) -> int:
+        return 16 if isinstance(value, complex) else 8
+
     def eval(self, ctx, xs):
         if self is Op.SINCOS:
             return [_map("SINCOS", _sin, xs[0]), _map("SINCOS", _cos, xs[0])]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tidu.errors import ADRuleError, ADRuleKind
+from tidu.errors import ADRuleError, ADRuleKind, InvalidOperationError
 from tidu.graph import GraphOperation, ValueKey
 from tidu.graph import op_name
 
@@ -101,6 +101,24 @@ class Primitive(GraphOperation):
                        inputs: Sequence, role, ctx: Any) -> Sequence[int | None]:
         """Emit the transpose; return one cotangent id (or ``None``) per input."""
         raise ADRuleError(op_name(self), ADRuleKind.TRANSPOSE)
+
+    @classmethod
+    def value_nbytes(cls, value: Any) -> int:
+        """Bytes ``value``, a value of this set, holds: what memory budgets count
+        (:func:`tidu.remat.rematerialize`). The default raises: the set gives no sizes."""
+        raise InvalidOperationError(
+            f"{cls.__name__} gives no value sizes: a memory budget needs its primitive set "
+            "to define the classmethod value_nbytes(value)")
+
+    def recompute_cost(self, inputs: Sequence, outputs: Sequence) -> float:
+        """What running this op again on ``inputs`` (making ``outputs``) costs, in any unit
+        shared by the set; rematerialization recomputes the cheapest values first.
+
+        The default counts the bytes read and written, right for memory-bound work;
+        compute-bound ops (matrix products, factorizations) should say more.
+        """
+        nbytes = type(self).value_nbytes
+        return float(sum(nbytes(v) for v in inputs) + sum(nbytes(v) for v in outputs))
 
     def batch_rule(self, builder, inputs: Sequence, axes: Sequence[int | None], role,
                    axis_size: int, ctx: Any) -> tuple[Sequence[int], Sequence[int | None]]:

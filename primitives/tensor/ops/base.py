@@ -233,6 +233,16 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
         """``tidu.optimize``'s folding hook: the set's constants (:data:`TENSOR_SET`)."""
         return TENSOR_SET.constant(value)
 
+    @classmethod
+    def value_nbytes(cls, value) -> int:
+        """Memory budgets' size hook: the bytes of an array of any library (or a number).
+
+        >>> TensorPrimitive.value_nbytes(np.zeros((2, 3), np.float32))
+        24
+        """
+        nbytes = getattr(value, "nbytes", None)
+        return int(nbytes) if nbytes is not None else int(np.asarray(value).nbytes)
+
     def output_dtype(self) -> str | None:
         """The dtype (name) of the output when the op states it, else ``None``."""
         return None

@@ -121,6 +121,13 @@ class DotGeneral(TensorPrimitive):
         object.__setattr__(self, "_plan_cache", plan)
         return plan
 
+    def recompute_cost(self, inputs, outputs) -> float:
+        """Bytes moved plus flops / 8: a matrix product is compute-bound, so rematerialization
+        keeps its result and recomputes elementwise work first (as Burn's balanced strategy)."""
+        _, _, lhs3, _, out_shape = self._plan()
+        flops = 2 * math.prod(out_shape) * lhs3[-1]
+        return super().recompute_cost(inputs, outputs) + flops / 8
+
     def einsum_subscripts(self) -> str:
         """The contraction as ``einsum`` subscripts, e.g. ``"ab,bc->ac"`` for a matrix product.
 

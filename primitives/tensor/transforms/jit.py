@@ -45,8 +45,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tidu import optimize
-from tidu.graph import compiled
+from tidu import MemoryBudgetError, measure_program, optimize, rematerialize
+from tidu.graph import Program, compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
 from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.transforms.fresh import fresh
@@ -59,12 +59,22 @@ from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
 
 
-def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+def jit(f: Callable, static_argnums: int | Sequence[int] = (),
+        memory_budget: int | None = None) -> Callable:
     """``f`` traced and compiled once per (argument structure, shapes, dtypes, static args).
 
     ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
     of them; the arguments at ``static_argnums`` are passed to ``f`` as they are
     (they must be hashable) and a new value traces again.
+
+    ``memory_budget`` (bytes) bounds what the compiled program holds at once of
+    the values it makes (intermediates and results; the arguments are the
+    caller's): tidu recomputes values rather than keeping them
+    (:func:`tidu.rematerialize`), which is what a ``grad`` program needs
+    when it keeps too many forward values for its backward half. Too small a
+    budget raises :class:`tidu.MemoryBudgetError` naming the smallest that works.
+    The first call traces ``f`` with its values, so it holds what ``f`` holds;
+    calls after it run within the budget.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
@@ -78,6 +88,10 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     """
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
+    if memory_budget is not None and (not isinstance(memory_budget, numbers.Integral)
+                                      or isinstance(memory_budget, bool) or memory_budget < 0):
+        raise FunctionalError(f"jit of {_name(f)}: memory_budget must be a number of bytes "
+                              f">= 0 or None, got {memory_budget!r}")
     cache: dict = {}
     lock = threading.Lock()
 
@@ -101,7 +115,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
             if result is not _STALE:
                 return _in_library_of_leaves(result, leaves, f)
         # a new signature, or what f reads from outside changed in a way only a trace sees
-        traced = _Traced(f, static, structure, leaves)
+        traced = _Traced(f, static, structure, leaves, memory_budget)
         if traced.reusable:
             with lock:
                 cache.pop(signature, None)
@@ -156,7 +170,8 @@ class _Traced:
     """``f`` traced at one signature: its optimized graph and compiled program, and the
     arrays it reads from outside (read again at each call: :mod:`.closure`)."""
 
-    def __init__(self, f, static: tuple, structure, leaves: list) -> None:
+    def __init__(self, f, static: tuple, structure, leaves: list,
+                 memory_budget: int | None = None) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
         tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
         dynamic, kwargs = tree_unflatten(structure, tracers)
@@ -184,7 +199,12 @@ class _Traced:
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
         self.graph = optimize(graph, graph.output_keys)
         self.input_keys = self.arg_keys + constant_keys
-        self.run = GraphRun(self.graph.output_keys, self.input_keys, compiled(self.graph))
+        program = compiled(self.graph)
+        if memory_budget is not None and not any(isinstance(v, Frontend)
+                                                 for v in leaves + self.constants):
+            program = _within_budget(self.graph, memory_budget, self.input_keys,
+                                     leaves + self.constants, f)
+        self.run = GraphRun(self.graph.output_keys, self.input_keys, program)
 
     def __call__(self, leaves: list):
         constants = self.guard.constants(self.constants)
@@ -194,6 +214,16 @@ class _Traced:
 
     def _results(self, outs: list):
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
+
+
+def _within_budget(graph, budget: int, input_keys: list, values: list, f) -> Program:
+    """The program of ``graph`` rematerialized to hold at most ``budget`` bytes (sizes and
+    costs measured by running it once on ``values``)."""
+    sizes, costs = measure_program(graph, dict(zip(input_keys, values)))
+    try:
+        return compiled(rematerialize(graph, int(budget), sizes, costs).graph)
+    except MemoryBudgetError as error:
+        raise MemoryBudgetError(f"jit of {_name(f)}: {error}", error.smallest_feasible) from None
 
 
 def _result(value):
