@@ -21,7 +21,7 @@ _LAZY = {   # public name -> the module defining it
     "linear_transpose": "tidu.transpose",
     "linear_transpose_with_builder": "tidu.transpose",
     "optimize": "tidu.compile",
-    **{name: "tidu.remat" for name in ("rematerialize", "measure_program", "program_peak", "Rematerialized")},
+    **{name: "tidu.remat" for name in ("rematerialize", "recompute", "measure_program", "program_peak", "Rematerialized")},
     **{name: "tidu.batching" for name in (
         "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role")},
     **{name: "tidu.rules" for name in (
@@ -35,7 +35,8 @@ __all__ = [
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
     "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
     "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role",
-    "rematerialize", "measure_program", "program_peak", "Rematerialized", "MemoryBudgetError",
+    "rematerialize", "recompute", "measure_program", "program_peak", "Rematerialized",
+    "MemoryBudgetError",
 ]
 
 

@@ -222,7 +222,7 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
         return Rematerialized(graph, plan.peak_unchanged, 0, 0.0, dict(sizes))
     plan = _Plan(graph, sizes, costs, _outputs_as_soon_as_possible(plan))
     if plan.peak_unchanged <= budget:       # the new order alone fits
-        return _Simulation(plan, plan.residuals, set(), emit=True).run()
+        return _Simulation(plan, set(), set(), emit=True).run()
     checkpoints, smallest = _fewest_bytes_held(plan)
     dropped = plan.residuals - checkpoints
     if smallest > budget:
@@ -245,6 +245,43 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
             high = middle - 1
     kept = checkpoints | set(ranked[:low])
     return _Simulation(plan, kept, plan.residuals - kept, emit=True).run()
+
+
+def recompute(graph: Graph, values, sizes: Mapping[ValueKey, int],
+              costs: Mapping | None = None) -> Rematerialized:
+    """``graph`` recomputing ``values`` where its backward half reads them, keeping the rest.
+
+    JAX's ``checkpoint`` on a compiled program: ``values`` are the values a block
+    made (the caller leaves out those its policy saves). Those the backward half
+    reads are let go after the forward half, and the operations making only them
+    run where they are read, from the block's inputs, which are kept. So is the
+    primal work the block's derivative rules did on its values alone (``cos(x)``
+    for ``sin(x)``). ``sizes`` and ``costs`` are as :func:`rematerialize` takes them.
+
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import GraphBuilder, Local
+    >>> b = GraphBuilder(); x = b.add_input("x")
+    >>> [y] = b.add_operation(Op.SIN, [Local(x)]); [z] = b.add_operation(Op.SIN, [Local(y)])
+    >>> [w] = b.add_operation(Op.MUL, [Local(z), Local(y)]); b.set_outputs([w])
+    >>> g = b.build()
+    >>> recompute(g, [g.values[y].key], {k: 8 for k in g.value_keys}).recomputed
+    0
+    """
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(f"recompute needs a Graph, got {type(graph).__name__}")
+    plan = _Plan(graph, sizes, costs)
+    plan = _Plan(graph, sizes, costs, _outputs_as_soon_as_possible(plan))
+    region = {plan.vid[key] for key in values if key in plan.vid and not plan.given[plan.vid[key]]}
+    for position in range(plan.turn):       # the rules' primal work on the block's values
+        outs = plan.outs[position]
+        inner = [i for i in plan.ins[position] if not plan.given[i]]
+        if inner and all(i in region for i in inner) and all(
+                plan.reads[o] and plan.reads[o][0] >= plan.turn for o in outs):
+            region.update(outs)
+    dropped = plan.residuals & region
+    inputs = {i for d in region for i in plan.ins[plan.producer[d]]
+              if not plan.given[i] and i not in region}
+    return _Simulation(plan, (plan.residuals - dropped) | inputs, dropped, emit=True).run()
 
 
 def _outputs_as_soon_as_possible(plan: "_Plan") -> list:
@@ -291,8 +328,12 @@ def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
         kept = plan.checkpoints(span)
         return _Simulation(plan, kept, plan.residuals - kept).run().peak, kept
 
-    tried = {span: peak(span) for span in plan.spans()}
-    best = min(tried, key=lambda span: tried[span][0])
+    tried: dict = {}
+    for span in plan.spans():               # the peak falls, then rises: stop once it rose
+        tried[span] = peak(span)
+        best = min(tried, key=lambda span: tried[span][0])
+        if len(tried) - list(tried).index(best) > 2:
+            break
     for span in (best // 2, best * 2):
         if span > 0 and span not in tried:
             tried[span] = peak(span)
@@ -338,6 +379,7 @@ class _Plan:
             self.size = [0] * n_given + [int(sizes[k]) for k in self.keys[n_given:]]
         except KeyError as error:
             raise InvalidArgumentError(f"rematerialize: no size for {error.args[0]!r}") from None
+        self.made = [sum(self.size[o] for o in outs) for outs in self.outs]
         self.cost = [float(costs[op_key]) if costs is not None and op_key in costs
                      else float(sum(self.size[o] for o in self.outs[p]) or 1)
                      for p, op_key in enumerate(self.ops)]
@@ -358,7 +400,7 @@ class _Plan:
     # --- where the forward half can be cut --------------------------------------------
 
     def _spine(self) -> None:
-        """Depths, the spine and its cuts, and each value's reach (computed once).
+        """Depths, the spine and its cuts (computed once).
 
         A value is *free* if its operation reads only the program's inputs (a slice
         of an argument, say): recomputing it costs one operation, and it marks no
@@ -417,18 +459,6 @@ class _Plan:
             if covered == 0 and at_depth[d] == 1 and d > 0:
                 cut_at[d] = None
         self.cuts = sorted((depth[v], v) for v in spine if depth[v] in cut_at)
-        # reach: the last read of a residual made from the value (while it is before, the
-        # value may serve to recompute that residual)
-        reach = [0] * n
-        for i in self.residuals:
-            reach[i] = self.reads[i][-1]
-        for position in range(turn - 1, -1, -1):
-            far = max(reach[o] for o in self.outs[position])
-            if far:
-                for i in self.ins[position]:
-                    if reach[i] < far:
-                        reach[i] = far
-        self.reach = reach
 
     def spans(self) -> list:
         """Residual bytes between checkpoints to try: from one residual to all of them."""
@@ -439,6 +469,20 @@ class _Plan:
             spans.append(span)
             span *= 4
         return spans + [total]
+
+    def reach(self, dropped: set) -> list:
+        """For each value, the last read of a ``dropped`` residual made from it: until then
+        it may serve to recompute that residual (0: never)."""
+        reach = [0] * len(self.keys)
+        for i in dropped:
+            reach[i] = self.reads[i][-1]
+        for position in range(self.turn - 1, -1, -1):
+            far = max(reach[o] for o in self.outs[position])
+            if far:
+                for i in self.ins[position]:
+                    if reach[i] < far:
+                        reach[i] = far
+        return reach
 
     def checkpoints(self, span: int) -> set:
         """Cuts of the spine spaced about ``span`` residual bytes apart: values to keep
@@ -468,6 +512,7 @@ class _Simulation:
         n = len(plan.keys)
         self.resident = [False] * n
         self.sources: list = []             # heap of (reach, value): values held for copies
+        self.reach = plan.reach(dropped)
         self.next_read = [0] * n            # index into plan.reads[i] of the next read
         self.pins = [0] * n
         self.held = self.peak = 0
@@ -562,6 +607,10 @@ class _Simulation:
         the producers of those it lacks.
         """
         plan = self.plan
+        resident, given = self.resident, plan.given
+        if all(resident[i] or given[i] for i in plan.ins[position]):
+            self._emit(position, False, (), None)  # the common case: nothing to recompute
+            return
         frames = [(position, False, [], ())]   # (operation, a copy?, pinned, values asked)
         while frames:
             q, copy, pinned, asked = frames[-1]
@@ -595,7 +644,9 @@ class _Simulation:
         """Run the operation at ``q`` (or a copy of it); hold the outputs read later, and
         those ``asked`` for, pinned for the frame ``waiting`` for them."""
         plan = self.plan
-        self.peak = max(self.peak, self.held + sum(plan.size[o] for o in plan.outs[q]))
+        made = self.held + plan.made[q]
+        if made > self.peak:
+            self.peak = made
         copy = copy and self.done[q]        # a deferred operation's first run is no copy
         self.done[q] = True
         if copy:
@@ -639,7 +690,7 @@ class _Simulation:
     def _retire(self, i: int) -> None:
         """Value ``i`` was read for the last time. Hold it while a residual made from it
         may need recomputing (before the turn, only if it is a checkpoint); else let go."""
-        reach = self.plan.reach[i]
+        reach = self.reach[i]
         if reach > self.now and (i in self.kept or self.now >= self.plan.turn):
             heapq.heappush(self.sources, (reach, i))
         else:

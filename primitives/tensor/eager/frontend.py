@@ -81,7 +81,8 @@ from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, lib
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
-from primitives.tensor.transforms.functional import Traced
+from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
+from primitives.tensor.transforms.functional import FunctionalError, Traced, unmark_checkpointed
 
 _recorder = Recorder()
 EXECUTOR = NumpyExecutor()
@@ -756,13 +757,17 @@ def _copied(data, dtype, requires_grad: bool):
     return array
 
 
-def checkpoint(f):
-    """Record ``f`` as one eager node whose intermediates are recomputed during backward.
+def checkpoint(f, policy=None):
+    """``f`` with its intermediates recomputed during backward instead of kept.
 
-    ``f`` takes and returns tensors (or arrays); it is traced into a graph at
-    the given values, run once, and recorded as a composite ``RecordedGraph``
-    with no retained values, so memory for its intermediates is spent only
-    while its backward runs.
+    On eager tensors, ``f`` is traced at the given values, run once, and recorded
+    as one node that keeps none of its intermediates, or those ``policy`` saves:
+    JAX's names ``"nothing_saveable"`` (the default), ``"everything_saveable"``,
+    ``"dots_saveable"``, ``"dots_with_no_batch_dims_saveable"``, or a function of
+    the operation returning whether to keep its result
+    (:mod:`primitives.tensor.transforms.checkpoint`). Under the functional
+    transforms ``f`` runs as it is, and ``jit`` compiles a program that
+    recomputes what the block made and the policy does not save (docs/guides/memory.md).
 
     >>> x = tensor([0.5, 1.0], requires_grad=True)
     >>> from primitives.tensor import numpy as tnp
@@ -770,9 +775,14 @@ def checkpoint(f):
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True
     """
+    policy = checked_policy(policy, FunctionalError)
+
     def wrapped(*args):
         if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
-            return f(*args)              # under a functional transform: nothing to checkpoint
+            with checkpoint_scope(policy):  # under a functional transform: jit recomputes
+                out = f(*args)
+            unmark_checkpointed(out)
+            return out
         tensors = [a if isinstance(a, Tensor) else new_tensor(owned_copy(a)) for a in args]
         # Tensors the function closes over are captured as inputs of the node too.
         traced = Traced(f, [_owned_data(t) for t in tensors],
@@ -789,7 +799,9 @@ def checkpoint(f):
             else:
                 inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
-        records = _recorder.record_graph(recorded, inputs, traced.outputs)
+        kept = {key: traced.trace.values[key] for op_key in graph.operation_keys
+                if saves(policy, op_key.operation) for key in op_key.output_keys()}
+        records = _recorder.record_graph(recorded, inputs, traced.outputs, kept)
         outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
                 else new_tensor(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]

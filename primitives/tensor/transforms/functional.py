@@ -49,6 +49,7 @@ from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun, run_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
+from primitives.tensor.transforms.checkpoint import scope as checkpoint_scope
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
@@ -86,6 +87,7 @@ class GraphTrace:
         self._constants = itertools.count()
         self.capture = capture          # values for which lift() records the data, not the value
         self.captured: dict = {}        # input key -> captured value
+        self.checkpointed: dict = {}    # value key -> (op, policy), made in a checkpointed block
 
     @property
     def active(self) -> bool:
@@ -169,6 +171,9 @@ class Tracer(ArrayOperators, Frontend):
             results = bind_below(op, below)
         builder, values = trace.builder, trace.values
         ids = builder.add_operation(op, [Local(t.id) for t in lifted])
+        if checkpoint_scope.policy is not None and trace.abstract:
+            for local_id in ids:
+                trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
         if len(ids) == 1:                           # the common case, without the loop
             [local_id], [result] = ids, results
             values[builder.global_key(local_id)] = result
@@ -193,6 +198,16 @@ class Tracer(ArrayOperators, Frontend):
         raise FunctionalError(f"pickling a value traced by {self.graph_trace.transform}: it "
                               "exists only while the transform traces; return it from the "
                               "function and pickle the result instead")
+
+
+def unmark_checkpointed(values) -> None:
+    """Take a checkpointed block's results (a tree) out of the marks of every trace below:
+    the code after the block reads them, so they are kept, not recomputed."""
+    leaves, _ = tree_flatten(values)
+    for value in leaves:
+        while isinstance(value, Tracer):
+            value.graph_trace.checkpointed.pop(value.graph_trace.key_of(value), None)
+            value = value.value_below
 
 
 class Traced:

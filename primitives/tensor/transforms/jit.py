@@ -45,9 +45,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tidu import MemoryBudgetError, measure_program, optimize, rematerialize
+from tidu import MemoryBudgetError, measure_program, optimize, recompute, rematerialize
 from tidu.graph import Program, compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
+from primitives.tensor.transforms.checkpoint import saves
 from primitives.tensor.transforms.closure import Guard, external_values, staging
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
@@ -200,10 +201,12 @@ class _Traced:
         self.graph = optimize(graph, graph.output_keys)
         self.input_keys = self.arg_keys + constant_keys
         program = compiled(self.graph)
-        if memory_budget is not None and not any(isinstance(v, Frontend)
-                                                 for v in leaves + self.constants):
-            program = _within_budget(self.graph, memory_budget, self.input_keys,
-                                     leaves + self.constants, f)
+        if not any(isinstance(v, Frontend) for v in leaves + self.constants):
+            values = dict(zip(self.input_keys, leaves + self.constants))
+            if memory_budget is not None:
+                program = _within_budget(self.graph, memory_budget, values, f)
+            elif trace.checkpointed:
+                program = _recomputing(self.graph, trace.checkpointed, values)
         self.run = GraphRun(self.graph.output_keys, self.input_keys, program)
 
     def __call__(self, leaves: list):
@@ -216,14 +219,22 @@ class _Traced:
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
 
 
-def _within_budget(graph, budget: int, input_keys: list, values: list, f) -> Program:
+def _within_budget(graph, budget: int, values: dict, f) -> Program:
     """The program of ``graph`` rematerialized to hold at most ``budget`` bytes (sizes and
     costs measured by running it once on ``values``)."""
-    sizes, costs = measure_program(graph, dict(zip(input_keys, values)))
+    sizes, costs = measure_program(graph, values)
     try:
         return compiled(rematerialize(graph, int(budget), sizes, costs).graph)
     except MemoryBudgetError as error:
         raise MemoryBudgetError(f"jit of {_name(f)}: {error}", error.smallest_feasible) from None
+
+
+def _recomputing(graph, checkpointed: dict, values: dict) -> Program:
+    """The program of ``graph`` recomputing the values checkpointed blocks made that their
+    policies do not save (:mod:`.checkpoint`)."""
+    recomputed = [key for key, (op, policy) in checkpointed.items() if not saves(policy, op)]
+    sizes, costs = measure_program(graph, values)
+    return compiled(recompute(graph, recomputed, sizes, costs).graph)
 
 
 def _result(value):
