@@ -260,12 +260,16 @@ def recompute(graph: Graph, values, sizes: Mapping[ValueKey, int],
 
     >>> from tidu.example_ops import Op
     >>> from tidu.graph import GraphBuilder, Local
-    >>> b = GraphBuilder(); x = b.add_input("x")
-    >>> [y] = b.add_operation(Op.SIN, [Local(x)]); [z] = b.add_operation(Op.SIN, [Local(y)])
-    >>> [w] = b.add_operation(Op.MUL, [Local(z), Local(y)]); b.set_outputs([w])
-    >>> g = b.build()
-    >>> recompute(g, [g.values[y].key], {k: 8 for k in g.value_keys}).recomputed
-    0
+    >>> b = GraphBuilder(); y = b.add_operation(Op.SIN, [Local(b.add_input("x"))])[0]
+    >>> late = y
+    >>> for _ in range(3):                  # y waits through these for the last product
+    ...     [late] = b.add_operation(Op.COS, [Local(late)])
+    >>> [out] = b.add_operation(Op.MUL, [Local(late), Local(y)])
+    >>> b.set_outputs([out]); g = b.build()
+    >>> sizes = {key: 8 for key in g.value_keys}
+    >>> sizes[g.values[out].key] = 64     # the product is the program's peak: its turn
+    >>> recompute(g, [g.values[y].key], sizes).recomputed
+    1
     """
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(f"recompute needs a Graph, got {type(graph).__name__}")
