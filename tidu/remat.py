@@ -107,7 +107,7 @@ class Rematerialized:
 
 
 def measure_program(graph: Graph, values: Mapping[Any, Any], ctx: Any = None
-            ) -> tuple[dict[ValueKey, int], dict]:
+                    ) -> tuple[dict[ValueKey, int], dict]:
     """Sizes of the values ``graph`` makes and costs of its operations, from one run.
 
     ``values`` are values for its inputs (as :meth:`tidu.graph.Program.run` takes
@@ -385,7 +385,7 @@ class _Plan:
             raise InvalidArgumentError(f"rematerialize: no size for {error.args[0]!r}") from None
         self.made = [sum(self.size[o] for o in outs) for outs in self.outs]
         self.cost = [float(costs[op_key]) if costs is not None and op_key in costs
-                     else float(sum(self.size[o] for o in self.outs[p]) or 1)
+                     else float(self.made[p] or 1)
                      for p, op_key in enumerate(self.ops)]
         self.reads: list = [[] for _ in self.keys]      # positions reading each value, in order
         for position, row in enumerate(self.ins):
@@ -406,13 +406,14 @@ class _Plan:
     def _spine(self) -> None:
         """Depths, the spine and its cuts (computed once).
 
-        A value is *free* if its operation reads only the program's inputs (a slice
-        of an argument, say): recomputing it costs one operation, and it marks no
-        place in the forward half. Other values have a depth, the longest chain of
-        operations behind them. The *spine* is what the deepest value made before
-        the turn depends on (a chain's state, a network's layers); a spine value is
-        a *cut* if it is alone at its depth and no spine operation reads across it,
-        so that everything deeper on the spine is computed from it.
+        A value's depth is the longest chain of operations behind it. The *spine*
+        is what the deepest value made before the turn is computed from (a chain's
+        state, a network's layers). Depths are then counted again along the
+        *chain*, the values made from the spine's first operation: a slice of an
+        argument that a later step reads is off the chain (it is recomputed from
+        the arguments). A spine value is a *cut* if it is alone at its depth and no
+        spine operation reads across it, so that everything deeper on the spine is
+        computed from it.
         """
         turn = self.turn
         n = len(self.keys)
@@ -438,8 +439,9 @@ class _Plan:
         # it marks no place in the forward half and is recomputed from the arguments.
         first = min((self.producer[v] for v in spine), default=turn)
         chain = [False] * n
-        for position in range(first, turn):
-            if position == first or any(chain[i] for i in self.ins[position]):
+        for position in range(turn):
+            if position >= first and (position == first
+                                      or any(chain[i] for i in self.ins[position])):
                 inner = [depth[i] for i in self.ins[position] if chain[i]]
                 d = 1 + max(inner, default=0)
                 for o in self.outs[position]:
@@ -457,11 +459,11 @@ class _Plan:
                 if u in spine and depth[u] + 1 < depth[v]:
                     across[depth[u] + 1] += 1
                     across[depth[v]] -= 1
-        covered, cut_at = 0, {}
+        covered, cut_at = 0, set()
         for d in range(len(across)):
             covered += across[d]
             if covered == 0 and at_depth[d] == 1 and d > 0:
-                cut_at[d] = None
+                cut_at.add(d)
         self.cuts = sorted((depth[v], v) for v in spine if depth[v] in cut_at)
 
     def spans(self) -> list:
