@@ -32,6 +32,10 @@ Workloads (each peer is skipped with a note when it is not installed):
 - small grad: ``tnp.grad`` without ``jit`` on three small-array programs (a GP marginal
   likelihood, a Gaussian mixture, a tanh RNN; ``benchmarks/small_grad.py``), against autograd.
 
+Memory budgets (``jit(f, memory_budget=...)``, peak memory against time, beside
+PyTorch's and JAX's checkpointing) have a run of their own:
+``python -m benchmarks.memory_budget`` (``benchmarks/memory_budget.py``).
+
 Every library computes on ONE thread (NumPy's BLAS, PyTorch, JAX: ``benchmarks/__init__.py``;
 export ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS`` to change it); the
 header prints the setting and the JSON stores it. Prints a table (medians, and every

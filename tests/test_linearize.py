@@ -433,10 +433,14 @@ def test_gc_state_is_restored_after_a_transform():
 
 def test_a_programs_frozen_objects_stay_frozen():
     graph = long_chain()
+    gc.collect()
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         linearize(graph, graph.output_keys, ["x"])
-        assert gc.get_freeze_count() == frozen and gc.isenabled()
+        # Frozen objects may die meanwhile (a sweep of the intern tables drops the weak
+        # references of keys earlier tests left), which lowers the count a little;
+        # unfreezing would empty it, and freezing more would raise it.
+        assert frozen * 0.95 <= gc.get_freeze_count() <= frozen and gc.isenabled()
     finally:
         gc.unfreeze()

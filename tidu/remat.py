@@ -38,6 +38,7 @@ and :meth:`tidu.Primitive.recompute_cost`.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -232,10 +233,10 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
             f"that works is {smallest} bytes (without recomputing: {plan.peak_unchanged})",
             smallest)
     # Spend what the budget leaves on keeping the residuals dearest to recompute per byte
-    # (a bisection on how many, to 1/32 of them).
+    # (a bisection on how many, to 1/16 of them).
     ranked = sorted(dropped, key=lambda i: -plan.cost[plan.producer[i]] / max(plan.size[i], 1))
     low, high = 0, len(ranked)          # keeping ranked[:low] fits
-    step = max(1, len(ranked) // 32)
+    step = max(1, len(ranked) // 16)
     while high - low > step:
         middle = (low + high + 1) // 2
         kept = checkpoints | set(ranked[:middle])
@@ -327,21 +328,24 @@ def _outputs_as_soon_as_possible(plan: "_Plan") -> list:
 
 def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
     """The checkpoints (cuts spaced some residual bytes apart) with which the program holds
-    least, and that peak: spacings a factor 4 apart, then the best one's neighbours."""
-    def peak(span: int) -> tuple[int, set]:
-        kept = plan.checkpoints(span)
-        return _Simulation(plan, kept, plan.residuals - kept).run().peak, kept
-
+    least, and that peak. The search starts from Chen et al.'s rule, √(number of cuts)
+    stretches, and moves by factors of 2, then √2, while the peak falls."""
     tried: dict = {}
-    for span in plan.spans():               # the peak falls, then rises: stop once it rose
-        tried[span] = peak(span)
-        best = min(tried, key=lambda span: tried[span][0])
-        if len(tried) - list(tried).index(best) > 2:
-            break
-    for span in (best // 2, best * 2):
-        if span > 0 and span not in tried:
-            tried[span] = peak(span)
-    best = min(tried, key=lambda span: tried[span][0])
+
+    def peak(span: int) -> int:
+        if span not in tried:
+            kept = plan.checkpoints(span)
+            tried[span] = (_Simulation(plan, kept, plan.residuals - kept).run().peak, kept)
+        return tried[span][0]
+
+    total = sum(plan.size[i] for i in plan.residuals)
+    best = max(1, int(total / math.sqrt(max(len(plan.cuts), 1))))
+    for step in (2, 0.5, 2 ** 0.5, 2 ** -0.5):     # coarse, then finer
+        while True:
+            nearby = max(1, int(best * step))
+            if nearby == best or peak(nearby) >= peak(best):
+                break
+            best = nearby
     return tried[best][1], tried[best][0]
 
 
@@ -465,16 +469,6 @@ class _Plan:
             if covered == 0 and at_depth[d] == 1 and d > 0:
                 cut_at.add(d)
         self.cuts = sorted((depth[v], v) for v in spine if depth[v] in cut_at)
-
-    def spans(self) -> list:
-        """Residual bytes between checkpoints to try: from one residual to all of them."""
-        total = sum(self.size[i] for i in self.residuals)
-        smallest = min((self.size[i] for i in self.residuals), default=1) or 1
-        spans, span = [], smallest
-        while span < total:
-            spans.append(span)
-            span *= 4
-        return spans + [total]
 
     def reach(self, dropped: set) -> list:
         """For each value, the last read of a ``dropped`` residual made from it: until then

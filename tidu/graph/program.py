@@ -143,11 +143,18 @@ class Program:
         One backward pass, the liveness analysis: walking from the outputs back,
         an operation is kept if a value it makes is read later (has a register
         already), and an input seen for the first time is read for the last time
-        at that step, which frees it.
+        at that step, which frees it. Registers are reused: before the operation
+        that makes a value, its register holds nothing, so the values read
+        earlier may take it (a step reads its inputs before it writes). A
+        program needs as many registers as values are alive at once, not one
+        per value.
         """
-        registers: dict = {}            # value key -> register (numbered from the end)
+        registers: dict = {}            # value key -> register
+        unused: list = []               # registers free before the step being walked
         for key in out_keys:
             registers.setdefault(key, len(registers))
+        n_registers = len(registers)
+        made: list = []                 # the keys steps write
         steps = []
         for op_key in reversed(operations):
             writes = _written_outputs(op_key, registers, given)
@@ -156,12 +163,18 @@ class Program:
             operation = op_key._operation
             if not isinstance(operation, EvaluableGraphOperation):
                 raise NotEvaluableError(f"{op_name(operation)} ({op_key!r}) has no eval")
+            made.append(op_key)
+            unused.extend([register for _, register in writes])
             reads = []
             frees = []
             for key in op_key._inputs:
                 register = registers.get(key)
                 if register is None:    # its last read
-                    register = registers[key] = len(registers)
+                    if unused:
+                        register = unused.pop()
+                    else:
+                        register, n_registers = n_registers, n_registers + 1
+                    registers[key] = register
                     frees.append(register)
                 reads.append(register)
             if frees and getattr(operation, "eval_reusing", None) is not None:
@@ -173,9 +186,9 @@ class Program:
                               ()))
         steps.reverse()
         self.steps = tuple(steps)
-        self.loads = _loads(registers, given, steps)
+        self.loads = _loads(registers, given, made, steps)
         self.outputs = tuple([registers[key] for key in out_keys])
-        self.n_registers = len(registers)
+        self.n_registers = n_registers
 
     def run(self, values: Mapping[Any, Any], ctx: Any = None) -> list:
         """The outputs' values, given values for every loaded key."""
@@ -233,13 +246,15 @@ def _read_before_produced(operations: Sequence[OperationKey], out_keys: tuple) -
     return given
 
 
-def _loads(registers: dict, given, steps: list) -> tuple:
-    """``(key, register)`` for every value the caller gives: every register no step writes."""
+def _loads(registers: dict, given, made: list, steps: list) -> tuple:
+    """``(key, register)`` for every value the caller gives; every other value read must
+    be written by a step (of the operations ``made``), else :class:`MissingValueError`."""
     loads = tuple([(key, register) for key, register in registers.items() if key in given])
     if len(loads) + sum(len(step[2]) for step in steps) != len(registers):
-        written = {register for step in steps for _, register in step[2]}
-        for key, register in registers.items():
-            if key not in given and register not in written:
+        written = {existing_derived(op_key, slot) for op_key, step in zip(made[::-1], steps)
+                   for slot, _ in step[2]}
+        for key in registers:
+            if key not in given and key not in written:
                 raise MissingValueError(f"no value given for {key!r}")
     return loads
 

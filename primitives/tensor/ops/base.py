@@ -33,6 +33,7 @@ It imports tidu, NumPy and ``primitives.tensor``'s ``buffers``, ``core`` and
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, fields
 from typing import Callable, NamedTuple
 
@@ -203,6 +204,9 @@ TENSOR_SET = PrimitiveSet("tensor")
 ``simplify.simplify``, installed by :mod:`primitives.tensor.ops`."""
 
 
+_ARRAY_OBJECT_BYTES = sys.getsizeof(np.empty(0))     # an ndarray without its data
+
+
 class TensorPrimitive(Primitive, EvaluableGraphOperation):
     """Base of the NumPy tensor primitives. Subclasses are ``@tensor_op`` dataclasses."""
 
@@ -235,13 +239,16 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
 
     @classmethod
     def value_nbytes(cls, value) -> int:
-        """Memory budgets' size hook: the bytes of an array of any library (or a number).
+        """Memory budgets' size hook: the bytes an array of any library (or a number)
+        holds, its data and the array object itself (what ``tracemalloc`` counts for a
+        NumPy array: small arrays are mostly object).
 
-        >>> TensorPrimitive.value_nbytes(np.zeros((2, 3), np.float32))
+        >>> TensorPrimitive.value_nbytes(np.zeros((2, 3), np.float32)) - _ARRAY_OBJECT_BYTES
         24
         """
         nbytes = getattr(value, "nbytes", None)
-        return int(nbytes) if nbytes is not None else int(np.asarray(value).nbytes)
+        data = int(nbytes) if nbytes is not None else int(np.asarray(value).nbytes)
+        return data + _ARRAY_OBJECT_BYTES
 
     def output_dtype(self) -> str | None:
         """The dtype (name) of the output when the op states it, else ``None``."""
