@@ -668,26 +668,41 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _short(row: dict) -> str:
+    """A point's label: the configuration, briefly."""
+    if row["config"] == TIDU_BUDGET:
+        return "budget " + row["case"].rsplit("budget ", 1)[-1]
+    return {TIDU_JIT: "tidu jit", TIDU_EAGER: "tidu eager", TORCH: "torch",
+            TORCH_CHECKPOINT: "torch checkpoint_sequential", JAX: "jax.jit",
+            JAX_CHECKPOINT: "jax.checkpoint"}[row["config"]]
+
+
 def plot(rows: list[dict], path: str) -> None:
     """Peak resident memory against step time, each over tidu ``jit(grad)``'s, one panel per
-    workload (needs matplotlib: ``pip install matplotlib``)."""
+    workload, log scales (needs matplotlib: ``pip install matplotlib``)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     for ax, problem in zip(axes, ("mlp", "recurrence")):
         measured = [r for r in rows if r["problem"] == problem and "ms" in r
                     and r.get("rss_peak_mb", 0) > 0]      # quick sizes may be below a page
         head = next(r for r in measured if r["config"] == TIDU_JIT)
         for row in measured:
             x, y = row["ms"] / head["ms"], row["rss_peak_mb"] / head["rss_peak_mb"]
-            label = row["case"].split(": ", 1)[-1]
             ax.scatter(x, y, color="C0" if row["library"] == "tidu" else "C1", zorder=3)
-            ax.annotate(label, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+            ax.annotate(_short(row), (x, y), fontsize=7, xytext=(4, 3),
+                        textcoords="offset points")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("step time / tidu jit(grad)")
+        for axis, values in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            axis.set_major_formatter(FormatStrFormatter("%g"))
+            # label the minor ticks too where the range is under a decade
+            axis.set_minor_formatter(FormatStrFormatter("%g" if values[1] < 10 * values[0]
+                                                        else ""))
+        ax.set_xlabel("step time / tidu jit(grad)  (tidu blue, peers orange)")
         ax.set_ylabel("peak resident memory / tidu jit(grad)")
         ax.set_title(head["case"].split(": ", 1)[0], fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
