@@ -35,6 +35,19 @@ THREADS = int(os.environ["OMP_NUM_THREADS"])     # torch's and JAX's thread coun
 _jax_started = None                               # how start_jax held JAX, once it ran
 
 
+def status_bytes(field: str) -> int | None:
+    """A memory figure of this process from ``/proc/self/status`` (``"VmRSS"``, ``"VmHWM"``)
+    in bytes; ``None`` where there is none (not Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def hold_threads() -> None:
     """Limit the BLAS and OpenMP pools loaded so far with ``threadpoolctl`` (when installed)
     to the variables' counts, and PyTorch (when imported) to ``THREADS``. Idempotent."""

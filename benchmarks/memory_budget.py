@@ -294,17 +294,6 @@ def build_step(spec: dict, inputs: dict):
 # --- measuring one configuration, in this process ----------------------------------------------
 
 
-def _status_bytes(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _reset_peak_rss() -> bool:
     """Reset ``VmHWM`` to the current resident size (Linux ≥ 4.0); ``False`` if refused."""
     try:
@@ -334,12 +323,12 @@ def rss_peak(step) -> tuple[int, str]:
     """Peak resident bytes over the resident size before one call of ``step``, and how."""
     _settle()
     _malloc_trim()
-    if _reset_peak_rss() and _status_bytes("VmHWM") is not None:
-        before = _status_bytes("VmRSS")
+    if _reset_peak_rss() and benchmarks.status_bytes("VmHWM") is not None:
+        before = benchmarks.status_bytes("VmRSS")
         result = step()
-        peak, method = _status_bytes("VmHWM"), "VmHWM - VmRSS before, reset by clear_refs"
+        peak, method = benchmarks.status_bytes("VmHWM"), "VmHWM - VmRSS before, reset by clear_refs"
     else:
-        before = _status_bytes("VmRSS") or 0
+        before = benchmarks.status_bytes("VmRSS") or 0
         result = step()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         peak *= 1 if sys.platform == "darwin" else 1024

@@ -34,7 +34,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):                   # python benchmarks/scaling.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import benchmarks  # noqa: E402,F401  one compute thread, set before NumPy is imported
+import benchmarks  # noqa: E402  one compute thread, set before NumPy is imported
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -57,26 +57,15 @@ TARGET_BYTES_PER_OP = 1024
 _BYTES_PER_OP_NEEDED = {"eager": 2_000, "transform": 12_000, "memory": 20_000}
 
 
-def _status_bytes(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _rss_bytes() -> int:
     """Resident memory of this process now (Linux; 0 elsewhere)."""
-    return _status_bytes("VmRSS") or 0
+    return benchmarks.status_bytes("VmRSS") or 0
 
 
 def peak_rss_bytes() -> int:
     """The peak resident memory of this process's own address space (``VmHWM``, Linux).
     Not ``ru_maxrss``: on Linux a child started by a big parent reports the parent's."""
-    peak = _status_bytes("VmHWM")
+    peak = benchmarks.status_bytes("VmHWM")
     if peak is not None:
         return peak
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
