@@ -330,12 +330,15 @@ def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
     """The checkpoints (cuts spaced some residual bytes apart) with which the program holds
     least, and that peak. The search starts from Chen et al.'s rule, √(number of cuts)
     stretches, and moves by factors of 2, then √2, while the peak falls."""
-    tried: dict = {}
+    tried: dict = {}                        # span -> (peak, checkpoints)
+    peaks: dict = {}                        # checkpoints -> peak: nearby spans often agree
 
     def peak(span: int) -> int:
         if span not in tried:
-            kept = plan.checkpoints(span)
-            tried[span] = (_Simulation(plan, kept, plan.residuals - kept).run().peak, kept)
+            kept = frozenset(plan.checkpoints(span))
+            if kept not in peaks:
+                peaks[kept] = _Simulation(plan, kept, plan.residuals - kept).run().peak
+            tried[span] = (peaks[kept], kept)
         return tried[span][0]
 
     total = sum(plan.size[i] for i in plan.residuals)
@@ -346,7 +349,7 @@ def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
             if nearby == best or peak(nearby) >= peak(best):
                 break
             best = nearby
-    return tried[best][1], tried[best][0]
+    return set(tried[best][1]), tried[best][0]
 
 
 class _Plan:
