@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -212,12 +213,20 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
     from the same inputs, in order, recomputing what it must (see the module's
     text for how it chooses). A budget it cannot meet raises
     :class:`~tidu.errors.MemoryBudgetError` naming the smallest it can.
+
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import GraphBuilder, Local
+    >>> b = GraphBuilder(); [y] = b.add_operation(Op.SIN, [Local(b.add_input("x"))])
+    >>> b.set_outputs([y]); g = b.build()
+    >>> rematerialize(g, 8, {g.values[y].key: 8}).graph is g     # it fits as it is
+    True
     """
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(f"rematerialize needs a Graph, got {type(graph).__name__}")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+    if not isinstance(budget, numbers.Integral) or isinstance(budget, bool) or budget < 0:
         raise InvalidArgumentError(f"rematerialize: budget must be a number of bytes >= 0, "
                                    f"got {budget!r}")
+    budget = int(budget)
     plan = _Plan(graph, sizes, costs)
     if plan.peak_unchanged <= budget:
         return Rematerialized(graph, plan.peak_unchanged, 0, 0.0, dict(sizes))
@@ -323,7 +332,7 @@ def _outputs_as_soon_as_possible(plan: "_Plan") -> list:
     for position in range(n):
         if not placed[position] and all(made[i] for i in plan.ins[position]):
             place(position)
-    return order
+    return order if len(order) == n else list(plan.ops)   # (every one is placed)
 
 
 def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
