@@ -107,8 +107,9 @@ def test_a_reverse_mode_chain_recomputes_about_one_forward_pass(fraction):
     assert evaluate(result.graph, result.graph.output_keys, inputs) == \
         evaluate(program, program.output_keys, inputs)
     assert program_peak(result.graph, result.sizes) <= peak * fraction
-    # at most as many operations again as the program has (measured: 0.35, 0.53, 0.82)
-    assert result.recomputed <= len(program.operation_keys)
+    # about one forward pass again: a fifth of the program's operations (measured 0.16,
+    # 0.19, 0.19 at these budgets)
+    assert result.recomputed <= len(program.operation_keys) // 4
 
 
 def test_the_smallest_feasible_budget_is_named_and_works():
