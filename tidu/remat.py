@@ -37,6 +37,7 @@ and :meth:`tidu.Primitive.recompute_cost`.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import numbers
@@ -351,7 +352,7 @@ def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
         return tried[span][0]
 
     total = sum(plan.size[i] for i in plan.residuals)
-    best = max(1, int(total / math.sqrt(max(len(plan.cuts), 1))))
+    best = max(1, int(total / math.sqrt(max(len(plan.spine[0]), 1))))
     for step in (2, 0.5, 2 ** 0.5, 2 ** -0.5):     # coarse, then finer
         while True:
             nearby = max(1, int(best * step))
@@ -415,12 +416,13 @@ class _Plan:
         self.residuals = {i for i in range(n_given, len(self.keys))
                           if self.producer[i] < self.turn and not self.is_output[i]
                           and self.reads[i] and self.reads[i][-1] >= self.turn}
-        self._spine()
 
     # --- where the forward half can be cut --------------------------------------------
 
-    def _spine(self) -> None:
-        """Depths, the spine and its cuts (computed once).
+    @functools.cached_property
+    def spine(self) -> tuple[list, list]:
+        """``(cuts, residual bytes by depth)``: the spine's cuts as ``(depth, value)``, by
+        depth, computed on first use (:func:`recompute` needs none).
 
         A value's depth is the longest chain of operations behind it. The *spine*
         is what the deepest value made before the turn is computed from (a chain's
@@ -439,7 +441,6 @@ class _Plan:
             d = 1 + max((depth[i] for i in inner), default=-1) if inner else 0
             for o in self.outs[position]:
                 depth[o] = d
-        self.depth = depth
         made_early = [o for p in range(turn) for o in self.outs[p]]
         deepest = max(made_early, key=depth.__getitem__, default=None)
         spine = set()
@@ -480,7 +481,10 @@ class _Plan:
             covered += across[d]
             if covered == 0 and at_depth[d] == 1 and d > 0:
                 cut_at.add(d)
-        self.cuts = sorted((depth[v], v) for v in spine if depth[v] in cut_at)
+        residual_bytes = [0] * (max(depth, default=0) + 1)
+        for i in self.residuals:
+            residual_bytes[depth[i]] += self.size[i]
+        return sorted((depth[v], v) for v in spine if depth[v] in cut_at), residual_bytes
 
     def reach(self, dropped: set) -> list:
         """For each value, the last read of a ``dropped`` residual made from it: until then
@@ -499,12 +503,10 @@ class _Plan:
     def checkpoints(self, span: int) -> set:
         """Cuts of the spine spaced about ``span`` residual bytes apart: values to keep
         through the backward half, to recompute the residuals between them from."""
-        residual_bytes = [0] * (len(self.size) and max(self.depth, default=0) + 1)
-        for i in self.residuals:
-            residual_bytes[self.depth[i]] += self.size[i]
+        cuts, residual_bytes = self.spine
         kept: set = set()
         since, last = 0, 0
-        for d, v in self.cuts:
+        for d, v in cuts:
             since += sum(residual_bytes[last + 1:d + 1])
             last = d
             if since >= span:
