@@ -131,3 +131,36 @@ def test_an_unknown_policy_is_named():
     with pytest.raises(FunctionalError, match="unknown policy 'dots'") as caught:
         tnp.checkpoint(layer, policy="dots")
     assert isinstance(caught.value, TiduError)
+
+
+def test_jit_and_grad_compose_around_checkpoint_in_both_orders():
+    loss = network("nothing_saveable")
+    weights = WEIGHTS[:4]
+    expected = tnp.grad(network(), argnums=1)(weights, H0)
+    np.testing.assert_allclose(tnp.grad(tnp.jit(loss), argnums=1)(weights, H0), expected,
+                               rtol=1e-12)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(loss, argnums=1))(weights, H0), expected,
+                               rtol=1e-12)
+
+
+def test_an_array_written_after_an_eager_checkpointed_forward_changes_no_gradient():
+    w_data = WEIGHTS[0].copy()
+    h = tnp.tensor(H0, requires_grad=True)
+    out = tnp.checkpoint(layer)(h, w_data)             # w is a constant array
+    w_data[...] = 0.0                                  # written before backward
+    grads = tnp.sum(out).backward()
+    plain_h = tnp.tensor(H0, requires_grad=True)
+    expected = tnp.sum(layer(plain_h, WEIGHTS[0])).backward().grad(plain_h)
+    np.testing.assert_allclose(grads.grad(h), expected, rtol=1e-12)
+
+
+def test_a_value_escaping_a_checkpointed_block_is_refused():
+    stash = []
+
+    def leaky(h, w):
+        stash.append(h * 2.0)
+        return layer(h, w)
+
+    tnp.jit(tnp.grad(lambda h: tnp.sum(tnp.checkpoint(leaky)(h, WEIGHTS[0]))))(H0)
+    with pytest.raises(FunctionalError, match="escaped tracer"):
+        stash[0] + 1.0

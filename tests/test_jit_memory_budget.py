@@ -109,3 +109,72 @@ def test_differentiating_a_budgeted_jit_replays_it_with_gradients():
     f = tnp.jit(residual_mlp, memory_budget=10**9)
     expected = tnp.grad(residual_mlp, argnums=1)(WEIGHTS[:4], H0)
     np.testing.assert_allclose(tnp.grad(f, argnums=1)(WEIGHTS[:4], H0), expected, rtol=1e-12)
+
+
+def cross_entropy_mlp(weights, x, labels):
+    h = x
+    for w in weights:
+        h = tnp.tanh(h @ w)
+    logits = h @ weights[0]
+    picked = logits[tnp.arange(labels.shape[0]), labels]
+    return tnp.mean(tnp.logsumexp(logits, axis=1) - picked)
+
+
+def test_index_arrays_stay_data_under_a_budget():
+    x = rng.standard_normal((64, 32))
+    weights = WEIGHTS[:8]
+    step = tnp.jit(tnp.grad(cross_entropy_mlp), memory_budget=600_000)
+    plain = tnp.jit(tnp.grad(cross_entropy_mlp))
+    for seed in range(3):                              # new labels: the same program, run again
+        labels = np.random.default_rng(seed).integers(0, 32, size=64)
+        for g, e in zip(step(weights, x, labels), plain(weights, x, labels)):
+            np.testing.assert_array_equal(g, e)
+    with pytest.raises(IndexError):
+        step(weights, x, np.full(64, 99))
+
+
+def test_a_result_written_into_does_not_change_the_next_call():
+    step = tnp.jit(tnp.grad(residual_mlp), memory_budget=500_000)
+    first = step(WEIGHTS[:6], H0)
+    expected = [g.copy() for g in first]
+    for g in first:
+        g[...] = 123.0
+    for g, e in zip(step(WEIGHTS[:6], H0), expected):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_a_budgeted_jit_composes_with_vmap_in_both_orders():
+    w = WEIGHTS[0][:8, :8]
+
+    def f(h):
+        return residual_mlp([w, w, w], h[None, :])
+
+    hs = H0[:5, :8]
+    expected = np.stack([tnp.grad(f)(h) for h in hs])
+    inner = tnp.vmap(tnp.jit(tnp.grad(f), memory_budget=2_000))(hs)
+    outer = tnp.jit(tnp.vmap(tnp.grad(f)), memory_budget=5_000)(hs)
+    np.testing.assert_allclose(inner, expected, rtol=1e-12)
+    np.testing.assert_allclose(outer, expected, rtol=1e-12)
+
+
+def test_budgeted_programs_from_many_threads_agree():
+    import threading
+
+    step = tnp.jit(tnp.grad(residual_mlp), memory_budget=500_000)
+    expected = tnp.jit(tnp.grad(residual_mlp))(WEIGHTS[:6], H0)
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            results[i] = step(WEIGHTS[:6], H0)
+        except Exception as error:      # noqa: BLE001 - reported below
+            errors.append(error)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for grads in results:
+        for g, e in zip(grads, expected):
+            np.testing.assert_array_equal(g, e)

@@ -14,6 +14,7 @@ program that recomputes the marked values the policy does not save
 
 Room: the transforms package; imports :mod:`..ops` only.
 
+>>> from primitives.tensor.ops import elementwise as ew
 >>> saves("dots_saveable", ew.sin), saves("everything_saveable", ew.sin)
 (False, True)
 """
@@ -24,7 +25,6 @@ import contextlib
 import threading
 from typing import Callable
 
-from primitives.tensor.ops import elementwise as ew  # noqa: F401  (the doctest's op)
 from primitives.tensor.ops.dot import DotGeneral
 
 POLICIES = ("nothing_saveable", "everything_saveable", "dots_saveable",

@@ -171,7 +171,7 @@ class Tracer(ArrayOperators, Frontend):
             results = bind_below(op, below)
         builder, values = trace.builder, trace.values
         ids = builder.add_operation(op, [Local(t.id) for t in lifted])
-        if checkpoint_scope.policy is not None and trace.abstract:
+        if trace.abstract and checkpoint_scope.policy is not None:   # jit: marks for remat
             for local_id in ids:
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
         if len(ids) == 1:                           # the common case, without the loop
