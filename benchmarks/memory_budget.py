@@ -26,7 +26,12 @@ The configurations (rows):
    says so, and one more row runs at that smallest budget (the largest one named, if
    several budgets were refused).
 3. ``tidu eager Tensor``: ``tnp.tensor(..., requires_grad=True)``, ``loss.backward()``, the
-   returned ``Gradients``' ``.grad(t)`` (each ``.grad`` set back to ``None`` after a step).
+   returned ``Gradients``' ``.grad(t)`` (each ``.grad`` set back to ``None`` after a step),
+   with the default checkpoint strategy ``"none"`` (each op keeps what its backward reads),
+   then ``, balanced``: the forward under ``tnp.checkpoint_strategy("balanced")``, and
+   ``, keeping everything``: every recorded op keeping its inputs and outputs, the tape
+   as it was before checkpoint strategies (issue 25's "plain eager"), through an internal
+   switch of the frontend.
 4. ``torch autograd`` and ``torch checkpoint``: ``torch.autograd.grad``, plain and with
    ``torch.utils.checkpoint.checkpoint_sequential(..., use_reentrant=False)`` over the
    layers (√64 = 8 segments) or the steps (segments of about √n steps).
@@ -116,9 +121,13 @@ MMAP_THRESHOLD = 1 << 17        # bytes: MALLOC_MMAP_THRESHOLD_ of the processes
 MALLOC_NOTE = f"MALLOC_MMAP_THRESHOLD_={MMAP_THRESHOLD}"
 
 TIDU_JIT, TIDU_BUDGET, TIDU_EAGER = "tidu jit(grad)", "tidu jit(grad), budget", "tidu eager Tensor"
+TIDU_BALANCED = "tidu eager Tensor, balanced"
+TIDU_EVERYTHING = "tidu eager Tensor, keeping everything"
 TORCH, TORCH_CHECKPOINT = "torch autograd", "torch checkpoint"
 JAX, JAX_CHECKPOINT = "jax.jit(grad)", "jax.jit(grad), jax.checkpoint"
-LIBRARY = {TIDU_JIT: "tidu", TIDU_BUDGET: "tidu", TIDU_EAGER: "tidu", TORCH: "torch",
+LIBRARY = {TIDU_JIT: "tidu", TIDU_BUDGET: "tidu", TIDU_EAGER: "tidu", TIDU_BALANCED: "tidu",
+           TIDU_EVERYTHING: "tidu",
+           TORCH: "torch",
            TORCH_CHECKPOINT: "torch", JAX: "jax", JAX_CHECKPOINT: "jax"}
 
 
@@ -184,8 +193,10 @@ def tidu_jit_step(workload: str, inputs: dict, budget: int | None):
     return lambda: list(step(w, h0, xs))
 
 
-def tidu_eager_step(workload: str, inputs: dict):
+def tidu_eager_step(workload: str, inputs: dict, strategy: str | None = "none"):
     import primitives.tensor as tnp
+
+    from primitives.tensor.eager import strategy as strategies
 
     if workload == "mlp":
         params = [tnp.tensor(w, requires_grad=True) for w in inputs["weights"]]
@@ -198,7 +209,19 @@ def tidu_eager_step(workload: str, inputs: dict):
         loss = functools.partial(recurrence_loss, tnp)
 
     def step():
-        grads = loss(*args).backward()
+        if strategy is None:
+            # The tape as it was before checkpoint strategies (every recorded op keeps its
+            # inputs and outputs): the frontend's process-wide strategy set to none at all,
+            # an internal switch, for this comparison only.
+            saved, strategies.process_strategy[0] = strategies.process_strategy[0], None
+            try:
+                value = loss(*args)
+            finally:
+                strategies.process_strategy[0] = saved
+        else:
+            with tnp.checkpoint_strategy(strategy):
+                value = loss(*args)
+        grads = value.backward()
         out = [grads.grad(p) for p in params]
         for p in params:
             p.grad = None
@@ -284,8 +307,9 @@ def build_step(spec: dict, inputs: dict):
     config, workload = spec["config"], spec["workload"]
     if config in (TIDU_JIT, TIDU_BUDGET):
         return tidu_jit_step(workload, inputs, spec.get("budget"))
-    if config == TIDU_EAGER:
-        return tidu_eager_step(workload, inputs)
+    if config in (TIDU_EAGER, TIDU_BALANCED, TIDU_EVERYTHING):
+        return tidu_eager_step(workload, inputs, {TIDU_EAGER: "none", TIDU_BALANCED: "balanced",
+                                                  TIDU_EVERYTHING: None}[config])
     if config in (TORCH, TORCH_CHECKPOINT):
         return torch_step(workload, inputs, config == TORCH_CHECKPOINT)
     return jax_step(workload, inputs, config == JAX_CHECKPOINT)
@@ -532,7 +556,8 @@ def memory_budget_workload(quick: bool) -> list[dict]:
                 budget = int(fraction * ref["tracemalloc_peak_bytes"])
                 spec = runner.spec(workload, TIDU_BUDGET, budget)
                 planned.append((workload, TIDU_BUDGET, f"{fraction:.0%}", budget, spec))
-            for config in (TIDU_EAGER, TORCH, TORCH_CHECKPOINT, JAX, JAX_CHECKPOINT):
+            for config in (TIDU_EAGER, TIDU_BALANCED, TIDU_EVERYTHING, TORCH,
+                           TORCH_CHECKPOINT, JAX, JAX_CHECKPOINT):
                 spec = runner.spec(workload, config) if _installed(LIBRARY[config]) else None
                 planned.append((workload, config, "", None, spec))
         for workload, config, _, _, spec in planned:
@@ -661,7 +686,9 @@ def _short(row: dict) -> str:
     """A point's label: the configuration, briefly."""
     if row["config"] == TIDU_BUDGET:
         return "budget " + row["case"].rsplit("budget ", 1)[-1]
-    return {TIDU_JIT: "tidu jit", TIDU_EAGER: "tidu eager", TORCH: "torch",
+    return {TIDU_JIT: "tidu jit", TIDU_EAGER: "tidu eager", TIDU_BALANCED: "eager balanced",
+            TIDU_EVERYTHING: "eager, keeping everything",
+            TORCH: "torch",
             TORCH_CHECKPOINT: "torch checkpoint_sequential", JAX: "jax.jit",
             JAX_CHECKPOINT: "jax.checkpoint"}[row["config"]]
 

@@ -64,6 +64,8 @@ def test_jit_and_eager_rows(rows, problem):
     [eager] = _rows(rows, problem, "tidu eager Tensor")
     _measured(eager)
     assert eager["workload"] == "memory budget" and isinstance(eager["peers"], dict)
+    [balanced] = _rows(rows, problem, "tidu eager Tensor, balanced")
+    _measured(balanced)                 # its gradients are the reference's (grads_agree)
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)

@@ -89,6 +89,11 @@ class Op(Primitive, EvaluableGraphOperation, enum.Enum):
     def output_count(self) -> int:
         return 2 if self is Op.SINCOS else 1
 
+    @property
+    def memory_bound(self) -> bool:
+        """Scalar work: recomputed under the eager "balanced" checkpoint strategy."""
+        return True
+
     @classmethod
     def value_nbytes(cls, value) -> int:
         return 16 if isinstance(value, complex) else 8

@@ -64,7 +64,8 @@ from primitives.tensor.transforms import (
     vjp,
     vmap,
 )
-from primitives.tensor.eager import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor.eager import (Gradients, Tensor, checkpoint, checkpoint_strategy,
+                                     set_checkpoint_strategy, tensor)
 from primitives.tensor import autograd, nn, optim, random
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
@@ -76,7 +77,8 @@ __all__ = [
     "FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
     "jacobian", "jacrev", "jit", "jvp", "ravel_pytree", "value_and_grad", "vectorize", "vjp",
     "vmap",
-    "Gradients", "Tensor", "checkpoint", "tensor",
+    "Gradients", "Tensor", "checkpoint", "checkpoint_strategy", "set_checkpoint_strategy",
+    "tensor",
     "autograd", "fixed_point", "nn", "odeint", "optim", "random",
     *numpy.__all__,
 ]

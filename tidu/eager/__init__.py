@@ -17,7 +17,10 @@ The same executor serves second derivatives: ``try_hvp`` (Hessian-vector
 products, forward over reverse on the recording) and ``try_backward_recorded``
 (backward that records its own work, PyTorch's ``create_graph``). All three
 share one reverse walk (:mod:`tidu.eager.walk`) and one plan cache
-(:mod:`tidu.eager.plans`).
+(:mod:`tidu.eager.plans`). What each recorded node keeps for them is a
+:class:`CheckpointStrategy` (``Recorder.record``'s ``strategy``): ``"none"``
+keeps what the node's backward reads, ``"balanced"`` also lets memory-bound work
+go and recomputes it (:mod:`tidu.eager.checkpointing`).
 
 >>> from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, try_backward
 >>> from tidu.example_ops import Op
@@ -36,6 +39,7 @@ share one reverse walk (:mod:`tidu.eager.walk`) and one plan cache
 """
 
 from tidu.eager.backward import try_backward
+from tidu.eager.checkpointing import CheckpointStrategy
 from tidu.eager.create_graph import try_backward_recorded
 from tidu.eager.executor import BackwardExecutor, overridden_hooks
 from tidu.eager.export import RecordingGraph, graph_of_recording
@@ -59,5 +63,5 @@ __all__ = [
     "KeySource", "CounterKeySource", "RecordedGraph", "EagerInput", "EagerOutput",
     "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "try_hvp",
     "try_backward_recorded", "overridden_hooks",
-    "EagerError", "ImmediateBuilder",
+    "EagerError", "ImmediateBuilder", "CheckpointStrategy",
 ]

@@ -49,7 +49,8 @@ class _Backward(NodeStep):
 
     def __init__(self, executor: BackwardExecutor, ctx) -> None:
         super().__init__(ctx)
-        self.run = NodeRunner(executor).run
+        self.runner = NodeRunner(executor)
+        self.run = self.runner.run
         self.add = executor.add_operands
 
 
@@ -81,5 +82,8 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     check_start("try_backward", output_key, output_trace, seed, executor, keep)
     cotangents: dict[ValueKey, Any] = {output_key: seed}
     if output_trace is not None:
-        reverse_walk(nodes_last_first(output_trace), cotangents, _Backward(executor, ctx), keep)
+        nodes = nodes_last_first(output_trace)
+        step = _Backward(executor, ctx)
+        step.runner.walk_nodes(nodes)
+        reverse_walk(nodes, cotangents, step, keep)
     return kept(cotangents, keep)

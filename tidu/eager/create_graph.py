@@ -82,8 +82,10 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
     records: dict[ValueKey, EagerInput] = {output_key: seed_record}
     if output_trace is not None:
         step = _RecordedBackward(executor, recorder, ctx)
+        nodes = nodes_last_first(output_trace)
+        step.runner.walk_nodes(nodes)
         with gc_paused():          # the recorded nodes outlive the call: no collection walks them
-            reverse_walk(nodes_last_first(output_trace), records, step, keep)
+            reverse_walk(nodes, records, step, keep)
     return kept(records, keep)
 
 
@@ -107,7 +109,7 @@ class _RecordedBackward(NodeStep):
                  for slots in plan.seed_groups]
         results = self._results(node, plan, seeds)
         backward = recorded_backward(plan)
-        read = _read(node, node.output_keys, seeds, backward.positions)
+        read = _read(node, node.output_keys, seeds, backward.positions, self.runner.remat)
         trace = (None if backward.recorded is None
                  else self.recorder.record(backward.recorded, read, results))
         records = []
@@ -127,6 +129,8 @@ class _RecordedBackward(NodeStep):
         if not runner.hooked:
             values = [item.data for item in node.inputs]
             values += node.output_data
+            if node.dropped is not None:
+                runner.remat.fill(node, values, plan.reads)
             values += [seed.data for seed in seeds]
             return runner.fused_outputs(node, plan, values)
         data = iter([seed.data for seed in seeds])
@@ -149,18 +153,24 @@ class _RecordedBackward(NodeStep):
         return self.summer.add(a, b, self.node, self.plan)
 
 
-def _read(node, output_keys: tuple, seeds: list, positions: tuple) -> list:
+def _read(node, output_keys: tuple, seeds: list, positions: tuple, remat) -> list:
     """The records of the values at ``positions`` of a plan's loads: the node's inputs, its
-    outputs (made by the node), then the seeds."""
+    outputs (made by the node), then the seeds; values the node did not keep are
+    recomputed (``remat``), since the recorded backward keeps what it reads."""
     inputs = node.inputs
     n_inputs, n_outputs = len(inputs), len(output_keys)
     read = []
     for p in positions:
         if p < n_inputs:
-            read.append(inputs[p])
+            item = inputs[p]
+            if item.data is None:
+                item = EagerInput(item.key, item.trace, item.requires_grad,
+                                  remat.input_value(node, p))
+            read.append(item)
         elif p < n_inputs + n_outputs:
             slot = p - n_inputs
-            read.append(EagerInput(output_keys[slot], node, True, node.output_data[slot]))
+            read.append(EagerInput(output_keys[slot], node, True,
+                                   remat.output_value(node, slot)))
         else:
             read.append(seeds[p - n_inputs - n_outputs])
     return read

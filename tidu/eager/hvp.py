@@ -96,7 +96,8 @@ def try_hvp(output_key: ValueKey, output_trace, seed, tangents: Mapping[ValueKey
     if output_trace is not None:
         nodes = nodes_last_first(output_trace)
         step = _Pairs(executor, ctx, leaf_cotangents)
-        step.primal = _forward_tangents(nodes, tangents, executor, step.plans, ctx)
+        remat = step.runner.walk_nodes(nodes, counted=False)    # the forward sweep reads too
+        step.primal = _forward_tangents(nodes, tangents, executor, step.plans, ctx, remat)
         reverse_walk(nodes, pairs, step, keep)
     cotangents = {key: p.cotangent for key, p in pairs.items() if p.cotangent is not None}
     cotangent_tangents = {key: p.tangent for key, p in pairs.items() if p.tangent is not None}
@@ -114,7 +115,7 @@ def _run(plan, executor: BackwardExecutor, values: list, node) -> Sequence:
 
 
 def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor, plans: dict,
-                      ctx) -> dict:
+                      ctx, remat) -> dict:
     """The tangent of every value that has a non-zero one: the leaves' and the nodes' outputs'."""
     primal = dict(tangents)
     get = primal.get
@@ -133,6 +134,8 @@ def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor
             continue
         plan = tangent_plan(node, with_tangent, ctx, plans)
         values = node_data(node, plan.data_keys)
+        if node.dropped is not None:
+            remat.fill(node, values, plan.reads)
         values += [get(inputs[p].key) for p in with_tangent]
         results = _run(plan, executor, values, node)
         for key, index in zip(node.output_keys, plan.output_positions):
@@ -215,6 +218,8 @@ class _Pairs(NodeStep):
         hvp = hvp_plan(plan, tuple([t is not None for t in input_tangents]),
                        tuple([t is not None for t in seed_tangents]), wanted)
         values = node_data(node, plan.data_keys)
+        if node.dropped is not None:
+            self.runner.remat.fill(node, values, hvp.reads)
         values += group_sums(plan.seed_groups, cotangent_out, self.executor.add_operands)
         values += [t for t in input_tangents if t is not None]
         values += [t for t in seed_tangents if t is not None]

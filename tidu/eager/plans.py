@@ -36,7 +36,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from tidu import LinearizedGraph, linearize
-from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey, schedule
+from tidu.graph import PRIMARY, External, Graph, GraphBuilder, Input, Local, ValueKey, compiled
+from tidu.graph import schedule
 from tidu.eager.executor import BackwardExecutor, graph_runner, transposed_of
 from tidu.eager.record import RecordedGraph
 
@@ -119,7 +120,8 @@ class BackwardPlan(_Compiled):
     __slots__ = ("graph", "linear", "input_keys", "output_keys", "data_keys", "active_inputs",
                  "output_groups", "group_seeds", "seed_groups", "one_seed", "seed_keys",
                  "backward_graph",
-                 "load_keys", "cotangent_outputs", "all_outputs", "derived", "_replay", "_ctx")
+                 "load_keys", "cotangent_outputs", "all_outputs", "derived", "_replay", "_ctx",
+                 "_reads", "_hook_reads")
 
     def __init__(self, graph: Graph, input_keys, output_keys, active_inputs, active_outputs,
                  data_keys, ctx) -> None:
@@ -142,6 +144,7 @@ class BackwardPlan(_Compiled):
         self._ctx = ctx
         self._compiled = None
         self._replay = _UNBUILT
+        self._hook_reads = None
         self.derived: dict = {}        # plans built on this one (HvpPlan, RecordedBackward)
         self.backward_graph = None
 
@@ -176,8 +179,29 @@ class BackwardPlan(_Compiled):
         self.cotangent_outputs = tuple(None if key is None else next(outputs)
                                        for key in transposed.tangent_output_keys)
         self.all_outputs = self.cotangent_outputs == tuple(range(len(targets)))
-        # last: other threads test it to skip _fuse
-        self.backward_graph = _fused_graph(targets, set(self.load_keys), seed_keys)
+        backward_graph = _fused_graph(targets, set(self.load_keys), seed_keys)
+        self._reads = read_positions(backward_graph, self.load_keys)
+        self.backward_graph = backward_graph    # last: other threads test it to skip _fuse
+
+    @property
+    def reads(self) -> tuple:
+        """Positions in ``load_keys`` of the values the fused graph reads (built if needed)."""
+        self.fused()
+        return self._reads
+
+    @property
+    def hook_reads(self) -> tuple:
+        """Positions among the node's data (inputs, outputs, retained values) that the hooks
+        path reads: what :meth:`replay_graph` replays from, and what ``linear`` reads itself."""
+        reads = self._hook_reads
+        if reads is None:
+            node_keys = self.input_keys + self.output_keys + self.data_keys
+            read = set(_primal_values_read(self.linear))
+            replay = self.replay_graph()
+            if replay is not None:
+                read.update(key for key, _ in compiled(replay).loads)
+            reads = self._hook_reads = tuple(i for i, key in enumerate(node_keys) if key in read)
+        return reads
 
     def runner(self, executor: BackwardExecutor) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """The fused graph compiled for ``executor`` (:func:`~tidu.eager.executor.graph_runner`;
@@ -186,6 +210,17 @@ class BackwardPlan(_Compiled):
         if compiled is not None and compiled[0] is executor:
             return compiled[1]
         return self._runner(executor, self.fused(), self.load_keys)
+
+
+def read_positions(graph: Graph, load_keys: Sequence[ValueKey]) -> tuple:
+    """The positions in ``load_keys`` of the values ``graph``'s program reads.
+
+    >>> from tidu.example_ops import trace
+    >>> read_positions(trace(lambda x, y: x * x, ["x", "y"]), [Input("y"), Input("x")])
+    (1,)
+    """
+    read = {key for key, _ in compiled(graph).loads}
+    return tuple(i for i, key in enumerate(load_keys) if key in read)
 
 
 def _primal_values_read(linear: LinearizedGraph) -> tuple:
@@ -240,7 +275,7 @@ class TangentPlan(_Compiled):
     [<Op.COS: 'cos'>, <Op.MUL: 'mul'>]
     """
 
-    __slots__ = ("graph", "data_keys", "load_keys", "output_positions")
+    __slots__ = ("graph", "data_keys", "load_keys", "output_positions", "reads")
 
     def __init__(self, graph: Graph, input_keys: tuple, output_keys: tuple, data_keys: tuple,
                  with_tangent: tuple, ctx) -> None:
@@ -255,6 +290,7 @@ class TangentPlan(_Compiled):
         self.data_keys = data_keys
         self.load_keys = input_keys + output_keys + data_keys + tangent_inputs
         self.graph = _fused_graph(targets, set(self.load_keys), tangent_inputs)
+        self.reads = read_positions(self.graph, self.load_keys)
         self._compiled = None
 
     def runner(self, executor: BackwardExecutor) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -285,7 +321,7 @@ class HvpPlan(_Compiled):
     ((0,), (1,))
     """
 
-    __slots__ = ("graph", "load_keys", "cotangent_outputs", "tangent_outputs")
+    __slots__ = ("graph", "load_keys", "cotangent_outputs", "tangent_outputs", "reads")
 
     def __init__(self, plan: BackwardPlan, input_mask: tuple, seed_mask: tuple,
                  wanted: tuple | None) -> None:
@@ -308,6 +344,7 @@ class HvpPlan(_Compiled):
         tangent_inputs = tuple(linear.tangent_input_keys)
         self.load_keys = plan.load_keys + tangent_inputs
         self.graph = _fused_graph(targets, set(self.load_keys), plan.seed_keys + tangent_inputs)
+        self.reads = read_positions(self.graph, self.load_keys)
         self.cotangent_outputs = tuple(cotangent_at[i] if want and i is not None else None
                                        for i, want in zip(plan.cotangent_outputs, wanted))
         self.tangent_outputs = tuple(None if i is None else tangent_at.get(i)
@@ -455,12 +492,17 @@ def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx,
     >>> backward_plan(node, (0,), (0,), None).active_inputs
     (0,)
     """
-    recorded = node.recorded
+    data_keys = tuple(node.retained) if retained and node.retained else ()
+    return recorded_plan(node.recorded, data_keys, active_inputs, active_outputs, ctx, plans)
+
+
+def recorded_plan(recorded: RecordedGraph, data_keys: tuple, active_inputs: tuple,
+                  active_outputs: tuple, ctx, plans: dict | None = None) -> BackwardPlan:
+    """:func:`backward_plan` for a node of ``recorded`` that retained ``data_keys``."""
     op = recorded.primitive
     if plans is None:
         plans = plans_for(ctx)
     if op is None:
-        data_keys = tuple(node.retained) if retained and node.retained else ()
         return _composite_cached(
             recorded, (active_inputs, active_outputs, data_keys), ctx, plans,
             lambda: BackwardPlan(recorded.graph, [Input(k) for k in recorded.input_keys],
@@ -472,6 +514,88 @@ def backward_plan(node, active_inputs: tuple, active_outputs: tuple, ctx,
         graph, input_keys, output_keys = _canonical_graph(op)
         plan = BackwardPlan(graph, input_keys, output_keys, active_inputs, active_outputs, (), ctx)
         _store_plan(plans, cache_key, plan)
+    return plan
+
+
+_READS = object()             # the cache-key tag of data_reads
+_FORWARD = object()           # the cache-key tag of forward plans
+
+
+def data_reads(recorded: RecordedGraph, active_inputs: tuple, data_keys: tuple = ()
+               ) -> tuple | None:
+    """Per input, then per output of a node of ``recorded``, whether its backward (every
+    output with a cotangent, ``ctx=None``) reads that value; ``None`` when no plan can be
+    built (an op without rules fails later, in backward, as it always has).
+
+    >>> from tidu.example_ops import Op
+    >>> data_reads(RecordedGraph.from_primitive(Op.SIN, ["a"]), (0,))   # cos(x): x, not sin x
+    (True, False)
+    >>> data_reads(RecordedGraph.from_primitive(Op.ADD, ["a", "b"]), (0, 1))
+    (False, False, False)
+    """
+    plans = plans_for(None)
+    op = recorded.primitive
+    key = (_READS, op, active_inputs)
+    reads = plans.get(key, _UNBUILT) if op is not None else _UNBUILT   # composites: built
+    if reads is _UNBUILT:                                                # plans are kept
+
+        try:
+            plan = recorded_plan(recorded, data_keys, active_inputs,
+                                 tuple(range(recorded.output_count)), None, plans)
+            plan.fused()
+            n_data = len(plan.input_keys) + len(plan.output_keys)
+            read = set(plan.reads) | set(plan.hook_reads)
+            reads = tuple(i in read for i in range(n_data))
+        except Exception:              # noqa: BLE001 - the rule's error belongs to backward
+            reads = None
+        if op is not None:
+            _store_plan(plans, key, reads)
+    return reads
+
+
+class ForwardPlan(_Compiled):
+    """A node's own work again: its recorded graph, from its inputs' values, for recomputing
+    outputs a checkpoint strategy did not keep. Runs through ``graph_runner``, so an
+    executor's ``execute_forward`` override is called.
+
+    >>> from tidu.example_ops import Op
+    >>> from tidu.eager.executor import BackwardExecutor
+    >>> class Executor(BackwardExecutor):
+    ...     def execute_forward(self, graph, data):
+    ...         return dict(zip(graph.output_keys, compiled(graph).run(data)))
+    ...     def add_operands(self, a, b):
+    ...         return a + b
+    >>> forward_plan(RecordedGraph.from_primitive(Op.MUL, ["a", "b"])).runner(Executor())([2., 3.])
+    [6.0]
+    """
+
+    __slots__ = ("graph", "load_keys")
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.load_keys = graph.input_keys
+        self._compiled = None
+
+    def runner(self, executor: BackwardExecutor) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """``graph`` compiled for ``executor`` (kept for the last executor used)."""
+        return self._runner(executor, self.graph, self.load_keys)
+
+
+def forward_plan(recorded: RecordedGraph) -> ForwardPlan:
+    """The :class:`ForwardPlan` of nodes of ``recorded``: shared per op, or kept on a
+    composite ``recorded``."""
+    op = recorded.primitive
+    if op is None:
+        plan = recorded.plan_cache.get(_FORWARD)
+        if plan is None:
+            plan = recorded.plan_cache[_FORWARD] = ForwardPlan(recorded.graph)
+        return plan
+    plans = plans_for(None)
+    key = (_FORWARD, op)
+    plan = plans.get(key)
+    if plan is None:
+        plan = ForwardPlan(_canonical_graph(op)[0])
+        _store_plan(plans, key, plan)
     return plan
 
 

@@ -60,9 +60,11 @@ class RecordedGraph:
     ``output_keys`` the value keys of its outputs. ``plan_cache`` holds the plans
     backward builds for a composite graph (:mod:`tidu.eager.plans`), so they live
     as long as it; ``None`` for a primitive's, whose plans are shared per op.
+    ``kept_slots`` caches what its nodes keep under each checkpoint strategy.
     """
 
-    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count", "plan_cache")
+    __slots__ = ("_graph", "input_keys", "_output_keys", "primitive", "output_count", "plan_cache",
+                 "kept_slots")
 
     def __init__(self, graph: Graph, input_keys: Sequence, output_keys: Sequence[ValueKey]) -> None:
         input_keys = tuple(sequence_argument(input_keys, "RecordedGraph", "input_keys"))
@@ -81,6 +83,7 @@ class RecordedGraph:
         self.primitive = None
         self.output_count = len(output_keys)
         self.plan_cache: dict = {}     # plans of a composite graph (tidu.eager.plans)
+        self.kept_slots: dict = {}     # what nodes of it keep, by strategy (tidu.eager.checkpointing)
 
     @classmethod
     def from_primitive(cls, op, input_keys: Sequence) -> "RecordedGraph":
@@ -107,6 +110,7 @@ class RecordedGraph:
         recorded.primitive = op
         recorded.output_count = counts[1]
         recorded.plan_cache = None     # a primitive's plans are shared by op
+        recorded.kept_slots = {}
         return recorded
 
     @property
@@ -172,14 +176,15 @@ class Recorder:
         return [fresh() for _ in range(count)]
 
     def record_graph(self, graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence,
-                     retained_values: Mapping[ValueKey, Any] | None = None) -> list[EagerOutput]:
+                     retained_values: Mapping[ValueKey, Any] | None = None, strategy=None
+                     ) -> list[EagerOutput]:
         """Record one invocation of ``graph`` on ``inputs`` that produced ``outputs`` (data).
 
         Every output gets a fresh eager key, so two invocations never share a
         key. A trace node is made only when some input requires grad; all
         outputs share it. ``retained_values`` (by the recorded graph's value
         keys) keeps primal intermediates for backward; intermediates not
-        retained are recomputed there.
+        retained are recomputed there. ``strategy`` is :meth:`record`'s.
         """
         inputs = sequence_argument(inputs, f"record_graph({graph!r})", "inputs")
         if not isinstance(outputs, (list, tuple)):
@@ -192,20 +197,23 @@ class Recorder:
             if not item.requires_grad and not isinstance(item.key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
                                       f"{item.key!r} is not a ValueKey")
-        trace = self.record(graph, inputs, outputs, retained_values)
+        trace = self.record(graph, inputs, outputs, retained_values, strategy)
         if trace is None:
             keys = self._fresh_keys(graph.output_count)
             return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
         return [EagerOutput(key, trace, True, slot) for slot, key in enumerate(trace.output_keys)]
 
     def record(self, graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence,
-               retained_values: Mapping[ValueKey, Any] | None = None) -> Trace | None:
+               retained_values: Mapping[ValueKey, Any] | None = None, strategy=None
+               ) -> Trace | None:
         """:meth:`record_graph` without the ``EagerOutput`` records: the trace node, or ``None``.
 
         The outputs' eager keys are ``trace.output_keys``. This is the fast
         path for frontends; ``inputs`` may be any objects with ``EagerInput``'s
         four attributes (``key`` is read only where ``requires_grad`` is set).
         Returns ``None``, recording nothing, when no input requires grad.
+        ``strategy`` (a :class:`tidu.eager.checkpointing.CheckpointStrategy`) says
+        which of the node's values it keeps; ``None`` keeps them all.
 
         >>> from tidu.example_ops import Op
         >>> recorder = Recorder()
@@ -226,7 +234,7 @@ class Recorder:
                 raise _not_recorded(graph) from None
             inputs = sequence_argument(inputs, f"record({graph!r})", "inputs")
             outputs = sequence_argument(outputs, f"record({graph!r})", "outputs")
-            return self.record(graph, inputs, outputs, retained_values)
+            return self.record(graph, inputs, outputs, retained_values, strategy)
         except AttributeError:
             raise _not_recorded(graph) from None
         if wrong_counts:
@@ -240,6 +248,10 @@ class Recorder:
                 active.append(position)
         if not active:
             return None
+        if strategy is not None:
+            return strategy.trace(graph, tuple(inputs), tuple(active),
+                                  self._fresh_keys(graph.output_count), tuple(outputs),
+                                  retained_values)
         return Trace(graph, tuple(inputs), tuple(active), self._fresh_keys(graph.output_count),
                      tuple(outputs), retained_values)
 

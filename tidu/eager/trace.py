@@ -23,10 +23,11 @@ class Trace:
     """
 
     __slots__ = ("recorded", "inputs", "active_inputs", "output_key", "_output_keys",
-                 "output_data", "retained", "serial", "__weakref__")
+                 "output_data", "retained", "serial", "dropped", "__weakref__")
 
     def __init__(self, recorded, inputs: tuple, active_inputs: tuple, output_keys: tuple,
-                 output_data: tuple, retained: Mapping | None) -> None:
+                 output_data: tuple, retained: Mapping | None, dropped: tuple | None = None
+                 ) -> None:
         self.recorded = recorded            # the RecordedGraph
         self.inputs = inputs                # EagerInput per graph input
         self.active_inputs = active_inputs  # positions of the inputs that require grad
@@ -37,6 +38,9 @@ class Trace:
         self.output_data = output_data
         self.retained = dict(retained) if retained else None
         self.serial = next(_serials)        # recording order: inputs' traces come first
+        # None, or per output a weak reference to its value when a checkpoint strategy did
+        # not keep it (None: kept, or not weakly referable); inputs' data not kept is None
+        self.dropped = dropped
 
     @property
     def output_keys(self) -> tuple:
@@ -46,10 +50,13 @@ class Trace:
 
     @property
     def saved_values(self) -> Mapping[Any, Any]:
-        """Concrete primal values kept for backward, by the recorded graph's value keys."""
+        """Concrete primal values kept for backward, by the recorded graph's value keys
+        (under a checkpoint strategy, only those it kept: see :mod:`tidu.eager.checkpointing`)."""
         recorded = self.recorded
-        saved = {Input(k): item.data for k, item in zip(recorded.input_keys, self.inputs)}
-        saved.update(zip(recorded.output_keys, self.output_data))
+        saved = {Input(k): item.data for k, item in zip(recorded.input_keys, self.inputs)
+                 if item.data is not None}
+        saved.update((k, v) for k, v in zip(recorded.output_keys, self.output_data)
+                     if v is not None)
         if self.retained:
             saved.update(self.retained)
         return saved

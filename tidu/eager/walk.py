@@ -34,6 +34,7 @@ from typing import Callable, Container, Sequence
 
 from tidu.errors import InvalidArgumentError, MissingValueError
 from tidu.graph import ValueKey
+from tidu.eager.checkpointing import Rematerializer, output_data
 from tidu.eager.executor import BackwardExecutor, overridden_hooks
 from tidu.eager.plans import BackwardPlan, backward_plan, plans_for
 from tidu.eager.record import EagerError
@@ -195,7 +196,8 @@ def check_start(function: str, output_key, output_trace, seed, executor, keep) -
         output_keys = output_trace.output_keys
         if output_key not in output_keys:
             raise EagerError(f"{output_key!r} is not an output of {output_trace!r}")
-        executor.check_seed(seed, output_trace.output_data[output_keys.index(output_key)])
+        executor.check_seed(seed, output_data(output_trace, output_keys.index(output_key),
+                                              executor))
 
 
 def kept(values: dict, keep: Container | None) -> dict:
@@ -279,12 +281,24 @@ class NodeRunner:
     (True, [2.0])
     """
 
-    __slots__ = ("executor", "hooked", "run")
+    __slots__ = ("executor", "hooked", "remat")
 
     def __init__(self, executor: BackwardExecutor) -> None:
         self.executor = executor
         self.hooked = bool(overridden_hooks(executor))
-        self.run = self.by_hooks if self.hooked else self.by_plan
+        self.remat = Rematerializer((), executor)   # the walk's, once it starts (walk_nodes)
+
+    @property
+    def run(self) -> Callable:
+        """:meth:`by_hooks` or :meth:`by_plan` (a property: a bound method kept on the runner
+        would make a reference cycle, and the walk's nodes would outlive it)."""
+        return self.by_hooks if self.hooked else self.by_plan
+
+    def walk_nodes(self, nodes: Sequence, counted: bool = True) -> Rematerializer:
+        """Start a walk over ``nodes`` (newest first): values a checkpoint strategy did not
+        keep are recomputed for it by one :class:`~tidu.eager.checkpointing.Rematerializer`."""
+        self.remat = Rematerializer(nodes, self.executor, counted)
+        return self.remat
 
     def by_plan(self, node, plan: BackwardPlan, cotangent_out: list) -> list:
         """The active inputs' cotangents, from one run of the plan's fused graph."""
@@ -294,6 +308,8 @@ class NodeRunner:
         if plan.data_keys:
             retained = node.retained
             values += [retained[key] for key in plan.data_keys]
+        if node.dropped is not None:
+            self.remat.fill(node, values, plan.reads)
         if plan.one_seed:
             values.append(cotangent_out[0])
         else:
@@ -340,12 +356,12 @@ class NodeRunner:
     def primal_data(self, node, plan: BackwardPlan) -> dict:
         """The primal values ``plan.linear`` reads, by key: the node's data, and what
         ``execute_forward`` replays of the plan's replay graph."""
-        data = dict(zip(plan.input_keys, [item.data for item in node.inputs]))
-        data.update(zip(plan.output_keys, node.output_data))
-        if plan.data_keys:
-            retained = node.retained
-            for key in plan.data_keys:
-                data[key] = retained[key]
+        values = node_data(node, plan.data_keys)
+        if node.dropped is not None:
+            self.remat.fill(node, values, plan.hook_reads)
+        data = {key: value for key, value in zip(plan.input_keys + plan.output_keys
+                                                 + plan.data_keys, values)
+                if value is not None}
         replay = plan.replay_graph()
         if replay is not None:
             computed = self.executor.execute_forward(replay, data)

@@ -49,6 +49,12 @@ class Primitive(GraphOperation):
 
     __slots__ = ()
 
+    memory_bound = False
+    """Whether this op's work is bound by memory traffic (elementwise and shape work): the
+    eager ``"balanced"`` checkpoint strategy recomputes such ops' results in backward
+    instead of keeping them (:mod:`tidu.eager.checkpointing`). Compute-bound ops (matrix
+    products, factorizations) and ops that say nothing keep theirs."""
+
     @classmethod
     def add(cls) -> "Primitive":
         """The op ``linear_transpose`` uses to sum cotangents (two inputs, one output)."""

@@ -3,7 +3,8 @@ the record through :class:`NumpyExecutor` (a ``tidu.eager.BackwardExecutor``).
 
 Room: above the transforms (``checkpoint`` traces its block with
 :func:`..transforms.make_graph`); modules ``executor`` (the engine: how the tensor set runs
-backward) and ``frontend`` (``Tensor``, ``Gradients``, ``tensor``, ``checkpoint``).
+backward), ``frontend`` (``Tensor``, ``Gradients``, ``tensor``, ``checkpoint``) and
+``strategy`` (``checkpoint_strategy``, ``set_checkpoint_strategy``: what recorded ops keep).
 
 >>> import numpy as np
 >>> from primitives.tensor.eager import NumpyExecutor, tensor
@@ -16,6 +17,7 @@ True
 
 from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.eager.frontend import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor.eager.strategy import checkpoint_strategy, set_checkpoint_strategy
 
 __all__ = ["Gradients", "ImmediateNumpyBuilder", "NumpyExecutor", "Tensor", "checkpoint",
-           "tensor"]
+           "checkpoint_strategy", "set_checkpoint_strategy", "tensor"]

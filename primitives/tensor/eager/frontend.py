@@ -81,6 +81,7 @@ from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, lib
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
+from primitives.tensor.eager.strategy import block as _block, process_strategy as _process
 from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
 from primitives.tensor.transforms.functional import FunctionalError, Traced, unmark_checkpointed
 
@@ -418,14 +419,14 @@ class Tensor(ArrayOperators, Frontend):
             d = data[position]
             if (d is a or is_view(d)) and not isinstance(a, Tensor):
                 # the caller's array, saved: it may write to it
-                d = data[position] = library_of(d).copy(d)
+                d = data[position] = _saved_constant(d)
             inputs.append(EagerInput(_CONSTANT, None, False, d))
         results = [r if type(r) is np.ndarray else _as_array(r) for r in op.eval(None, data)]
         try:
             recorded = _recorded[op]
         except (KeyError, TypeError):           # new, or an unhashable op
             recorded = _recorded_graph(op)
-        trace = _recorder.record(recorded, inputs, results)
+        trace = _recorder.record(recorded, inputs, results, None, _block.strategy or _process[0])
         if len(results) == 1:               # the common case, without the loop
             result = results[0]
             if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
@@ -472,6 +473,20 @@ class Tensor(ArrayOperators, Frontend):
         gradients = Gradients(cotangents)
         _accumulate_into_leaves(cotangents, gradients)
         return gradients
+
+
+def _saved_constant(d):
+    """A copy of the caller's array ``d`` for a recorded op to keep. A broadcast view (what
+    a Python number operand becomes) is copied as its one distinct row and broadcast
+    again, read-only: ``0.1 * t`` keeps 8 bytes, not an array of ``t``'s shape.
+
+    >>> _saved_constant(np.broadcast_to(np.float32(0.1), (512, 256))).base.nbytes
+    4
+    """
+    if type(d) is np.ndarray and d.size > 1 and 0 in d.strides:
+        distinct = d[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in d.strides)]
+        return np.broadcast_to(distinct.copy(), d.shape)
+    return library_of(d).copy(d)
 
 
 def _check_one_library(op, args, data) -> None:
@@ -801,7 +816,8 @@ def checkpoint(f, policy=None):
         recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
         kept = {key: traced.trace.values[key] for op_key in graph.operation_keys
                 if saves(policy, op_key.operation) for key in op_key.output_keys()}
-        records = _recorder.record_graph(recorded, inputs, traced.outputs, kept)
+        records = _recorder.record_graph(recorded, inputs, traced.outputs, kept,
+                                         _block.strategy or _process[0])
         outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
                 else new_tensor(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]

@@ -198,6 +198,7 @@ _UNARY: dict[str, _UnaryRules] = {}
 @tensor_op
 class Unary(TensorPrimitive):
     """An elementwise unary op, by name; its rules live in this module's registry."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     name: str
     batch_rule = batch_elementwise
@@ -375,6 +376,7 @@ stop_gradient = unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
 @tensor_op
 class Round(TensorPrimitive):
     """``np.round(x, decimals)``: piecewise constant, so its derivative is zero (as JAX)."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     decimals: int
     name = "round"
@@ -399,6 +401,7 @@ class SincDerivative(TensorPrimitive):
     >>> round(float(SincDerivative(2).eval(None, [np.array(0.0)])[0]), 6)  # -pi**2 / 3
     -3.289868
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     order: int
     name = "sinc_derivative"
@@ -466,6 +469,7 @@ def _exact_hash(self) -> int:
 @tensor_op
 class Scale(LinearOp):
     """``factor * x`` for a constant: linear; transposes to ``conj(factor) * ct``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     factor: complex | float | int
     name = "scale"
@@ -494,6 +498,7 @@ class Affine(TensorPrimitive):
     Derivative expressions such as ``1 - y * y`` use it, so they make one
     temporary array instead of two.
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     scale: complex | float | int
     offset: complex | float | int
@@ -529,6 +534,7 @@ class Affine(TensorPrimitive):
 @tensor_op
 class IntegerPow(TensorPrimitive):
     """``x ** n`` for a constant integer ``n`` (``lax.integer_pow``)."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     n: int
     name = "integer_pow"
@@ -562,6 +568,7 @@ class IntegerPow(TensorPrimitive):
 @tensor_op
 class Pow(TensorPrimitive):
     """``x ** p`` for a constant real or complex exponent ``p``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     exponent: complex | float
     name = "pow"
@@ -601,6 +608,7 @@ _BINARY: dict[str, _BinaryRules] = {}
 @tensor_op
 class Binary(TensorPrimitive):
     """An elementwise binary op on operands of one shape and dtype."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     name: str
     batch_rule = batch_elementwise
@@ -921,6 +929,7 @@ def _tie_weight(builder, x, y, strict: str, dtype: str) -> Sym:
 
 
 class _Extremum(TensorPrimitive):
+    memory_bound = True          # recomputed under the eager "balanced" strategy
     __slots__ = ()
     _fn = None                      # a NumPy ufunc, whose name is the Array API's
     _wins = ""
@@ -1018,6 +1027,7 @@ class Power(TensorPrimitive):
     constant; PyTorch's and JAX's rule for integer exponents). Constant Python exponents
     use ``integer_pow`` and ``pow`` instead.
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     shape: tuple
     dtype: str
@@ -1072,6 +1082,7 @@ class Power(TensorPrimitive):
 @tensor_op
 class ConvertElementType(TensorPrimitive):
     """``x.astype(new_dtype)`` from ``old_dtype``. Real -> complex transposes to the real part."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     new_dtype: str
     old_dtype: str
@@ -1115,6 +1126,7 @@ class ConvertElementType(TensorPrimitive):
 class ComplexAbs(TensorPrimitive):
     """``|z|`` of complex ``z`` of ``dtype``: real result; ``d|z| = Re(conj(z) dz) / |z|``,
     and 0 at ``z = 0`` (PyTorch's convention; JAX gives NaN there)."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     dtype: str
     name = "complex_abs"
@@ -1141,6 +1153,7 @@ class ComplexAbs(TensorPrimitive):
 @tensor_op
 class Real(LinearOp):
     """``np.real`` of a complex operand of ``dtype``; transposes to the cotangent as complex."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     dtype: str
     name = "real"
@@ -1161,6 +1174,7 @@ class Real(LinearOp):
 @tensor_op
 class Imag(LinearOp):
     """``np.imag`` of a complex operand of ``dtype``; transposes to ``1j * ct``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     dtype: str
     name = "imag"

@@ -79,6 +79,7 @@ def batched_at(builder, ref, axis, target: int, axis_size: int, role, index: int
 class Slice(LinearOp):
     """``x[start:limit:stride, ...]`` of an operand of ``shape`` (``lax.slice``: ``0 <= start <=
     limit <= size``, positive strides). Transposes to a zero ``Pad``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     starts: tuple
     limits: tuple
@@ -120,6 +121,7 @@ class Pad(LinearOp):
     """Zero padding of an operand of ``shape``: ``low``/``high`` zeros at each end of every axis
     and ``interior`` zeros between neighbours (``lax.pad`` with non-negative widths and a zero
     value). Transposes to a ``Slice``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     low: tuple
     high: tuple
@@ -165,6 +167,7 @@ class Pad(LinearOp):
 @tensor_op
 class Rev(LinearOp):
     """Reverse the order of elements along ``axes`` (``lax.rev``); its own transpose."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axes: tuple
     name = "rev"
@@ -188,6 +191,7 @@ class Rev(LinearOp):
 @tensor_op
 class Concatenate(TensorPrimitive):
     """``np.concatenate`` along ``axis`` of operands of ``shapes`` and one ``dtype``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axis: int
     shapes: tuple
@@ -253,6 +257,7 @@ class Split(TensorPrimitive):
     piece has one), not a full-size ``Pad`` per piece: reverse mode through ``k``
     pieces costs the operand's size, not ``k`` times it.
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axis: int
     sizes: tuple

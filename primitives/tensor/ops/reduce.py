@@ -46,6 +46,7 @@ def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
 class _Reduction(TensorPrimitive):
     """A reduction over ``axes`` of an operand of ``shape``, in ``dtype`` (the subclass's
     fields)."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     __slots__ = ()
 
@@ -120,6 +121,7 @@ class ReduceMin(_ReduceExtremum):
 class ReduceProd(TensorPrimitive):
     """``np.prod`` over ``axes`` of an operand of ``shape`` and ``dtype``, in that dtype
     (``lax.reduce_prod``); exact derivatives where the operand has zeros."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axes: tuple
     shape: tuple

@@ -42,6 +42,7 @@ class Select(TensorPrimitive):
     Linear in the two branches jointly (the predicate is a constant), so a
     branch without a tangent or cotangent is a ``Full`` zero.
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     shape: tuple
     dtype: str
@@ -104,6 +105,7 @@ class Compare(TensorPrimitive):
 
     Its boolean result has no tangent.
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     name: str
     batch_rule = batch_elementwise

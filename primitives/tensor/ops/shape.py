@@ -41,6 +41,7 @@ from primitives.tensor.ops.base import LIN, LinearOp, emit, shift_axis, tensor_o
 @tensor_op
 class BroadcastInDim(LinearOp):
     """``lax.broadcast_in_dim``: operand dim ``i`` becomes result dim ``broadcast_dimensions[i]``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     shape: tuple
     broadcast_dimensions: tuple
@@ -96,6 +97,7 @@ class BroadcastInDim(LinearOp):
 @tensor_op
 class ReduceSum(LinearOp):
     """Sum over ``axes`` of an operand of shape ``shape``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axes: tuple
     shape: tuple
@@ -132,6 +134,7 @@ def reduced_before(axes, batch_axis: int) -> int:
 @tensor_op
 class Reshape(LinearOp):
     """Reshape from ``old_shape`` to ``new_shape`` (C order)."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     new_shape: tuple
     old_shape: tuple
@@ -176,6 +179,7 @@ define("reshape", dask=_dask_reshape)
 @tensor_op
 class Transpose(LinearOp):
     """Permute axes: result axis ``i`` is operand axis ``permutation[i]``."""
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     permutation: tuple
     name = "transpose"
@@ -207,6 +211,7 @@ class MoveAxis(LinearOp):
     >>> MoveAxis(0, 2).eval(None, [np.zeros((2, 3, 4))])[0].shape
     (3, 4, 2)
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     source: int
     destination: int
@@ -245,6 +250,7 @@ class BroadcastAxis(LinearOp):
     array([[0., 0., 0.],
            [1., 1., 1.]])
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axis: int
     size: int
@@ -278,6 +284,7 @@ class SumAxis(LinearOp):
     >>> SumAxis(0, 2).eval(None, [np.ones((2, 3))])[0]
     array([2., 2., 2.])
     """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
 
     axis: int
     size: int
