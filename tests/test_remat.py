@@ -112,6 +112,53 @@ def test_a_reverse_mode_chain_recomputes_about_one_forward_pass(fraction):
     assert result.recomputed <= len(program.operation_keys) // 4
 
 
+def test_binomial_splits_are_optimal():
+    """Revolve's split against the exhaustive recurrence: reversing ``l`` steps with ``s``
+    checkpoints (the start's included) in the fewest step runs."""
+    from functools import lru_cache
+
+    from tidu.remat import _split
+
+    @lru_cache(None)
+    def fewest(l, s):
+        if l == 1:
+            return 1
+        if s == 1:
+            return l * (l + 1) // 2
+        return min(m + fewest(l - m, s - 1) + fewest(m, s) for m in range(1, l))
+
+    @lru_cache(None)
+    def by_split(l, s):
+        if l == 1:
+            return 1
+        if s == 1:
+            return l * (l + 1) // 2
+        m = _split(l, s)
+        return m + by_split(l - m, s - 1) + by_split(m, s)
+
+    assert all(by_split(l, s) == fewest(l, s) for l in range(1, 90) for s in range(1, 7))
+
+
+@pytest.mark.parametrize("fraction", [0.03, 0.015])
+def test_below_the_two_level_plan_a_chain_is_reversed_by_binomial_checkpointing(fraction):
+    from tidu.remat import _Plan, _fewest_bytes_held, _outputs_as_soon_as_possible
+
+    steps = 400
+    program, inputs = chain_gradient_program(steps)
+    sizes, costs = measure_program(program, inputs)
+    peak = program_peak(program, sizes)
+    plan = _Plan(program, sizes, costs)
+    plan = _Plan(program, sizes, costs, _outputs_as_soon_as_possible(plan))
+    budget = int(peak * fraction)
+    assert _fewest_bytes_held(plan)[1] > budget          # the two-level plan cannot
+    result = rematerialize(program, budget, sizes, costs)
+    assert evaluate(result.graph, result.graph.output_keys, inputs) == \
+        evaluate(program, program.output_keys, inputs)
+    assert program_peak(result.graph, result.sizes) <= result.peak <= budget
+    # no step runs more than 8 times more (the bound the checkpoints are chosen under)
+    assert result.recomputed <= 8 * 2 * steps
+
+
 def test_the_smallest_feasible_budget_is_named_and_works():
     program, inputs = chain_gradient_program(50)
     sizes, costs = measure_program(program, inputs)

@@ -14,9 +14,12 @@ its *cuts* are values everything deeper is computed from. Cuts spaced some
 residual bytes apart are kept as checkpoints (the spacing that holds least, as
 in Chen et al.'s sublinear-memory training); the other residuals are recomputed
 from them, and the budget's slack keeps the residuals dearest to recompute per
-byte. Each candidate is checked by simulating the program on sizes alone. The
-rule is a sound heuristic, not an optimum: values are always recomputed from
-their real inputs.
+byte. Below what that two-level plan can hold, the spine is reversed by binomial
+checkpointing (Griewank's revolve): a few cuts are held, and each recomputation
+holds the cuts of revolve's schedule, so that no step runs more often than the
+number of checkpoints forces (at most 8 times more). Each candidate is checked by
+simulating the program on sizes alone. On a general DAG the rule is a sound
+heuristic, not an optimum: values are always recomputed from their real inputs.
 
 Sizes and costs come from one run of the program (:func:`measure_program`)
 through two hooks of the primitive set: :meth:`tidu.Primitive.value_nbytes`
@@ -37,6 +40,7 @@ and :meth:`tidu.Primitive.recompute_cost`.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import math
@@ -236,7 +240,12 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
         return _Simulation(plan, set(), set(), emit=True).run()
     checkpoints, smallest = _fewest_bytes_held(plan)
     dropped = plan.residuals - checkpoints
-    if smallest > budget:
+    if smallest > budget:               # below the two-level plan: revolve on the spine
+        revolved, revolve_smallest = _revolve(plan, budget)
+        if revolved is not None:
+            return revolved
+        if revolve_smallest is not None:
+            smallest = min(smallest, revolve_smallest)
         raise MemoryBudgetError(
             f"rematerialize: a budget of {budget} bytes is below what this program of "
             f"{len(plan.ops)} operations needs when it recomputes what it can; the smallest "
@@ -362,6 +371,82 @@ def _fewest_bytes_held(plan: "_Plan") -> tuple[set, int]:
     return set(tried[best][1]), tried[best][0]
 
 
+def _binomial(snapshots: int, repetitions: int) -> int:
+    """β(s, r) = C(s + r, s): the most steps ``s`` checkpoints (the start's included) reverse
+    when no step runs more than ``r`` times more (Griewank)."""
+    return math.comb(snapshots + repetitions, snapshots)
+
+
+def _repetitions(steps: int, snapshots: int) -> int:
+    """The fewest repetitions ``r`` with β(snapshots, r) >= steps."""
+    r = 0
+    while _binomial(snapshots, r) < steps:
+        r += 1
+    return r
+
+
+def _split(steps: int, snapshots: int) -> int:
+    """Revolve's first checkpoint, ``m`` steps from the start, for reversing ``steps`` steps
+    with ``snapshots`` checkpoints (the start's included) in the fewest step runs, ``r``
+    repetitions at most: every ``m`` in ``[max(β(s, r-2), n - β(s-1, r)),
+    min(β(s, r-1), n - β(s-1, r-1))]`` is optimal (checked against the exhaustive
+    recurrence in ``tests/test_remat.py``); the largest is taken.
+
+    >>> [_split(10, 3), _split(10, 2), _split(2, 5)]
+    [4, 6, 1]
+    """
+    if steps < 2:
+        return 1
+    r = _repetitions(steps, snapshots)
+    upper = min(_binomial(snapshots, r - 1), steps - _binomial(snapshots - 1, r - 1))
+    return max(1, min(steps - 1, upper))
+
+
+def _descent(start: int, target: int, free: int) -> list:
+    """The steps after which to hold a checkpoint, recomputing from the one after ``start``
+    (-1: the arguments) to make step ``target``'s values, with ``free`` checkpoints
+    to spare: revolve's schedule, one split at a time to the right.
+
+    >>> _descent(-1, 9, 2)              # 10 steps, the start and 2 checkpoints
+    [3, 6]
+    """
+    held = []
+    while free > 0 and target - start > 1:
+        start += _split(target - start, free + 1)
+        held.append(start)
+        free -= 1
+    return held
+
+
+def _revolve(plan: "_Plan", budget: int) -> "tuple[Rematerialized | None, int | None]":
+    """The program under binomial checkpointing with as many checkpoints as ``budget``
+    allows (bisection on their number; no step run more than 8 times more), or ``None``,
+    with the smallest peak it reaches (``None``: the program is no chain)."""
+    cuts = plan.spine[0]
+    n = len(cuts)
+    if n < 3:
+        return None, None
+
+    def run(slots: int, emit: bool = False) -> Rematerialized:
+        kept = {cuts[j][1] for j in _descent(-1, n - 1, slots)}
+        return _Simulation(plan, kept, plan.residuals - kept, emit, slots).run()
+
+    low = 1
+    while _repetitions(n, low + 1) > 8:
+        low += 1
+    high = max(low, min(n - 1, 2 * math.isqrt(2 * n)))
+    smallest = run(low).peak
+    if smallest > budget:
+        return None, smallest
+    while high > low:                       # the most checkpoints that fit
+        middle = (low + high + 1) // 2
+        if run(middle).peak <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return run(low, emit=True), smallest
+
+
 class _Plan:
     """``graph`` as integers (value ids, each operation's input and output ids, the reads of
     each value), its turn, its residuals and where its forward half can be cut."""
@@ -484,7 +569,23 @@ class _Plan:
         residual_bytes = [0] * (max(depth, default=0) + 1)
         for i in self.residuals:
             residual_bytes[depth[i]] += self.size[i]
+        self.chain_depth = depth
         return sorted((depth[v], v) for v in spine if depth[v] in cut_at), residual_bytes
+
+    @functools.cached_property
+    def cut_values(self) -> set:
+        """The spine's cuts, as a set of value ids."""
+        return {v for _, v in self.spine[0]}
+
+    @functools.cached_property
+    def step_of(self) -> list:
+        """Per value, the index of the first cut at or below its chain depth: the *step*
+        of the chain that makes it (-1: off the chain, made from the arguments)."""
+        cuts, _ = self.spine
+        cut_depths = [d for d, _ in cuts]
+        depth = self.chain_depth
+        return [bisect.bisect_left(cut_depths, depth[v]) if depth[v] > 0 else -1
+                for v in range(len(self.keys))]
 
     def reach(self, dropped: set) -> list:
         """For each value, the last read of a ``dropped`` residual made from it: until then
@@ -521,8 +622,19 @@ class _Simulation:
     turn and recomputed, from the values held, where the backward half reads them.
     With ``emit``, the operations run (copies included) make the new graph."""
 
-    def __init__(self, plan: _Plan, kept: set, dropped: set, emit: bool = False) -> None:
+    def __init__(self, plan: _Plan, kept: set, dropped: set, emit: bool = False,
+                 slots: int | None = None) -> None:
         self.plan, self.kept, self.dropped = plan, kept, dropped
+        # Binomial checkpointing (revolve): ``slots`` cut values may be held at once; a
+        # recomputation in the backward half holds the cuts of revolve's schedule and the
+        # residuals of the steps read next, and lets the other values it makes go.
+        self.slots = slots
+        self.snapshots: set = set()       # cut values held as revolve's checkpoints
+        self.designated: set = set()      # cuts the running recomputation is to hold
+        self.transient: set = set()       # values held only for the frame that asked
+        self.current = -2                 # the step the running recomputation is for
+        if slots is not None:
+            self.designated = set(kept)   # the forward half's checkpoints
         n = len(plan.keys)
         self.resident = [False] * n
         self.sources: list = []             # heap of (reach, value): values held for copies
@@ -625,6 +737,8 @@ class _Simulation:
         if all(resident[i] or given[i] for i in plan.ins[position]):
             self._emit(position, False, (), None)  # the common case: nothing to recompute
             return
+        if self.slots is not None and self.now >= plan.turn:
+            self._plan_descent([i for i in plan.ins[position] if not (resident[i] or given[i])])
         frames = [(position, False, [], ())]   # (operation, a copy?, pinned, values asked)
         while frames:
             q, copy, pinned, asked = frames[-1]
@@ -643,12 +757,41 @@ class _Simulation:
                 elif i not in missing:
                     missing.append(i)
             if missing:
+                if self.slots is not None:   # one at a time, the chain's first: what
+                    # comes from the arguments is made last, and held by this frame only
+                    missing = [max(missing, key=plan.step_of.__getitem__)]
                 for i in missing:
                     frames.append((plan.producer[i], True, [], (i,)))
                 continue
             self._emit(q, copy, asked, frames[-2][2] if copy else None)
             self._release(pinned)
             frames.pop()
+        if self.transient:
+            self._let_go_of_transients(len(plan.keys))
+
+    def _plan_descent(self, missing: list) -> None:
+        """Revolve's schedule for the recomputation about to run: from the latest cut held
+        below the step of ``missing``, the cuts to hold (:func:`_descent`)."""
+        plan = self.plan
+        step_of, cuts = plan.step_of, plan.spine[0]
+        target = max(step_of[i] for i in missing)
+        self.current = target
+        start = max((step_of[v] for v in self.snapshots if step_of[v] < target), default=-1)
+        free = self.slots - len(self.snapshots)
+        self.designated = {cuts[j][1] for j in _descent(start, target, free)}
+
+    def _let_go_of_transients(self, before_step: int) -> None:
+        """Drop the values held for this recomputation only, of steps before ``before_step``
+        (the chain's state has moved past them), unless a waiting frame pins them."""
+        step_of = self.plan.step_of
+        for i in [i for i in self.transient if step_of[i] < before_step and self.pins[i] == 0]:
+            self._drop(i)
+
+    def _holds(self, o: int) -> bool:
+        """Revolve: whether a value recomputed in the backward half is held past its use."""
+        if o in self.designated or o in self.snapshots:
+            return True
+        return self.plan.step_of[o] >= self.current - 1   # off the chain (-1): from arguments
 
     def _wanted(self, i: int) -> bool:
         """Whether value ``i`` is read again by the program (or is an output)."""
@@ -666,13 +809,23 @@ class _Simulation:
         if copy:
             self.recomputed += 1
             self.recompute_cost += plan.cost[q]
+        revolving = waiting is not None and self.slots is not None and self.now >= plan.turn
         ids = self._add_operation(q, copy)
         for o, local in zip(plan.outs[q], ids):
             if self.resident[o] or not (o in asked or self._wanted(o)):
                 continue                     # a copy's output still held, or nobody's
+            transient = revolving and not self._holds(o)
+            if transient and o not in asked:
+                continue
             self.local[o] = local
             self.resident[o] = True
             self.held += plan.size[o]
+            if transient:
+                self.transient.add(o)
+            elif o in self.designated:
+                self.snapshots.add(o)
+            if revolving and o in self.plan.cut_values:      # the chain moved past
+                self._let_go_of_transients(self.plan.step_of[o])
             if o in asked:
                 self.pins[o] += 1
                 waiting.append(o)
@@ -696,7 +849,8 @@ class _Simulation:
         """Unpin values a frame held; retire those the program reads no more."""
         for i in pinned:
             self.pins[i] -= 1
-            if self.pins[i] == 0 and self.resident[i] and not self._wanted(i):
+            if self.pins[i] == 0 and self.resident[i] and i not in self.transient \
+                    and not self._wanted(i):
                 self._retire(i)
 
     # --- memory -----------------------------------------------------------------------
@@ -705,7 +859,9 @@ class _Simulation:
         """Value ``i`` was read for the last time. Hold it while a residual made from it
         may need recomputing (before the turn, only if it is a checkpoint); else let go."""
         reach = self.reach[i]
-        if reach > self.now and (i in self.kept or self.now >= self.plan.turn):
+        if i in self.transient:
+            self._drop(i)
+        elif reach > self.now and (i in self.kept or self.now >= self.plan.turn):
             heapq.heappush(self.sources, (reach, i))
         else:
             self._drop(i)
@@ -713,3 +869,5 @@ class _Simulation:
     def _drop(self, i: int) -> None:
         self.resident[i] = False
         self.held -= self.plan.size[i]
+        self.snapshots.discard(i)
+        self.transient.discard(i)
