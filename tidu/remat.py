@@ -631,7 +631,7 @@ class _Simulation:
         self.slots = slots
         self.snapshots: set = set()       # cut values held as revolve's checkpoints
         self.designated: set = set()      # cuts the running recomputation is to hold
-        self.transient: set = set()       # values held only for the frame that asked
+        self.transient: set = set()       # held for this recomputation, until the chain moves on
         self.current = -2                 # the step the running recomputation is for
         if slots is not None:
             self.designated = set(kept)   # the forward half's checkpoints
