@@ -120,23 +120,18 @@ def test_binomial_splits_are_optimal():
     from tidu.remat import _split
 
     @lru_cache(None)
-    def fewest(l, s):
+    def step_runs(l, s, by_split):
+        """Step runs to reverse ``l`` steps: with revolve's split, or the fewest of all."""
         if l == 1:
             return 1
         if s == 1:
             return l * (l + 1) // 2
-        return min(m + fewest(l - m, s - 1) + fewest(m, s) for m in range(1, l))
+        splits = [_split(l, s)] if by_split else range(1, l)
+        return min(m + step_runs(l - m, s - 1, by_split) + step_runs(m, s, by_split)
+                   for m in splits)
 
-    @lru_cache(None)
-    def by_split(l, s):
-        if l == 1:
-            return 1
-        if s == 1:
-            return l * (l + 1) // 2
-        m = _split(l, s)
-        return m + by_split(l - m, s - 1) + by_split(m, s)
-
-    assert all(by_split(l, s) == fewest(l, s) for l in range(1, 90) for s in range(1, 7))
+    assert all(step_runs(l, s, True) == step_runs(l, s, False)
+               for l in range(1, 90) for s in range(1, 7))
 
 
 @pytest.mark.parametrize("fraction", [0.03, 0.015])
