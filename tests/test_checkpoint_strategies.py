@@ -341,3 +341,51 @@ def test_small_values_are_always_kept():
     with checkpoint_strategy("balanced"):
         z = tnp.sin(x) + tnp.sin(x)
     assert z.grad_fn.dropped is None and len(z.grad_fn.saved_values) == 3
+
+
+def test_lists_in_place_ops_and_index_arrays_keep_their_gradients():
+    """Hostile programs under each strategy, against a recording that keeps everything:
+    tensors stacked from a list, an in-place ``+=``, a gather by an index array that is
+    written to after the forward, and a NumPy conversion of a value with no gradient."""
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal((16, 16))
+
+    def run():
+        x = tensor(x0, requires_grad=True)
+        index = np.array([3, 1, 4, 1, 5])
+        rows = [tnp.sin(x[i]) for i in range(4)]
+        stacked = tnp.stack(rows + [tnp.tanh(x[5])])
+        stacked += 1.0
+        picked = stacked[:, index] * tnp.exp(x[0, :5])
+        index[:] = 0                                  # the forward read it; backward must not
+        scale = float(np.asarray(picked.detach()).sum())   # a constant, as documented
+        loss = (picked * picked).sum() * scale
+        return loss.backward().grad(x)
+
+    results = {}
+    for name in STRATEGIES:
+        with checkpoint_strategy(name):
+            results[name] = run()
+    with keeping_everything():
+        reference = run()
+    for name, g in results.items():
+        assert np.array_equal(g, reference), name
+
+
+def test_functional_transforms_inside_a_balanced_block():
+    """``grad``, ``vmap`` and ``jit`` trace their own values; a strategy block around them
+    (or around a Tensor program that calls them) changes no result."""
+    w0 = np.random.default_rng(9).standard_normal((4, 4)) / 2
+
+    def f(w):
+        return tnp.sum(tnp.tanh(w @ w) * w)
+
+    plain = (tnp.grad(f)(w0), tnp.jit(tnp.grad(f))(w0), tnp.vmap(tnp.grad(f))(np.stack([w0, w0])))
+    with checkpoint_strategy("balanced"):
+        inside = (tnp.grad(f)(w0), tnp.jit(tnp.grad(f))(w0),
+                  tnp.vmap(tnp.grad(f))(np.stack([w0, w0])))
+        w = tensor(w0, requires_grad=True)
+        eager = f(w).backward().grad(w)
+    for a, b in zip(plain, inside):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    assert np.allclose(eager, plain[0], rtol=1e-12, atol=1e-12)
