@@ -766,8 +766,8 @@ class _Simulation:
             self._emit(q, copy, asked, frames[-2][2] if copy else None)
             self._release(pinned)
             frames.pop()
-        if self.transient:
-            self._let_go_of_transients(len(plan.keys))
+        if self.transient:                    # the recomputation is done
+            self._let_go_of_transients(math.inf)
 
     def _plan_descent(self, missing: list) -> None:
         """Revolve's schedule for the recomputation about to run: from the latest cut held
@@ -780,7 +780,7 @@ class _Simulation:
         free = self.slots - len(self.snapshots)
         self.designated = {cuts[j][1] for j in _descent(start, target, free)}
 
-    def _let_go_of_transients(self, before_step: int) -> None:
+    def _let_go_of_transients(self, before_step: float) -> None:
         """Drop the values held for this recomputation only, of steps before ``before_step``
         (the chain's state has moved past them), unless a waiting frame pins them."""
         step_of = self.plan.step_of

@@ -202,6 +202,8 @@ class Rematerializer:
         """``values`` (the node's data in a plan's load order: inputs, outputs, retained)
         with the entries at ``positions`` that the node did not keep put back (positions
         past the node's data, a plan's seeds, are skipped)."""
+        if node.dropped is None:                      # it kept everything
+            return values
         n_inputs, n_values = len(node.inputs), len(values)
         for position in positions:
             if position < n_values and values[position] is None:

@@ -129,8 +129,7 @@ class _RecordedBackward(NodeStep):
         if not runner.hooked:
             values = [item.data for item in node.inputs]
             values += node.output_data
-            if node.dropped is not None:
-                runner.remat.fill(node, values, plan.reads)
+            runner.remat.fill(node, values, plan.reads)
             values += [seed.data for seed in seeds]
             return runner.fused_outputs(node, plan, values)
         data = iter([seed.data for seed in seeds])

@@ -134,8 +134,7 @@ def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor
             continue
         plan = tangent_plan(node, with_tangent, ctx, plans)
         values = node_data(node, plan.data_keys)
-        if node.dropped is not None:
-            remat.fill(node, values, plan.reads)
+        remat.fill(node, values, plan.reads)
         values += [get(inputs[p].key) for p in with_tangent]
         results = _run(plan, executor, values, node)
         for key, index in zip(node.output_keys, plan.output_positions):
@@ -218,8 +217,7 @@ class _Pairs(NodeStep):
         hvp = hvp_plan(plan, tuple([t is not None for t in input_tangents]),
                        tuple([t is not None for t in seed_tangents]), wanted)
         values = node_data(node, plan.data_keys)
-        if node.dropped is not None:
-            self.runner.remat.fill(node, values, hvp.reads)
+        self.runner.remat.fill(node, values, hvp.reads)
         values += group_sums(plan.seed_groups, cotangent_out, self.executor.add_operands)
         values += [t for t in input_tangents if t is not None]
         values += [t for t in seed_tangents if t is not None]

@@ -536,9 +536,9 @@ def data_reads(recorded: RecordedGraph, active_inputs: tuple, data_keys: tuple =
     plans = plans_for(None)
     op = recorded.primitive
     key = (_READS, op, active_inputs)
-    reads = plans.get(key, _UNBUILT) if op is not None else _UNBUILT   # composites: built
-    if reads is _UNBUILT:                                                # plans are kept
-
+    # a primitive's reads are kept per op; a composite's plan is kept on its graph
+    reads = plans.get(key, _UNBUILT) if op is not None else _UNBUILT
+    if reads is _UNBUILT:
         try:
             plan = recorded_plan(recorded, data_keys, active_inputs,
                                  tuple(range(recorded.output_count)), None, plans)

@@ -356,9 +356,7 @@ class NodeRunner:
     def primal_data(self, node, plan: BackwardPlan) -> dict:
         """The primal values ``plan.linear`` reads, by key: the node's data, and what
         ``execute_forward`` replays of the plan's replay graph."""
-        values = node_data(node, plan.data_keys)
-        if node.dropped is not None:
-            self.remat.fill(node, values, plan.hook_reads)
+        values = self.remat.fill(node, node_data(node, plan.data_keys), plan.hook_reads)
         data = {key: value for key, value in zip(plan.input_keys + plan.output_keys
                                                  + plan.data_keys, values)
                 if value is not None}

@@ -81,7 +81,8 @@ from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, lib
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
-from primitives.tensor.eager.strategy import block as _block, process_strategy as _process
+from primitives.tensor.eager.strategy import block as _block, current_strategy
+from primitives.tensor.eager.strategy import process_strategy as _process
 from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
 from primitives.tensor.transforms.functional import FunctionalError, Traced, unmark_checkpointed
 
@@ -426,6 +427,7 @@ class Tensor(ArrayOperators, Frontend):
             recorded = _recorded[op]
         except (KeyError, TypeError):           # new, or an unhashable op
             recorded = _recorded_graph(op)
+        # current_strategy(), inlined: the eager hot path
         trace = _recorder.record(recorded, inputs, results, None, _block.strategy or _process[0])
         if len(results) == 1:               # the common case, without the loop
             result = results[0]
@@ -817,7 +819,7 @@ def checkpoint(f, policy=None):
         kept = {key: traced.trace.values[key] for op_key in graph.operation_keys
                 if saves(policy, op_key.operation) for key in op_key.output_keys()}
         records = _recorder.record_graph(recorded, inputs, traced.outputs, kept,
-                                         _block.strategy or _process[0])
+                                         current_strategy())
         outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
                 else new_tensor(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]
