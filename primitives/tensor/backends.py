@@ -358,7 +358,12 @@ def operands(inputs: Sequence, op=None) -> tuple:
     >>> xp.name, args[1]
     ('numpy', 1.5)
     """
-    kind = type(inputs[0]) if inputs else np.ndarray
+    for x in inputs:
+        if _BY_TYPE.get(type(x)) is not NUMPY:
+            break
+    else:                       # NumPy arrays and scalars (a 0-d ufunc's result), numbers
+        return NUMPY.xp, inputs
+    kind = type(inputs[0])
     for x in inputs:
         if type(x) is not kind:
             break

@@ -91,55 +91,64 @@ class CheckpointStrategy:
         ...                                       (0,))
         ((True,), (False,))
         """
+        keeping = self._keeping(recorded, active, retained)
+        return None if keeping is None else keeping[:2]
+
+    def _keeping(self, recorded, active: tuple, retained) -> tuple | None:
+        """``kept_slots``, and the input positions and output slots whose values a node may
+        let go (the others it keeps whatever their size): cached on ``recorded``."""
         cache = recorded.kept_slots
-        key = (self.name, active, tuple(retained) if retained else ())
-        kept = cache.get(key, _UNKNOWN)
-        if kept is _UNKNOWN:
-            reads = data_reads(recorded, active, key[2])
+        key = (self.name, active, tuple(retained)) if retained else (self.name, active)
+        keeping = cache.get(key, _UNKNOWN)
+        if keeping is _UNKNOWN:
+            reads = data_reads(recorded, active, tuple(retained) if retained else ())
             if reads is None:
-                kept = None
+                keeping = None
             else:
                 n_inputs = len(recorded.input_keys)
                 if self.recomputes_memory_bound:   # memory-bound work is done again
                     outputs = (not _memory_bound(recorded.primitive),) * recorded.output_count
                 else:
                     outputs = reads[n_inputs:]
-                kept = (reads[:n_inputs], outputs)
+                inputs = reads[:n_inputs]
+                keeping = (inputs, outputs,
+                           tuple(i for i, read in enumerate(inputs)
+                                 if not read or self.recomputes_memory_bound),
+                           tuple(i for i, kept in enumerate(outputs) if not kept))
             if len(cache) >= 64:
                 cache.clear()
-            cache[key] = kept
-        return kept
+            cache[key] = keeping
+        return keeping
 
     def trace(self, recorded, inputs: tuple, active: tuple, output_keys: tuple, outputs: tuple,
               retained) -> Trace:
         """The node of one invocation, keeping what this strategy keeps (``Recorder.record``)."""
-        kept = self.kept_slots(recorded, active, retained)
-        if kept is None:
+        keeping = recorded.kept_slots.get((self.name, active), _UNKNOWN) if not retained \
+            else _UNKNOWN                       # _keeping's cache, looked up inline: hot path
+        if keeping is _UNKNOWN:
+            keeping = self._keeping(recorded, active, retained)
+        if keeping is None:
             return Trace(recorded, inputs, active, output_keys, outputs, retained)
-        reads, keep = kept
-        balanced = self.recomputes_memory_bound
+        reads, _, maybe_dropped_inputs, dropped_outputs = keeping
         kept_inputs = None
-        position = 0
-        for item in inputs:
+        for position in maybe_dropped_inputs:
+            item = inputs[position]
             producer = item.trace
-            if producer is not None and (not reads[position] or (
-                    balanced and _memory_bound(producer.recorded.primitive))) and \
+            if producer is not None and (not reads[position] or _memory_bound(
+                    producer.recorded.primitive)) and \
                     getattr(item.data, "nbytes", 0) >= SMALL_BYTES:
                 if kept_inputs is None:
                     kept_inputs = list(inputs)
                 kept_inputs[position] = EagerInput(item.key, producer, item.requires_grad, None)
-            position += 1
         refs = None
-        slot = 0
-        for value in outputs:
-            if not keep[slot] and getattr(value, "nbytes", 0) >= SMALL_BYTES \
-                    and type(value).__weakrefoffset__:
+        for slot in dropped_outputs:
+            value = outputs[slot]
+            if getattr(value, "nbytes", 0) >= SMALL_BYTES and type(value).__weakrefoffset__:
                 if refs is None:
                     refs = [None] * len(outputs)
                     outputs = list(outputs)
                 refs[slot] = weakref.ref(value)
                 outputs[slot] = None
-            slot += 1
         if kept_inputs is None and refs is None:
             return Trace(recorded, inputs, active, output_keys, outputs, retained)
         return Trace(recorded, inputs if kept_inputs is None else tuple(kept_inputs), active,

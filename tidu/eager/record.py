@@ -239,20 +239,19 @@ class Recorder:
             raise _not_recorded(graph) from None
         if wrong_counts:
             raise _count_error(graph, inputs, outputs)
-        active = []
-        for position, item in enumerate(inputs):
-            if item.requires_grad:
-                if not isinstance(item.key, ValueKey):
-                    raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
-                                          f"{item.key!r} is not a ValueKey")
-                active.append(position)
+        active = tuple([position for position, item in enumerate(inputs) if item.requires_grad])
         if not active:
             return None
+        for position in active:
+            key = inputs[position].key
+            if not isinstance(key, ValueKey):
+                raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
+                                      f"{key!r} is not a ValueKey")
         if strategy is not None:
-            return strategy.trace(graph, tuple(inputs), tuple(active),
+            return strategy.trace(graph, tuple(inputs), active,
                                   self._fresh_keys(graph.output_count), tuple(outputs),
                                   retained_values)
-        return Trace(graph, tuple(inputs), tuple(active), self._fresh_keys(graph.output_count),
+        return Trace(graph, tuple(inputs), active, self._fresh_keys(graph.output_count),
                      tuple(outputs), retained_values)
 
     def _fresh_keys(self, count: int) -> tuple:

@@ -106,7 +106,10 @@ class GraphBuilder:
         self._inputs: list[int] = []
         self._outputs: tuple[int, ...] = ()
         self._parents: list[Graph] = []
-        self._counts: dict = {}                   # op -> (input_count, output_count)
+        # id(op) -> (op, (input_count, output_count)): each op checked once per builder,
+        # found by identity (an op's own hash and equality can cost more than the lookup);
+        # the entry holds the op, so its id is not reused while the builder lives
+        self._counts: dict = {}
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -126,13 +129,16 @@ class GraphBuilder:
 
     def add_operation(self, op, inputs: Sequence, role: OperationRole = PRIMARY) -> list[int]:
         """Add ``op`` applied to ``inputs`` (``Local``/``External``); return its output ids."""
-        try:
-            counts = self._counts.get(op)
-        except TypeError:
-            raise InvalidOperationError(f"operation {op_name(op)} is not hashable") from None
-        if counts is None:
-            counts = self._counts[op] = operation_counts(op)
-        n_in, n_out = counts
+        entry = self._counts.get(id(op))
+        if entry is not None and entry[0] is op:
+            n_in, n_out = entry[1]
+        else:
+            try:
+                hash(op)                    # (the first complaint, before "not an operation")
+            except TypeError:
+                raise InvalidOperationError(f"operation {op_name(op)} is not hashable") from None
+            n_in, n_out = operation_counts(op)
+            self._counts[id(op)] = (op, (n_in, n_out))
         try:
             n_given = len(inputs)
         except TypeError:                   # a generator, say: read it once
@@ -167,7 +173,12 @@ class GraphBuilder:
         keys = self._keys
         op_key, made = intern_operation_outputs(op, input_keys, role, n_out)
         if made is None:                   # an existing key: maybe already in this builder
-            made = [derived_key(op_key, slot) for slot in range(n_out)]
+            if n_out == 1:                 # (derived_key's lookup, inline: the hot path)
+                ref = op_key._out
+                found = ref() if ref is not None else None
+                made = (found if found is not None else derived_key(op_key, 0),)
+            else:
+                made = [derived_key(op_key, slot) for slot in range(n_out)]
             first = self._index.get(made[0])
             if first is not None:
                 return first
@@ -238,8 +249,11 @@ class GraphBuilder:
 
     def global_key(self, id: int) -> ValueKey:
         """The global :class:`ValueKey` of local value ``id``."""
+        keys = self._keys
+        if type(id) is int and 0 <= id < len(keys):     # the common case, checked inline
+            return keys[id]
         self._check_id(id)
-        return self._keys[id]
+        return keys[id]
 
     def local_id(self, key: ValueKey) -> int | None:
         """The local id of ``key`` in this builder, or ``None``."""

@@ -140,13 +140,21 @@ def new_tensor(data: np.ndarray, requires_grad: bool = False, key=None, trace=No
 # Backward keeps the cotangents of the leaves and of the computed tensors still referenced:
 # the only ones Gradients.grad can be asked for. The rest are freed after their last use,
 # so backward's peak memory is about the forward's (see docs/performance.md).
-_referenced: dict = {}         # key of a recorded op's output -> weak reference to its Tensor
+_referenced: dict = {}         # key of a leaf or recorded op's output -> weak ref to its Tensor
 _referenced_limit = [1024]     # size at which dead references are next dropped
+
+
+def _register_leaf(key, leaf: "Tensor") -> None:
+    """Let backward find ``leaf`` by ``key`` (for ``.grad``) and keep its cotangent."""
+    _leaves[key] = leaf
+    _referenced[key] = weakref.ref(leaf)
 
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = new_tensor(data, True, key, trace)
+    t = Tensor.__new__(Tensor)                  # new_tensor, inlined: the eager hot path
+    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
+    t._exposed = False
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -156,7 +164,7 @@ def _computed(data: np.ndarray, key, trace) -> "Tensor":
 def _drop_dead_references() -> None:
     # Other threads insert without the lock. dict.copy runs no Python code, so no thread
     # switch can resize the dict under it (building a list of items can: its allocations
-    # may start the garbage collector). Keys are fresh per op, so a pop drops no live entry.
+    # may start the garbage collector). Keys are fresh per op and leaf: a pop drops no live entry.
     with _leaf_key_lock:
         for key, ref in _referenced.copy().items():
             if ref() is None:
@@ -170,10 +178,8 @@ class _StillReferenced:
     __slots__ = ()
 
     def __contains__(self, key) -> bool:
-        ref = _referenced.get(key)              # computed tensors first: most keys are theirs
-        if ref is not None:
-            return ref() is not None
-        return key in _leaves
+        ref = _referenced.get(key)
+        return ref is not None and ref() is not None
 
 
 _STILL_REFERENCED = _StillReferenced()
@@ -279,7 +285,7 @@ class Tensor(ArrayOperators, Frontend):
                                   f"got dtype {self.dtype}")
         self._requires_grad = value
         if value and self._key is not None:
-            _leaves[self._key] = self          # a key made earlier must still find this leaf
+            _register_leaf(self._key, self)    # a key made earlier must still find this leaf
 
     @property
     def grad(self):
@@ -342,7 +348,7 @@ class Tensor(ArrayOperators, Frontend):
                 if key is None:
                     key = Input(_recorder.key_source.fresh_input_key())
                     if self._requires_grad:
-                        _leaves[key] = self
+                        _register_leaf(key, self)
                     self._key = key
         return key
 
@@ -395,33 +401,36 @@ class Tensor(ArrayOperators, Frontend):
     @classmethod
     def bind(cls, op, args) -> list:
         data = []
-        requires_grad = False
+        inputs = []                     # per argument: its EagerInput if it requires grad
+        differentiated = None           # the type of the first array that requires grad
+        mixed = False
         for a in args:
             if isinstance(a, Tensor):
-                data.append(_owned_data(a) if a._exposed else a._data)
+                d = _owned_data(a) if a._exposed else a._data
+                data.append(d)
                 if a._requires_grad:
-                    requires_grad = True
+                    if differentiated is None:
+                        differentiated = type(d)
+                    elif type(d) is not differentiated:
+                        mixed = True
+                    key = a._key
+                    inputs.append(EagerInput(a.key if key is None else key, a._trace, True, d))
+                    continue
             else:
                 data.append(a if type(a) is np.ndarray else as_array(a))
-        if not requires_grad:
+            inputs.append(None)
+        if differentiated is None:
             return [new_tensor(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
-        inputs = []
-        differentiated = None           # the type of the first array that requires grad
-        for position, a in enumerate(args):
-            if isinstance(a, Tensor) and a._requires_grad:
-                if differentiated is None:
-                    differentiated = type(data[position])
-                elif type(data[position]) is not differentiated:
-                    _check_one_library(op, args, data)
-                key = a._key
-                inputs.append(EagerInput(a.key if key is None else key, a._trace, True,
-                                         data[position]))
-                continue
-            d = data[position]
-            if (d is a or is_view(d)) and not isinstance(a, Tensor):
-                # the caller's array, saved: it may write to it
-                d = data[position] = _saved_constant(d)
-            inputs.append(EagerInput(_CONSTANT, None, False, d))
+        if mixed:
+            _check_one_library(op, args, data)
+        if None in inputs:                  # constants: recorded as such
+            for position, a in enumerate(args):
+                if inputs[position] is None:
+                    d = data[position]
+                    if (d is a or is_view(d)) and not isinstance(a, Tensor):
+                        # the caller's array, saved: it may write to it
+                        d = data[position] = _saved_constant(d)
+                    inputs[position] = EagerInput(_CONSTANT, None, False, d)
         results = [r if type(r) is np.ndarray else _as_array(r) for r in op.eval(None, data)]
         try:
             recorded = _recorded[op]

@@ -26,8 +26,8 @@ from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorIndexError, TensorNotSupportedError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, broadcast_to, first, multiply, normalize_axis,
-                                              operand, reshape, transpose)
+from primitives.tensor.numpy.lowering import (add, broadcast_to, cached_op, first, multiply,
+                                              normalize_axis, operand, reshape, transpose)
 from primitives.tensor.ops.indexing import CheckIndex, Gather, Rev, Slice, checked_indices
 
 __all__ = ["getitem", "take"]
@@ -61,7 +61,10 @@ def _index_entries(key, ndim: int) -> list:
     key = key if isinstance(key, tuple) else (key,)
     entries, ellipsis_at, consumed = [], None, 0
     for k in key:
-        if k is None:
+        if type(k) is int:                          # (the common case, first)
+            entries.append(("int", k))
+            consumed += 1
+        elif k is None:
             entries.append(("none", None))
         elif k is Ellipsis:
             if ellipsis_at is not None:
@@ -136,8 +139,12 @@ def getitem(x, key):
             else:
                 start, limit, stride = 0, 0, 1
         elif kind == "int" and not advanced:
-            (index,) = index_array(value, size, axis).reshape(1)
-            start, limit = int(index), int(index) + 1
+            if -size <= value < size:           # (a Python int in range: checked here)
+                start = value + size if value < 0 else value
+            else:                               # NumPy's IndexError
+                (start,) = index_array(value, size, axis).reshape(1)
+                start = int(start)
+            limit = start + 1
         else:                                     # an array, or an int among arrays
             arrays[position] = (axis, index_array(value, size, axis))
         starts.append(start), limits.append(limit), strides.append(stride)
@@ -145,7 +152,8 @@ def getitem(x, key):
         axis += 1
     if (tuple(starts), tuple(limits), tuple(strides)) != ((0,) * len(shape), shape,
                                                           (1,) * len(shape)):
-        x = first(bind(Slice(tuple(starts), tuple(limits), tuple(strides), shape), x))
+        x = first(bind(cached_op(Slice, tuple(starts), tuple(limits), tuple(strides), shape),
+                       x))
     if flips:
         x = first(bind(Rev(tuple(flips)), x))
     sizes = dict(enumerate(sliced))

@@ -56,10 +56,11 @@ from primitives.tensor.core import array_below, bind, data_of, dtype_of, shape_o
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
-from primitives.tensor.numpy.lowering import (abs, astype, broadcast_to, conj, divide, equal,
-                                              greater, imag, max, min, multiply, no_out,
-                                              normalize_axis, not_equal, operand, power, real,
-                                              reshape, sqrt, subtract, sum, transpose, where)
+from primitives.tensor.numpy.lowering import (abs, astype, broadcast_to, cached_op, conj, divide,
+                                              dtype_name, equal, greater, imag, max, min,
+                                              multiply, no_out, normalize_axis, not_equal,
+                                              operand, power, real, reshape, sqrt, subtract, sum,
+                                              transpose, where)
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.linalg import (
     Cholesky,
@@ -119,11 +120,14 @@ class SlogdetResult(NamedTuple):
 # --- operands --------------------------------------------------------------------------------
 
 
+_LINALG_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
 def _linalg_dtype(dtype: np.dtype, fn: str) -> np.dtype:
     """The dtype NumPy's linalg computes in: integers and booleans as float64."""
     if dtype.kind in "biu":
         return np.dtype(np.float64)
-    if dtype in (np.float32, np.float64, np.complex64, np.complex128):
+    if dtype in _LINALG_DTYPES:
         return dtype
     raise TensorTypeError(f"linalg.{fn}: array type {dtype} is unsupported in linalg")
 
@@ -183,13 +187,15 @@ def solve(a, b):
         raise TensorShapeError(f"linalg.solve: shapes {shape_of(a)} and {b_shape} do not fit: "
                                f"b needs {n} rows")
     try:
-        batch = tuple(np.broadcast_shapes(shape_of(a)[:-2], shape_of(b)[:-2]))
+        batch = shape_of(a)[:-2]
+        if shape_of(b)[:-2] != batch:
+            batch = tuple(np.broadcast_shapes(batch, shape_of(b)[:-2]))
     except ValueError:
         raise TensorShapeError(f"linalg.solve: the batch axes of shapes {shape_of(a)} and "
                                f"{b_shape} cannot be broadcast together") from None
     a = broadcast_to(a, batch + (n, n))
     b = broadcast_to(b, batch + shape_of(b)[-2:])
-    x = bind(Solve(shape_of(b), dtype.name), a, b)[0]
+    x = bind(cached_op(Solve, shape_of(b), dtype_name(dtype)), a, b)[0]
     return reshape(x, batch + (n,)) if vector else x
 
 
@@ -288,7 +294,7 @@ def cholesky(a, /, *, upper: bool = False):
     a = _matrices(a, "cholesky")
     if upper:
         a = _matrix_transpose(a, conjugate=True)
-    factor = bind(Cholesky(shape_of(a), dtype_of(a).name), a)[0]
+    factor = bind(cached_op(Cholesky, shape_of(a), dtype_name(dtype_of(a))), a)[0]
     return _matrix_transpose(factor, conjugate=True) if upper else factor
 
 

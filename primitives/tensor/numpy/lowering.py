@@ -31,6 +31,7 @@ It imports :mod:`.dispatch` only, of the NumPy package (and the ops, ``core``,
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 import sys
@@ -61,6 +62,39 @@ __all__ = [
 def first(results):
     """The one result of a ``bind`` (a list of an op's outputs)."""
     return results[0]
+
+
+def cached_op(cls, *fields):
+    """``cls(*fields)``, one instance per parameters, kept: for ops whose fields are shapes,
+    axes and dtype names (tuples of ints, strings: equal values are interchangeable). A
+    program traced again then names the same op objects, which the graph builder and the key
+    tables find by identity (hashing and comparing a new op's fields cost more than making
+    it)."""
+    key = (cls, fields)
+    op = _OPS.get(key)
+    if op is None:
+        op = cls(*fields)
+        if len(_OPS) >= 4096:               # shapes can be many: start over then
+            _OPS.clear()
+        _OPS[key] = op
+    return op
+
+
+_OPS: dict = {}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name`` (what ops name their dtype by), remembered for NumPy's built-in dtypes:
+    NumPy computes it in Python at every call."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = dtype.name
+        if dtype.isbuiltin == 1:
+            _DTYPE_NAMES[dtype] = name
+    return name
+
+
+_DTYPE_NAMES: dict = {}
 
 
 # --- operands: Python sequences of tensors stack, as NumPy's array() would ----------------
@@ -140,7 +174,36 @@ def is_python_scalar(value) -> bool:
 
 def result_dtype(*args) -> np.dtype:
     """NumPy's result dtype, with Python scalars weak (``float32_array * 2.0`` stays float32)."""
+    if len(args) == 2:              # fast paths, without asking NumPy:
+        x, y = args
+        if type(x) in _REAL_SCALARS:
+            x, y = y, x
+        if not is_python_scalar(x):
+            dtype = dtype_of(x)
+            if dtype.isbuiltin == 1:        # (NumPy's own, in native byte order)
+                if type(y) in _REAL_SCALARS:
+                    if dtype.kind in "fc":  # NEP 50: a weak real number keeps an inexact dtype
+                        return dtype
+                elif not is_python_scalar(y) and dtype_of(y) == dtype:
+                    return dtype            # two arrays of one dtype
     return np.result_type(*[a if is_python_scalar(a) else dtype_of(a) for a in args])
+
+
+_REAL_SCALARS = frozenset((float, int, bool))     # the Python numbers, but complex
+
+
+def _shape_of(x) -> tuple:
+    """:func:`~primitives.tensor.core.shape_of` of an operand, ``()`` for a Python number
+    without asking NumPy."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return x.shape
+    if kind is float or kind is int or kind is bool or kind is complex:
+        return ()
+    if isinstance(x, Frontend):                 # (its shape property read once)
+        shape = x.shape
+        return shape if type(shape) is tuple else tuple(shape)
+    return shape_of(x)
 
 
 def promoted(*args):
@@ -167,11 +230,15 @@ def broadcast_shapes(fn: str, *shapes) -> tuple:
 def float_dtype(x) -> np.dtype:
     """The dtype a transcendental function computes in (ints become float64)."""
     dtype = dtype_of(x) if not is_python_scalar(x) else np.asarray(x).dtype
+    if dtype.kind in "fc":                      # (inexact, without asking NumPy)
+        return dtype
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
 
 
 def _agree(first, second=None, *rest) -> bool:
     """Whether two operands (arrays, tensors, tracers) have one shape and one dtype."""
+    if type(first) in _REAL_SCALARS or type(second) in _REAL_SCALARS:
+        return False                            # (a number: without raising to find out)
     try:
         return not rest and first.shape == second.shape and first.dtype == second.dtype
     except AttributeError:                      # a Python number or a list
@@ -184,14 +251,22 @@ def elementwise(op, *args):
         return bind(op, *args)[0]
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
-    shapes = [shape_of(a) for a in args]
+    shapes = [_shape_of(a) for a in args]
     try:
-        shape = shapes[0] if shapes.count(shapes[0]) == len(shapes) else \
-            np.broadcast_shapes(*shapes)
+        shape = _broadcast_shape(shapes)
     except ValueError:
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
                                f"{' '.join(str(shape_of(a)) for a in args)}") from None
-    return first(bind(op, *[broadcast_to(astype(a, dtype), shape) for a in args]))
+    return first(bind(op, *[broadcast_operand(astype(a, dtype), shape) for a in args]))
+
+
+def _broadcast_shape(shapes: list) -> tuple:
+    """``np.broadcast_shapes(*shapes)``; one shape, or a shape and ``()``, without asking NumPy."""
+    if shapes.count(shapes[0]) == len(shapes):
+        return shapes[0]
+    if len(shapes) == 2 and () in shapes:
+        return shapes[1] if shapes[0] == () else shapes[0]
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 # the helpers that take operands for a tnp function (whose name an error gives)
@@ -202,27 +277,36 @@ def astype(x, dtype):
     """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes); ``dtype``
     may be another library's (``torch.float16``)."""
     dtype = numpy_dtype(dtype)
-    x = operand(x)
-    if is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
-        return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or dtype.kind == "c" \
-            else np.asarray(np.real(x), dtype=dtype)
+    if not isinstance(x, Frontend):
+        kind = type(x)
+        if kind in _REAL_SCALARS:               # (a real number: no complex part to drop)
+            return np.asarray(x, dtype=dtype)
+        if kind is np.ndarray and x.dtype == dtype and dtype.isbuiltin == 1:
+            return x                            # (what np.asarray returns)
+        x = operand(x)
+        if is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
+            return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or dtype.kind == "c" \
+                else np.asarray(np.real(x), dtype=dtype)
     old = dtype_of(x)
     if old == dtype:
         return x
-    return first(bind(ew.ConvertElementType(dtype.name, old.name), x))
+    return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
 
 
 def broadcast_to(x, shape):
     """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes."""
-    x = operand(x)
-    shape = shape_tuple(shape, "broadcast_to")
-    old = shape_of(x)
+    return broadcast_operand(operand(x), shape_tuple(shape, "broadcast_to"))
+
+
+def broadcast_operand(x, shape: tuple):
+    """:func:`broadcast_to` of an operand (what :func:`operand` returns) to a tuple of ints."""
+    old = _shape_of(x)
     if old == shape:
         return x
     if len(old) > len(shape) or any(o not in (1, n) for o, n in zip(old[::-1], shape[::-1])):
         raise TensorShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
     dims = tuple(range(len(shape) - len(old), len(shape)))
-    return first(bind(BroadcastInDim(shape, dims, old), x))
+    return first(bind(cached_op(BroadcastInDim, shape, dims, old), x))
 
 
 @implements(np.broadcast_to)
@@ -402,21 +486,22 @@ def power(x, p):
         return first(bind(ew.Pow(p), astype(x, result_dtype(x, p))))
     (x, p), dtype = promoted(x, p)
     shape = broadcast_shapes("power", shape_of(x), shape_of(p))
-    return first(bind(ew.Power(shape, dtype.name), broadcast_to(x, shape), broadcast_to(p, shape)))
+    return first(bind(ew.Power(shape, dtype_name(dtype)), broadcast_to(x, shape),
+                      broadcast_to(p, shape)))
 
 
 @implements(np.maximum)
 def maximum(x, y):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
     x, y = operand(x), operand(y)
-    return elementwise(ew.Maximum(result_dtype(x, y).name), x, y)
+    return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
 
 @implements(np.minimum)
 def minimum(x, y):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
     x, y = operand(x), operand(y)
-    return elementwise(ew.Minimum(result_dtype(x, y).name), x, y)
+    return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
 
 # --- selection and comparisons --------------------------------------------------------------
@@ -433,7 +518,7 @@ def where(condition, x=None, y=None):
     shape = broadcast_shapes("where", shape_of(condition), shape_of(x), shape_of(y))
     condition = broadcast_to(astype(condition, np.bool_), shape)
     x, y = broadcast_to(astype(x, dtype), shape), broadcast_to(astype(y, dtype), shape)
-    return first(bind(sel.Select(shape, dtype.name), condition, x, y))
+    return first(bind(sel.Select(shape, dtype_name(dtype)), condition, x, y))
 
 
 def _comparison(name: str, np_name: str):
@@ -509,13 +594,16 @@ def reshape(x, shape):
     x = operand(x)
     old = shape_of(x)
     shape = shape_tuple(shape, "reshape")
-    try:
-        new = np.empty(old, dtype=np.int8).reshape(shape).shape if 0 not in old else \
-            np.reshape(np.empty(old), shape).shape
-    except ValueError:
-        raise TensorShapeError(f"reshape: cannot reshape array of shape {old} into "
-                               f"{shape}") from None
-    return x if new == old else first(bind(Reshape(tuple(new), old), x))
+    if 0 not in old and all([d >= 0 for d in shape]) and math.prod(shape) == math.prod(old):
+        new = shape                 # every size given, and they fit: NumPy's answer, unasked
+    else:
+        try:
+            new = (np.empty(old, dtype=np.int8).reshape(shape) if 0 not in old else
+                   np.reshape(np.empty(old), shape)).shape
+        except ValueError:
+            raise TensorShapeError(f"reshape: cannot reshape array of shape {old} into "
+                                   f"{shape}") from None
+    return x if new == old else first(bind(cached_op(Reshape, tuple(new), old), x))
 
 
 @implements(np.transpose)
@@ -532,7 +620,7 @@ def transpose(x, axes=None):
         perm = tuple(normalize_axis(a, ndim, "transpose") for a in axes)
         if len(set(perm)) != ndim:
             raise TensorShapeError(f"transpose: repeated axis in {axes!r}")
-    return x if perm == tuple(range(ndim)) else first(bind(Transpose(perm), x))
+    return x if perm == tuple(range(ndim)) else first(bind(cached_op(Transpose, perm), x))
 
 
 @implements(np.concatenate)
@@ -557,7 +645,7 @@ def concatenate(arrays, axis=0):
     arrays, dtype = promoted(*arrays)
     if len(arrays) == 1:
         return arrays[0]
-    return first(bind(Concatenate(axis, tuple(shapes), dtype.name), *arrays))
+    return first(bind(Concatenate(axis, tuple(shapes), dtype_name(dtype)), *arrays))
 
 
 @implements(np.stack)
@@ -591,7 +679,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "sum")
-    result = first(bind(ReduceSum(axes, shape), x)) if axes else x
+    result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else x
     if keepdims:
         result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
     return result if initial is NO_VALUE else add(result, initial)
@@ -614,7 +702,7 @@ def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
     if any(shape[a] == 0 for a in axes):
         raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum which has no "
                          f"identity (shape {shape}, axis {axis})")
-    out = first(bind(cls(axes, shape, dtype_of(x).name), x)) if axes else x
+    out = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes else x
     if keepdims:
         out = reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
     return out
@@ -650,10 +738,11 @@ def dot_general_of_promoted(x, y, dimension_numbers, dtype: np.dtype):
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
     xs, ys = shape_of(x), shape_of(y)
-    key = (lc, rc, lb, rb, xs, ys, dtype.name)
+    name = dtype_name(dtype)
+    key = (lc, rc, lb, rb, xs, ys, name)
     op = _dot_ops.get(key)
     if op is None:
-        op = _dot_general_op(lc, rc, lb, rb, xs, ys, dtype.name)
+        op = _dot_general_op(lc, rc, lb, rb, xs, ys, name)
         if len(_dot_ops) < 4096:
             _dot_ops[key] = op
     return first(bind(op, x, y))

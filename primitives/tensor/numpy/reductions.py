@@ -41,13 +41,13 @@ from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import constant_data, implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (NO_VALUE, add, astype, broadcast_to, concatenate,
-                                              conj, divide, equal, filled_like, first,
-                                              float_dtype, greater, is_python_scalar, masked, max,
-                                              maximum, min, minimum, multiply, negative, no_out,
-                                              normalize_axes, normalize_axis, not_equal, operand,
-                                              real, reshape, result_dtype, sqrt, subtract, sum,
-                                              transpose, where)
+from primitives.tensor.numpy.lowering import (NO_VALUE, add, astype, broadcast_to, cached_op,
+                                              concatenate, conj, divide, dtype_name, equal,
+                                              filled_like, first, float_dtype, greater,
+                                              is_python_scalar, masked, max, maximum, min,
+                                              minimum, multiply, negative, no_out, normalize_axes,
+                                              normalize_axis, not_equal, operand, real, reshape,
+                                              result_dtype, sqrt, subtract, sum, transpose, where)
 from primitives.tensor.numpy.manipulation import diagonal, squeeze
 from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, round as round_
 from primitives.tensor.numpy.products import matmul
@@ -417,7 +417,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     axes = normalize_axes(axis, len(shape), "logsumexp")
     if not axes:
         return x                                        # log(exp(x))
-    out = first(bind(ReduceLogSumExp(axes, shape, dtype_of(x).name), x))
+    out = first(bind(cached_op(ReduceLogSumExp, axes, shape, dtype_name(dtype_of(x))), x))
     return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) \
         if keepdims else out
 

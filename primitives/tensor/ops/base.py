@@ -68,7 +68,7 @@ def apply_ufunc(ufunc, x, *others):
     dtype: every other operand is an array of that shape and dtype, or a real
     Python number, and ``ufunc`` keeps a floating dtype (as arithmetic does).
     """
-    if type(x) is np.ndarray:
+    if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
         out = output_like(x)
         if out is not None and all(_same_layout(o, x) for o in others):
             return ufunc(x, *others, out=out)

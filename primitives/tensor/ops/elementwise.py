@@ -56,6 +56,7 @@ import numpy as np
 from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.exact import exact_identity
+from primitives.tensor import buffers
 from primitives.tensor.backends import NUMPY, define, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import (
@@ -263,13 +264,27 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
             return scale_tangent(builder, t, factor)
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = fn if keeps_dtype else None
-    _UNARY[name] = _UnaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api, floating,
-                               real_only)
+    _UNARY[name] = _UnaryRules(_buffered_unary(fn) if keeps_dtype else fn, jvp, transpose,
+                               into, api, floating, real_only)
     return Unary(name)
 
 
-def _buffered(fn: Callable, keeps_dtype: bool) -> Callable:
-    return partial(apply_ufunc, fn) if keeps_dtype else fn
+# A dtype-keeping ufunc puts a big result in a reused buffer (:func:`.base.apply_ufunc`);
+# a small one is the ufunc's own, with no call more (0-d work is bound by Python calls).
+def _buffered_unary(ufunc: Callable) -> Callable:
+    def buffered(x):
+        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
+            return apply_ufunc(ufunc, x)
+        return ufunc(x)
+    return buffered
+
+
+def _buffered_binary(ufunc: Callable) -> Callable:
+    def buffered(x, y):
+        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
+            return apply_ufunc(ufunc, x, y)
+        return ufunc(x, y)
+    return buffered
 
 
 def _linear(op_name: str):
@@ -658,7 +673,8 @@ def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = 
     """
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = into or (fn if keeps_dtype else None)
-    _BINARY[name] = _BinaryRules(_buffered(fn, keeps_dtype), jvp, transpose, into, api,
+    _BINARY[name] = _BinaryRules(_buffered_binary(fn) if keeps_dtype else fn, jvp, transpose,
+                                 into, api,
                                  floating)
     return Binary(name)
 
@@ -762,8 +778,11 @@ def _conj_if_complex(b):
     return b
 
 
+_multiply = _buffered_binary(np.multiply)
+
+
 def _mul_conj_fn(a, b):
-    return apply_ufunc(np.multiply, a, _conj_if_complex(b))
+    return _multiply(a, _conj_if_complex(b))
 
 
 def _mul_conj_into(a, b, out):

@@ -25,6 +25,7 @@ of :mod:`primitives.tensor.ops`.
 
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -95,8 +96,13 @@ class Slice(LinearOp):
     def out_shape(self) -> tuple:
         return tuple(slice_length(*p) for p in zip(self.starts, self.limits, self.strides))
 
+    @functools.cached_property
+    def _index(self) -> tuple:
+        """The NumPy index of the slice (made once per op: a program runs it again and again)."""
+        return tuple(slice(*p) for p in zip(self.starts, self.limits, self.strides))
+
     def eval(self, ctx, inputs):
-        return [inputs[0][tuple(slice(*p) for p in zip(self.starts, self.limits, self.strides))]]
+        return [inputs[0][self._index]]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         low, high, interior = [], [], []
@@ -140,15 +146,21 @@ class Pad(LinearOp):
         return tuple(slice(lo, lo + max(n - 1, 0) * (inner + 1) + (1 if n else 0), inner + 1)
                      for lo, inner, n in zip(self.low, self.interior, self.shape))
 
+    @functools.cached_property
+    def _layout(self) -> tuple:
+        """``(out_shape(), _window())``, made once per op: a program runs it again and again."""
+        return self.out_shape(), self._window()
+
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
+        out_shape, window = self._layout
         if xp is NUMPY.xp:
-            out = np.zeros(self.out_shape(), dtype=x.dtype)
-            out[self._window()] = x
+            out = np.zeros(out_shape, dtype=x.dtype)
+            out[window] = x
             return [out]
-        out = xp.zeros(self.out_shape(), dtype=numpy_dtype(x.dtype), device=device_of(x))
+        out = xp.zeros(out_shape, dtype=numpy_dtype(x.dtype), device=device_of(x))
         if 0 not in self.shape:             # (Dask refuses to write an empty array)
-            out[self._window()] = x         # into a fresh array: Dask records it lazily
+            out[window] = x                 # into a fresh array: Dask records it lazily
         return [out]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):

@@ -357,17 +357,34 @@ class MatrixBand(_TrailingAxesOp):
 
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
-        m, n = x.shape[-2:]
-        row, column = np.arange(m)[:, None], np.arange(n)[None, :]
-        weights = np.where(row > column, self.lower,
-                           np.where(row == column, self.diagonal, self.upper))
-        weights = weights.astype(np.finfo(dtype_of(x)).dtype)
+        weights = self.weights(*x.shape[-2:], dtype_of(x))
         if xp is NUMPY.xp:
             return [x * weights]
         return [xp.multiply(x, to_library(weights, library_of(x), x))]
 
+    def weights(self, m: int, n: int, dtype: np.dtype) -> np.ndarray:
+        """The ``(m, n)`` mask in the real dtype of ``dtype`` (read-only; a small one is made
+        once and kept, a big one made at each call rather than held)."""
+        key = (self, m, n, dtype)
+        weights = _BAND_WEIGHTS.get(key)
+        if weights is None:
+            row, column = np.arange(m)[:, None], np.arange(n)[None, :]
+            weights = np.where(row > column, self.lower,
+                               np.where(row == column, self.diagonal, self.upper))
+            weights = weights.astype(np.finfo(dtype).dtype)
+            weights.flags.writeable = False
+            if m * n <= _BAND_WEIGHTS_MAX_SIZE:
+                if len(_BAND_WEIGHTS) >= 64:
+                    _BAND_WEIGHTS.clear()
+                _BAND_WEIGHTS[key] = weights
+        return weights
+
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]
+
+
+_BAND_WEIGHTS: dict = {}     # (band, m, n, dtype) -> its mask: a program runs it again and again
+_BAND_WEIGHTS_MAX_SIZE = 1 << 16     # elements: the cache holds at most 64 such masks
 
 
 @tensor_op

@@ -46,7 +46,12 @@ def fresh(outputs: list, held: Iterable) -> list:
     >>> first is y, second is y
     (True, False)
     """
-    taken = {_memory(h) for h in held}
+    taken = set()
+    for h in held:
+        if type(h) is np.ndarray:                   # _memory's common case, inline
+            taken.add(id(h if h.base is None else h.base))
+        else:
+            taken.add(_memory(h))
     taken.discard(None)
     result = []
     for out in outputs:

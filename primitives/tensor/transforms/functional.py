@@ -139,11 +139,13 @@ class Tracer(ArrayOperators, Frontend):
 
     @property
     def shape(self) -> tuple:
-        return shape_of(self.value_below)
+        value = self.value_below
+        return value.shape if type(value) is np.ndarray else shape_of(value)
 
     @property
     def dtype(self) -> np.dtype:
-        return dtype_of(self.value_below)
+        value = self.value_below
+        return value.dtype if type(value) is np.ndarray else dtype_of(value)
 
     @property
     def carries_gradient(self) -> bool:
@@ -154,7 +156,7 @@ class Tracer(ArrayOperators, Frontend):
         top = None
         for a in args:
             if isinstance(a, Tracer):
-                if not a.graph_trace.active:
+                if not a.graph_trace._active:
                     raise FunctionalError(
                         f"escaped tracer: a value traced inside {a.graph_trace.transform} was used "
                         f"by {op!r} after that transform returned (it was stored outside f, "
@@ -162,15 +164,24 @@ class Tracer(ArrayOperators, Frontend):
                 if top is None or a.level > top.level:
                     top = a
         trace = top.graph_trace
-        lifted = [a if type(a) is Tracer and a.graph_trace is trace else trace.lift(a)
-                  for a in args]
-        below = [t.value_below for t in lifted]
+        refs, below = [], []
+        plain = True                                # every value below a NumPy array
+        for a in args:
+            if type(a) is not Tracer or a.graph_trace is not trace:
+                a = trace.lift(a)
+            refs.append(Local(a.id))
+            value = a.value_below
+            below.append(value)
+            if type(value) is not np.ndarray:
+                plain = False
         if type(op) is CustomVJPCall and not trace.abstract:
             results = op.rule.values_below(below)   # a differentiation level below sees fwd
+        elif plain:
+            results = op.eval(None, below)          # (what bind_below does with arrays)
         else:
             results = bind_below(op, below)
         builder, values = trace.builder, trace.values
-        ids = builder.add_operation(op, [Local(t.id) for t in lifted])
+        ids = builder.add_operation(op, refs)
         if trace.abstract and checkpoint_scope.policy is not None:   # jit: marks for remat
             for local_id in ids:
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
@@ -453,6 +464,8 @@ def in_library_of(values: list, inputs: Sequence) -> list:
     (the differentiated arguments), on their device: results are arrays of the inputs'
     library."""
     for value in inputs:
+        if type(value) is np.ndarray:           # (NumPy's, without asking)
+            continue
         below = array_below(value)
         library = library_of(below)
         if library is not NUMPY:
@@ -563,7 +576,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
                     own_constants=owned)
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
-    primal_values = [traced.trace.values[k] for k in traced.graph.input_keys]
+    primal_values = _inputs_of(traced)     # the arguments, then the constants f read
 
     def vjp_fn(cotangent):
         cts = flat.flatten_like_output(cotangent, "vjp_fn: cotangent")
@@ -579,11 +592,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
         it = iter(derivatives.cotangents(values))
         leaves = [result_array(_zeros_like(p) if k is None else _cast_like(next(it), p))
                   for k, p in zip(keys, primal_values)]
-        leaves = fresh(in_library_of(leaves, primal_values), _inputs_of(traced) + cts)
+        leaves = fresh(in_library_of(leaves, primal_values), primal_values + cts)
         return tuple(flat.unflatten_inputs(leaves))
 
     out = tree_unflatten(flat.out_tree, fresh(in_library_of(list(traced.output()),
-                                                            primal_values), _inputs_of(traced)))
+                                                            primal_values), primal_values))
     if has_aux:
         return out, vjp_fn, flat.aux_result(traced.trace)
     return out, vjp_fn

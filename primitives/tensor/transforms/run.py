@@ -52,7 +52,7 @@ class GraphRun:
 
     def __call__(self, values: Sequence, held: Iterable = ()) -> list:
         """The outputs' values; none shares memory with ``values``, ``held`` or another output."""
-        if any(isinstance(value, Frontend) for value in values):
+        if _holds_frontend(values):
             # tensors or another transform's values: replay, so their derivatives flow
             outs = interpret(self.outputs, dict(zip(self.input_keys, values)))
         else:
@@ -61,6 +61,14 @@ class GraphRun:
                 self._run = program.runner(self.input_keys)
             outs = self._run(values)
         return fresh(outs, [*values, *held])
+
+
+def _holds_frontend(values: Sequence) -> bool:
+    """Whether a ``Tensor`` or a traced value is among ``values``."""
+    for value in values:
+        if isinstance(value, Frontend):
+            return True
+    return False
 
 
 def run_graph(outputs: Sequence[ValueKey], values: Mapping[Any, Any],

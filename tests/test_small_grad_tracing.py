@@ -1,0 +1,161 @@
+"""The tracing path of ``tnp.grad`` without ``jit`` (issue 23): its shortcuts give what the
+general path gives, bit for bit, and the errors it gave."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+import tidu
+from benchmarks import small_grad
+from primitives.tensor.numpy import lowering
+from primitives.tensor.numpy.indexing import getitem
+from primitives.tensor.ops.linalg import MatrixBand
+from primitives.tensor.ops.shape import BroadcastInDim, Reshape
+from tidu.graph import GraphBuilder, Local
+
+
+# --- dtype promotion, shapes and conversions without asking NumPy ----------------------------
+
+_VALUES = [2.0, 3, True, 1j, 2 ** 70, np.float32(1), np.int8(1), np.zeros(2, np.float16),
+           np.zeros(2, np.float32), np.zeros(2, np.int16), np.zeros(2, np.complex64),
+           np.zeros(2, ">f8"), np.zeros(2, "<f8"), np.zeros(2, np.bool_), np.zeros(2, np.uint64),
+           np.zeros(2, np.longdouble), np.zeros(2, ">c8"), np.zeros(2, "U2")]
+
+
+def _numpy_result_type(*args):
+    return np.result_type(*[a if type(a) in (float, int, bool, complex) else np.asarray(a).dtype
+                            for a in args])
+
+
+@pytest.mark.parametrize("x, y", list(itertools.product(_VALUES, _VALUES)))
+def test_result_dtype_is_numpys_with_weak_numbers(x, y):
+    try:
+        want = _numpy_result_type(x, y)
+    except Exception as error:                  # noqa: BLE001 - the same refusal, then
+        with pytest.raises(type(error)):
+            lowering.result_dtype(x, y)
+        return
+    got = lowering.result_dtype(x, y)
+    assert got == want and got.str == want.str           # byte order too (">f8" * 2.0)
+
+
+@pytest.mark.parametrize("value", [2.0, 3, True, np.zeros(3), np.zeros((2, 1), np.float32),
+                                   np.broadcast_to(np.zeros(1), (3,)), np.zeros(2, ">f8")])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.dtype(">f8")])
+def test_astype_of_plain_values_is_np_asarray(value, dtype):
+    got = lowering.astype(value, dtype)
+    want = np.asarray(value, dtype=dtype)
+    assert type(got) is type(want) and got.dtype == want.dtype and got.dtype.str == want.dtype.str
+    np.testing.assert_array_equal(got, want)
+    if isinstance(value, np.ndarray):
+        assert (got is value) == (want is value)
+
+
+@pytest.mark.parametrize("old, new", [((2, 3), (6,)), ((2, 3), (3, 2)), ((), (1, 1)), ((1,), ()),
+                                      ((2, 3), (-1,)), ((2, 3), (3, -1)), ((0, 3), (3, 0)),
+                                      ((0, 3), (-1, 3)), ((4,), (2, 2)), ((6,), (np.int64(2), 3))])
+def test_reshape_gives_numpys_shape(old, new):
+    x = np.arange(int(np.prod(old)), dtype=float).reshape(old)
+    assert lowering.reshape(x, new).shape == x.reshape(new).shape
+
+
+@pytest.mark.parametrize("old, new", [((2, 3), (4,)), ((2, 3), (-1, -1)), ((2, 3), (-2, -3)),
+                                      ((0, 3), (-1, -1))])
+def test_reshape_refuses_what_numpy_refuses(old, new):
+    x = np.zeros(old)
+    with pytest.raises(ValueError):
+        x.reshape(new)
+    with pytest.raises(ValueError):
+        lowering.reshape(x, new)
+
+
+def test_cached_ops_are_one_object_per_parameters():
+    op = lowering.cached_op(Reshape, (6,), (2, 3))
+    assert op is lowering.cached_op(Reshape, (6,), (2, 3)) and op == Reshape((6,), (2, 3))
+    assert lowering.cached_op(Reshape, (3, 2), (2, 3)) is not op
+    assert lowering.cached_op(BroadcastInDim, (2, 3), (1,), (3,)) is not op
+
+
+def test_dtype_name_is_numpys():
+    for dtype in map(np.dtype, ["f8", ">f8", "c8", "i4", "?", "U3", "M8[s]"]):
+        assert lowering.dtype_name(dtype) == dtype.name
+        assert lowering.dtype_name(dtype) == dtype.name          # once remembered
+
+
+# --- indexing with Python ints --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [0, 2, -1, -3, (1, 0), (-2, slice(None)), (Ellipsis, -1)])
+def test_int_indices_select_what_numpy_selects(index):
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(getitem(x, index), x[index])
+    traced = tnp.grad(lambda a: tnp.sum(a[index] * 2.0))(x)
+    expected = np.zeros_like(x)
+    expected[index] = 2.0
+    np.testing.assert_array_equal(traced, expected)
+
+
+@pytest.mark.parametrize("index", [3, -4, 2 ** 70, -(2 ** 70), (0, 4)])
+def test_an_int_index_out_of_range_is_numpys_index_error(index):
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(IndexError) as numpy_error:
+        x[index]
+    with pytest.raises(IndexError) as ours:
+        getitem(x, index)
+    assert isinstance(ours.value, tidu.TiduError)
+    if abs(np.ravel(index)[0]) < 2 ** 63:
+        assert str(numpy_error.value).split("index ")[1].split(" ")[0] in str(ours.value)
+
+
+# --- the graph builder's remembered operation counts -----------------------------------------
+
+
+def test_builder_checks_counts_once_per_op_object_and_still_refuses_misuse():
+    from tidu.errors import ArityError, InvalidOperationError
+    from primitives.tensor.ops import elementwise as ew
+
+    b = GraphBuilder()
+    x = b.add_input("x")
+    [y] = b.add_operation(ew.sin, [Local(x)])
+    assert b._counts[id(ew.sin)] == (ew.sin, (1, 1))
+    with pytest.raises(ArityError):
+        b.add_operation(ew.sin, [Local(x), Local(y)])
+    with pytest.raises(InvalidOperationError, match="hashable"):
+        b.add_operation([ew.sin], [Local(x)])
+    with pytest.raises(InvalidOperationError, match="GraphOperation"):
+        b.add_operation("sin", [Local(x)])
+    assert b.add_operation(ew.sin, [Local(x)]) == [y]
+
+
+# --- a linalg mask made once ----------------------------------------------------------------
+
+
+def test_matrix_band_weights_are_made_once_and_read_only():
+    band = MatrixBand(1.0, 0.5, 0.0)
+    x = np.arange(9.0).reshape(3, 3)
+    first = band.weights(3, 3, x.dtype)
+    assert band.weights(3, 3, x.dtype) is first and not first.flags.writeable
+    np.testing.assert_array_equal(band.eval(None, [x])[0],
+                                  np.tril(x, -1) + 0.5 * np.diag(np.diag(x)))
+    assert band.weights(3, 3, np.dtype(np.complex64)).dtype == np.float32
+
+
+# --- the benchmark's programs: gradients bit for bit, op by op and compiled ---------------------
+
+
+@pytest.mark.parametrize("name", list(small_grad.PROGRAMS))
+def test_small_programs_give_one_gradient_bit_for_bit_at_every_call(name):
+    params, data = small_grad.make_problems()[name]
+    step = small_grad.tidu_step(small_grad.PROGRAMS[name][0], params, data)
+    calls = [step() for _ in range(4)]        # op by op, then from the compiled program
+    leaves = [[np.asarray(g) for g in (c if isinstance(c, (list, tuple)) else [c])] for c in calls]
+    for later in leaves[1:]:
+        for a, b in zip(leaves[0], later):
+            assert a.tobytes() == b.tobytes()
+    try:
+        peer = small_grad.autograd_step(small_grad.PROGRAMS[name][0], params, data)
+    except ImportError:
+        return
+    small_grad._check(name, calls[0], peer())
