@@ -674,8 +674,7 @@ def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = 
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = into or (fn if keeps_dtype else None)
     _BINARY[name] = _BinaryRules(_buffered_binary(fn) if keeps_dtype else fn, jvp, transpose,
-                                 into, api,
-                                 floating)
+                                 into, api, floating)
     return Binary(name)
 
 
