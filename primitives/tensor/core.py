@@ -140,9 +140,16 @@ def interpret(outputs: Sequence[ValueKey], values: Mapping[ValueKey, Any]) -> li
 
 
 def shape_of(value) -> tuple:
-    if type(value) is np.ndarray:               # the hot path: a tuple already
+    """The shape of any value, as a tuple (``()`` for a Python number)."""
+    kind = type(value)
+    if kind is np.ndarray:                      # the hot path: a tuple already
         return value.shape
-    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+    if kind is float or kind is int or kind is bool or kind is complex:
+        return ()
+    shape = getattr(value, "shape", None)       # (a front end's property, read once)
+    if shape is None:
+        return np.shape(value)
+    return shape if type(shape) is tuple else tuple(shape)
 
 
 def dtype_of(value) -> np.dtype:

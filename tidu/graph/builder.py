@@ -173,12 +173,8 @@ class GraphBuilder:
         keys = self._keys
         op_key, made = intern_operation_outputs(op, input_keys, role, n_out)
         if made is None:                   # an existing key: maybe already in this builder
-            if n_out == 1:                 # (derived_key's lookup, inline: the hot path)
-                ref = op_key._out
-                found = ref() if ref is not None else None
-                made = (found if found is not None else derived_key(op_key, 0),)
-            else:
-                made = [derived_key(op_key, slot) for slot in range(n_out)]
+            made = (derived_key(op_key, 0),) if n_out == 1 else \
+                [derived_key(op_key, slot) for slot in range(n_out)]
             first = self._index.get(made[0])
             if first is not None:
                 return first

@@ -192,20 +192,6 @@ def result_dtype(*args) -> np.dtype:
 _REAL_SCALARS = frozenset((float, int, bool))     # the Python numbers, but complex
 
 
-def _shape_of(x) -> tuple:
-    """:func:`~primitives.tensor.core.shape_of` of an operand, ``()`` for a Python number
-    without asking NumPy."""
-    kind = type(x)
-    if kind is np.ndarray:
-        return x.shape
-    if kind is float or kind is int or kind is bool or kind is complex:
-        return ()
-    if isinstance(x, Frontend):                 # (its shape property read once)
-        shape = x.shape
-        return shape if type(shape) is tuple else tuple(shape)
-    return shape_of(x)
-
-
 def promoted(*args):
     """The operands converted to their result dtype, and that dtype."""
     if len(args) == 2:              # fast path: NumPy arrays or frontend values of one dtype
@@ -251,7 +237,7 @@ def elementwise(op, *args):
         return bind(op, *args)[0]
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
-    shapes = [_shape_of(a) for a in args]
+    shapes = [shape_of(a) for a in args]
     try:
         shape = _broadcast_shape(shapes)
     except ValueError:
@@ -300,7 +286,7 @@ def broadcast_to(x, shape):
 
 def broadcast_operand(x, shape: tuple):
     """:func:`broadcast_to` of an operand (what :func:`operand` returns) to a tuple of ints."""
-    old = _shape_of(x)
+    old = shape_of(x)
     if old == shape:
         return x
     if len(old) > len(shape) or any(o not in (1, n) for o, n in zip(old[::-1], shape[::-1])):
