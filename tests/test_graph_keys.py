@@ -209,6 +209,35 @@ def test_unequal_ops_with_equal_hashes_get_distinct_stable_keys():
     assert OperationKey(Scale(2.0), (Input(name),), PRIMARY) is scale2
 
 
+class _ExtremeHash:
+    """An op label whose ``__hash__`` is far outside 64 bits (Python folds it into range)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __hash__(self) -> int:
+        return -(2**100) if self.name == "low" else 2**100
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ExtremeHash) and other.name == self.name
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 7])
+def test_keys_tell_input_count_order_role_and_extreme_hashes_apart(count):
+    a, b = Input(fresh("a")), Input(fresh("b"))
+    inputs = tuple(itertools.islice(itertools.cycle((a, b)), count))
+    key = OperationKey("op", inputs, PRIMARY)
+    assert OperationKey("op", inputs, PRIMARY) is key
+    assert OperationKey("op", inputs + (a,), PRIMARY) is not key          # one more input
+    assert OperationKey("op", inputs, Linearized((True,) * count)) is not key
+    if count >= 2:
+        swapped = (inputs[1], inputs[0]) + inputs[2:]
+        assert OperationKey("op", swapped, PRIMARY) is not key
+    for name in ("low", "high"):
+        extreme = OperationKey(_ExtremeHash(name), inputs, PRIMARY)
+        assert OperationKey(_ExtremeHash(name), inputs, PRIMARY) is extreme
+        assert extreme.operation.name == name
+
 def test_cse_key_via_external_equals_local():
     """An External naming a value of the same builder is the same operation as the Local."""
     b = GraphBuilder()

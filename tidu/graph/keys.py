@@ -19,6 +19,7 @@ any more are freed rather than piling up in a long-running program.
 from __future__ import annotations
 
 import itertools
+import struct
 import threading
 import weakref
 from operator import attrgetter
@@ -115,16 +116,18 @@ def _sweep_roles_if_needed() -> None:
 # --- interning -----------------------------------------------------------------
 #
 # Tables map a structure to a weak reference to the one live key with that
-# structure. An operation's structure is ``(hash(op), id(role), id(input)...)``:
-# only ints, so the garbage collector stops tracking it, and ids are safe because
-# a live key keeps its inputs alive. Two unequal ops with equal hashes are rare;
-# the second one is interned in ``_collisions`` under a structure holding the op.
+# structure. An operation's structure is ``hash(op)``, ``id(role)`` and
+# ``id(input)...`` packed into one ``bytes``: a tuple of those ints would take
+# one int object per field, about 2.4x the memory, and the garbage collector
+# tracks new tuples, not bytes. Ids are safe because a live key keeps its inputs
+# alive. Two unequal ops with equal hashes are rare; the second one is interned
+# in ``_collisions`` under ``(op, structure)``.
 
 _lock = threading.Lock()
 _serials = itertools.count()
 _input_table: dict = {}     # user key -> weakref(Input)
-_op_table: dict = {}        # (hash(op), id(role), id(input)...) -> weakref(OperationKey)
-_collisions: dict = {}      # (op, id(role), id(input)...) -> weakref(OperationKey)
+_op_table: dict = {}        # structure -> weakref(OperationKey)
+_collisions: dict = {}      # (op, structure) -> weakref(OperationKey)
 _dead = [0]                 # weakref callbacks count deaths; tables are swept lazily
 _SWEEP_MIN = 4096
 # Deaths above which a sweep is worth checking for. Tables only shrink in sweeps, so
@@ -309,25 +312,38 @@ def _output_count_of(operation) -> int:
     return 1  # plain hashables work as operation labels in keys
 
 
-def _structure(operation, inputs: tuple, role: OperationRole) -> tuple:
-    """The intern-table key of an operation: ``(hash(op), id(role), id(input)...)``."""
+def _packer(input_count: int):
+    """``pack(hash(op), id(role), id(input)...)`` for ops of ``input_count`` inputs."""
+    try:
+        return _packers[input_count]
+    except KeyError:
+        pack = _packers[input_count] = struct.Struct("nN" + "N" * input_count).pack
+        return pack
+
+
+_packers: dict = {}
+_pack_binary = _packer(2)
+
+
+def _structure(operation, inputs: tuple, role: OperationRole) -> bytes:
+    """The intern-table key of an operation: ``hash(op)``, ``id(role)``, ``id(input)...``."""
     if len(inputs) == 2:
-        return (hash(operation), id(role), id(inputs[0]), id(inputs[1]))
-    return (hash(operation), id(role), *map(id, inputs))
+        return _pack_binary(hash(operation), id(role), id(inputs[0]), id(inputs[1]))
+    return _packer(len(inputs))(hash(operation), id(role), *map(id, inputs))
 
 
 def intern_operation(operation, inputs: tuple, role: OperationRole,
                      output_count: int | None = None) -> OperationKey:
     """The one ``OperationKey`` for this structure; ``inputs`` must be a tuple of value keys."""
-    struct = _structure(operation, inputs, role)
-    ref = _op_table.get(struct)
+    structure = _structure(operation, inputs, role)
+    ref = _op_table.get(structure)
     if ref is not None:
         found = ref()
         if found is not None:
             other = found._operation
             if other is operation or other == operation:
                 return found
-    return _intern_operation_slow(struct, operation, inputs, role, output_count)
+    return _intern_operation_slow(structure, operation, inputs, role, output_count)
 
 
 def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
@@ -338,15 +354,15 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
     (so no builder holds it yet) and ``outputs`` holds its ``Derived`` keys, made
     with it before it is published: the path builders take for every operation.
     """
-    struct = _structure(operation, inputs, role)
-    ref = _op_table.get(struct)
+    structure = _structure(operation, inputs, role)
+    ref = _op_table.get(structure)
     if ref is not None or _collisions:
         found = ref() if ref is not None else None
         if found is not None:
             other = found._operation
             if other is operation or other == operation:
                 return found, None
-        return _intern_operation_slow(struct, operation, inputs, role, output_count), None
+        return _intern_operation_slow(structure, operation, inputs, role, output_count), None
     if output_count == 1:                  # most ops: made inline, this is the hot path
         key = object.__new__(OperationKey)
         key._operation = operation
@@ -364,12 +380,12 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
     # Published without the lock: setdefault is atomic, an entry is only ever
     # replaced under the lock, and sweeps delete in place.
     ref = weakref.ref(key, _on_dead)
-    if _op_table.setdefault(struct, ref) is ref:
+    if _op_table.setdefault(structure, ref) is ref:
         if _dead[0] > _sweep_bar[0]:
             _sweep_soon()
         return key, outputs
     # another thread interned this structure since our lookup, or its entry is dead
-    return _intern_operation_slow(struct, operation, inputs, role, output_count), None
+    return _intern_operation_slow(structure, operation, inputs, role, output_count), None
 
 
 def _new_key_with_outputs(operation, inputs, role, output_count) -> tuple:
@@ -392,31 +408,31 @@ def _live(ref):
     return ref() if ref is not None else None
 
 
-def _intern_operation_slow(struct, operation, inputs, role, output_count) -> OperationKey:
+def _intern_operation_slow(structure, operation, inputs, role, output_count) -> OperationKey:
     if output_count is None:
         output_count = _output_count_of(operation)
     with _lock:
         if _dead[0] > _sweep_bar[0]:
             _sweep_if_needed()
-        ref = _op_table.get(struct)
+        ref = _op_table.get(structure)
         found = ref() if ref is not None else None
         if found is not None:
             other = found._operation
             if other is operation or other == operation:
                 return found             # another thread interned it since our lookup
             # a live key of an unequal op with an equal hash: this one lives in _collisions
-            full = (operation,) + struct[1:]
+            full = (operation, structure)
             found = _live(_collisions.get(full))
             if found is None:
                 found = _new_operation_key(operation, inputs, role, output_count)
                 _collisions[full] = weakref.ref(found, _on_dead)
             return found
         if _collisions:
-            found = _live(_collisions.get((operation,) + struct[1:]))
+            found = _live(_collisions.get((operation, structure)))
             if found is not None:
                 return found
         found = _new_operation_key(operation, inputs, role, output_count)
-        _op_table[struct] = weakref.ref(found, _on_dead)
+        _op_table[structure] = weakref.ref(found, _on_dead)
         return found
 
 
