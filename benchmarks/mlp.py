@@ -10,6 +10,9 @@ rounds of (step / floor in that round).
   outputs (``np.matmul(..., out=)``): forward ``x@W1``, ``h1@W2``, ``h2@W3``; backward
   ``h2ᵀ@dz``, ``dz@W3ᵀ``, ``h1ᵀ@da2``, ``da2@W2ᵀ``, ``xᵀ@da1``: the BLAS floor;
 - ``numpy forward``: the forward pass in NumPy;
+- ``numpy step, written by hand``: the whole step (forward, the backward derived by
+  hand, ``numpy_gradients``) in plain NumPy calls: the floor's products plus the
+  unfused elementwise work, what a library that runs NumPy calls one by one can reach;
 - tidu: the eager ``Tensor`` forward, the eager step (forward, ``backward``),
   ``jit(value_and_grad(loss))`` with one-hot labels and with integer labels
   (``logits[arange(n), y]``);
@@ -156,6 +159,7 @@ INNER = 2               # timed calls per step and round, after one untimed call
 
 FLOOR = "numpy floor (8 products)"
 NUMPY_FORWARD = "numpy forward"
+NUMPY_STEP = "numpy step, written by hand"
 EAGER_FORWARD = "tidu eager forward"
 EAGER = "tidu eager Tensor step"
 JIT = "tidu jit(value_and_grad) one-hot"
@@ -165,7 +169,7 @@ TORCH_CE = "torch eager cross_entropy"
 AUTOGRAD = "autograd"
 JAX_EAGER = "jax eager"
 JAX_JIT = "jax.jit"
-OVER_FLOOR = (EAGER, JIT, JIT_LABELS, TORCH_CE, JAX_JIT)       # the rows of issue 23
+OVER_FLOOR = (NUMPY_STEP, EAGER, JIT, JIT_LABELS, TORCH_CE, JAX_JIT)   # the rows of issue 23
 SHORT = {FLOOR: "floor", EAGER: "tidu eager step", JIT: "tidu jit one-hot"}
 BUSY = (FLOOR, JIT, TORCH_CE, JAX_JIT)                          # one per library
 
@@ -388,7 +392,10 @@ def session(rounds: int, busy_seconds: float = 0.3) -> dict:
     labels = labels_of(onehot)
     loss, expected, _ = numpy_gradients(params, x, onehot)
     steps = {FLOOR: (floor_step(params, x, onehot), None),
-             NUMPY_FORWARD: (lambda: numpy_forward(params, x, onehot), None)}
+             NUMPY_FORWARD: (lambda: numpy_forward(params, x, onehot), None),
+             # the whole step in plain NumPy (unfused elementwise work, fresh outputs):
+             # what a library that runs NumPy calls can reach
+             NUMPY_STEP: (lambda: numpy_gradients(params, x, onehot), None)}
     _check_floor(steps[FLOOR][0], params, x, onehot)
     assert abs(numpy_forward(params, x, onehot) - loss) < 1e-5
     steps.update(tidu_steps(params, x, onehot, labels))
