@@ -15,8 +15,10 @@ Workloads (each peer is skipped with a note when it is not installed):
   PyTorch eager and ``jax.jit``;
 - scaling: per-op cost of the eager 0-d tensor chain and of building + linearizing +
   transposing the scalar chain, at 10⁴ and 10⁶ ops, each size in fresh processes, with
-  their peak resident memory; graph memory: bytes per primal op of the primal, linear
-  and transposed graphs (``benchmarks/scaling.py``);
+  their peak resident memory, and the controls that tell tidu's growth from Python's
+  (both chains with the garbage collector off; tidu's key objects in plain Python);
+  graph memory: bytes per primal op of the primal, linear and transposed graphs
+  (``benchmarks/scaling.py``);
 - memory: peak memory of backward through a chain of 1 MB arrays, against what
   the forward pass holds.
 - hvp: eager Hessian-vector products of the MLP loss (``benchmarks/hvp.py``): try_hvp,

@@ -11,6 +11,18 @@ The chain is ``y = sin(y) * y + c`` (3 primal ops per step), as in
   primal op, by ``tracemalloc``: what each graph adds once built (after a collection),
   what all three hold together (graphs alive), and the peak while building them.
 
+Two controls tell what of the growth is tidu's and what is Python's, in the same run:
+
+- the eager and the transform chain again with the cyclic garbage collector off for the
+  whole process (``gc.disable()``): what is left of the growth once no full collection
+  walks the objects the chain keeps;
+- a ``skeleton``: the objects a graph op of tidu keeps (an operation key with its inputs'
+  tuple, a value key, a weak reference each way, a packed structure in an intern table,
+  a local id in an index), made in plain Python for a chain, then one walk that reads
+  each op's inputs, looks them up and makes a new key (what ``linearize`` does per op,
+  without the rules); collector off. Its growth is the memory hierarchy's: the same
+  pointer chasing over a heap a hundred times larger.
+
 Every (measurement, size, repetition) runs in a fresh Python process of its own, so
 no garbage of an earlier run (dead keys in the intern tables, a bigger heap) weighs on
 a later one: each process warms up on a 300-op chain, then times ONE run. A size's
@@ -19,12 +31,13 @@ memory (``ru_maxrss``) and what the run added to it. Each run's gradient is chec
 against the forward-mode derivative computed by hand (the transform's after the timing,
 by evaluating the three graphs; the memory run builds the same graphs and skips it).
 
-Sizes: 10⁴ and 10⁶ ops (``--quick``: 10³ and 10⁴) for the two chains, 2.5·10⁵ ops
+Sizes: 10⁴ and 10⁶ ops (``--quick``: 10³ and 10⁴) for the chains and controls, 2.5·10⁵ ops
 (``--quick``: 2.5·10⁴) for the memory. The target for both chains is a per-op cost at the
 large size at most 1.2x the small one's; for the memory, at most 1 KB per primal op.
 
     python -m benchmarks.scaling [--quick] [--json out.json]
-    python -m benchmarks.scaling --run eager|transform|memory --ops N   (one process, JSON)
+    python -m benchmarks.scaling --run KIND --ops N     (one process, JSON; KIND: eager,
+        transform, memory, eager-gc-off, transform-gc-off, skeleton)
 """
 
 from __future__ import annotations
@@ -54,7 +67,8 @@ TARGET_BYTES_PER_OP = 1024
 # 10⁶ ops; the transform chain ~3.7 KB/op, ~5.4 KB/op with the gradient check's evaluation;
 # the memory run ~10 KB/op under tracemalloc (2.5·10⁴ ops). A size runs only when the machine
 # has about twice that available.
-_BYTES_PER_OP_NEEDED = {"eager": 2_000, "transform": 12_000, "memory": 20_000}
+_BYTES_PER_OP_NEEDED = {"eager": 2_000, "transform": 12_000, "memory": 20_000,
+                        "eager-gc-off": 2_000, "transform-gc-off": 12_000, "skeleton": 2_000}
 
 
 def _rss_bytes() -> int:
@@ -193,7 +207,81 @@ def memory_here(n_ops: int) -> dict:
             "peak_rss_mb": peak_rss_bytes() / 2**20}
 
 
-RUNS = {"eager": eager_here, "transform": transform_here, "memory": memory_here}
+class _OpKey:
+    __slots__ = ("operation", "inputs", "role", "serial", "n_out", "out", "__weakref__")
+
+
+class _ValueKey:
+    __slots__ = ("operation", "slot", "__weakref__")
+
+
+def skeleton_here(n_ops: int) -> dict:
+    """The control: tidu's per-op key objects for a chain in plain Python, then one walk
+    over them making a key per op; collector off (see the module)."""
+    import struct
+    import weakref
+
+    gc.disable()
+    pack = struct.Struct("nNNN").pack
+    op_hash, role = hash("mul"), object()
+
+    def value(operation):
+        key = _ValueKey()
+        key.operation, key.slot = operation, 0
+        return key
+
+    def build(n):
+        table, index, keys = {}, {}, []
+        y, c = value(None), value(None)
+        for serial in range(n):
+            op = _OpKey()
+            op.operation, op.inputs, op.role, op.serial, op.n_out = "mul", (y, c), role, \
+                serial, 1
+            out = value(op)
+            op.out = weakref.ref(out)
+            table[pack(op_hash, id(role), id(y), id(c))] = weakref.ref(op)
+            index[out] = len(keys)
+            keys.append(out)
+            y = out
+        return table, index, keys
+
+    def walk(table, index, keys):
+        tangents = {}
+        for key in keys:
+            a, b = key.operation.inputs
+            index.get(b)
+            tangent = value(key.operation)
+            table.get(pack(op_hash, id(role), id(tangents.get(a)), id(tangent)))
+            tangents[key] = tangent
+        return tangents
+
+    warm = build(WARM_UP_OPS)
+    walk(*warm)
+    del warm
+    base = _rss_bytes()
+    start = time.perf_counter()
+    graph = build(n_ops)
+    built = time.perf_counter()
+    tangents = walk(*graph)
+    end = time.perf_counter()
+    assert len(tangents) == n_ops
+    return {"n_ops": n_ops, "build_us_per_op": 1e6 * (built - start) / n_ops,
+            "walk_us_per_op": 1e6 * (end - built) / n_ops,
+            "us_per_op": 1e6 * (end - start) / n_ops,
+            "peak_rss_mb": peak_rss_bytes() / 2**20, "rss_before_mb": base / 2**20}
+
+
+def _collector_off(run):
+    """``run`` with the cyclic garbage collector off for the whole process."""
+    def run_collector_off(n_ops: int) -> dict:
+        gc.disable()
+        return run(n_ops)
+    return run_collector_off
+
+
+RUNS = {"eager": eager_here, "transform": transform_here, "memory": memory_here,
+        "eager-gc-off": _collector_off(eager_here),
+        "transform-gc-off": _collector_off(transform_here), "skeleton": skeleton_here}
 
 
 # --- each run in a fresh process ----------------------------------------------------------------
@@ -234,7 +322,13 @@ def _median_runs(kind: str, n_ops: int, processes: int) -> dict:
 CASES = {"eager": ("eager 0-d tensor chain, record + backward", "record_us_per_op",
                    "backward_us_per_op"),
          "transform": ("chain built with add_operation + linearize + linear_transpose",
-                       "build_us_per_op", "linearize_us_per_op", "transpose_us_per_op")}
+                       "build_us_per_op", "linearize_us_per_op", "transpose_us_per_op"),
+         "eager-gc-off": ("control: the eager chain, collector off", "record_us_per_op",
+                          "backward_us_per_op"),
+         "transform-gc-off": ("control: the transform chain, collector off",
+                              "build_us_per_op", "linearize_us_per_op", "transpose_us_per_op"),
+         "skeleton": ("control: tidu's key objects in plain Python, build + walk, "
+                      "collector off", "build_us_per_op", "walk_us_per_op")}
 
 
 def scaling_workload(quick: bool) -> list[dict]:
@@ -284,8 +378,9 @@ def format_rows(rows: list[dict]) -> str:
                 cells.append(f"{int(n):,} ops {fig['us_per_op']:.2f} µs/op ({parts}; "
                              f"RSS {fig['rss_before_mb']:.0f} -> peak "
                              f"{fig['peak_rss_mb']:.0f} MB)")
-            growth = (f"; large / small {row['growth']:.2f} (target ≤ {TARGET_GROWTH})"
-                      if "growth" in row else "")
+            target = "" if row["kind"] not in ("eager", "transform") else \
+                f" (target ≤ {TARGET_GROWTH})"
+            growth = f"; large / small {row['growth']:.2f}{target}" if "growth" in row else ""
             lines.append(f"scaling       {row['case']}: " + "; ".join(cells) + growth)
         elif row["workload"] == "graph memory" and "n_ops" in row:
             lines.append(
