@@ -65,7 +65,7 @@ from benchmarks.devices import devices_workload
 from benchmarks.memory import memory_workload
 from benchmarks.hvp import hvp_workload
 from benchmarks.small_grad import small_grad_workload
-from benchmarks.vmap import BATCHED, vmap_workload
+from benchmarks.vmap import BATCHED
 
 
 def _median_time(fn, repeat: int) -> float:
@@ -197,15 +197,22 @@ def mlp_workload(rounds: int, quick: bool) -> list[dict]:
     return [floor_row, row, jit_row, labels_row]
 
 
-def _mlp_retaining_memory(rounds: int) -> dict:
-    """tidu's eager MLP step after ``retain_freed_memory()``, timed in turns with the floor
-    in a subprocess (the setting is process-wide, so it must not touch the others)."""
+def _in_fresh_process(module: str, call: str):
+    """The JSON value of ``benchmarks.<module>.<call>``, computed in a fresh Python process:
+    for a process-wide setting, or a workload whose timing the heap left by the others
+    would change."""
     import subprocess
 
-    code = ("import json; from benchmarks import mlp; "
-            f"print(json.dumps(mlp.retaining_memory({rounds})))")
+    code = (f"import json, benchmarks; benchmarks.hold_threads(); "
+            f"from benchmarks import {module}; print(json.dumps({module}.{call}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _mlp_retaining_memory(rounds: int) -> dict:
+    """tidu's eager MLP step after ``retain_freed_memory()``, timed in turns with the floor
+    (the setting is process-wide, so it must not touch the others)."""
+    return _in_fresh_process("mlp", f"retaining_memory({rounds})")
 
 
 # --- memory ---------------------------------------------------------------------------------
@@ -235,7 +242,10 @@ def run(quick: bool) -> dict:
     add("graph memory", lambda: scaling.graph_memory_workload(quick))
     add("memory", lambda: memory_workload(60 if quick else 1_000))
     add("hvp", lambda: hvp_workload(3 if quick else 20))
-    add("vmap", lambda: vmap_workload(2, batch=32) if quick else vmap_workload(5))
+    # hundreds of MB per call: in a process of its own, so the heap the workloads before it
+    # left does not time its allocations (in this process it measured 116 to 266 ms)
+    add("vmap", lambda: _in_fresh_process("vmap", "vmap_workload(2, batch=32)" if quick
+                                          else "vmap_workload(5)"))
     add("small grad", lambda: small_grad_workload(3, inner=2) if quick
         else small_grad_workload(30))
     add("device", lambda: devices_workload(1 if quick else 3, quick))
