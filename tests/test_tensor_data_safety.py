@@ -240,6 +240,31 @@ def test_reading_data_of_a_buffer_backed_result_then_writing_it_is_safe():
                                rtol=1e-12)
 
 
+def test_data_of_an_unshared_buffer_backed_result_is_the_array_and_never_reused():
+    buffers.release_cached_arrays()
+    x_np = np.linspace(-1, 1, 256 * 256).reshape(256, 256)
+    u = tnp.exp(tensor(x_np))                         # a cached buffer only u holds
+    assert buffers.is_cached(u._data)
+    handle = u.data
+    assert buffers.is_cached(handle)                  # no copy: the cache's reference is idle
+    assert handle is u._data
+    handle[:] = 5.0
+    del u
+    for _ in range(4):                                # same shape and dtype: ask for buffers
+        v = tnp.exp(tensor(x_np)) * 2.0
+        assert not np.shares_memory(v.data, handle)
+    assert (handle == 5.0).all()                      # the cache never handed it out again
+    x = tensor(x_np, requires_grad=True)
+    w = tnp.sin(x)
+    y = tnp.sum(w * w)                                # w's array is saved: .data copies
+    saved = w._data
+    assert buffers.is_cached(saved) and w.data is not saved
+    w.data[:] = 0.0
+    del saved
+    np.testing.assert_allclose(y.backward().grad(x), 2 * np.sin(x_np) * np.cos(x_np),
+                               rtol=1e-12)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["use", "set_item", "subtract", "assign", "take_handle",
                                            "write_handle", "detach_write"]),

@@ -78,6 +78,7 @@ from tidu.graph import Input
 from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, library_of,
                                         numpy_dtype, owned_copy, to_host, to_library)
+from primitives.tensor.buffers import is_cached
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
@@ -240,7 +241,9 @@ class Tensor(ArrayOperators, Frontend):
             self._exposed = True
             return self._data
         if not self._exposed or not self._data.flags.writeable:
-            if _EXACT_REFS and _data_refs(self) <= _SOLE_REFS and self._data.base is None:
+            # (the buffer cache's own reference does not count: it reuses only idle arrays)
+            if (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS + is_cached(self._data)
+                    and self._data.base is None):
                 self._data.flags.writeable = True
             else:
                 self._data = self._data.copy()
