@@ -307,6 +307,33 @@ def test_dot_general_rules(dtype, case, seed):
     check_op(op, x, y, seed=seed)
 
 
+@pytest.mark.parametrize("dims, lhs_shape, rhs_shape, spec", [
+    ((((1,), (1,)), ((), ())), (5, 3), (4, 3), "ik,jk->ij"),        # x @ y.T
+    ((((0,), (0,)), ((), ())), (3, 5), (3, 4), "ki,kj->ij"),        # x.T @ y
+    ((((2,), (2,)), ((0,), (0,))), (2, 5, 3), (2, 4, 3), "bik,bjk->bij"),
+    ((((1,), (0,)), ((), ())), (5, 3), (3, 4), "ik,kj->ij"),        # x @ y: no swap needed
+])
+def test_dot_general_cotangents_come_out_in_the_operands_layout(dims, lhs_shape, rhs_shape,
+                                                                spec):
+    """Each cotangent is one product, its operands in the order that gives the operand's own
+    layout: no transpose op, and no transposed view for the ops after it to read strided."""
+    op = DotGeneral(dims, lhs_shape, rhs_shape, "float64")
+    graph = one_op_graph(op)
+    lin = linearize(graph, graph.output_keys, [0, 1])
+    tr = linear_transpose(lin)
+    assert not any(isinstance(node.operation, Transpose) for node in tr.graph.operations)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(lhs_shape), rng.standard_normal(rhs_shape)
+    ct = rng.standard_normal(op.out_shape())
+    values = {Input(0): x, Input(1): y, tr.tangent_input_keys[0]: ct}
+    gx, gy = evaluate([graph, lin.graph, tr.graph], tr.tangent_output_keys, values)
+    lhs, rest = spec.split(",")
+    rhs, out = rest.split("->")
+    np.testing.assert_allclose(gx, np.einsum(f"{out},{rhs}->{lhs}", ct, y), rtol=1e-12)
+    np.testing.assert_allclose(gy, np.einsum(f"{lhs},{out}->{rhs}", x, ct), rtol=1e-12)
+    assert gx.flags.c_contiguous and gy.flags.c_contiguous
+
+
 def test_dot_general_without_dtype_conjugates_complex_operands():
     rng = np.random.default_rng(0)
     x, y = rand(rng, (2, 3), "complex128"), rand(rng, (3, 4), "complex128")

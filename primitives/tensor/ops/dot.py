@@ -206,20 +206,38 @@ class DotGeneral(TensorPrimitive):
         nb, nlf, nrf = len(lb), len(lfree), len(rfree)
         out_shape = self.out_shape()
         batch = tuple(range(nb))
+        # Each cotangent is one product of ct and the other operand. Its free axes come out
+        # as [batch, lhs free, rhs free]: the operands go in the order that gives the
+        # operand's own layout when one does (so no transposed view is left for later ops
+        # to read strided), else ct first and a transpose after.
         if mask == (True, False):
-            # ct[b, lf, rf] . conj(y)[..rf..] -> [b, lf, rc in y's order], back to x's layout
-            dims = ((tuple(range(nb + nlf, nb + nlf + nrf)), rfree), (batch, tuple(rb)))
-            op = DotGeneral(dims, out_shape, self.rhs_shape, self.dtype)
-            result = emit(builder, op, [ct, self._conj(builder, inputs[1])], LIN_TF)
-            source = tuple(lb) + lfree + tuple(lc[rc.index(a)] for a in sorted(rc))
-            return [self._to_layout(builder, result, source), None]
+            # ct[b, lf, rf] . conj(y)[..rf..] -> [b, lf, rc in y's order]: x's layout
+            ct_free = tuple(range(nb + nlf, nb + nlf + nrf))
+            from_y = tuple(lc[rc.index(a)] for a in sorted(rc))
+            y = self._conj(builder, inputs[1])
+            if tuple(lb) + from_y + lfree == tuple(range(len(self.lhs_shape))) != \
+                    tuple(lb) + lfree + from_y:
+                op = DotGeneral(((rfree, ct_free), (tuple(rb), batch)), self.rhs_shape,
+                                out_shape, self.dtype)
+                return [emit(builder, op, [y, ct], LIN_FT), None]
+            op = DotGeneral(((ct_free, rfree), (batch, tuple(rb))), out_shape, self.rhs_shape,
+                            self.dtype)
+            result = emit(builder, op, [ct, y], LIN_TF)
+            return [self._to_layout(builder, result, tuple(lb) + lfree + from_y), None]
         if mask == (False, True):
-            # conj(x)[..lf..] . ct[b, lf, rf] -> [b, lc in x's order, rf], back to y's layout
-            dims = ((lfree, tuple(range(nb, nb + nlf))), (tuple(lb), batch))
-            op = DotGeneral(dims, self.lhs_shape, out_shape, self.dtype)
-            result = emit(builder, op, [self._conj(builder, inputs[0]), ct], LIN_FT)
-            source = tuple(rb) + tuple(rc[lc.index(a)] for a in sorted(lc)) + rfree
-            return [None, self._to_layout(builder, result, source)]
+            # conj(x)[..lf..] . ct[b, lf, rf] -> [b, lc in x's order, rf]: y's layout
+            ct_free = tuple(range(nb, nb + nlf))
+            from_x = tuple(rc[lc.index(a)] for a in sorted(lc))
+            x = self._conj(builder, inputs[0])
+            if tuple(rb) + rfree + from_x == tuple(range(len(self.rhs_shape))) != \
+                    tuple(rb) + from_x + rfree:
+                op = DotGeneral(((ct_free, lfree), (batch, tuple(lb))), out_shape,
+                                self.lhs_shape, self.dtype)
+                return [None, emit(builder, op, [ct, x], LIN_TF)]
+            op = DotGeneral(((lfree, ct_free), (tuple(lb), batch)), self.lhs_shape, out_shape,
+                            self.dtype)
+            result = emit(builder, op, [x, ct], LIN_FT)
+            return [None, self._to_layout(builder, result, tuple(rb) + from_x + rfree)]
         raise ADRuleError("dot_general", ADRuleKind.TRANSPOSE,
                           "dot_general is linear in one operand at a time")
 
