@@ -64,16 +64,16 @@ def first(results):
     return results[0]
 
 
-def cached_op(cls, *fields):
-    """``cls(*fields)``, one instance per parameters, kept: for ops whose fields are shapes,
-    axes and dtype names (tuples of ints, strings: equal values are interchangeable). A
-    program traced again then names the same op objects, which the graph builder and the key
-    tables find by identity (hashing and comparing a new op's fields cost more than making
-    it)."""
-    key = (cls, fields)
+def cached_op(make, *fields):
+    """``make(*fields)``, one op per parameters, kept: for ops whose fields are shapes, axes
+    and dtype names (tuples of ints, strings: equal values are interchangeable). ``make`` is
+    an op class, or a function that checks the parameters before making the op. A program
+    traced again then names the same op objects, which the graph builder and the key tables
+    find by identity (hashing and comparing a new op's fields cost more than making it)."""
+    key = (make, fields)
     op = _OPS.get(key)
     if op is None:
-        op = cls(*fields)
+        op = make(*fields)
         if len(_OPS) >= 4096:               # shapes can be many: start over then
             _OPS.clear()
         _OPS[key] = op
@@ -724,18 +724,8 @@ def dot_general_of_promoted(x, y, dimension_numbers, dtype: np.dtype):
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
     xs, ys = shape_of(x), shape_of(y)
-    name = dtype_name(dtype)
-    key = (lc, rc, lb, rb, xs, ys, name)
-    op = _dot_ops.get(key)
-    if op is None:
-        op = _dot_general_op(lc, rc, lb, rb, xs, ys, name)
-        if len(_dot_ops) < 4096:
-            _dot_ops[key] = op
+    op = cached_op(_dot_general_op, lc, rc, lb, rb, xs, ys, dtype_name(dtype))
     return first(bind(op, x, y))
-
-
-# Checked ops by (axes, shapes, dtype): a training loop reuses a few, with their cached plans.
-_dot_ops: dict = {}
 
 
 def _dot_general_op(lc, rc, lb, rb, xs, ys, dtype: str) -> DotGeneral:
