@@ -277,6 +277,10 @@ def _format_floor(row: dict) -> list[str]:
                  else " " * 14)
         lines.append(f"{'':13s}   {'in np.matmul: ' + mlp.SHORT[name]:40s} "
                      f"{inside['ms']:9.2f} ms   {ratio}   ({inside['calls']:.0f} calls a step)")
+        if "outside_us" in inside:
+            lines.append(f"{'':13s}   {'  outside them: ' + mlp.SHORT[name]:40s} "
+                         f"{sum(inside['outside_us']) / 1e3:9.2f} ms   between products (us): "
+                         + " ".join(f"{us:.0f}" for us in inside["outside_us"]))
     lines.append(f"{'':13s}   threads busy in a step: " + ", ".join(
         f"{name.split(' (')[0]} {n}" for name, n in row["busy_threads"].items()))
     if "note" in row:

@@ -170,7 +170,9 @@ AUTOGRAD = "autograd"
 JAX_EAGER = "jax eager"
 JAX_JIT = "jax.jit"
 OVER_FLOOR = (NUMPY_STEP, EAGER, JIT, JIT_LABELS, TORCH_CE, JAX_JIT)   # the rows of issue 23
-SHORT = {FLOOR: "floor", EAGER: "tidu eager step", JIT: "tidu jit one-hot"}
+SHORT = {FLOOR: "floor", NUMPY_STEP: "numpy step by hand", EAGER: "tidu eager step",
+         JIT: "tidu jit one-hot", JIT_LABELS: "tidu jit labels"}
+INSIDE = (NUMPY_STEP, EAGER, JIT, JIT_LABELS)   # the steps whose products are timed
 BUSY = (FLOOR, JIT, TORCH_CE, JAX_JIT)                          # one per library
 
 
@@ -179,17 +181,18 @@ def numpy_gradients(params, x, onehot):
     NumPy; ``intermediates`` holds what the backward products read (h1, h2, dz, da2, da1)."""
     w1, b1, w2, b2, w3, b3 = params
     n = len(x)
-    h1 = np.tanh(x @ w1 + b1)
-    h2 = np.tanh(h1 @ w2 + b2)
-    z = h2 @ w3 + b3
+    mm = np.matmul          # what `@` runs, named so that products_inside can time it
+    h1 = np.tanh(mm(x, w1) + b1)
+    h2 = np.tanh(mm(h1, w2) + b2)
+    z = mm(h2, w3) + b3
     shifted = z - z.max(axis=1, keepdims=True)
     e = np.exp(shifted)
     total = e.sum(axis=1, keepdims=True)
     loss = -((shifted - np.log(total)) * onehot).sum() / n
     dz = (e / total * onehot.sum(axis=1, keepdims=True) - onehot) / n
-    da2 = (dz @ w3.T) * (1 - h2 * h2)
-    da1 = (da2 @ w2.T) * (1 - h1 * h1)
-    grads = [x.T @ da1, da1.sum(0), h1.T @ da2, da2.sum(0), h2.T @ dz, dz.sum(0)]
+    da2 = mm(dz, w3.T) * (1 - h2 * h2)
+    da1 = mm(da2, w2.T) * (1 - h1 * h1)
+    grads = [mm(x.T, da1), da1.sum(0), mm(h1.T, da2), da2.sum(0), mm(h2.T, dz), dz.sum(0)]
     return loss, grads, {"h1": h1, "h2": h2, "dz": dz, "da2": da2, "da1": da1}
 
 
@@ -341,21 +344,27 @@ def interleaved(steps: dict, rounds: int, inner: int = INNER) -> dict:
 def products_inside(floor, steps: dict, rounds: int, inner: int = INNER) -> dict:
     """Time each of ``steps`` spends inside ``np.matmul`` (a timing wrapper put in
     ``numpy.matmul``'s place while the step runs; the floor keeps the real one), timed in
-    turns with ``floor``: ``{name: {"ms", "calls", "over_floor"}}`` per call of the step,
-    ``over_floor`` the median over rounds of (time inside / floor in that round)."""
+    turns with ``floor``: ``{name: {"ms", "calls", "over_floor", "outside_us"}}`` per call
+    of the step, ``over_floor`` the median over rounds of (time inside / floor in that
+    round), ``outside_us`` the median time outside the products before the first, between
+    each two and after the last (where the step's other work runs)."""
     real = np.matmul
     spent = [0.0, 0]
+    marks: list = []            # (start, end) of each product of the step's last call
 
     def timed(*args, **kwargs):
         start = time.perf_counter()
         try:
             return real(*args, **kwargs)
         finally:
-            spent[0] += time.perf_counter() - start
+            end = time.perf_counter()
+            spent[0] += end - start
             spent[1] += 1
+            marks.append((start, end))
 
     inside = {name: [] for name in steps}
     calls = {name: [] for name in steps}
+    outside = {name: [] for name in steps}
     floors = []
     for _ in range(rounds):
         gc.collect()
@@ -370,17 +379,26 @@ def products_inside(floor, steps: dict, rounds: int, inner: int = INNER) -> dict
                 step()
                 spent[:] = [0.0, 0]
                 for _ in range(inner):
+                    marks.clear()
+                    begin = time.perf_counter()
                     step()
+                    finish = time.perf_counter()
             finally:
                 np.matmul = real
             inside[name].append(spent[0] / inner)
             calls[name].append(spent[1] / inner)
+            ends = [begin] + [end for _, end in marks]
+            starts = [start for start, _ in marks] + [finish]
+            outside[name].append([b - a for a, b in zip(ends, starts)])
     result = {FLOOR: {"ms": 1e3 * statistics.median(floors), "calls": 8.0}}
     for name in steps:
+        segments = outside[name]
         result[name] = {"ms": 1e3 * statistics.median(inside[name]),
                         "calls": statistics.median(calls[name]),
                         "over_floor": statistics.median(a / f for a, f in
-                                                        zip(inside[name], floors))}
+                                                        zip(inside[name], floors)),
+                        "outside_us": [1e6 * statistics.median(r[i] for r in segments)
+                                       for i in range(min(map(len, segments)))]}
     return result
 
 
@@ -419,7 +437,7 @@ def session(rounds: int, busy_seconds: float = 0.3) -> dict:
                              for name, t in times.items() if name != FLOOR},
               "missing": missing, "rounds": rounds, "inner": INNER}
     result["products_inside"] = products_inside(
-        timed[FLOOR], {EAGER: timed[EAGER], JIT: timed[JIT]}, max(3, rounds // 2))
+        timed[FLOOR], {name: timed[name] for name in INSIDE}, max(3, rounds // 2))
     result["busy_threads"] = {name: benchmarks.busy_threads(timed[name], busy_seconds)
                               for name in BUSY if name in timed}
     return result
@@ -448,6 +466,10 @@ def format_session(result: dict) -> str:
         ratio = f"{inside['over_floor']:8.2f}" if "over_floor" in inside else " " * 8
         lines.append(f"{'in np.matmul: ' + SHORT[name]:40s} {inside['ms']:8.2f}   {ratio}   "
                      f"({inside['calls']:.0f} calls a step)")
+        if "outside_us" in inside:
+            lines.append(f"{'  outside them: ' + SHORT[name]:40s} "
+                         f"{sum(inside['outside_us']) / 1e3:8.2f}   between products (us): "
+                         + " ".join(f"{us:.0f}" for us in inside["outside_us"]))
     lines.append("threads busy in a step: " + ", ".join(
         f"{name.split(' (')[0]} {n}" for name, n in result["busy_threads"].items()))
     for name in result["missing"]:

@@ -55,6 +55,13 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
         assert step["ms"] > 0 and 0.2 < step["over_floor"] < 50
     for name, inside in floor["products_inside"].items():
         assert inside["calls"] >= 8 and inside["ms"] > 0, name      # the 8 products at least
+    assert {"numpy step, written by hand", "tidu eager Tensor step",
+            "tidu jit(value_and_grad) integer labels"} <= set(floor["products_inside"])
+    for name, inside in floor["products_inside"].items():
+        if name != "numpy floor (8 products)":      # time outside: before, between, after
+            outside = inside["outside_us"]
+            assert len(outside) == inside["calls"] + 1 and min(outside) >= 0, name
+            assert 0 < sum(outside) / 1e3 < inside["ms"], name
     assert all(n in (None, 1) for n in floor["busy_threads"].values()), floor["busy_threads"]
 
     # per-op cost at two sizes, each in fresh processes; graph memory per primal op

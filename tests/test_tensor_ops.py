@@ -637,6 +637,40 @@ def test_logsumexp_is_stable_and_matches():
         assert np.isneginf(T.logsumexp(np.array([-np.inf, -np.inf])))
 
 
+def _logsumexp_steps(x, axes):
+    """The log-sum-exp the op computes, step by step in NumPy: the reference for its values."""
+    shift = np.max(x, axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(shift), shift, np.zeros_like(shift))
+    total = np.sum(np.exp(x - shift), axis=axes, keepdims=True)
+    return np.reshape(np.log(total) + shift, [n for i, n in enumerate(x.shape) if i not in axes])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       dtype=st.sampled_from(["float16", "float32", "float64"]), data=st.data())
+def test_logsumexp_values_are_its_steps_bit_for_bit(shape, dtype, data):
+    from primitives.tensor.ops.reduce import ReduceLogSumExp
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
+    special = st.sampled_from([np.inf, -np.inf, np.nan, 6e4, -6e4, 1e300])
+    values = data.draw(st.lists(st.one_of(st.floats(-50, 50), special),
+                                min_size=math.prod(shape), max_size=math.prod(shape)))
+    with np.errstate(all="ignore"):
+        x = np.array(values, dtype=dtype).reshape(shape)
+        [got] = ReduceLogSumExp(axes, tuple(shape), dtype).eval(None, [x])
+        want = _logsumexp_steps(x, axes)
+    assert got.dtype == x.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)                  # NaN where the steps give NaN
+    assert not np.shares_memory(got, x)
+
+
+def test_logsumexp_of_big_finite_values_raises_no_floating_point_error():
+    from primitives.tensor.ops.reduce import ReduceLogSumExp
+    x = np.full((4, 2), 6e4, np.float16)          # the maxima sum past float16's range
+    with np.errstate(all="raise"):
+        [got] = ReduceLogSumExp((1,), (4, 2), "float16").eval(None, [x])
+    np.testing.assert_array_equal(got, np.float16(6e4) + np.log(np.float16(2)))
+
+
 GETITEM_KEYS = [
     (slice(1, 3), slice(None, None, 2)), ([0, 2],), (None, Ellipsis, 0), (slice(None, None, -1),),
     (slice(None, None, -2), 1), (0, slice(None), [1, 2]), ([0, 1], [1, 2]),

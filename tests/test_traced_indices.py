@@ -78,6 +78,24 @@ def test_out_of_range_index_raises_index_error_at_run_time_under_jit():
     np.testing.assert_array_equal(f(v, np.array([2])), [3.0])      # still usable
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.int64, np.uint64])
+def test_checked_indices_are_a_fresh_intp_array_in_range(dtype):
+    from primitives.tensor.ops.indexing import checked_indices
+    index = np.array([0, 4, 2, 4], dtype)
+    checked = checked_indices(index, 5, 0)              # in range: the quick path
+    assert checked.dtype == np.intp and checked.tolist() == [0, 4, 2, 4]
+    assert not np.shares_memory(checked, index)
+    if np.dtype(dtype).kind == "i":
+        assert checked_indices(np.array([-5, 4, -1], dtype), 5, 0).tolist() == [0, 4, 4]
+    assert checked_indices(np.array([], dtype), 5, 0).shape == (0,)
+    for bad in ([5], [0, 7]):
+        with pytest.raises(IndexError, match=f"index {bad[-1]} is out of bounds for axis 2"):
+            checked_indices(np.array(bad, dtype), 5, 2)
+    if np.dtype(dtype).kind == "i":
+        with pytest.raises(IndexError, match="index -6 is out of bounds"):
+            checked_indices(np.array([1, -6], dtype), 5, 0)
+
+
 def test_out_of_range_names_the_axis():
     f = tnp.jit(lambda m, i, j: m[i, j])
     m = np.arange(6.0).reshape(2, 3)

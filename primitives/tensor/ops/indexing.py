@@ -336,6 +336,8 @@ def checked_indices(index, size: int, axis: int):
     array([2, 0])
     """
     index = np.asarray(index)
+    if index.size and index.dtype.kind in "iu" and 0 <= index.min() and index.max() < size:
+        return index.astype(np.intp)        # in range already (the usual case): a fresh copy
     bad = (index < -size) | (index >= size)
     if bad.any():
         raise TensorIndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} "
@@ -427,6 +429,8 @@ class Gather(_IndexedLinear):
     def eval(self, ctx, inputs):
         xp, (x, indices) = operands(inputs, self)
         if xp is NUMPY.xp:
+            if type(x) is np.ndarray:           # np.take's method, without its wrapper
+                return [x.take(indices, axis=self.axis)]
             return [np.take(x, indices, axis=self.axis)]
         # the standard's take wants 1-d indices: the index axes are flattened and restored
         taken = xp.take(x, xp.reshape(indices, (-1,)), axis=self.axis)

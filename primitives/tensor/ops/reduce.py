@@ -175,6 +175,22 @@ class ReduceProd(TensorPrimitive):
     batch_rule = _batch_reduction
 
 
+def _numpy_logsumexp(x: np.ndarray, axes: tuple, out_shape: tuple) -> np.ndarray:
+    """The steps of :meth:`ReduceLogSumExp.eval` as NumPy's own reductions and ufuncs, in
+    place where they can be: no Python-level NumPy wrappers, which matters right after a big
+    matrix product has evicted them from the cache (docs/performance.md)."""
+    shift = np.maximum.reduce(x, axis=axes, keepdims=True)
+    finite = np.isfinite(shift)
+    if not np.logical_and.reduce(finite, axis=None):           # an infinite or NaN maximum
+        shift = np.where(finite, shift, np.zeros((), shift.dtype))
+    total = np.subtract(x, shift)
+    np.exp(total, out=total)
+    total = np.add.reduce(total, axis=axes, keepdims=True)
+    np.log(total, out=total)
+    np.add(total, shift, out=total)
+    return total.reshape(out_shape)
+
+
 @tensor_op
 class ReduceLogSumExp(_Reduction):
     """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
@@ -199,6 +215,8 @@ class ReduceLogSumExp(_Reduction):
             return [xp.full(out_shape, -np.inf, dtype=x.dtype, device=device_of(x))]
         if axes and xp.name == "torch":     # one kernel (the same shift), not five calls
             return [x.logsumexp(dim=axes)]
+        if type(x) is np.ndarray and x.dtype.kind == "f":
+            return [_numpy_logsumexp(x, axes, out_shape)]
         shift = xp.max(x, axis=axes, keepdims=True)
         shift = xp.where(xp.isfinite(shift), shift, xp.zeros_like(shift))
         total = xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)

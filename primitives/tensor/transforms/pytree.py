@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 
 class TreeDef(NamedTuple):
     """A pytree's structure: ``kind`` is "leaf", "none", "tuple", "namedtuple", "list" or
@@ -55,8 +57,16 @@ def _flatten(tree, leaves: list) -> TreeDef:
     # recursion follows the nesting of containers, not the size of any graph
     if tree is None:
         return TreeDef("none")
-    if type(tree) in (tuple, list):
-        return TreeDef(type(tree).__name__, (), tuple(_flatten(t, leaves) for t in tree))
+    kind = type(tree)
+    if kind is tuple or kind is list:
+        children = []
+        for t in tree:
+            if type(t) is np.ndarray:               # the usual leaf, without a call
+                leaves.append(t)
+                children.append(LEAF)
+            else:
+                children.append(_flatten(t, leaves))
+        return TreeDef(kind.__name__, (), tuple(children))
     if isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
         return TreeDef("namedtuple", (), tuple(_flatten(t, leaves) for t in tree), type(tree))
     if type(tree) is dict:
