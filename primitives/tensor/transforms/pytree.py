@@ -93,7 +93,7 @@ def _unflatten(tree: TreeDef, it) -> Any:
         return next(it)
     if tree.kind == "none":
         return None
-    children = [_unflatten(c, it) for c in tree.children]
+    children = [next(it) if c is LEAF else _unflatten(c, it) for c in tree.children]
     if tree.kind == "dict":
         return dict(zip(tree.keys, children))
     if tree.kind == "namedtuple":
