@@ -260,7 +260,7 @@ def run(quick: bool) -> dict:
         except ImportError:
             notes.append(f"{module} is not installed: skipped (pip install '.[{extra}]')")
     return {"machine": {"python": platform.python_version(), "platform": platform.platform(),
-                        "processor": platform.processor(), "numpy": np.__version__},
+                        "processor": _cpu_model(), "numpy": np.__version__},
             "threads": benchmarks.thread_settings(),
             "quick": quick, "rows": rows, "notes": notes, "seconds": seconds}
 
@@ -288,9 +288,23 @@ def _format_floor(row: dict) -> list[str]:
     return lines
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, where ``platform.processor()`` is
+    empty), else what ``platform`` says."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def format_table(result: dict) -> str:
     lines = [f"tidu benchmarks ({'quick' if result['quick'] else 'full'}); "
-             f"Python {result['machine']['python']}; ratios are tidu / peer (< 1: tidu faster)",
+             f"Python {result['machine']['python']}, {result['machine']['processor']}; "
+             "ratios are tidu / peer (< 1: tidu faster)",
              f"threads: {benchmarks.format_thread_settings(result['threads'])}"]
     for row in result["rows"]:
         if row["workload"] in ("torch arrays", "dask", "numpy A/B"):
