@@ -428,10 +428,8 @@ class Gather(_IndexedLinear):
 
     def eval(self, ctx, inputs):
         xp, (x, indices) = operands(inputs, self)
-        if xp is NUMPY.xp:
-            if type(x) is np.ndarray:           # np.take's method, without its wrapper
-                return [x.take(indices, axis=self.axis)]
-            return [np.take(x, indices, axis=self.axis)]
+        if xp is NUMPY.xp:                      # np.take's method, without its wrapper
+            return [x.take(indices, axis=self.axis)]
         # the standard's take wants 1-d indices: the index axes are flattened and restored
         taken = xp.take(x, xp.reshape(indices, (-1,)), axis=self.axis)
         shape = self.shape

@@ -107,13 +107,10 @@ class ReduceSum(LinearOp):
         return f"axes={self.axes}, shape={self.shape}"
 
     def eval(self, ctx, inputs):
-        x = inputs[0]
-        if type(x) is np.ndarray:               # np.sum's own reduction, without its wrapper
+        xp, (x,) = operands(inputs, self)
+        if xp is NUMPY.xp:          # np.sum's own reduction, without its Python wrapper
             total = np.add.reduce(x, axis=self.axes)
             return [total if type(total) is np.ndarray else np.asarray(total)]  # a full sum: 0-d
-        xp, (x,) = operands(inputs, self)
-        if xp is NUMPY.xp:                      # a full sum is a NumPy scalar: made 0-d
-            return [np.asarray(np.sum(x, axis=self.axes))]
         return [xp.sum(x, axis=self.axes)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
