@@ -8,6 +8,8 @@ from collections.abc import MutableSequence, Sequence
 
 import networkx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tidu.graph import (
     PRIMARY,
@@ -150,6 +152,36 @@ def test_values_and_operations_sequences():
     with pytest.raises(IndexError):
         g.values[6]
     assert "6 values" in repr(g.values) and "3 operations" in repr(g.operations)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["input", "NEG", "MUL", "SINCOS", "DIVMOD"]),
+                          st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=30))
+def test_every_value_names_its_producer_indexed_iterated_and_pickled(steps):
+    """A value's producer is not stored per value: it is found from the operations' first
+    outputs. For random graphs (inputs between ops, one- and two-output ops, repeats that
+    CSE folds) it agrees with the operations' outputs, by index, negative index, iteration
+    and after pickling."""
+    b = GraphBuilder()
+    b.add_input("x0")
+    for kind, i, j in steps:
+        n = len(b)
+        if kind == "input":
+            b.add_input(f"x{i % 4}")           # repeats find the existing input
+        else:
+            op = getattr(ScalarOp, kind)
+            arity = 2 if kind in ("MUL", "DIVMOD") else 1
+            b.add_operation(op, [Local(i % n), Local(j % n)][:arity])
+    g = b.build()
+    want = [None] * len(g.values)
+    for op_index, node in enumerate(g.operations):
+        for slot, local_id in enumerate(node.outputs):
+            want[local_id] = (op_index, slot)
+    for copy in (g, pickle.loads(pickle.dumps(g))):
+        assert [v.producer for v in copy.values] == want
+        assert [copy.values[i].producer for i in range(len(want))] == want
+        assert [copy.values[-i].producer for i in range(1, len(want) + 1)] == want[::-1]
+        assert all((v.producer is None) == (i in copy.inputs) for i, v in enumerate(copy.values))
 
 
 # --- within-builder CSE ------------------------------------------------------------

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import namedtuple
 from typing import Hashable, Sequence
 from collections.abc import Sequence as SequenceABC
@@ -36,6 +37,7 @@ from tidu.errors import (
 )
 from tidu.graph.keys import (
     PRIMARY,
+    Input,
     Linearized,
     OperationKey,
     OperationRole,
@@ -94,14 +96,15 @@ class GraphBuilder:
     as it was.
     """
 
-    __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "_index",
+    __slots__ = ("_keys", "_op_keys", "_op_first", "_index",
                  "_inputs", "_outputs", "_parents", "_counts")
 
     def __init__(self) -> None:
-        self._keys: list[ValueKey] = []          # local id -> key
-        self._value_op: list[int] = []            # local id -> producing op index, -1 for inputs
+        # local id -> key: an Input for a graph input, an op's Derived output otherwise
+        self._keys: list[ValueKey] = []
         self._op_keys: list[OperationKey] = []    # op index -> key
         self._op_first: list[int] = []           # op index -> local id of its first output
+        # (increasing: a value's producer is found by bisection, not stored per value)
         self._index: dict[ValueKey, int] = {}     # key -> local id
         self._inputs: list[int] = []
         self._outputs: tuple[int, ...] = ()
@@ -122,7 +125,6 @@ class GraphBuilder:
             return found
         local_id = len(self._keys)
         self._keys.append(value_key)
-        self._value_op.append(-1)
         self._index[value_key] = local_id
         self._inputs.append(local_id)
         return local_id
@@ -179,18 +181,15 @@ class GraphBuilder:
             if first is not None:
                 return first
         first = len(keys)
-        op_index = len(self._op_keys)
         self._op_keys.append(op_key)
         self._op_first.append(first)
         if n_out == 1:
             self._index[made[0]] = first
             keys.append(made[0])
-            self._value_op.append(op_index)
             return first
         for key in made:
             self._index[key] = len(keys)
             keys.append(key)
-            self._value_op.append(op_index)
         return first
 
     def _raise_bad_input(self, op, inputs: Sequence) -> None:
@@ -266,8 +265,8 @@ class GraphBuilder:
     def build(self) -> "Graph":
         """Freeze what was added into an immutable :class:`Graph`."""
         return Graph._make(
-            tuple(self._keys), tuple(self._value_op), tuple(self._op_keys), tuple(self._op_first), tuple(self._inputs), self._outputs,
-            tuple(self._parents), dict(self._index),
+            tuple(self._keys), tuple(self._op_keys), tuple(self._op_first), tuple(self._inputs),
+            self._outputs, tuple(self._parents), dict(self._index),
         )
 
 
@@ -286,13 +285,22 @@ class _ValueView(SequenceABC):
         graph = self._graph
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        key = graph._keys[index]
-        op_index = graph._value_op[index]
-        return ValueNode(key, None if op_index < 0 else (op_index, key._slot))
+        local_id = range(len(graph._keys))[index]
+        key = graph._keys[local_id]
+        if isinstance(key, Input):
+            return ValueNode(key, None)
+        return ValueNode(key, (bisect_right(graph._op_first, local_id) - 1, key._slot))
 
     def __iter__(self):
-        for key, op_index in zip(self._graph._keys, self._graph._value_op):
-            yield ValueNode(key, None if op_index < 0 else (op_index, key._slot))
+        op_first = self._graph._op_first
+        op_index = -1               # the last op whose first output is at or before local_id
+        for local_id, key in enumerate(self._graph._keys):
+            if isinstance(key, Input):
+                yield ValueNode(key, None)
+                continue
+            while op_index + 1 < len(op_first) and op_first[op_index + 1] <= local_id:
+                op_index += 1
+            yield ValueNode(key, (op_index, key._slot))
 
     def __repr__(self) -> str:
         return f"<{len(self)} values>"
@@ -334,16 +342,14 @@ class Graph:
     ``repr(graph)`` is one short line.
     """
 
-    __slots__ = ("_keys", "_value_op", "_op_keys", "_op_first", "inputs",
+    __slots__ = ("_keys", "_op_keys", "_op_first", "inputs",
                  "outputs", "parents", "_index", "_program", "__weakref__")
 
     @classmethod
-    def _make(cls, keys, value_op, op_keys, op_first, inputs, outputs, parents,
-              index) -> "Graph":
+    def _make(cls, keys, op_keys, op_first, inputs, outputs, parents, index) -> "Graph":
         graph = object.__new__(cls)
         setter = object.__setattr__
-        for name, value in (("_keys", keys), ("_value_op", value_op), ("_op_keys", op_keys),
-                            ("_op_first", op_first),
+        for name, value in (("_keys", keys), ("_op_keys", op_keys), ("_op_first", op_first),
                             ("inputs", inputs), ("outputs", outputs), ("parents", parents),
                             ("_index", index), ("_program", None)):
             setter(graph, name, value)
@@ -418,13 +424,13 @@ class Graph:
 
     def __reduce__(self):
         table, refs = flatten(self._keys)
-        return (_rebuild_graph, (table, refs, self._value_op, self._op_first, self.inputs,
-                                 self.outputs, self.parents))
+        return (_rebuild_graph, (table, refs, self._op_first, self.inputs, self.outputs,
+                                 self.parents))
 
 
-def _rebuild_graph(table, refs, value_op, op_first, inputs, outputs, parents) -> Graph:
+def _rebuild_graph(table, refs, op_first, inputs, outputs, parents) -> Graph:
     keys = tuple(unflatten(table, refs))
     op_keys = tuple(keys[first]._operation for first in op_first)
     index = {key: local_id for local_id, key in enumerate(keys)}
-    return Graph._make(keys, tuple(value_op), op_keys, tuple(op_first), tuple(inputs),
+    return Graph._make(keys, op_keys, tuple(op_first), tuple(inputs),
                        tuple(outputs), tuple(parents), index)

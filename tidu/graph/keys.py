@@ -124,7 +124,8 @@ def _sweep_roles_if_needed() -> None:
 # in ``_collisions`` under ``(op, structure)``.
 
 _lock = threading.Lock()
-_serials = itertools.count()
+_serials = itertools.count()     # OperationKey.serial, given on first use
+_serial_lock = threading.Lock()
 _input_table: dict = {}     # user key -> weakref(Input)
 _op_table: dict = {}        # structure -> weakref(OperationKey)
 _collisions: dict = {}      # (op, structure) -> weakref(OperationKey)
@@ -242,18 +243,28 @@ class FreshInput(Input):
     key = property(lambda self: self)
 
     def __new__(cls) -> "FreshInput":
-        key = object.__new__(cls)
-        key._key = next(_fresh_serials)     # only for display
-        return key
+        return object.__new__(cls)
 
     def __repr__(self) -> str:
-        return f"%{self._key}"
+        return f"%{_display_number(self, '_key', _fresh_serials)}"
 
     def __reduce__(self):
         return (FreshInput, ())             # unpickled, it is a new key (shared within one pickle)
 
 
 _fresh_serials = itertools.count()
+
+
+def _display_number(key, slot: str, numbers) -> int:
+    """``key``'s number for display, kept in ``slot``: the next of ``numbers`` the first time
+    it is asked for (most keys are never shown; an int object per key costs memory)."""
+    try:
+        return getattr(key, slot)
+    except AttributeError:
+        with _serial_lock:
+            if not hasattr(key, slot):
+                setattr(key, slot, next(numbers))
+        return getattr(key, slot)
 
 
 class OperationKey:
@@ -270,7 +281,11 @@ class OperationKey:
     inputs = property(attrgetter("_inputs"))
     role = property(attrgetter("_role"))
     output_count = property(attrgetter("_n_out"))
-    serial = property(attrgetter("_serial"), doc="A short process-unique number, for display.")
+
+    @property
+    def serial(self) -> int:
+        """A short process-unique number, for display (given when first asked for)."""
+        return _display_number(self, "_serial", _serials)
 
     def __new__(cls, operation, inputs, role: OperationRole = PRIMARY) -> "OperationKey":
         inputs = tuple(inputs)
@@ -293,7 +308,7 @@ class OperationKey:
 
     def __repr__(self) -> str:
         role = "" if self._role is PRIMARY else f"[{self._role!r}]"
-        return f"{op_name(self._operation)}{role}#{self._serial}"
+        return f"{op_name(self._operation)}{role}#{self.serial}"
 
     def __reduce__(self):
         table, input_refs = flatten(self._inputs)
@@ -368,7 +383,6 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
         key._operation = operation
         key._inputs = inputs
         key._role = role
-        key._serial = next(_serials)
         key._n_out = 1
         derived = object.__new__(Derived)
         derived._operation = key
@@ -441,7 +455,6 @@ def _new_operation_key(operation, inputs, role, output_count) -> OperationKey:
     key._operation = operation
     key._inputs = inputs
     key._role = role
-    key._serial = next(_serials)
     key._n_out = output_count
     key._out = None if output_count == 1 else [None] * output_count
     return key
