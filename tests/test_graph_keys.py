@@ -248,6 +248,32 @@ def test_cse_key_via_external_equals_local():
     assert len(b) == before
 
 
+
+def test_display_numbers_are_given_when_first_shown_then_kept_and_unique():
+    """A key's display number (``#n``, ``%n``) costs nothing until it is shown (no int object
+    per key), then stays the same and differs from every other key's, across threads."""
+    from tidu.graph import FreshInput
+
+    op_keys = [OperationKey(ScalarOp.NEG, (Input(("display", i)),), PRIMARY) for i in range(50)]
+    fresh_keys = [FreshInput() for _ in range(50)]
+    assert not any(hasattr(k, "_serial") for k in op_keys)        # not given at creation
+    assert not any(hasattr(k, "_key") for k in fresh_keys)
+    shown: list = []
+
+    def show():
+        shown.append(([k.serial for k in op_keys], [repr(k) for k in fresh_keys]))
+
+    threads = [threading.Thread(target=show) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(seen == shown[0] for seen in shown)                  # one number per key
+    serials, fresh_reprs = shown[0]
+    assert len(set(serials)) == len(serials) and len(set(fresh_reprs)) == len(fresh_reprs)
+    assert [repr(k) for k in op_keys] == [f"NEG#{n}" for n in serials]
+
+
 # --- repr and pickling --------------------------------------------------------------
 
 
