@@ -102,10 +102,9 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         static = tuple((n, args[n]) for n in sorted(static_positions))
         dynamic = [a for n, a in enumerate(args) if n not in static_positions]
         leaves, structure = tree_flatten((dynamic, kwargs))
-        leaves = [leaf if type(leaf) is np.ndarray else _leaf(leaf, f) for leaf in leaves]
-        signature = (structure, static, tuple([
-            (leaf.shape, leaf.dtype.str) if type(leaf) is np.ndarray
-            else (shape_of(leaf), dtype_of(leaf).str) for leaf in leaves]))
+        leaves = [_leaf(leaf, f) for leaf in leaves]
+        signature = (structure, static,
+                     tuple([(shape_of(leaf), dtype_of(leaf).str) for leaf in leaves]))
         try:
             with lock:
                 traced = cache.get(signature)
@@ -137,6 +136,8 @@ def _static_position(n, count: int, f) -> int:
 
 
 def _leaf(value, f):
+    if type(value) is np.ndarray:       # the usual argument: taken as it is
+        return value
     if isinstance(value, Frontend):
         return value
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)):
