@@ -21,6 +21,10 @@ Every device sits behind one seam, and this module turns it off there:
   anew. Workload: ``tnp.grad`` of the small tanh RNN (``benchmarks.small_grad``).
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
+- ``short-row extrema``: the maximum (and minimum) over the last axis of many short
+  rows is taken on a copy with that axis first (``reduce._many_short_rows``); off =
+  NumPy's row-by-row loop. Workload: ``tnp.logsumexp`` and ``tnp.max`` over the
+  classes of a (256, 10) float32 batch of scores, what the MLP's loss head reduces.
 
 Each (device, on/off) runs in a fresh process (no caches shared between the
 two), alternating on and off for ``--rounds`` rounds; the figure is the median.
@@ -83,6 +87,11 @@ def _grad_handover_off() -> None:
     eager._can_hand_over = lambda value: False
 
 
+def _short_rows_off() -> None:
+    from primitives.tensor.ops import reduce
+    reduce._many_short_rows = lambda x, axes: False
+
+
 # --- workloads: each returns one number -----------------------------------------------------
 
 
@@ -116,6 +125,20 @@ def _eager_mlp_ms(steps: int) -> float:
     return best_ms(step, steps)
 
 
+def _short_rows_us(calls: int) -> float:
+    """µs per ``tnp.logsumexp`` and ``tnp.max`` over the classes of (256, 10) float32 scores."""
+    import numpy as np
+
+    from benchmarks.small_grad import best_ms
+    from primitives import tensor as tnp
+    scores = np.random.default_rng(0).standard_normal((256, 10)).astype(np.float32)
+
+    def reduce_both():
+        tnp.logsumexp(scores, axis=1)
+        tnp.max(scores, axis=1)
+    return 1e3 * best_ms(reduce_both, calls)
+
+
 def _memory_ratio(n_ops: int) -> float:
     from benchmarks.memory import memory_workload
     return memory_workload(n_ops)[0]["backward_over_forward"]
@@ -131,6 +154,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
                                    "peak / held"),
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
+    "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }
 
 

@@ -663,6 +663,48 @@ def test_logsumexp_values_are_its_steps_bit_for_bit(shape, dtype, data):
     assert not np.shares_memory(got, x)
 
 
+@settings(max_examples=40, deadline=None)
+@given(rows=st.sampled_from([[64], [100], [257], [8, 9], [3, 40]]), length=st.integers(2, 40),
+       dtype=st.sampled_from(["float32", "float64", "int32", "int64", "uint32", "float16",
+                              "int8"]),
+       seed=st.integers(0, 2**32 - 1), transposed=st.booleans())
+def test_max_min_and_logsumexp_over_many_short_rows_are_numpys(rows, length, dtype, seed,
+                                                               transposed):
+    """Many short rows are reduced on a copy with the row axis first (a faster NumPy loop):
+    the extrema are NumPy's, NaN and infinities included, and logsumexp is its steps'
+    bit for bit, on and off that path."""
+    from primitives.tensor.ops.reduce import (ReduceLogSumExp, ReduceMax, ReduceMin,
+                                              _many_short_rows, _numpy_extremum)
+    rng = np.random.default_rng(seed)
+    shape = (*rows, length)
+    if np.dtype(dtype).kind == "f":
+        pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.25, 6e4], dtype=dtype)
+        x = np.where(rng.random(shape) < 0.05, rng.choice(pool, shape),
+                     rng.standard_normal(shape) * 10).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if transposed:                                   # F-ordered: NumPy's loop is fast already
+        x = np.asfortranarray(x)
+    last = x.ndim - 1
+    fast = _many_short_rows(x, (last,))
+    assert fast == (not transposed and math.prod(rows) >= 64 and length <= 32
+                    and dtype not in ("float16", "int8"))
+    for ufunc, op, reference in ((np.maximum, ReduceMax, np.max), (np.minimum, ReduceMin, np.min)):
+        want = reference(x, axis=last)
+        got = _numpy_extremum(ufunc, x, (last,))
+        np.testing.assert_array_equal(got, want)        # NaN where NumPy gives NaN
+        assert got.dtype == want.dtype and got.shape == want.shape
+        [from_op] = op((last,), shape, dtype).eval(None, [x])
+        np.testing.assert_array_equal(from_op, want)
+        assert not np.shares_memory(from_op, x)
+    if np.dtype(dtype).kind == "f":
+        with np.errstate(all="ignore"):
+            [got] = ReduceLogSumExp((last,), shape, dtype).eval(None, [x])
+            want = _logsumexp_steps(x, (last,))
+        np.testing.assert_array_equal(got, want)
+
+
 def test_logsumexp_of_big_finite_values_raises_no_floating_point_error():
     from primitives.tensor.ops.reduce import ReduceLogSumExp
     x = np.full((4, 2), 6e4, np.float16)          # the maxima sum past float16's range
