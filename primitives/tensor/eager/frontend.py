@@ -405,6 +405,7 @@ class Tensor(ArrayOperators, Frontend):
         inputs = []                     # per argument: its EagerInput if it requires grad
         differentiated = None           # the type of the first array that requires grad
         mixed = False
+        constants = False               # an argument that does not require grad
         for a in args:
             if isinstance(a, Tensor):
                 d = _owned_data(a) if a._exposed else a._data
@@ -420,11 +421,12 @@ class Tensor(ArrayOperators, Frontend):
             else:
                 data.append(a if type(a) is np.ndarray else as_array(a))
             inputs.append(None)
+            constants = True
         if differentiated is None:
             return [new_tensor(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         if mixed:
             _check_one_library(op, args, data)
-        if None in inputs:                  # constants: recorded as such
+        if constants:                       # recorded as such
             for position, a in enumerate(args):
                 if inputs[position] is None:
                     d = data[position]
