@@ -200,23 +200,31 @@ def test_equal_operation_returns_existing_ids_and_adds_no_node():
     assert len(set(g.value_keys)) == len(g.values)
 
 
-def test_add_checked_matches_add_operation():
+def test_add_unchecked_matches_add_operation():
     b, ids = small_builder()
     keys = b.build().value_keys
     x_key, s_key = keys[ids["x"]], keys[ids["s"]]
     # an op already in the builder: its first output id, nothing added
     n_values = len(b)
-    assert b.add_checked(ScalarOp.MUL, (s_key, x_key), PRIMARY, 1) == ids["m"]
-    assert b.add_checked(ScalarOp.SINCOS, (x_key,), PRIMARY, 2) == ids["s"]
+    assert b.add_unchecked(ScalarOp.MUL, (s_key, x_key), PRIMARY, 1) == ids["m"]
+    assert b.add_unchecked(ScalarOp.SINCOS, (x_key,), PRIMARY, 2) == ids["s"]
     assert len(b) == n_values
     # a new op: the ids and keys add_operation would give
     other, other_ids = small_builder()
-    first = b.add_checked(ScalarOp.DIVMOD, (x_key, s_key), PRIMARY, 2)
+    first = b.add_unchecked(ScalarOp.DIVMOD, (x_key, s_key), PRIMARY, 2)
     assert other.add_operation(ScalarOp.DIVMOD, [Local(other_ids["x"]), Local(other_ids["s"])]
                                ) == [first, first + 1]
     assert b.build().value_keys == other.build().value_keys
     assert b.add_operation(ScalarOp.DIVMOD, [Local(ids["x"]), Local(ids["s"])]) == [first,
                                                                                     first + 1]
+
+
+def test_add_checked_is_the_deprecated_name_of_add_unchecked():
+    b, ids = small_builder()
+    keys = b.build().value_keys
+    with pytest.warns(DeprecationWarning, match="add_unchecked"):
+        first = b.add_checked(ScalarOp.MUL, (keys[ids["s"]], keys[ids["x"]]), PRIMARY, 1)
+    assert first == ids["m"]
 
 
 def test_cse_distinguishes_role_and_order():

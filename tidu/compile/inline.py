@@ -58,6 +58,6 @@ def closed_graph(inputs: Sequence[Input], operations: Sequence[OperationKey],
     for key in inputs:
         builder.add_input(key.key)
     for op_key in operations:
-        builder.add_checked(op_key.operation, op_key.inputs, op_key.role, op_key.output_count)
+        builder.add_unchecked(op_key.operation, op_key.inputs, op_key.role, op_key.output_count)
     builder.set_outputs([builder.local_id(key) for key in outputs])
     return builder.build()

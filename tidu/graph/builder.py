@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import warnings
 from bisect import bisect_right
 from collections import namedtuple
 from typing import Hashable, Sequence
@@ -162,15 +163,27 @@ class GraphBuilder:
                 input_keys.append(ref[0])
             else:
                 self._raise_bad_input(op, inputs)
-        first = self.add_checked(op, tuple(input_keys), role, n_out)
+        first = self.add_unchecked(op, tuple(input_keys), role, n_out)
         return [first] if n_out == 1 else list(range(first, first + n_out))
 
-    def add_checked(self, op, input_keys: tuple, role: OperationRole, n_out: int) -> int:
+    def add_unchecked(self, op, input_keys: tuple, role: OperationRole, n_out: int) -> int:
         """``add_operation`` without its checks; return the first output's id.
 
-        For callers that already know the op has ``n_out`` outputs and takes
-        ``len(input_keys)`` inputs in ``role``, and whose ``input_keys`` are value
-        keys of this builder or of another graph (e.g. replayed rule templates).
+        For callers that have checked already: the op has ``n_out`` outputs and takes
+        ``len(input_keys)`` inputs in ``role``, and ``input_keys`` are value keys of
+        this builder or of another graph (replayed rule templates, inlined graphs).
+        Nothing here checks that again: wrong arguments make a wrong graph, not an error.
+
+        >>> import enum
+        >>> from tidu.graph import PRIMARY, GraphOperation
+        >>> class Op(GraphOperation, enum.Enum):
+        ...     NEG = "neg"
+        ...     def input_count(self): return 1
+        ...     def output_count(self): return 1
+        >>> b = GraphBuilder(); x = b.add_input("x")
+        >>> b.add_unchecked(Op.NEG, (b.global_key(x),), PRIMARY, 1) == b.add_operation(
+        ...     Op.NEG, [Local(x)])[0]                         # the same node
+        True
         """
         keys = self._keys
         op_key, made = intern_operation_outputs(op, input_keys, role, n_out)
@@ -191,6 +204,13 @@ class GraphBuilder:
             self._index[key] = len(keys)
             keys.append(key)
         return first
+
+    def add_checked(self, op, input_keys: tuple, role: OperationRole, n_out: int) -> int:
+        """Deprecated (it never checked): the old name of :meth:`add_unchecked`, kept one
+        release with a ``DeprecationWarning``."""
+        warnings.warn("GraphBuilder.add_checked is deprecated: it does not check its "
+                      "arguments; call add_unchecked", DeprecationWarning, stacklevel=2)
+        return self.add_unchecked(op, input_keys, role, n_out)
 
     def _raise_bad_input(self, op, inputs: Sequence) -> None:
         """Raise the error naming the first input that is not a valid reference."""

@@ -46,7 +46,7 @@ class RuleRunner:
         self._can_replay = type(builder) is GraphPrimitiveBuilder
         if self._can_replay:
             self._keys = builder._keys          # ids are positions in this list
-            self._add = builder.add_checked
+            self._add = builder.add_unchecked
             self._size = self._keys.__len__
         else:
             self._size = _unknown_size
@@ -210,7 +210,7 @@ def compile_template(steps: tuple, result_slots: tuple, shape: tuple) -> Callabl
 
     ``steps`` holds ``(op, role, output count, input slots)`` per operation;
     ``shape`` is ``(len(local_ids), len(keys_a), len(keys_b))``. ``add`` is a
-    builder's ``add_checked`` and ``keys`` its list of value keys. For the JVP of
+    builder's ``add_unchecked`` and ``keys`` its list of value keys. For the JVP of
     ``x * y`` with both tangents the source reads::
 
         def replay(keys, add, local_ids, keys_a, keys_b):
