@@ -11,6 +11,7 @@ import tidu
 from benchmarks import small_grad
 from primitives.tensor.numpy import lowering
 from primitives.tensor.numpy.indexing import getitem
+from primitives.tensor.transforms import make_graph
 from primitives.tensor.ops.linalg import MatrixBand
 from primitives.tensor.ops.shape import BroadcastInDim, Reshape
 from tidu.graph import GraphBuilder, Local
@@ -82,6 +83,75 @@ def test_dtype_name_is_numpys():
     for dtype in map(np.dtype, ["f8", ">f8", "c8", "i4", "?", "U3", "M8[s]"]):
         assert lowering.dtype_name(dtype) == dtype.name
         assert lowering.dtype_name(dtype) == dtype.name          # once remembered
+
+
+_NUMBERS = [2.0, -1.5, 3, True, 0, 2 ** 70, 1e300]
+_NUMBER_OPS = [tnp.add, tnp.subtract, tnp.multiply, tnp.divide, tnp.maximum, tnp.greater,
+               tnp.power]
+
+
+def _number_results(fn, make, number, dtype, number_first, general):
+    """What ``fn`` gives for a value and a Python number, through the number's shortcut or
+    (``general``) the general path: the value, its dtype, and (for a Tensor) its gradient."""
+    saved = lowering._with_number_made_operand
+    if general:
+        lowering._with_number_made_operand = lambda x, y: None
+    try:
+        with np.errstate(all="ignore"):
+            return make(fn, number, dtype, number_first)
+    except Exception as error:                  # noqa: BLE001 - the same refusal, then
+        return type(error)
+    finally:
+        lowering._with_number_made_operand = saved
+
+
+def _on_array(fn, number, dtype, first):
+    x = np.array([0.5, -2.0, 3.0]).astype(dtype)
+    out = fn(number, x) if first else fn(x, number)
+    return np.asarray(out).tobytes(), np.asarray(out).dtype.str
+
+
+def _on_tensor(fn, number, dtype, first):
+    x = tnp.tensor(np.array([0.5, -2.0, 3.0]).astype(dtype), requires_grad=True)
+    out = fn(number, x) if first else fn(x, number)
+    if out.dtype.kind != "f":
+        return out.detach().numpy().tobytes(), out.dtype.str
+    (out * out).sum().backward()
+    return out.detach().numpy().tobytes(), out.dtype.str, x.grad.tobytes()
+
+
+def _traced(fn, number, dtype, first):
+    def f(x):
+        out = fn(number, x) if first else fn(x, number)
+        return tnp.sum(out * out) if out.dtype.kind == "f" else tnp.sum(out * 1.0)
+    x = np.array([0.5, -2.0, 3.0]).astype(dtype)
+    traced = make_graph(f, x)
+    ops = [op.operation for op in traced.graph.operations]
+    if x.dtype.kind != "f":
+        return ops
+    return ops, np.asarray(tnp.grad(f)(x)).tobytes()
+
+
+@pytest.mark.parametrize("make", [_on_array, _on_tensor, _traced])
+@pytest.mark.parametrize("fn", _NUMBER_OPS, ids=lambda fn: fn.__name__)
+def test_a_python_number_operand_gives_what_the_general_path_gives(fn, make):
+    """``2.0 * x`` and the like take a shortcut to the constant the general path makes (a
+    weak number in the value's floating dtype, broadcast): values, dtypes, graphs and
+    gradients are the general path's, bit for bit, and so are its refusals."""
+    taken = 0
+    for number, dtype, number_first in itertools.product(
+            _NUMBERS, [np.float16, np.float32, np.float64, np.complex64, ">f8", np.int32],
+            [True, False]):
+        if make is not _on_array and np.dtype(dtype).kind in "ic" and fn is not tnp.add:
+            continue                            # (non-float leaves: only one op is enough)
+        with np.errstate(all="ignore"):
+            shortcut = lowering._with_number_made_operand(
+                *((number, np.zeros(3, dtype)) if number_first else (np.zeros(3, dtype), number)))
+        taken += shortcut is not None
+        want = _number_results(fn, make, number, dtype, number_first, general=True)
+        got = _number_results(fn, make, number, dtype, number_first, general=False)
+        assert got == want, (fn.__name__, number, dtype, number_first)
+    assert taken > 0                            # the shortcut was taken, not only refused
 
 
 # --- indexing with Python ints --------------------------------------------------------------

@@ -235,6 +235,10 @@ def elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
+    if len(args) == 2:                          # a value and a Python number (``2.0 * x``)
+        pair = _with_number_made_operand(*args)
+        if pair is not None:
+            return bind(op, *pair)[0]
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
     shapes = [shape_of(a) for a in args]
@@ -244,6 +248,28 @@ def elementwise(op, *args):
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
                                f"{' '.join(str(shape_of(a)) for a in args)}") from None
     return first(bind(op, *[broadcast_operand(astype(a, dtype), shape) for a in args]))
+
+
+def _with_number_made_operand(x, y) -> tuple | None:
+    """``(x, y)`` with the Python real number among them made what the general path of
+    :func:`elementwise` makes of it, when the other is an array or a front-end value of a
+    floating dtype: a constant of that dtype (NEP 50: a number is weak) broadcast to its
+    shape. ``None`` for any other pair.
+
+    >>> x = np.ones(2, np.float32)
+    >>> [a.dtype.name for a in _with_number_made_operand(x, 2)]
+    ['float32', 'float32']
+    """
+    number_first = type(x) in _REAL_SCALARS
+    number, value = (x, y) if number_first else (y, x)
+    if type(number) not in _REAL_SCALARS or not (
+            type(value) is np.ndarray or isinstance(value, Frontend)):
+        return None
+    dtype = value.dtype
+    if dtype.kind not in "fc" or dtype.isbuiltin != 1:
+        return None
+    constant = broadcast_operand(np.asarray(number, dtype=dtype), value.shape)
+    return (constant, value) if number_first else (value, constant)
 
 
 def _broadcast_shape(shapes: list) -> tuple:
