@@ -154,6 +154,18 @@ def test_a_python_number_operand_gives_what_the_general_path_gives(fn, make):
     assert taken > 0                            # the shortcut was taken, not only refused
 
 
+@pytest.mark.parametrize("offset", [-1, 0, 2])
+def test_a_diagonal_over_its_axes_in_either_order_makes_no_transpose(offset):
+    """``diagonal(a, k, -1, -2)`` (the axes autograd's diagonal supports) is
+    ``diagonal(a, -k, -2, -1)``: NumPy's entries, and no transpose op in the graph."""
+    a = np.arange(20.0).reshape(4, 5)
+    for axes in ((-1, -2), (-2, -1), (1, 0)):
+        traced = make_graph(lambda m: tnp.diagonal(m, offset, *axes), a)
+        names = [op.operation.name for op in traced.graph.operations]
+        assert "transpose" not in names, (axes, names)
+        np.testing.assert_array_equal(traced.outputs[0], np.diagonal(a, offset, *axes))
+
+
 # --- indexing with Python ints --------------------------------------------------------------
 
 

@@ -171,6 +171,8 @@ def _diagonal(a, offset, axis1, axis2, fn: str):
     if axis1 == axis2:
         raise TensorShapeError(f"{fn}: axis1 and axis2 cannot be the same")
     offset = _integer(offset, fn, "offset")
+    if axis1 > axis2:       # the same entries (a[i, i + k] = a.T[i + k, i]), no transpose op
+        axis1, axis2, offset = axis2, axis1, -offset
     rest = [i for i in range(ndim) if i not in (axis1, axis2)]
     rows, cols = shape[axis1], shape[axis2]
     # the (rows, cols) matrix flattened: its diagonal is a strided slice
