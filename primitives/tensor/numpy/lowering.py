@@ -235,8 +235,8 @@ def elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
-    if len(args) == 2:                          # a value and a Python number (``2.0 * x``)
-        pair = _with_number_made_operand(*args)
+    if len(args) == 2:          # a value and a Python number (``2.0 * x``), or one dtype
+        pair = _with_number_made_operand(*args) or _broadcast_pair(*args)
         if pair is not None:
             return bind(op, *pair)[0]
     args = [operand(a) for a in args]
@@ -270,6 +270,28 @@ def _with_number_made_operand(x, y) -> tuple | None:
         return None
     constant = broadcast_operand(np.asarray(number, dtype=dtype), value.shape)
     return (constant, value) if number_first else (value, constant)
+
+
+def _broadcast_pair(x, y) -> tuple | None:
+    """``(x, y)`` broadcast to one shape when both are arrays or front-end values of one
+    dtype (nothing to promote): what the general path of :func:`elementwise` makes of
+    them, without its conversions. ``None`` for any other pair, and for shapes that do not
+    broadcast (the general path says so).
+
+    >>> [a.shape for a in _broadcast_pair(np.ones((2, 3)), np.ones(3))]
+    [(2, 3), (2, 3)]
+    """
+    if not ((type(x) is np.ndarray or isinstance(x, Frontend))
+            and (type(y) is np.ndarray or isinstance(y, Frontend))):
+        return None
+    dtype = x.dtype
+    if dtype != y.dtype or dtype.isbuiltin != 1:
+        return None
+    try:
+        shape = _broadcast_shape([shape_of(x), shape_of(y)])
+    except ValueError:
+        return None
+    return broadcast_operand(x, shape), broadcast_operand(y, shape)
 
 
 def _broadcast_shape(shapes: list) -> tuple:
