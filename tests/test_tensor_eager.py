@@ -81,6 +81,16 @@ def test_mixed_float32_float64_operands_keep_their_precision():
     np.testing.assert_allclose(grads.grad(b), 2 * b_np * np.sum(a64 ** 2), rtol=1e-12)
 
 
+def test_a_leaf_from_the_other_byte_order_differentiates():
+    """A big-endian leaf used to fail in backward, blaming a replaced ``.data``: its
+    gradient came back in the native dtype NumPy computes in."""
+    x = tnp.tensor(np.array([1.0, -2.0], ">f8"), requires_grad=True)
+    assert x.dtype == np.float64 and x.dtype.isnative
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad, [2.0, -4.0])
+    assert tnp.tensor(np.array([1, 2], ">i4")).dtype.isnative
+
+
 def test_python_scalars_are_weak_and_float32_stays_float32():
     x_np = np.array([0.5, -1.0, 2.0], np.float32)
     x = tensor(x_np, requires_grad=True)

@@ -750,7 +750,9 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A :class:`Tensor` holding a copy of array-like ``data`` (as ``torch.tensor``).
 
     A tensor that requires grad is refused (its copy would silently lose its
-    history): pass ``t.detach()`` for a constant copy.
+    history): pass ``t.detach()`` for a constant copy. An array in the other byte
+    order (``">f8"`` on most machines) is copied into this machine's: the same
+    numbers, in the dtype NumPy computes them in (PyTorch refuses such arrays).
 
     >>> x = tensor([1.0, 2.0], requires_grad=True)
     >>> x.requires_grad, x.dtype, x.shape
@@ -775,6 +777,8 @@ def _copied(data, dtype, requires_grad: bool):
         dtype = numpy_dtype(dtype)            # a library's dtype (torch.float16) too
     if library is NUMPY:
         array = np.array(data, dtype=dtype)
+        if not array.dtype.isnative:          # (">f8" on this machine): what NumPy computes in
+            array = array.astype(array.dtype.newbyteorder("="))
     else:
         xp = library.xp
         array = library.copy(as_array(data) if dtype is None
