@@ -268,7 +268,7 @@ def _with_number_made_operand(x, y) -> tuple | None:
     dtype = value.dtype
     if dtype.kind not in "fc" or dtype.isbuiltin != 1:
         return None
-    constant = broadcast_operand(np.asarray(number, dtype=dtype), value.shape)
+    constant = broadcast_operand(np.asarray(number, dtype=dtype), shape_of(value))
     return (constant, value) if number_first else (value, constant)
 
 
