@@ -325,7 +325,7 @@ def test_resolve_over_several_graphs_first_wins_and_dedupes():
     # A graph defining the same key as its parent: the one given first wins.
     b = GraphBuilder()
     b.add_parent(g1)
-    x = b.add_input("x")
+    b.add_input("x")
     g4 = b.build()
     assert resolve(g4).resolve_value(Input("x")).graph is g4
     assert resolve([g1, g4]).resolve_value(Input("x")).graph is g1

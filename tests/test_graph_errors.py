@@ -292,7 +292,7 @@ def test_missing_input_value_names_the_key():
 
 def test_evaluate_output_that_is_not_a_value_of_the_graphs():
     b = GraphBuilder()
-    x = b.add_input("x")
+    b.add_input("x")
     g = b.build()
     with pytest.raises(errors.UnknownValueError, match=r"Input\('elsewhere'\)"):
         evaluate(g, [Input("elsewhere")], {Input("x"): 1})
