@@ -91,15 +91,15 @@ _NUMBER_OPS = [tnp.add, tnp.subtract, tnp.multiply, tnp.divide, tnp.maximum, tnp
                tnp.power]
 
 
-def _number_results(fn, make, number, dtype, number_first, general):
-    """What ``fn`` gives for a value and a Python number, through the number's shortcut or
-    (``general``) the general path: the value, its dtype, and (for a Tensor) its gradient."""
+def _through(general: bool, make, *args):
+    """``make(*args)`` with ``elementwise``'s shortcuts or (``general``) its general path
+    alone: what it returns, or the error it raises (without display numbers)."""
     saved = lowering._with_number_made_operand, lowering._broadcast_pair
     if general:
         lowering._with_number_made_operand = lowering._broadcast_pair = lambda x, y: None
     try:
         with np.errstate(all="ignore"):
-            return make(fn, number, dtype, number_first)
+            return make(*args)
     except Exception as error:                  # noqa: BLE001 - the same refusal, then
         return type(error), re.sub(r"[%#]\d+", "", str(error))    # (display numbers)
     finally:
@@ -149,8 +149,8 @@ def test_a_python_number_operand_gives_what_the_general_path_gives(fn, make):
             shortcut = lowering._with_number_made_operand(
                 *((number, np.zeros(3, dtype)) if number_first else (np.zeros(3, dtype), number)))
         taken += shortcut is not None
-        want = _number_results(fn, make, number, dtype, number_first, general=True)
-        got = _number_results(fn, make, number, dtype, number_first, general=False)
+        want = _through(True, make, fn, number, dtype, number_first)
+        got = _through(False, make, fn, number, dtype, number_first)
         assert got == want, (fn.__name__, number, dtype, number_first)
     assert taken > 0                            # the shortcut was taken, not only refused
 
@@ -166,12 +166,12 @@ def _pair(fn, shapes, dtype, make_value):
     return x, y, out
 
 
-def _pair_on_array(fn, shapes, dtype, _):
+def _pair_on_array(fn, shapes, dtype):
     _, _, out = _pair(fn, shapes, dtype, lambda a: a)
     return np.asarray(out).tobytes(), np.asarray(out).dtype.str, np.shape(out)
 
 
-def _pair_on_tensor(fn, shapes, dtype, _):
+def _pair_on_tensor(fn, shapes, dtype):
     x, y, out = _pair(fn, shapes, dtype, lambda a: tnp.tensor(a, requires_grad=True))
     if out.dtype.kind != "f":
         return out.detach().numpy().tobytes(), out.shape
@@ -179,7 +179,7 @@ def _pair_on_tensor(fn, shapes, dtype, _):
     return out.detach().numpy().tobytes(), out.dtype.str, x.grad.tobytes(), y.grad.tobytes()
 
 
-def _pair_traced(fn, shapes, dtype, _):
+def _pair_traced(fn, shapes, dtype):
     rng = np.random.default_rng(0)
     x, y = (rng.uniform(0.5, 2.0, shape).astype(dtype) for shape in shapes)
 
@@ -196,8 +196,8 @@ def test_two_values_of_one_dtype_broadcast_as_the_general_path_does(fn, make):
     """Two operands of one dtype skip the general path's promotion: values, shapes, graphs
     and gradients are its own, bit for bit, and so are its errors (shapes that clash)."""
     for shapes, dtype in itertools.product(_PAIR_SHAPES, [np.float32, np.float64]):
-        want = _number_results(fn, make, shapes, dtype, None, general=True)
-        got = _number_results(fn, make, shapes, dtype, None, general=False)
+        want = _through(True, make, fn, shapes, dtype)
+        got = _through(False, make, fn, shapes, dtype)
         assert got == want, (fn.__name__, shapes, dtype)
     assert lowering._broadcast_pair(np.ones((2, 3)), np.ones(3)) is not None
 
