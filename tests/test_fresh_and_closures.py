@@ -96,6 +96,28 @@ def test_numpy_computation_on_a_closed_over_array_retraces_when_it_changes():
     assert len(calls) == 2
 
 
+def test_numpy_computation_on_a_closed_over_array_sees_every_bit_change():
+    """Read by NumPy at trace time, an array is compared bit for bit: a 0.0 that becomes
+    -0.0 changes ``1 / s`` (``==`` would call them equal and return the stale ``inf``); a
+    NaN written over itself changes nothing, so no new trace."""
+    s = np.array([0.0, np.nan, 2.0])
+    calls = []
+
+    def f(v):
+        calls.append(1)
+        return v * (1.0 / s)                     # NumPy's own division: computed when traced
+
+    jf = tnp.jit(f)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(jf(np.ones(3)), [np.inf, np.nan, 0.5])
+        s[1] = np.nan
+        np.testing.assert_array_equal(jf(np.ones(3)), [np.inf, np.nan, 0.5])
+        assert len(calls) == 1
+        s[0] = -0.0
+        np.testing.assert_array_equal(jf(np.ones(3)), [-np.inf, np.nan, 0.5])
+    assert len(calls) == 2
+
+
 def test_closure_through_grad_and_dict_of_params():
     params = {"w": np.array([1.0, -1.0]), "b": np.array(0.5)}
 

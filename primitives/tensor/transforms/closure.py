@@ -15,8 +15,9 @@ globals into graph inputs; JAX instead freezes them at trace time.
 NumPy's own functions and operators applied to such an array while tracing
 (``V * 2`` on two NumPy arrays) are not ``tnp`` ops and compute at once: the
 program that uses their result keeps a copy of the array's contents and traces
-again when the array changes (:class:`Guard`); so does a changed number
-(``scale = 2.0`` rebound), as ``torch.compile``'s guards do. Comparing costs a pass over the
+again when the array changes, in any bit (:class:`Guard`: a 0.0 that becomes -0.0
+changes ``1 / V``); so does a changed number (``scale = 2.0`` rebound), as
+``torch.compile``'s guards do. Comparing costs a pass over the
 array at each call, so that is done for arrays up to :data:`COMPARED_BYTES`
 (1 MiB); a bigger array read only by NumPy's own functions is checked for
 rebinding, shape and dtype, not for writes into it: use ``tnp`` functions on
@@ -318,6 +319,11 @@ def _equal(now, snapshot) -> bool:
         return type(now) is type(snapshot) and bool(now == snapshot)
     if not isinstance(snapshot, np.ndarray) or snapshot.nbytes > COMPARED_BYTES:
         return False
-    return (isinstance(now, np.ndarray) and now.shape == snapshot.shape
-            and now.dtype == snapshot.dtype and np.array_equal(now, snapshot, equal_nan=True))
+    if not (isinstance(now, np.ndarray) and now.shape == snapshot.shape
+            and now.dtype == snapshot.dtype):
+        return False
+    if snapshot.dtype.hasobject:
+        return np.array_equal(now, snapshot)
+    # every bit, not ==: a 0.0 that became -0.0 changes 1 / x, and a NaN stays itself
+    return now.tobytes() == snapshot.tobytes()
 
