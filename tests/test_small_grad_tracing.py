@@ -94,16 +94,16 @@ _NUMBER_OPS = [tnp.add, tnp.subtract, tnp.multiply, tnp.divide, tnp.maximum, tnp
 def _through(general: bool, make, *args):
     """``make(*args)`` with ``elementwise``'s shortcuts or (``general``) its general path
     alone: what it returns, or the error it raises (without display numbers)."""
-    saved = lowering._with_number_made_operand, lowering._broadcast_pair
+    saved = lowering._promoted_pair
     if general:
-        lowering._with_number_made_operand = lowering._broadcast_pair = lambda x, y: None
+        lowering._promoted_pair = lambda x, y: None
     try:
         with np.errstate(all="ignore"):
             return make(*args)
     except Exception as error:                  # noqa: BLE001 - the same refusal, then
         return type(error), re.sub(r"[%#]\d+", "", str(error))    # (display numbers)
     finally:
-        lowering._with_number_made_operand, lowering._broadcast_pair = saved
+        lowering._promoted_pair = saved
 
 
 def _on_array(fn, number, dtype, first):
@@ -146,7 +146,7 @@ def test_a_python_number_operand_gives_what_the_general_path_gives(fn, make):
         if make is not _on_array and np.dtype(dtype).kind in "ic" and fn is not tnp.add:
             continue                            # (non-float leaves: only one op is enough)
         with np.errstate(all="ignore"):
-            shortcut = lowering._with_number_made_operand(
+            shortcut = lowering._promoted_pair(
                 *((number, np.zeros(3, dtype)) if number_first else (np.zeros(3, dtype), number)))
         taken += shortcut is not None
         want = _through(True, make, fn, number, dtype, number_first)
@@ -199,7 +199,7 @@ def test_two_values_of_one_dtype_broadcast_as_the_general_path_does(fn, make):
         want = _through(True, make, fn, shapes, dtype)
         got = _through(False, make, fn, shapes, dtype)
         assert got == want, (fn.__name__, shapes, dtype)
-    assert lowering._broadcast_pair(np.ones((2, 3)), np.ones(3)) is not None
+    assert lowering._promoted_pair(np.ones((2, 3)), np.ones(3)) is not None
 
 
 @pytest.mark.parametrize("offset", [-1, 0, 2])
@@ -212,6 +212,16 @@ def test_a_diagonal_over_its_axes_in_either_order_makes_no_transpose(offset):
         names = [op.operation.name for op in traced.graph.operations]
         assert "transpose" not in names, (axes, names)
         np.testing.assert_array_equal(traced.outputs[0], np.diagonal(a, offset, *axes))
+
+
+@pytest.mark.parametrize("axes", [(0, 1), (1, 0), (-1, -2)])
+def test_a_diagonal_of_a_numpy_array_is_a_new_array(axes):
+    """Written into, ``tnp.diagonal``'s result leaves the array it came from as it was (NumPy
+    gives a read-only view; a writable view would change the caller's array)."""
+    a = np.arange(16.0).reshape(4, 4)
+    d = tnp.diagonal(a, 0, *axes)
+    d[:] = -1.0
+    np.testing.assert_array_equal(a, np.arange(16.0).reshape(4, 4))
 
 
 # --- indexing with Python ints --------------------------------------------------------------

@@ -194,14 +194,36 @@ _REAL_SCALARS = frozenset((float, int, bool))     # the Python numbers, but comp
 
 def promoted(*args):
     """The operands converted to their result dtype, and that dtype."""
-    if len(args) == 2:              # fast path: NumPy arrays or frontend values of one dtype
-        x, y = args
-        if ((type(x) is np.ndarray or isinstance(x, Frontend))
-                and (type(y) is np.ndarray or isinstance(y, Frontend)) and x.dtype == y.dtype):
-            return [x, y], x.dtype
+    if len(args) == 2:
+        pair = _promoted_pair(*args)
+        if pair is not None:
+            return pair
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
     return [astype(a, dtype) for a in args], dtype
+
+
+def _promoted_pair(x, y) -> tuple | None:
+    """``promoted(x, y)`` where it is quick to know, without the general path's calls: two
+    arrays or front-end values of one dtype (as they are), or one of a floating dtype and a
+    Python real number (a 0-d array of that dtype: NEP 50 makes a number weak, ``2.0 * x``).
+    ``None`` for any other pair.
+
+    >>> [a.dtype.name for a in _promoted_pair(2, np.ones(2, np.float32))[0]]
+    ['float32', 'float32']
+    """
+    x_value = type(x) is np.ndarray or isinstance(x, Frontend)
+    y_value = type(y) is np.ndarray or isinstance(y, Frontend)
+    if x_value and y_value:
+        return ([x, y], x.dtype) if x.dtype == y.dtype else None
+    if not (x_value or y_value):
+        return None
+    value, number = (x, y) if x_value else (y, x)
+    dtype = value.dtype
+    if type(number) not in _REAL_SCALARS or dtype.kind not in "fc" or dtype.isbuiltin != 1:
+        return None
+    constant = np.asarray(number, dtype=dtype)
+    return ([value, constant] if x_value else [constant, value]), dtype
 
 
 def broadcast_shapes(fn: str, *shapes) -> tuple:
@@ -235,63 +257,14 @@ def elementwise(op, *args):
     """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
-    if len(args) == 2:          # a value and a Python number (``2.0 * x``), or one dtype
-        pair = _with_number_made_operand(*args) or _broadcast_pair(*args)
-        if pair is not None:
-            return bind(op, *pair)[0]
-    args = [operand(a) for a in args]
-    dtype = result_dtype(*args)
+    args, _ = promoted(*args)
     shapes = [shape_of(a) for a in args]
     try:
         shape = _broadcast_shape(shapes)
     except ValueError:
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
-                               f"{' '.join(str(shape_of(a)) for a in args)}") from None
-    return first(bind(op, *[broadcast_operand(astype(a, dtype), shape) for a in args]))
-
-
-def _with_number_made_operand(x, y) -> tuple | None:
-    """``(x, y)`` with the Python real number among them made what the general path of
-    :func:`elementwise` makes of it, when the other is an array or a front-end value of a
-    floating dtype: a constant of that dtype (NEP 50: a number is weak) broadcast to its
-    shape. ``None`` for any other pair.
-
-    >>> x = np.ones(2, np.float32)
-    >>> [a.dtype.name for a in _with_number_made_operand(x, 2)]
-    ['float32', 'float32']
-    """
-    number_first = type(x) in _REAL_SCALARS
-    number, value = (x, y) if number_first else (y, x)
-    if type(number) not in _REAL_SCALARS or not (
-            type(value) is np.ndarray or isinstance(value, Frontend)):
-        return None
-    dtype = value.dtype
-    if dtype.kind not in "fc" or dtype.isbuiltin != 1:
-        return None
-    constant = broadcast_operand(np.asarray(number, dtype=dtype), shape_of(value))
-    return (constant, value) if number_first else (value, constant)
-
-
-def _broadcast_pair(x, y) -> tuple | None:
-    """``(x, y)`` broadcast to one shape when both are arrays or front-end values of one
-    dtype (nothing to promote): what the general path of :func:`elementwise` makes of
-    them, without its conversions. ``None`` for any other pair, and for shapes that do not
-    broadcast (the general path says so).
-
-    >>> [a.shape for a in _broadcast_pair(np.ones((2, 3)), np.ones(3))]
-    [(2, 3), (2, 3)]
-    """
-    if not ((type(x) is np.ndarray or isinstance(x, Frontend))
-            and (type(y) is np.ndarray or isinstance(y, Frontend))):
-        return None
-    dtype = x.dtype
-    if dtype != y.dtype or dtype.isbuiltin != 1:
-        return None
-    try:
-        shape = _broadcast_shape([shape_of(x), shape_of(y)])
-    except ValueError:
-        return None
-    return broadcast_operand(x, shape), broadcast_operand(y, shape)
+                               f"{' '.join(str(shape) for shape in shapes)}") from None
+    return first(bind(op, *[broadcast_operand(a, shape) for a in args]))
 
 
 def _broadcast_shape(shapes: list) -> tuple:

@@ -181,7 +181,9 @@ def _diagonal(a, offset, axis1, axis2, fn: str):
     row0, col0 = max(-offset, 0), max(offset, 0)
     count = max(0, min(rows - row0, cols - col0))
     start = row0 * cols + col0 if count else 0
-    return getitem(flat, (Ellipsis, slice(start, start + count * (cols + 1), cols + 1)))
+    out = getitem(flat, (Ellipsis, slice(start, start + count * (cols + 1), cols + 1)))
+    # on a NumPy array the slice is a writable view of ``a``: a new array, as documented
+    return out.copy() if type(out) is np.ndarray and out.base is not None else out
 
 
 @implements(np.diag)

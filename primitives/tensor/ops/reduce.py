@@ -76,7 +76,7 @@ class _ReduceExtremum(_Reduction):
     def eval(self, ctx, inputs):
         xp, (x,) = operands(inputs, self)
         if xp is NUMPY.xp:                                  # NumPy gives 0-d scalars
-            return [np.asarray(_numpy_extremum(self._ufunc, np.asarray(x), self.axes))]
+            return [np.asarray(_numpy_extremum(self._ufunc, x, self.axes))]
         check_ordered(xp, x, self.name)
         out_shape = self.out_shape()
         if 0 in out_shape:                  # Dask's max of no slices fails (no identity)
@@ -186,8 +186,8 @@ _SHORT_ROW = 32
 _MANY_ROWS = 64
 
 
-def _numpy_extremum(ufunc, x: np.ndarray, axes: tuple) -> np.ndarray:
-    """``ufunc.reduce(x, axis=axes)`` for ``np.maximum`` or ``np.minimum`` on a NumPy array;
+def _numpy_extremum(ufunc, x: np.ndarray, axes: tuple, keepdims: bool = False) -> np.ndarray:
+    """``ufunc.reduce(x, axis=axes, keepdims=keepdims)`` for ``np.maximum`` or ``np.minimum``;
     many short rows (the last axis, at most 32 long, of a C-ordered array of 64 rows or
     more) are reduced on a copy with that axis first, which NumPy vectorizes. The maximum
     of the same numbers is the same number in any order (the sign of a zero maximum tied
@@ -198,8 +198,9 @@ def _numpy_extremum(ufunc, x: np.ndarray, axes: tuple) -> np.ndarray:
     """
     if _many_short_rows(x, axes):
         last = x.ndim - 1
-        return ufunc.reduce(x.transpose((last, *range(last))).copy(), axis=0)
-    return ufunc.reduce(x, axis=axes)
+        out = ufunc.reduce(x.transpose((last, *range(last))).copy(), axis=0)
+        return out[..., None] if keepdims else out
+    return ufunc.reduce(x, axis=axes, keepdims=keepdims)
 
 
 def _many_short_rows(x: np.ndarray, axes: tuple) -> bool:
@@ -211,16 +212,11 @@ def _many_short_rows(x: np.ndarray, axes: tuple) -> bool:
             and x.dtype.kind in "iuf" and x.dtype.itemsize >= 4)
 
 
-def _kept_dims(shape: tuple, axes: tuple) -> tuple:
-    """``shape`` with the reduced ``axes`` kept as length 1 (NumPy's ``keepdims``)."""
-    return tuple(1 if axis in axes else n for axis, n in enumerate(shape))
-
-
 def _numpy_logsumexp(x: np.ndarray, axes: tuple, out_shape: tuple) -> np.ndarray:
     """The steps of :meth:`ReduceLogSumExp.eval` as NumPy's own reductions and ufuncs, in
     place where they can be: no Python-level NumPy wrappers, which matters right after a big
     matrix product has evicted them from the cache (docs/performance.md)."""
-    shift = _numpy_extremum(np.maximum, x, axes).reshape(_kept_dims(x.shape, axes))
+    shift = _numpy_extremum(np.maximum, x, axes, keepdims=True)
     finite = np.isfinite(shift)
     if not np.logical_and.reduce(finite, axis=None):           # an infinite or NaN maximum
         shift = np.where(finite, shift, np.zeros((), shift.dtype))

@@ -53,7 +53,7 @@ class BroadcastInDim(LinearOp):
 
     def eval(self, ctx, inputs):
         x = inputs[0]
-        if isinstance(x, np.generic):       # a 0-d op's result in a program: a NumPy scalar
+        if type(x) is not np.ndarray and isinstance(x, np.generic):   # a 0-d op's result
             x = np.asarray(x)
         if type(x) is np.ndarray and x.flags.c_contiguous and x.shape == self.operand_shape:
             # np.broadcast_to's view, made directly: a third of its cost (the eager hot path)
