@@ -164,3 +164,15 @@ def test_a_value_escaping_a_checkpointed_block_is_refused():
     tnp.jit(tnp.grad(lambda h: tnp.sum(tnp.checkpoint(leaky)(h, WEIGHTS[0]))))(H0)
     with pytest.raises(FunctionalError, match="escaped tracer"):
         stash[0] + 1.0
+
+
+def test_integer_and_boolean_results_of_an_eager_checkpoint_need_no_grad():
+    x = tnp.tensor([0.5, 1.0], requires_grad=True)
+    loss, index = tnp.checkpoint(lambda v: (tnp.sum(v * v), tnp.argmax(v)))(x)
+    mask = tnp.checkpoint(lambda v: v > 0.7)(x)
+    assert not index.requires_grad and not mask.requires_grad and loss.requires_grad
+    assert int(index) == 1 and mask.tolist() == [False, True]     # a value, not a gradient
+    assert tnp.argmax(x).requires_grad is False                   # as outside a checkpoint
+    with pytest.raises(TiduError):
+        index.backward()
+    np.testing.assert_array_equal(loss.backward().grad(x), [1.0, 2.0])

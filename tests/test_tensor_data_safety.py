@@ -112,19 +112,43 @@ def test_writing_a_constant_tensor_through_data_keeps_the_recorded_gradient():
     np.testing.assert_array_equal(y.backward().grad(w), [3.0, 4.0, 5.0])
 
 
-def test_a_data_handle_kept_across_an_op_becomes_read_only():
+def test_a_data_handle_kept_across_an_op_updates_the_tensor_and_never_a_saved_value():
     p = tensor(X, requires_grad=True)
     handle = p.data
     handle[0] = 10.0                                  # nothing saved p yet: updates p
     np.testing.assert_array_equal(p.data, [10.0, 2.0, -3.0])
-    y = tnp.sum(p * p)
-    with pytest.raises(ValueError, match="read-only"):
-        handle[1] = 7.0                               # would reach y's saved value
-    with pytest.raises(ValueError, match="read-only"):
-        handle += 1.0
+    y = tnp.sum(p * p)                                # saved a copy: the handle is alive
+    handle[1] = 7.0                                   # updates p, as in PyTorch
+    handle += 1.0
+    np.testing.assert_array_equal(p.data, [11.0, 8.0, -2.0])
     np.testing.assert_array_equal(y.backward().grad(p), [20.0, 4.0, -6.0])
-    p.data[1] = 7.0                                   # a fresh handle works
-    np.testing.assert_array_equal(p.data, [10.0, 7.0, -3.0])
+    z = tnp.sum(p * p)
+    np.testing.assert_array_equal(z.backward().grad(p), [22.0, 16.0, -4.0])
+
+
+@pytest.mark.parametrize("view", [lambda a: a[:], lambda a: a.reshape(3), lambda a: a[::-1],
+                                  lambda a: np.frombuffer(memoryview(a), a.dtype)])
+def test_a_view_of_a_data_handle_never_reaches_a_saved_value(view):
+    p = tensor(X, requires_grad=True)
+    v = view(p.data)                                  # the handle itself is dropped
+    y = tnp.sum(p * p)
+    v[...] = 100.0
+    np.testing.assert_array_equal(y.backward().grad(p), 2 * X)
+    np.testing.assert_array_equal(p.data, 100.0)     # the view wrote into p, as in NumPy
+    del v
+    z = tnp.sum(p * p)                                # no handle or view left: no copy
+    np.testing.assert_array_equal(z.backward().grad(p), 200.0)
+
+
+def test_assigning_data_the_caller_keeps_views_of_never_reaches_a_saved_value():
+    p = tensor(np.zeros(3), requires_grad=True)
+    a = X.copy()
+    v = a[:]
+    p.data = a
+    del a                                             # only the view is left
+    y = tnp.sum(p * p)
+    v[:] = 100.0
+    np.testing.assert_array_equal(y.backward().grad(p), 2 * X)
 
 
 def test_numpy_out_argument_into_data_keeps_the_recorded_gradient():
@@ -142,9 +166,9 @@ def test_assigning_data_keeps_the_recorded_gradient_and_protects_the_new_array()
     p.data = new                                      # PyTorch's `p.data = new`
     new[0] = 4.0                                      # p shares it until p is used again
     np.testing.assert_array_equal(p.data, [4.0, 1.0, 1.0])
-    z = tnp.sum(p * p)
-    with pytest.raises(ValueError, match="read-only"):
-        new[1] = 9.0                                  # z saved it
+    z = tnp.sum(p * p)                                # saved a copy: the caller holds new
+    new[1] = 9.0                                      # updates p, never z's saved value
+    np.testing.assert_array_equal(p.data, [4.0, 9.0, 1.0])
     np.testing.assert_array_equal(y.backward().grad(p), 2 * X)
     np.testing.assert_array_equal(z.backward().grad(p), [8.0, 2.0, 2.0])
 
@@ -201,6 +225,18 @@ def test_numpy_conversions_are_read_only_views():
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0.0
     np.testing.assert_array_equal(y.backward().grad(w), [3.0, 4.0])
+
+
+def test_a_numpy_conversion_cannot_be_made_writable_again():
+    c = tensor(np.array([1.0, 2.0, 3.0]))
+    p = tensor(np.ones(3), requires_grad=True)
+    y = tnp.sum(p * c)
+    for array in (c.numpy(), np.asarray(c)):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            array.flags.writeable = True              # would write into y's saved constant
+    np.testing.assert_array_equal(y.backward().grad(p), [1.0, 2.0, 3.0])
+    c.data[0] = 5.0                                   # a handle: a copy, the views hold c's array
+    np.testing.assert_array_equal(c.data, [5.0, 2.0, 3.0])
 
 
 def test_reading_data_of_an_unshared_tensor_does_not_copy():
@@ -286,10 +322,7 @@ def test_any_interleaving_of_writes_and_ops_gives_the_recorded_gradients(actions
         elif action == "take_handle":
             handle = p.data
         elif action == "write_handle" and handle is not None:
-            try:
-                handle[i] = v                         # allowed only while nothing saved it
-            except ValueError as error:
-                assert "read-only" in str(error)
+            handle[i] = v                             # p's array, until p.data is replaced
         elif action == "detach_write":
             p.detach().data[i] = v                    # never reaches p
     for y, coefficient, value in terms:
@@ -538,6 +571,37 @@ def test_grad_is_its_own_array_never_the_one_in_gradients():
     x.grad *= 0.5                                     # in place, as gradient clipping does
     np.testing.assert_array_equal(grads.grad(x), 2.0)
     np.testing.assert_array_equal(y.grad, 2.0)
+
+
+@pytest.mark.parametrize("read_first", ["a", "b", "y", ".grad"])
+def test_the_gradients_of_one_backward_never_alias_one_another(read_first):
+    a, b = tensor(X, requires_grad=True), tensor(X, requires_grad=True)
+    y = a + b                                         # one cotangent serves a, b and y
+    grads = y.backward(np.ones(3))
+    if read_first == ".grad":
+        arrays = [a.grad, b.grad, grads.grad(a), grads.grad(b), grads.grad(y)]
+    else:
+        order = {"a": [a, b, y], "b": [b, a, y], "y": [y, a, b]}[read_first]
+        arrays = [grads.grad(t) for t in order] + [a.grad, b.grad]
+    for i, first in enumerate(arrays):
+        assert not any(np.shares_memory(first, second) for second in arrays[i + 1:])
+        first *= 0.5                                  # in place, as gradient clipping does
+        for later in arrays[i + 1:]:
+            np.testing.assert_array_equal(later, 1.0)
+
+
+def test_gradients_of_reshaped_values_are_not_views_of_one_another():
+    a = tensor(np.ones((2, 2)), requires_grad=True)
+    b = tensor(np.ones((2, 2)), requires_grad=True)
+    grads = (a.reshape(4) + b.reshape(4)).backward(np.arange(4.0))
+    ga, gb = grads.grad(a), grads.grad(b)
+    gb[0, 0] = 99.0
+    np.testing.assert_array_equal(ga.ravel(), [0.0, 1.0, 2.0, 3.0])
+    x = tensor(np.ones((2, 3)), requires_grad=True)
+    y = x.reshape(6)
+    grads = y.T.backward(np.arange(6.0))
+    grads.grad(y)[0] = 99.0
+    assert grads.grad(x)[0, 0] == 0.0
 
 
 def test_pickling_or_deep_copying_leaves_a_data_handle_writable():

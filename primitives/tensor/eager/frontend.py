@@ -25,17 +25,22 @@ through ``t.data``, copy-on-write:
   tensor still uses ``p``'s array, ``t.data`` first gives ``p`` a copy of its own
   (copy-on-write): the saved values stay as they were, so backward differentiates
   the computation that was recorded. Otherwise the array itself is handed out.
-- The handle stays writable until ``t`` is next used by an op; from then on the
-  array is read-only (NumPy raises ``ValueError: assignment destination is
-  read-only`` at the write; call ``t.data`` again for a new handle). So a write
-  through a kept handle can never reach a saved value.
+- A handle (or a view of it) kept across ops stays writable and updates ``t``, as
+  in PyTorch: while one may still be held, an op that records ``t`` saves a copy of
+  ``t``'s array, so a write through it can never reach a saved value. A NumPy
+  array's reference count says when the handle and its views are all gone (a view
+  holds its base); from then on ops save the array itself again.
 - ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays.
+  The caller's ``array`` (or a view of it) counts as a handle.
 - A tensor on another library's array (PyTorch, CuPy, Dask: ``tnp.tensor(torch_t)``)
-  keeps it in that library. Those arrays cannot be made read-only, so while a
-  handle from ``t.data`` may be held, an op that records ``t`` saves a copy of it:
-  writing through the handle updates ``t`` and never a saved value.
+  keeps it in that library. Their reference counts say nothing about views, so once
+  ``t.data`` was read, every op that records ``t`` saves a copy of it.
 - NumPy conversions (``np.asarray(t)``, ``t.numpy()``, ``stop_gradient``) see a
-  read-only view.
+  read-only view of a read-only array (so the view cannot be made writable again).
+- Tensors are immutable otherwise: ``x[i] = v`` and in-place methods raise;
+  ``x += y`` makes a new tensor and rebinds ``x`` (as for a Python number), and
+  raises where NumPy's in-place update would differ: when another name holds
+  ``x``, or ``x`` is a leaf that requires grad (update it with ``x.data += y``).
 
 The cost on the record path is one attribute test per tensor operand.
 
@@ -85,6 +90,7 @@ from primitives.tensor.eager.executor import NumpyExecutor
 from primitives.tensor.eager.strategy import block as _block, current_strategy
 from primitives.tensor.eager.strategy import process_strategy as _process
 from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
+from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.functional import FunctionalError, Traced, unmark_checkpointed
 
 _recorder = Recorder()
@@ -185,16 +191,17 @@ _STILL_REFERENCED = _StillReferenced()
 
 
 def _owned_data(t: "Tensor"):
-    """``t``'s array, to be saved or shared: a NumPy handle that ``t.data`` gave out becomes
-    read-only; another library's arrays cannot be made read-only, so while the user holds
-    the handle, what is saved is a copy."""
-    data = t._data
-    if t._exposed:
-        if type(data) is not np.ndarray:
-            return library_of(data).copy(data)
-        data.flags.writeable = False
-        t._exposed = False
-    return data
+    """``t``'s array, to be saved or shared. While a handle that ``t.data`` gave out (or
+    ``t.data = array``'s array) may still be held, or a view of it, what is saved is a
+    copy: a write through either must not reach a saved value. A NumPy array's reference
+    count tells when both are gone (a view holds its base); another library's cannot."""
+    if not t._exposed:
+        return t._data
+    if (type(t._data) is np.ndarray and _EXACT_REFS
+            and _data_refs(t) <= _SOLE_REFS + is_cached(t._data)):
+        t._exposed = False                  # no handle and no view of it is left
+        return t._data
+    return library_of(t._data).copy(t._data)
 
 
 def _data_refs(t: "Tensor") -> int:
@@ -309,6 +316,9 @@ class Tensor(ArrayOperators, Frontend):
     def value_below(self):
         if type(self._data) is not np.ndarray:
             return self._data             # tidu writes into no other library's arrays
+        if not self._exposed:             # (the handle's owner may write: saves copy it)
+            # a read-only view of a writable array can be made writable again
+            self._data.flags.writeable = False
         view = self._data.view()          # for NumPy conversions: they may not write to it
         view.flags.writeable = False
         return view
@@ -338,6 +348,17 @@ class Tensor(ArrayOperators, Frontend):
         (True, True)
         """
         return self._trace
+
+    @property
+    def is_leaf(self) -> bool:
+        """Whether no recorded op made this tensor (PyTorch's ``is_leaf``): tensors made by
+        ``tensor()`` and results that do not require grad.
+
+        >>> x = tensor([1.0], requires_grad=True)
+        >>> x.is_leaf, (x * 2).is_leaf
+        (True, False)
+        """
+        return self._trace is None
 
     @property
     def key(self):
@@ -483,10 +504,18 @@ class Tensor(ArrayOperators, Frontend):
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
-        cotangents = backward_cotangents(self, seed, _STILL_REFERENCED, create_graph)
+        cotangents = _distinct(backward_cotangents(self, seed, _STILL_REFERENCED, create_graph))
         gradients = Gradients(cotangents)
         _accumulate_into_leaves(cotangents, gradients)
         return gradients
+
+
+def _distinct(cotangents: dict) -> dict:
+    """``cotangents`` with each array that shares memory with another's replaced by a copy:
+    backward hands one cotangent to several values (both inputs of ``a + b``, a reshape's
+    input as a view), and no gradient may change when another is written to."""
+    keys = list(cotangents)
+    return dict(zip(keys, fresh([cotangents[key] for key in keys], held=())))
 
 
 def _saved_constant(d):
@@ -836,7 +865,8 @@ def checkpoint(f, policy=None):
                 if saves(policy, op_key.operation) for key in op_key.output_keys()}
         records = _recorder.record_graph(recorded, inputs, traced.outputs, kept,
                                          current_strategy())
-        outs = [_computed(as_array(value), record.key, record.trace) if record.requires_grad
+        outs = [_computed(as_array(value), record.key, record.trace)
+                if record.requires_grad and _is_inexact(value)      # ints, bools: no grad
                 else new_tensor(as_array(value), False, record.key, record.trace)
                 for value, record in zip(traced.outputs, records)]
         return outs[0] if traced.single_output else tuple(outs)

@@ -29,6 +29,7 @@ array([[2.6646, 0.8882],
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
@@ -71,6 +72,9 @@ def _matrix_transpose(x):
 #   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3))     (x.reshape(2, 3))
 #   "axes"       ndarray.transpose's forms: no axes, None, one sequence, or the axes
 #   "in_place"   raises: tensors are immutable (f names the tnp function to use instead)
+#   "augmented"  x op= y rebinds x to f(x, y), as for any immutable value (JAX's arrays, ints),
+#                but raises where that would differ from NumPy, which changes x in place:
+#                another name holds x, or x is a leaf tensor that requires grad (PyTorch raises)
 TABLE = {
     # arithmetic, forward and reflected
     "__add__": ("binary", add), "__radd__": ("reflected", add),
@@ -82,10 +86,16 @@ TABLE = {
     "__pow__": ("binary", power), "__rpow__": ("reflected", power),
     "__matmul__": ("binary", matmul), "__rmatmul__": ("reflected", matmul),
     "__neg__": ("unary", negative), "__pos__": ("unary", positive), "__abs__": ("unary", abs),
+    "__iadd__": ("augmented", add), "__isub__": ("augmented", subtract),
+    "__imul__": ("augmented", multiply), "__itruediv__": ("augmented", divide),
+    "__ifloordiv__": ("augmented", floor_divide), "__imod__": ("augmented", remainder),
+    "__ipow__": ("augmented", power), "__imatmul__": ("augmented", matmul),
     # boolean algebra (bitwise, which on booleans is logical, as NumPy)
     "__and__": ("binary", bitwise_and), "__rand__": ("reflected", bitwise_and),
     "__or__": ("binary", bitwise_or), "__ror__": ("reflected", bitwise_or),
     "__xor__": ("binary", bitwise_xor), "__rxor__": ("reflected", bitwise_xor),
+    "__iand__": ("augmented", bitwise_and), "__ior__": ("augmented", bitwise_or),
+    "__ixor__": ("augmented", bitwise_xor),
     "__invert__": ("unary", invert),
     # comparisons (elementwise, as NumPy)
     "__lt__": ("binary", less), "__le__": ("binary", less_equal),
@@ -174,6 +184,54 @@ def _axes(f):
     return method
 
 
+class _Probe:
+    """Measures the reference count ``x op= y`` gives ``x`` inside its method when one name
+    holds ``x`` (so it is right for this interpreter); see :func:`_augmented`."""
+
+    counts: list = []
+
+    def __iadd__(self, other):
+        _Probe.counts.append(sys.getrefcount(self))
+        return self
+
+
+def _one_holder_refs() -> int:
+    probe = _Probe()
+    probe += 1
+    return _Probe.counts.pop()
+
+
+_ONE_HOLDER = _one_holder_refs()
+_EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()   # exact only with the GIL
+
+
+def _augmented(f, name: str):
+    symbol = _AUGMENTED_SYMBOLS[name]
+    binary = _binary(f)
+
+    def method(self, other):
+        if getattr(self, "is_leaf", False) and self.requires_grad:
+            raise TensorTypeError(
+                f"x {symbol} ...: x is a leaf tensor that requires grad, which an in-place "
+                f"update would cut from its gradient (PyTorch refuses it too); update its "
+                f"values with x.data {symbol} ... (what tnp.optim does), or make a new "
+                f"tensor: x = x {symbol[:-1]} ...")
+        if _EXACT_REFS and sys.getrefcount(self) > _ONE_HOLDER:
+            raise TensorTypeError(
+                f"x {symbol} ...: {type(self).__name__}s are immutable, so this makes a new "
+                f"value, and another name (a caller's variable, a list, an attribute) still "
+                f"holds the old one, which NumPy would have changed in place; write "
+                f"x = x {symbol[:-1]} ... and pass the result on")
+        return binary(self, other)
+    return method
+
+
+_AUGMENTED_SYMBOLS = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
+                      "__itruediv__": "/=", "__ifloordiv__": "//=", "__imod__": "%=",
+                      "__ipow__": "**=", "__imatmul__": "@=", "__iand__": "&=",
+                      "__ior__": "|=", "__ixor__": "^="}
+
+
 def _in_place(name: str):
     def method(self, *args, **kwargs):
         raise TensorTypeError(f"{type(self).__name__}.{name}() would change the array in place, "
@@ -193,12 +251,16 @@ def _member(name: str, kind: str, f):
         own = f.__name__.startswith("_")          # a helper of this module: its own docstring
         return property(f, doc=f.__doc__ if own else
                         f"``tnp.{f.__name__}(self)``, as ``numpy.ndarray.{name}``.")
-    method = _KINDS[kind](f)
+    method = _augmented(f, name) if kind == "augmented" else _KINDS[kind](f)
     method.__name__ = method.__qualname__ = name
     if kind == "in_place":
         method.__doc__ = f"Refused: ``numpy.ndarray.{name}`` works in place; use ``tnp.{f}``."
     elif kind == "reflected":
         method.__doc__ = f"``tnp.{f.__name__}(other, self)``, as ``numpy.ndarray.{name}``."
+    elif kind == "augmented":
+        method.__doc__ = (f"``x {_AUGMENTED_SYMBOLS[name]} y`` rebinds ``x`` to "
+                          f"``tnp.{f.__name__}(x, y)``; refused where NumPy would change an "
+                          f"array another name holds, and on a leaf tensor that requires grad.")
     else:
         method.__doc__ = f"``tnp.{f.__name__}(self, ...)``, as ``numpy.ndarray.{name}``."
     return method
