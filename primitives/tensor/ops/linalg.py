@@ -770,6 +770,8 @@ class Qr(_MatrixOp):
         batch = self.shape[:-2]
         a = self.operand(builder, primal_inputs[0])
         complete_tall = self.mode == "complete" and m > n
+        if complete_tall and m - n > (1 if np.dtype(self.dtype).kind == "f" else 0):
+            raise ADRuleError(repr(self), ADRuleKind.JVP, _UNDETERMINED_COMPLEMENT)
         if self.mode == "r":
             q_ref, r_ref = _outputs(builder, Qr(self.shape, self.dtype), a)
             q_all = Mat(builder, q_ref, batch + (m, k), self.dtype)
@@ -792,6 +794,15 @@ class Qr(_MatrixOp):
             dq = dq.concat(-(q @ (dq.H @ q_all.columns(n, m))), axis=-1)
             dr = dr.pad_rows(m - n)
         return [dr.id] if self.mode == "r" else [dq.id, dr.id]
+
+
+# LAPACK's basis of the columns a "complete" Q adds is one of many: beyond one real column
+# (fixed up to sign) its derivative is LAPACK's Householder construction's, not a rule's.
+_UNDETERMINED_COMPLEMENT = (
+    "qr(a, mode='complete') of a matrix with two or more rows more than columns (one, if "
+    "complex) is not differentiable here: the extra columns of Q are LAPACK's choice among "
+    "the bases of the complement; use mode='reduced' (the same R without its zero rows), "
+    "and I - Q Qᴴ for the projector onto the complement")
 
 
 def _qr_jvp_tall(q: Mat, r: Mat, da: Mat) -> tuple[Mat, Mat]:
