@@ -798,3 +798,22 @@ def test_batched_calls_on_other_array_libraries(library, kind):
     expected = tnp.grad(batch_loss(TIDU, sin_times, (0, None)), argnums=(0, 1))(X, Y)
     np.testing.assert_allclose(np.asarray(g_xs), expected[0], rtol=1e-12)
     np.testing.assert_allclose(np.asarray(g_y), expected[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_a_rule_on_a_closed_over_array_under_grad_of_jit(kind):
+    c = np.array([2.0, 3.0])
+    weights = np.array([1.0, -1.0])
+    f = tnp.custom_vjp(lambda x, c: x * c) if kind == "custom_vjp" else \
+        tnp.custom_jvp(lambda x, c: x * c)
+    if kind == "custom_vjp":              # the residual is the closed-over array itself
+        f.defvjp(lambda x, c: (x * c, c), lambda c, g: (g * c, None))
+    else:
+        f.defjvp(lambda primals, tangents: (primals[0] * primals[1], tangents[0] * primals[1]))
+
+    def loss(v):
+        return tnp.sum(f(v, c) * weights)
+    want = c * weights
+    for transform in (tnp.grad(loss), tnp.jit(tnp.grad(loss)), tnp.grad(tnp.jit(loss)),
+                      tnp.jit(tnp.grad(tnp.jit(loss)))):
+        np.testing.assert_array_equal(transform(X[0]), want)

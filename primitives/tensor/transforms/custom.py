@@ -115,7 +115,7 @@ from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
 from primitives.tensor.transforms.closure import Guard, external_values, staging
-from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, Tracer,
                                                      check_output, vjp)
 from primitives.tensor.ops.custom import (
@@ -722,7 +722,7 @@ class _VJPRule(_Rule):
         outputs and residuals through it. Otherwise the op is recorded below too.
         """
         if not any(_differentiated(value) for value in below):
-            return bind(self.op, *below)
+            return bind_below(self.op, below)
         return self.fwd_code(below)
 
     def fwd_code(self, values: list) -> list:
