@@ -127,19 +127,51 @@ def constant_data(value, what: str):
     return data
 
 
-def _plain(value):
-    return data_of(value) if isinstance(value, Frontend) else value
+def _leaves(value):
+    """``value``, or the values in it if it is a (nested) list or tuple (``np.block``'s
+    arguments): NumPy's dispatch finds tensors in there too."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _any_gradient(args, kwargs: dict) -> bool:
+    return any(map(carries_gradient, _leaves([args, list(kwargs.values())])))
+
+
+def _plain(value, name: str):
+    """``value`` with every tensor or traced value in it (nested in lists or tuples too)
+    replaced by its data, for ``name``, a NumPy function that computes on the data:
+    another call of it with a tensor left in would dispatch back here, for ever."""
+    if isinstance(value, Frontend):
+        return data_of(value, name)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Frontend) for v in _leaves(value)):
+        items = [_plain(item, name) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _on_data(func, name: str, args: tuple, kwargs: dict):
+    """``func`` on the data of ``args`` and ``kwargs``; a tensor given as ``out=`` is refused
+    (writing into it would change an immutable value)."""
+    if any(isinstance(v, Frontend) for v in _leaves(kwargs.get("out"))):
+        raise TensorNotSupportedError(f"{name} with out= a tensor or traced value: they are "
+                                      "immutable; assign the result instead")
+    return func(*[_plain(a, name) for a in args], **{k: _plain(v, name)
+                                                     for k, v in kwargs.items()})
 
 
 def array_function(func, args: tuple, kwargs: dict):
-    """NEP 18: ``func(*args, **kwargs)`` where some argument is a tensor or tracer."""
+    """NEP 18: ``func(*args, **kwargs)`` where some argument is a tensor or tracer (maybe
+    in a list, as ``np.block([x, y])`` has them)."""
     impl = _IMPLEMENTATIONS.get(func)
     if impl is not None:
         return _call(impl, _qualified(func), args, kwargs)
-    if func in _NOT_DIFFERENTIABLE or not any(map(carries_gradient, args)) and \
-            not any(map(carries_gradient, kwargs.values())):
-        return func(*map(_plain, args), **{k: _plain(v) for k, v in kwargs.items()})
     name = _qualified(func)
+    if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
+        return _on_data(func, name, args, kwargs)
     raise _not_supported(name, name.removeprefix("numpy."))
 
 
@@ -159,8 +191,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     if impl is not None and "out" not in kwargs:
         return _call(impl, name, inputs, kwargs)
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
-        return getattr(ufunc, method)(*map(_plain, inputs),
-                                      **{k: _plain(v) for k, v in kwargs.items()})
+        return _on_data(getattr(ufunc, method), name, inputs, kwargs)
     if "out" in kwargs:
         raise TensorNotSupportedError(f"{name} with out=: writing a differentiable result into "
                                       "an existing array would drop its derivative; assign "

@@ -413,7 +413,7 @@ def _unary_float(op):
             return bind(op, x)[0]
         x = operand(x, op.name)
         return first(bind(op, astype(x, float_dtype(x))))
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."
     return implements(getattr(np, op.name))(fn)
 
@@ -533,7 +533,7 @@ def _comparison(name: str, np_name: str):
 
     def fn(x, y):
         return elementwise(op, operand(x, np_name), operand(y, np_name))
-    fn.__name__ = np_name
+    fn.__name__ = fn.__qualname__ = np_name
     fn.__doc__ = f"``np.{np_name}``: a boolean result, not differentiated."
     return implements(getattr(np, np_name))(fn)
 
@@ -689,30 +689,42 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else x
     if keepdims:
         result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return result if initial is NO_VALUE else add(result, initial)
+    if initial is NO_VALUE:
+        return result
+    return add(result, astype(initial, dtype_of(result)))   # in the sum's dtype, as NumPy
 
 
 def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
     no_out(out, fn)
     x = operand(x)
+    if initial is not NO_VALUE:
+        initial = astype(initial, dtype_of(x))       # in the array's dtype, as NumPy casts it
     if where is not NO_VALUE:
         if initial is NO_VALUE:
             raise TensorTypeError(f"{fn}: where= needs initial= (as in NumPy): the value of "
                                   "a slice with nothing selected")
         x = masked(x, where, initial, fn)
-    if initial is not NO_VALUE:
-        bound = maximum if cls is ReduceMax else minimum
-        return bound(_reduce_extremum(cls, fn, x, axis, None, keepdims, NO_VALUE, NO_VALUE),
-                     initial)
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
-        raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum which has no "
-                         f"identity (shape {shape}, axis {axis})")
-    out = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes else x
+        if initial is NO_VALUE:
+            raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum "
+                                   f"which has no identity (shape {shape}, axis {axis})")
+        return _initial_everywhere(x, axes, keepdims, initial)
+    result = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes else x
     if keepdims:
-        out = reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return out
+        result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    if initial is NO_VALUE:
+        return result
+    return (maximum if cls is ReduceMax else minimum)(result, initial)
+
+
+def _initial_everywhere(x, axes: tuple, keepdims: bool, initial):
+    """A reduction of ``x`` over ``axes`` where one is empty: ``initial`` in every slice, as
+    a function of ``x`` all the same (an eager result is a tensor, and ``x``'s gradient
+    is its empty zeros)."""
+    zeros = astype(sum(x, axes, keepdims=keepdims), dtype_of(x))     # sums of nothing
+    return where(np.zeros(shape_of(zeros), dtype=np.bool_), zeros, initial)
 
 
 @implements(np.max, np.amax)

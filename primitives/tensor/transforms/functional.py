@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tidu import LinearizedGraph, TiduError, batch, linear_transpose, linearize
-from tidu.graph import Graph, GraphBuilder, Local, Program, schedule
+from tidu.graph import Derived, Graph, GraphBuilder, Local, Program, schedule
 from primitives.tensor import numpy as api
 from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
@@ -149,7 +149,12 @@ class Tracer(ArrayOperators, Frontend):
 
     @property
     def carries_gradient(self) -> bool:
-        return self.dtype.kind in "fc"
+        """Inexact, and not what ``stop_gradient`` returned: that is a constant at every
+        level (it binds down through the traces below), so ``float()`` may take it."""
+        if self.dtype.kind not in "fc":
+            return False
+        key = self.graph_trace.key_of(self)
+        return not (type(key) is Derived and key.operation.operation is ew.stop_gradient)
 
     @classmethod
     def bind(cls, op, args) -> list:
@@ -486,6 +491,17 @@ def _cast_like(value, like):
     return api.astype(value, dtype_of(like))
 
 
+def _check_kind(given, like, where: str, noun: str, of: str) -> None:
+    """A ``noun`` (tangent, cotangent) the caller gave ``where`` for a value ``of`` is complex
+    only for a complex ``like``, as in JAX: casting it to a real dtype would drop its
+    imaginary part (another precision of the same kind is cast, as before)."""
+    if dtype_of(given).kind == "c" and dtype_of(like).kind != "c":
+        raise FunctionalError(f"{where}: {noun} of dtype {dtype_of(given)} for a real {of} of "
+                              f"dtype {dtype_of(like)}: a real {of} needs a real {noun} (of its "
+                              "dtype kind, as in JAX); pass np.real(...) if dropping the "
+                              "imaginary part is meant")
+
+
 class _Flat:
     """``f`` as a function of the leaves of its (pytree) arguments, returning the leaves of
     its result; the structures, to rebuild both sides. With ``has_aux``, ``f`` returns
@@ -586,6 +602,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
             if shape_of(ct) != shape_of(out):
                 raise TensorShapeError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
                                        f"of shape {shape_of(out)}")
+            _check_kind(ct, out, f"{transform}'s vjp_fn", "cotangent", "output")
             if output_id is not None:
                 values[next(seeds)] = _cast_like(ct, out)
         keys = transposed.tangent_output_keys
@@ -722,6 +739,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
         if shape_of(p) != shape_of(t):
             raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
                                    f"{shape_of(p)}")
+        _check_kind(t, p, "jvp", "tangent", "primal")
     traced = make_graph(flat, *flat.leaves, transform="jvp")
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from primitives.tensor.errors import TensorTypeError
+
 
 class TreeDef(NamedTuple):
     """A pytree's structure: ``kind`` is "leaf", "none", "tuple", "namedtuple", "list" or
@@ -70,10 +72,22 @@ def _flatten(tree, leaves: list) -> TreeDef:
     if isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
         return TreeDef("namedtuple", (), tuple(_flatten(t, leaves) for t in tree), type(tree))
     if type(tree) is dict:
-        keys = tuple(sorted(tree))
+        keys = _sorted_keys(tree)
         return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
     leaves.append(tree)
     return LEAF
+
+
+def _sorted_keys(tree: dict) -> tuple:
+    """A dict's keys, sorted: its leaves' order must not depend on how it was built."""
+    try:
+        return tuple(sorted(tree))
+    except TypeError:
+        kinds = ", ".join(sorted({type(key).__name__ for key in tree}))
+        raise TensorTypeError(f"tree_flatten: dict keys must be sortable (its leaves are taken "
+                              f"in the order of its sorted keys, as in JAX); got keys of types "
+                              f"{kinds}, which do not compare with <: use keys of one "
+                              "comparable type (str, int...)") from None
 
 
 def tree_unflatten(tree: TreeDef, leaves) -> Any:
