@@ -4,13 +4,56 @@ outside are read at each call.
 A jitted function (or a cached custom rule) is traced once and run many times.
 The arrays it reads from its closure, its globals, a bound method's object,
 or the attributes and items of those, belong to the caller, who may write into
-them or rebind them between calls. :func:`external_values` finds them before
-the trace, each as a :class:`Reference` that reads it again later; while the
-trace runs, :func:`staging` makes every ``tnp`` op applied to one of them part
-of the traced graph (not a constant computed once), and the traced program
-takes the arrays as inputs that are read again at each call
+them or rebind them, at any level, between calls. :func:`external_values` finds
+them before the trace, each as a :class:`Reference` that reads it again later by
+following the path it was found along from the variable (global ``layers``,
+then ``[0]``, then ``[1]``), so that rebinding any level of the path is seen; a
+step that fails, or meets a container of another type than it did, reads as a
+change. While the trace runs, :func:`staging` makes every ``tnp`` op applied to
+one of them part of the traced graph (not a constant computed once), and the
+traced program takes the arrays as inputs that are read again at each call
 (:meth:`Reference.read`). This is what ``torch.compile`` does when it lifts
 globals into graph inputs; JAX instead freezes them at trace time.
+
+What is followed, from these roots: ``f``'s closure cells, the globals its code
+names, its default arguments (``__defaults__``, ``__kwdefaults__``), a bound
+method's object, a ``functools.partial``'s arguments and the jitted object
+itself:
+
+- the items of lists, tuples and dicts and the attributes (``__dict__``) of
+  objects, nested up to :data:`_MAX_DEPTH` (6) steps below the root, and the
+  attributes the code names of a module a variable holds (``cfg.W`` after
+  ``import cfg``); an object found along two paths is followed along both;
+- the functions reached on the way, whose own roots are followed in turn: a
+  global function, an object's ``__call__`` and the methods and properties the
+  code names (``self.forward``), ``grad(loss)``'s ``loss``, a ``custom_jvp``
+  function's rules;
+- breadth first, at most :data:`_MAX_OBJECTS` (256) functions, objects, modules
+  and containers in all, so that a scan stays cheap (it runs at each trace; a
+  call only reads the paths found, a few item and attribute lookups each).
+
+Arrays count wherever they are found. A number counts when the code names the
+way to it: a closure variable, a global, a default or a ``partial``'s argument;
+an attribute or a dict item whose name or key is among the names and constants
+of the code reached (``self.scale``, ``cfg["scale"]``: ``co_names`` and
+``co_consts``), every attribute and key on the way being named so; an item of a
+list or tuple of at most :data:`_MAX_NUMBER_ITEMS` (32) items found at such a
+place (``for w, b, scale in layers``; a longer one is data, as a log of losses,
+and ``f`` cannot tell which of its items it reads). A counter the code never
+names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
+nothing. A number is compared by identity with what is there after the trace:
+rebinding it traces again, but a counter that ``f`` itself steps while it is
+traced does not.
+
+Not followed: library modules and the attributes of library objects (tidu's,
+NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
+standard library's modules and functions' globals, sets, a container's length
+(a layer appended to the list ``f`` loops over is not seen), which function or
+class a variable holds (rebinding ``act = tnp.tanh`` to another function),
+strings, numbers ``f`` reads by a computed key or by iterating a dict, and the
+arguments ``jit`` marks static (``static_argnums``: part of the trace's
+signature, so frozen by design, as in JAX: a new value traces again, a value
+written into does not).
 
 NumPy's own functions and operators applied to such an array while tracing
 (``V * 2`` on two NumPy arrays) are not ``tnp`` ops and compute at once: the
@@ -29,12 +72,20 @@ it, or pass it as an argument.
 ...     return lambda x: x * V
 >>> [ref.where for ref in external_values(make())]
 ["closure variable 'V' of make.<locals>.<lambda>"]
+>>> def mlp(layers):
+...     return lambda x: [x * w + b for w, b in layers]
+>>> [ref.where for ref in external_values(mlp([(np.ones(2), np.zeros(2))]))]
+["closure variable 'layers' of mlp.<locals>.<lambda>[0][0]",
+ "closure variable 'layers' of mlp.<locals>.<lambda>[0][1]"]
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import numbers
+import operator
+import sys
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -45,7 +96,9 @@ from primitives.tensor.core import Frontend, set_staging
 
 _MISSING = object()
 COMPARED_BYTES = 1 << 20    # closed-over arrays read only by NumPy itself: compared up to this
-_MAX_OBJECTS = 256          # how many functions and objects one scan visits at most
+_MAX_OBJECTS = 256          # how many functions, objects and containers one scan visits at most
+_MAX_DEPTH = 6              # how many items and attributes a path follows below its root
+_MAX_NUMBER_ITEMS = 32      # the numbers of a longer list or tuple do not count (it is data)
 _LIBRARY_MODULES = ("primitives.", "tidu.", "numpy", "scipy", "jax", "torch", "dask")
 
 
@@ -71,11 +124,10 @@ class Reference:
         return f"Reference({self.where})"
 
 
-def _is_read(value) -> bool:
-    """What the closure rule follows: arrays, and Python or NumPy numbers (a changed number
-    traces again, as ``torch.compile``'s guards do)."""
-    return _is_array(value) or (isinstance(value, (numbers.Number, np.generic))
-                                and not isinstance(value, Frontend))
+def _is_number(value) -> bool:
+    """A Python or NumPy number (a changed one traces again, as ``torch.compile``'s guards
+    do), not a traced value."""
+    return isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, Frontend)
 
 
 def _is_array(value) -> bool:
@@ -86,8 +138,25 @@ def _is_array(value) -> bool:
 
 
 def _is_library(fn) -> bool:
+    """A library's function or class (tidu's, NumPy's...), whose globals or instances'
+    attributes are not followed."""
     module = getattr(fn, "__module__", None) or ""
     return module.startswith(_LIBRARY_MODULES)
+
+
+def _is_library_code(fn) -> bool:
+    """A function whose globals (and names) are not followed: a library's, or Python's own."""
+    return _is_library(fn) or _is_standard_library(getattr(fn, "__module__", None))
+
+
+def _is_library_module(module: types.ModuleType) -> bool:
+    """A module whose attributes are not followed: a library's, or Python's own."""
+    name = getattr(module, "__name__", None) or ""
+    return (name + ".").startswith(_LIBRARY_MODULES) or _is_standard_library(name)
+
+
+def _is_standard_library(module_name: str | None) -> bool:
+    return (module_name or "").partition(".")[0] in sys.stdlib_module_names
 
 
 def _cell_reader(cell) -> Callable[[], Any]:
@@ -97,6 +166,238 @@ def _cell_reader(cell) -> Callable[[], Any]:
         except ValueError:              # an empty cell: the variable was deleted
             return None
     return read
+
+
+def _item_reader(container, key) -> Callable[[], Any]:
+    def read():
+        try:
+            return container[key]
+        except (KeyError, IndexError):
+            return None
+    return read
+
+
+def _path_reader(root: Callable[[], Any], steps: tuple) -> Callable[[], Any]:
+    """What is at the end of ``steps`` from ``root()`` now; ``None`` if a step fails or meets
+    a container of another type than when the path was found (both read as a change)."""
+    def read():
+        value = root()
+        try:
+            for kind, get, key in steps:
+                if type(value) is not kind:
+                    return None
+                value = get(value, key)
+        except Exception:               # noqa: BLE001 -- KeyError, AttributeError...: gone
+            return None
+        return value
+    return read
+
+
+class _Location:
+    """Where a scan found a value: a root (``root()`` reads it; ``key`` names it) and the
+    steps from it, each ``(type of the container, operator.getitem or getattr, key or
+    attribute name)``. ``needs``: the dict keys and attribute names on the way, which the
+    code must name for a number found here to count; ``holders``: the containers on the way
+    (ids), not followed again (a cycle)."""
+
+    __slots__ = ("holders", "key", "needs", "root", "steps", "where")
+
+    def __init__(self, root: Callable[[], Any], key: tuple, where: str, steps: tuple = (),
+                 needs: tuple = (), holders: tuple = ()) -> None:
+        self.root, self.key, self.where = root, key, where
+        self.steps, self.needs, self.holders = steps, needs, holders
+
+    @classmethod
+    def constant(cls, value, where: str) -> _Location:
+        return cls(lambda: value, ("constant", id(value)), where)
+
+    def item(self, container, key) -> _Location:
+        """``container[key]``, ``container`` being found here; a dict's key must be named."""
+        named = (key,) if isinstance(container, dict) else ()
+        return self.part(container, key, True, f"{self.where}[{key!r}]", named)
+
+    def attribute(self, obj, name: str) -> _Location:
+        """``obj.name``, ``obj`` being found here; ``name`` must be named."""
+        return self.part(obj, name, False, f"{self.where}.{name}", (name,))
+
+    def part(self, holder, key, is_item: bool, where: str, needs: tuple = ()) -> _Location:
+        """A step from here that the code need not name (a default, a ``partial``'s
+        argument)."""
+        step = (type(holder), operator.getitem if is_item else getattr, key)
+        return _Location(self.root, self.key, where, self.steps + (step,), self.needs + needs,
+                         self.holders + (id(holder),))
+
+    def reader(self) -> Callable[[], Any]:
+        return _path_reader(self.root, self.steps) if self.steps else self.root
+
+
+def external_values(f: Callable) -> list[Reference]:
+    """The arrays and numbers ``f`` reads from outside, found without running it, each with
+    the path to read it along again (see the module docstring for what is followed, and
+    when a number counts). Library functions (tidu's, NumPy's...) are passed through, but
+    their globals are not read.
+
+    >>> def affine(params):
+    ...     return lambda x: x * params["layer"]["w"]
+    >>> external_values(affine({"layer": {"w": np.ones(2)}, "step": 0}))
+    [Reference(closure variable 'params' of affine.<locals>.<lambda>['layer']['w'])]
+    """
+    return _Scan(f).references()
+
+
+class _Scan:
+    """One walk of what ``f`` reads from outside, breadth first from ``f``."""
+
+    def __init__(self, f) -> None:
+        self.found: dict = {}               # (root, steps) -> (Reference, names it needs)
+        self.vocabulary: set = set()        # the names and constants of the code reached
+        self.seen: set = set()              # functions (ids); objects with their locations
+        self.visits = 0
+        self.named: list = []               # [module or object, location, names done]
+        self.pending = collections.deque([(f, _Location.constant(f, _name(f)))])
+
+    def references(self) -> list[Reference]:
+        while True:
+            while self.pending and self.visits < _MAX_OBJECTS:
+                self._visit(*self.pending.popleft())
+            # the code is known now: the module attributes and methods it names
+            if self.visits >= _MAX_OBJECTS or not self._follow_named():
+                break
+        return [ref for ref, needs in self.found.values()
+                if all(name in self.vocabulary for name in needs)]
+
+    def _add(self, value, where: _Location, numbers_count: bool = True) -> None:
+        """``value``, found at ``where``: an array or number to read, or more to follow."""
+        if _is_array(value) or (numbers_count and _is_number(value)):
+            key = (where.key, where.steps)
+            if key not in self.found:
+                needs = () if _is_array(value) else where.needs
+                self.found[key] = (Reference(where.reader(), where.where, value), needs)
+        elif isinstance(value, (list, tuple, dict)) or callable(value) or \
+                hasattr(value, "__dict__"):
+            self.pending.append((value, where))
+
+    def _visit(self, obj, where: _Location) -> None:
+        if isinstance(obj, (type, Frontend)):
+            return
+        if isinstance(obj, types.FunctionType):     # found anywhere, read the same way
+            if id(obj) not in self.seen:
+                self.seen.add(id(obj))
+                self.visits += 1
+                self._function(obj)
+            return
+        visit = (id(obj), where.key, where.steps)   # an object found by two paths: both
+        if visit in self.seen or id(obj) in where.holders:
+            return
+        self.seen.add(visit)
+        self.visits += 1
+        if isinstance(obj, types.ModuleType):
+            if not _is_library_module(obj):
+                self.named.append([obj, where, set()])
+        elif isinstance(obj, functools.partial):
+            self._partial(obj, where)
+        elif isinstance(obj, types.MethodType):
+            self.pending.append((obj.__func__, where))
+            self._add(obj.__self__, where.part(obj, "__self__", False, f"{where.where}.__self__"))
+        elif isinstance(obj, (list, tuple, dict)):
+            self._container(obj, where)
+        else:
+            self._object(obj, where)
+
+    def _function(self, fn: types.FunctionType) -> None:
+        name = _name(fn)
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            self._add(value, _Location(_cell_reader(cell), ("cell", id(cell)),
+                                       f"closure variable {var!r} of {name}"))
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is not None:
+            self._add(wrapped, _Location.constant(wrapped, name))
+        if _is_library_code(fn):
+            return
+        self.vocabulary |= _code_vocabulary(fn.__code__)
+        globals_ = fn.__globals__
+        for var in _code_names(fn.__code__):
+            value = globals_.get(var, _MISSING)
+            if value is not _MISSING:
+                self._add(value, _Location(_item_reader(globals_, var),
+                                           ("global", id(globals_), var),
+                                           f"global {var!r} of {name}"))
+        self._defaults(fn, name)
+
+    def _defaults(self, fn: types.FunctionType, name: str) -> None:
+        """The default arguments of ``fn``: read through ``fn.__defaults__`` (which may be
+        rebound) and ``fn.__kwdefaults__``."""
+        here = _Location.constant(fn, name)
+        code, defaults = fn.__code__, fn.__defaults__ or ()
+        params = code.co_varnames[code.co_argcount - len(defaults):code.co_argcount]
+        holder = here.part(fn, "__defaults__", False, name)
+        for n, (param, value) in enumerate(zip(params, defaults)):
+            self._add(value, holder.part(defaults, n, True, f"default {param!r} of {name}"))
+        keywords = fn.__kwdefaults__ or {}
+        holder = here.part(fn, "__kwdefaults__", False, name)
+        for param, value in list(keywords.items()):
+            self._add(value, holder.part(keywords, param, True, f"default {param!r} of {name}"))
+
+    def _partial(self, obj: functools.partial, where: _Location) -> None:
+        self.pending.append((obj.func, where))
+        args = where.part(obj, "args", False, where.where)
+        for n, arg in enumerate(obj.args):
+            self._add(arg, args.part(obj.args, n, True, f"argument {n} of {where.where}"))
+        keywords = where.part(obj, "keywords", False, where.where)
+        for key, arg in list(obj.keywords.items()):
+            self._add(arg, keywords.part(obj.keywords, key, True,
+                                         f"keyword {key!r} of {where.where}"))
+
+    def _container(self, obj, where: _Location) -> None:
+        if len(where.steps) >= _MAX_DEPTH:
+            return
+        items = list(obj.items()) if isinstance(obj, dict) else list(enumerate(obj))
+        numbers_count = isinstance(obj, dict) or len(obj) <= _MAX_NUMBER_ITEMS
+        for key, item in items:
+            self._add(item, where.item(obj, key), numbers_count)
+
+    def _object(self, obj, where: _Location) -> None:
+        attributes = getattr(obj, "__dict__", None)
+        attributes = attributes if isinstance(attributes, dict) else {}
+        if callable(getattr(type(obj), "rule_functions", None)):
+            # custom_jvp / custom_vjp: the rules are traced, while the function runs each call
+            self.pending.extend((rule, where) for rule in obj.rule_functions())
+        elif attributes.get("__wrapped__") is not None:
+            self.pending.append((attributes["__wrapped__"], where))
+        if _is_library(type(obj)):
+            return
+        call = getattr(type(obj), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            self.pending.append((call, where))
+        self.named.append([obj, where, set()])      # its methods the code names
+        if len(where.steps) >= _MAX_DEPTH:
+            return
+        for attr, value in list(attributes.items()):
+            if not _data_descriptor(type(obj), attr):   # else obj.attr is not this value
+                self._add(value, where.attribute(obj, attr))
+
+    def _follow_named(self) -> bool:
+        """Follow what the code reached names of the modules and objects found: a module's
+        attributes, an object's methods and properties. Whether that found more to visit."""
+        before = len(self.pending)
+        for holder, where, followed in self.named:
+            for name in self.vocabulary - followed:
+                followed.add(name)
+                if not isinstance(name, str):
+                    continue
+                if isinstance(holder, types.ModuleType):
+                    value = vars(holder).get(name, _MISSING)
+                    if value is not _MISSING and len(where.steps) < _MAX_DEPTH:
+                        self._add(value, where.attribute(holder, name))
+                else:
+                    method = _method(type(holder), name)
+                    if method is not None:
+                        self.pending.append((method, where))
+        return len(self.pending) > before
 
 
 def _code_names(code) -> set:
@@ -109,107 +410,45 @@ def _code_names(code) -> set:
     return names
 
 
-def external_values(f: Callable) -> list[Reference]:
-    """The arrays and numbers ``f`` reads from outside, found without running it: in its
-    closure cells and the globals its code names, in the attributes and items (one level) of
-    the objects found there, in a bound method's object and a ``functools.partial``'s
-    arguments, and likewise in the functions it reaches that way (``grad(loss)`` reaches
-    ``loss``; a ``custom_jvp`` function its rules). Library functions (tidu's, NumPy's...)
-    are passed through, but their globals are not read."""
-    found: list[Reference] = []
-    seen: set = set()
-    pending = [(f, _name(f))]
-
-    def add(value, read, where: str, named: bool = False) -> None:
-        """``named``: a variable of the code (a closure cell, a global), whose numbers count;
-        in attributes and containers only arrays do (a counter there is not read by f)."""
-        if _is_array(value) or (named and _is_read(value)):
-            found.append(Reference(read, where, value))
-        elif callable(value) or hasattr(value, "__dict__") or isinstance(value, (list, tuple,
-                                                                                dict)):
-            pending.append((value, where))
-
-    while pending and len(seen) < _MAX_OBJECTS:
-        obj, where = pending.pop()
-        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, Frontend)):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, functools.partial):
-            pending.append((obj.func, where))
-            for n, arg in enumerate(obj.args):
-                add(arg, _item_reader(obj.args, n), f"argument {n} of {where}", named=True)
-            for key, arg in obj.keywords.items():
-                add(arg, _item_reader(obj.keywords, key), f"keyword {key!r} of {where}",
-                    named=True)
-        elif isinstance(obj, types.MethodType):
-            pending.append((obj.__func__, where))
-            _scan_attributes(obj.__self__, f"{where}.__self__", add)
-        elif isinstance(obj, types.FunctionType):
-            _scan_function(obj, add)
-        elif isinstance(obj, (list, tuple)):
-            for n, item in enumerate(obj):
-                if _is_array(item):
-                    add(item, _item_reader(obj, n), f"{where}[{n}]")
-        elif isinstance(obj, dict):
-            for key, item in list(obj.items()):
-                if _is_array(item):
-                    add(item, _item_reader(obj, key), f"{where}[{key!r}]")
-        else:
-            rules = getattr(obj, "rule_functions", None)
-            if callable(rules):         # custom_jvp / custom_vjp: the rules are traced, while
-                pending.extend((rule, where) for rule in rules())   # the function runs each call
-            elif getattr(obj, "__wrapped__", None) is not None:
-                pending.append((obj.__wrapped__, where))
-            if not _is_library(type(obj)):
-                _scan_attributes(obj, where, add)
-                call = getattr(type(obj), "__call__", None)
-                if isinstance(call, types.FunctionType):
-                    pending.append((types.MethodType(call, obj), where))
-    return found
+def _code_vocabulary(code) -> set:
+    """The names (globals, attributes) and the constants (``"scale"`` in ``cfg["scale"]``,
+    the keys of a tuple of keys) ``code`` and the code nested in it use."""
+    words, pending = set(), [code]
+    while pending:
+        current = pending.pop()
+        words.update(current.co_names)
+        for constant in current.co_consts:
+            if isinstance(constant, types.CodeType):
+                pending.append(constant)
+            elif isinstance(constant, (str, int, bytes)):
+                words.add(constant)
+            elif isinstance(constant, (tuple, frozenset)):
+                words.update(c for c in constant if isinstance(c, (str, int, bytes)))
+                words.add(constant)
+    return words
 
 
-def _scan_function(fn: types.FunctionType, add) -> None:
-    name = _name(fn)
-    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        add(value, _cell_reader(cell), f"closure variable {var!r} of {name}", named=True)
-    wrapped = getattr(fn, "__wrapped__", None)
-    if wrapped is not None:
-        add(wrapped, lambda: None, name)
-    if _is_library(fn):
-        return
-    globals_ = fn.__globals__
-    for var in _code_names(fn.__code__):
-        value = globals_.get(var, _MISSING)
-        if value is not _MISSING:
-            add(value, _item_reader(globals_, var), f"global {var!r} of {name}", named=True)
+def _data_descriptor(cls: type, attr: str) -> bool:
+    """Whether ``cls`` has a data descriptor (a property...) ``attr``, which the instance's
+    ``__dict__`` entry of that name does not override."""
+    for klass in cls.__mro__:
+        if attr in vars(klass):
+            return hasattr(type(vars(klass)[attr]), "__set__")
+    return False
 
 
-def _scan_attributes(obj, where: str, add) -> None:
-    attributes = getattr(obj, "__dict__", None)
-    if not isinstance(attributes, dict):
-        return
-    for attr, value in list(attributes.items()):
-        if _is_array(value):
-            add(value, _attribute_reader(obj, attr), f"{where}.{attr}")
-        elif isinstance(value, (list, tuple, dict)):
-            add(value, lambda: None, f"{where}.{attr}")
-
-
-def _item_reader(container, key) -> Callable[[], Any]:
-    def read():
-        try:
-            return container[key]
-        except (KeyError, IndexError):
-            return None
-    return read
-
-
-def _attribute_reader(obj, attr: str) -> Callable[[], Any]:
-    return lambda: getattr(obj, attr, None)
+def _method(cls: type, name: str):
+    """The function run by ``instance.name`` for an instance of ``cls``, if it is a method,
+    a class or static method or a property."""
+    try:
+        attribute = getattr(cls, name, None)
+    except Exception:                   # noqa: BLE001 -- a metaclass's own lookup failed
+        return None
+    if isinstance(attribute, property):
+        return attribute.fget
+    if isinstance(attribute, (types.FunctionType, types.MethodType)):
+        return attribute
+    return None
 
 
 def _name(f) -> str:
@@ -262,9 +501,11 @@ class Guard:
 
     ``lifted`` are those the traced graph takes as constant inputs (positions in its list
     of constants): a call passes what is there now, so writes into them and rebinding to
-    an array of the same shape and dtype need no new trace. The others (used by NumPy's
-    own functions while tracing, or not at all) keep a copy of their contents: a change
-    means the program is stale and must be traced again.
+    an array of the same shape and dtype need no new trace (one array found along several
+    paths is one input: the paths must still agree). The others (used by NumPy's own
+    functions while tracing, or not at all) keep a copy of their contents, and numbers
+    what is there after the trace: a change means the program is stale and must be traced
+    again.
 
     >>> V = np.ones(2)
     >>> guard = Guard([Reference(lambda: V, "V", V)], constants=[V])   # V: a constant input
@@ -277,30 +518,46 @@ class Guard:
         by_id: dict = {}
         for position, value in enumerate(constants):
             by_id.setdefault(id(value), []).append(position)
-        self.lifted = [(ref, by_id[id(ref.value)]) for ref in references
-                       if id(ref.value) in by_id]
-        self.copied = [(ref, _copy(ref.value)) for ref in references
+        paths: dict = {}
+        for ref in references:
+            if id(ref.value) in by_id:
+                paths.setdefault(id(ref.value), []).append(ref)
+        self.lifted = [(refs[0].read, refs[0].value, tuple(r.read for r in refs[1:]), by_id[key])
+                       for key, refs in paths.items()]
+        self.copied = [(ref.read, *_snapshot(ref)) for ref in references
                        if id(ref.value) not in by_id]
 
     def constants(self, constants: list) -> list | None:
         """``constants`` with the external arrays as they are now; ``None`` if the trace is
         stale (an array changed shape or dtype, or one read only at trace time changed)."""
-        for ref, snapshot in self.copied:
-            now = ref.read()
-            if now is not ref.value or not _equal(now, snapshot):
+        for read, expected, snapshot in self.copied:
+            now = read()
+            if now is not expected or not _equal(now, snapshot):
                 return None
         if not self.lifted:
             return constants
         constants = list(constants)
-        for ref, positions in self.lifted:
-            now = ref.read()
-            if now is not ref.value:
-                if not _is_array(now) or now.shape != ref.value.shape or \
-                        now.dtype != ref.value.dtype or type(now) is not type(ref.value):
+        for read, value, others, positions in self.lifted:
+            now = read()
+            if now is not value:
+                if not _is_array(now) or now.shape != value.shape or \
+                        now.dtype != value.dtype or type(now) is not type(value):
                     return None
+            if others and any(other() is not now for other in others):
+                return None                     # the paths now hold two arrays: two inputs
             for position in positions:
                 constants[position] = now
         return constants
+
+
+def _snapshot(ref: Reference) -> tuple:
+    """What a guard compares ``ref`` with: the array found before the trace (the one the
+    trace read) and a copy of its contents; or the number there after the trace, so that a
+    counter the traced function steps is not a change."""
+    if _is_array(ref.value):
+        return ref.value, _copy(ref.value)
+    now = ref.read()
+    return now, now
 
 
 def _copy(value):

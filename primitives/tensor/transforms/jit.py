@@ -15,10 +15,13 @@ arrays are data: new index values run the same program, and one out of range
 raises ``IndexError`` when the call runs.
 
 Closures follow Python's rule (:mod:`.closure`): arrays ``f`` reads from its
-closure, globals or an object's attributes are read at each call, not frozen
-at the trace, and a new shape or dtype of one traces again. No result shares
-memory with an argument, such an array, a constant or another result
-(:mod:`.fresh`).
+closure, globals, default arguments, modules or an object's attributes, and
+from the lists, dicts and objects nested in them, are read at each call along
+the path they were found on (``layers[0] = (W2, b2)`` is seen), not frozen at
+the trace, and a new shape or dtype of one traces again; so does a rebound
+number the code names. Static arguments are the exception, frozen by design as
+in JAX: they are part of the signature. No result shares memory with an
+argument, such an array, a constant or another result (:mod:`.fresh`).
 
 Called on tensors or on other transforms' traced values (``grad(jit(f))``,
 ``jit`` on eager ``Tensor``s), the traced graph is replayed through their front
@@ -66,7 +69,9 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
 
     ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
     of them; the arguments at ``static_argnums`` are passed to ``f`` as they are
-    (they must be hashable) and a new value traces again.
+    (they must be hashable) and a new value traces again. A static argument is
+    part of the signature, so frozen by design (as in JAX): unlike what ``f``
+    reads from its closure, what is written into it later is not read again.
 
     ``memory_budget`` (bytes) bounds what the compiled program holds at once of
     the values it makes (intermediates and results; the arguments are the

@@ -1,0 +1,422 @@
+"""The closure rule along paths: what ``f`` reads through containers, attributes, modules and
+default arguments is read again at each call of ``jit(f)``, following the path from the
+variable, so that rebinding at any level, or writing in place, gives ``f``'s answer now.
+
+A number counts when ``f``'s code names the way to it (an attribute or a dict key it uses);
+a counter it never names changes nothing, and a counter ``f`` steps while it is traced does
+not make the next call trace again.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import primitives.tensor as tnp
+from primitives.tensor.transforms.closure import external_values
+
+X = np.array([1.0, 2.0])
+
+# a module the functions below read attributes of (as ``import cfg`` then ``cfg.W``)
+CFG = types.ModuleType("jit_closure_paths_cfg")
+CFG.W = np.ones(2)
+CFG.SCALE = 2.0
+LAYERS = [(np.ones(2), np.zeros(2))]
+
+
+def _same(jitted, f, *args):
+    np.testing.assert_array_equal(jitted(*args), f(*args))
+
+
+# --- (a) a list of (w, b) tuples, a slot rebound -------------------------------------------
+
+
+def test_a_rebound_slot_of_a_closed_over_list_of_layers_is_read():
+    layers = [(np.ones(2), np.zeros(2)), [np.ones(2), np.zeros(2)]]
+
+    def mlp(x):
+        for w, b in layers:
+            x = x * w + b
+        return tnp.sum(x)
+
+    jm = tnp.jit(mlp)
+    _same(jm, mlp, X)
+    layers[0] = (np.full(2, 5.0), np.ones(2))            # a slot of the outer list
+    _same(jm, mlp, X)
+    assert float(jm(X)) == 17.0
+    layers[1][0] = np.full(2, 2.0)                       # a slot of an inner list
+    _same(jm, mlp, X)
+
+
+def test_a_rebound_slot_of_a_global_list_of_layers_is_read():
+    def mlp(x):
+        for w, b in LAYERS:
+            x = x * w + b
+        return tnp.sum(x)
+
+    saved = LAYERS[0]
+    try:
+        jm = tnp.jit(mlp)
+        _same(jm, mlp, X)
+        LAYERS[0] = (np.full(2, 5.0), np.zeros(2))
+        assert float(jm(X)) == float(mlp(X)) == 15.0
+    finally:
+        LAYERS[0] = saved
+
+
+def test_rebinding_at_any_level_of_an_attribute_path():
+    class Linear:
+        def __init__(self, w):
+            self.w = w
+
+    class Model:
+        def __init__(self):
+            self.layers = [Linear(np.ones(2))]
+
+        def __call__(self, x):
+            return tnp.sum(x * self.layers[0].w)
+
+    model = Model()
+    jm = tnp.jit(model)
+    _same(jm, model, X)
+    model.layers[0].w = np.full(2, 2.0)                  # the leaf
+    _same(jm, model, X)
+    model.layers[0] = Linear(np.full(2, 3.0))            # a middle level
+    _same(jm, model, X)
+    model.layers = [Linear(np.full(2, 4.0))]             # the first level
+    _same(jm, model, X)
+    assert float(jm(X)) == 12.0
+
+
+def test_an_object_reached_by_two_paths_is_read_along_each():
+    class Affine:
+        def __init__(self, w):
+            self.w = w
+
+    class Model:
+        def __init__(self):
+            self.first = self.second = Affine(np.ones(2))    # shared until rebound
+
+        def __call__(self, x):
+            return tnp.sum(x * self.first.w) + tnp.sum(x * self.second.w)
+
+    for rebound in ("first", "second"):
+        model = Model()
+        jm = tnp.jit(model)
+        _same(jm, model, X)
+        setattr(model, rebound, Affine(np.full(2, 3.0)))
+        _same(jm, model, X)
+        assert float(jm(X)) == 12.0
+
+
+# --- (b) nested containers, written in place, read by NumPy itself -------------------------
+
+
+def test_a_nested_dict_written_in_place_and_read_by_numpy_is_read():
+    p = {"l": {"w": np.ones(2)}}
+    g = lambda x: tnp.sum(x * np.exp(p["l"]["w"]))          # noqa: E731
+    jg = tnp.jit(g)
+    _same(jg, g, X)
+    p["l"]["w"][:] = 0.0                                     # in place, two levels down
+    _same(jg, g, X)
+    assert float(jg(X)) == 3.0
+    p["l"] = {"w": np.full(2, np.log(2.0))}                  # the middle level rebound
+    _same(jg, g, X)
+
+
+# --- (c), (d) numbers in a dict and in an attribute ----------------------------------------
+
+
+def test_a_number_in_a_dict_rebound_is_read():
+    cfg = {"scale": 2.0}
+    h = lambda x: x * cfg["scale"]                           # noqa: E731
+    jh = tnp.jit(h)
+    _same(jh, h, X)
+    cfg["scale"] = 3.0
+    _same(jh, h, X)
+    np.testing.assert_array_equal(jh(X), [3.0, 6.0])
+
+
+def test_a_number_attribute_of_a_jitted_object_rebound_is_read():
+    class Layer:
+        def __init__(self):
+            self.scale = 2.0
+
+        def __call__(self, x):
+            return x * self.scale
+
+    layer = Layer()
+    jl = tnp.jit(layer)
+    _same(jl, layer, X)
+    layer.scale = 3.0
+    _same(jl, layer, X)
+    np.testing.assert_array_equal(jl(X), [3.0, 6.0])
+
+
+def test_a_number_attribute_read_in_a_method_the_call_names_is_read():
+    class Layer:
+        def __init__(self):
+            self.scale = 2.0
+
+        def __call__(self, x):
+            return self.forward(x)
+
+        def forward(self, x):
+            return x * self.scale
+
+    layer = Layer()
+    jl = tnp.jit(layer)
+    _same(jl, layer, X)
+    layer.scale = 3.0
+    _same(jl, layer, X)
+
+
+def test_a_path_step_that_now_fails_runs_f_again():
+    cfg = {"scale": 2.0}
+    h = lambda x: x * cfg["scale"]                           # noqa: E731
+    jh = tnp.jit(h)
+    jh(X)
+    del cfg["scale"]
+    with pytest.raises(KeyError):                            # what h does now
+        jh(X)
+
+
+# --- (e) attributes of a module -------------------------------------------------------------
+
+
+def test_an_attribute_of_a_module_named_by_a_global_is_read():
+    saved = CFG.W, CFG.SCALE
+    k = lambda x: tnp.sum(x * CFG.W) * CFG.SCALE             # noqa: E731
+    try:
+        jk = tnp.jit(k)
+        _same(jk, k, X)
+        CFG.W = np.full(2, 3.0)                              # an array rebound
+        _same(jk, k, X)
+        CFG.SCALE = 5.0                                      # a number rebound
+        _same(jk, k, X)
+        assert float(jk(X)) == 45.0
+    finally:
+        CFG.W, CFG.SCALE = saved
+
+
+def test_an_attribute_of_an_imported_module_is_read(tmp_path, monkeypatch):
+    (tmp_path / "jit_closure_paths_mod.py").write_text("import numpy as np\nW = np.ones(2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import jit_closure_paths_mod as mod                      # a closure variable here
+    try:
+        k = lambda x: tnp.sum(x * mod.W)                     # noqa: E731
+        jk = tnp.jit(k)
+        _same(jk, k, X)
+        mod.W = np.full(2, 3.0)
+        _same(jk, k, X)
+        assert float(jk(X)) == 9.0
+    finally:
+        sys.modules.pop("jit_closure_paths_mod", None)
+
+
+def test_library_modules_are_not_walked():
+    wheres = [ref.where for ref in external_values(lambda x: tnp.sum(x * np.pi) * CFG.SCALE)]
+    assert wheres == [("global 'CFG' of test_library_modules_are_not_walked.<locals>."
+                       "<lambda>.SCALE")]
+
+
+# --- (f) default arguments ------------------------------------------------------------------
+
+
+def test_a_default_array_written_in_place_is_read():
+    def d(x, w=np.ones(2)):                                # noqa: B008 (the point)
+        return tnp.sum(x * np.exp(w))
+
+    jd = tnp.jit(d)
+    _same(jd, d, X)
+    d.__defaults__[0][:] = 0.0
+    _same(jd, d, X)
+    assert float(jd(X)) == 3.0
+
+
+def test_a_keyword_only_default_number_rebound_is_read():
+    def d(x, *, scale=2.0):
+        return x * scale
+
+    jd = tnp.jit(d)
+    _same(jd, d, X)
+    d.__kwdefaults__["scale"] = 3.0
+    _same(jd, d, X)
+
+
+# --- what must not trace again ----------------------------------------------------------------
+
+
+def test_an_unchanged_closure_does_not_trace_again():
+    traces = []
+    params = {"l1": {"w": np.ones(2), "b": [np.zeros(2)]}, "scale": 2.0}
+
+    def body(x):
+        layer = params["l1"]
+        return tnp.sum(x * layer["w"] + layer["b"][0]) * params["scale"]
+
+    def f(x):
+        traces.append(1)
+        return body(x)
+
+    jf = tnp.jit(f)
+    for step in range(5):
+        _same(jf, body, X)
+        params["l1"]["w"] += 1.0                  # written in place: read by tnp, no trace
+        params["l1"]["b"][0] = np.full(2, float(step))   # rebound, same shape: no trace
+    assert len(traces) == 1
+
+
+def test_an_unrelated_counter_does_not_trace_again():
+    traces = []
+
+    class Stats:
+        def __init__(self):
+            self.calls = 0
+
+        def tick(self):
+            self.calls += 1
+
+    class Model:
+        def __init__(self):
+            self.w, self.scale = np.ones(2), 2.0
+            self.stats, self.step, self.history = Stats(), 0, [0.0]
+            self.info = {"count": 0, "scale": 1.0}
+
+        def __call__(self, x):
+            traces.append(1)
+            return tnp.sum(x * self.w) * self.scale
+
+    def scaled(x):
+        traces.append(1)
+        return x * cfg["scale"]
+
+    model = Model()
+    cfg = {"scale": 3.0, "step": 0}
+    jm, jc = tnp.jit(model), tnp.jit(scaled)
+    for _ in range(5):
+        assert float(jm(X)) == 6.0
+        np.testing.assert_array_equal(jc(X), [3.0, 6.0])
+        model.stats.tick()                        # another object's counter
+        model.step += 1                           # an attribute f never names
+        model.history[0] += 1.0                   # in a list f never names
+        model.info["count"] += 1                  # in a dict f never names
+        model.info["scale"] += 1.0                # a key f names, in a dict it does not
+        cfg["step"] += 1                          # a key f never names
+    assert len(traces) == 2                       # one trace of each
+
+
+def test_a_counter_f_steps_while_traced_does_not_trace_again():
+    counts = {"traces": 0}
+
+    class Model:
+        def __init__(self):
+            self.traced = 0
+
+        def __call__(self, x):
+            counts["traces"] += 1                 # named by f, stepped only when traced
+            self.traced += 1
+            return x * 2.0
+
+    model = Model()
+    jm = tnp.jit(model)
+    for _ in range(4):
+        np.testing.assert_array_equal(jm(X), [2.0, 4.0])
+    assert counts["traces"] == model.traced == 1
+
+
+# --- random nestings ------------------------------------------------------------------------
+
+
+class _Box:
+    """An object level of a random nesting."""
+
+
+def _wrap(kind: str, inner, level: int):
+    if kind == "dict":
+        return {f"k{level}": inner, "other": 0}
+    if kind == "list":
+        return [0, inner]
+    if kind == "tuple":
+        return (0, inner)
+    box = _Box()
+    setattr(box, f"a{level}", inner)
+    box.other = 0
+    return box
+
+
+def _access(kind: str, level: int) -> str:
+    return {"dict": f"[{f'k{level}'!r}]", "list": "[1]", "tuple": "[1]"}.get(kind,
+                                                                         f".a{level}")
+
+
+def _nest(kinds: list, leaf, start: int = 0):
+    """``leaf`` nested in ``kinds[start:]``, the levels numbered from ``start``."""
+    node = leaf
+    for level in reversed(range(start, len(kinds))):
+        node = _wrap(kinds[level], node, level)
+    return node
+
+
+def _node(root, kinds: list, level: int):
+    """The value at ``level`` of the nesting (0: the root, ``len(kinds)``: the leaf)."""
+    node = root
+    for at in range(level):
+        node = getattr(node, f"a{at}") if kinds[at] == "object" else \
+            node[f"k{at}" if kinds[at] == "dict" else 1]
+    return node
+
+
+def _set(parent, kind: str, level: int, value) -> None:
+    if kind == "object":
+        setattr(parent, f"a{level}", value)
+    else:
+        parent[f"k{level}" if kind == "dict" else 1] = value
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(kinds=st.lists(st.sampled_from(["dict", "list", "tuple", "object"]), min_size=1,
+                      max_size=4),
+       leaf=st.sampled_from(["tnp array", "numpy array", "number"]),
+       where=st.sampled_from(["global", "closure"]),
+       data=st.data())
+def test_random_nestings_read_after_a_change_at_a_random_level(kinds, leaf, where, data):
+    value = 0.5 if leaf == "number" else np.array([0.5, -1.0])
+    path = "root" + "".join(_access(kind, level) for level, kind in enumerate(kinds))
+    read = f"np.exp({path})" if leaf == "numpy array" else path
+    body = f"tnp.sum(x * {read})"
+    root = _nest(kinds, value)
+    if where == "global":
+        namespace = {"tnp": tnp, "np": np, "root": root}
+        f = eval(f"lambda x: {body}", namespace)
+
+        def rebind_root(new):
+            namespace["root"] = new
+    else:
+        f = eval(f"lambda root: lambda x: {body}", {"tnp": tnp, "np": np})(root)
+
+        def rebind_root(new):
+            f.__closure__[0].cell_contents = new
+    jf = tnp.jit(f)
+    _same(jf, f, X)
+
+    new_value = value + 1.5
+    change = data.draw(st.sampled_from(["rebind", "write"] if leaf != "number" else
+                                       ["rebind"]), label="change")
+    if change == "write":
+        _node(root, kinds, len(kinds))[...] = new_value
+    else:
+        level = data.draw(st.integers(0, len(kinds)), label="level")
+        while level > 0 and kinds[level - 1] == "tuple":      # a tuple's slot: rebuild it
+            level -= 1
+        rebuilt = _nest(kinds, new_value, start=level)
+        if level == 0:
+            rebind_root(rebuilt)
+        else:
+            _set(_node(root, kinds, level - 1), kinds[level - 1], level - 1, rebuilt)
+    _same(jf, f, X)
