@@ -18,22 +18,33 @@ True
 >>> import numpy as np
 >>> exact_identity(np.float64(-0.0)) == exact_identity(np.float64(0.0))
 False
+>>> exact_identity(np.float32(-0.0)) == exact_identity(np.float32(0.0))
+False
 """
 
 from __future__ import annotations
 
 from math import copysign
+from numbers import Complex, Rational, Real
 
 
 def exact_identity(value) -> tuple:
     """A hashable key equal for two parameters exactly when they are the same value (of the
-    same type: ``np.float64(-0.0)`` is apart from ``np.float64(0.0)`` and from ``-0.0``)."""
+    same type: ``np.float64(-0.0)`` is apart from ``np.float64(0.0)`` and from ``-0.0``).
+
+    Floating and complex numbers of other types (NumPy's ``float32``, ``float16``,
+    ``complex64``, ... register as :class:`numbers.Real` and :class:`numbers.Complex`)
+    keep their signed zeros and NaNs apart the same way."""
     kind = type(value)
     if isinstance(value, float):
         return (kind, float_identity(value))
     if isinstance(value, complex):
         return (kind, float_identity(value.real), float_identity(value.imag))
-    return (kind, value)
+    if isinstance(value, Rational) or not isinstance(value, Complex):
+        return (kind, value)              # exact already (ints, fractions), or not a number
+    if isinstance(value, Real):
+        return (kind, float_identity(value))
+    return (kind, float_identity(value.real), float_identity(value.imag))
 
 
 def float_identity(x: float):

@@ -18,6 +18,7 @@ including its two documented IEEE exceptions (tested below as documented).
 
 from __future__ import annotations
 
+import cmath
 import math
 import operator
 from collections import Counter
@@ -118,11 +119,6 @@ SCALAR_FIRES = {
     "conj(conj x)": (lambda b, x: [op(b, ScalarOp.CONJ, op(b, ScalarOp.CONJ, x))], []),
     "Scale(1)": (lambda b, x: [op(b, Scale(1.0), x)], []),
     "Pow(1)": (lambda b, x: [op(b, Pow(1), x)], []),
-    "Scale(-1) Scale(3)": (lambda b, x: [op(b, Scale(-1), op(b, Scale(3.0), x))], [Scale(-3.0)]),
-    "Scale(2) Scale(-1)": (lambda b, x: [op(b, Scale(2.0), op(b, Scale(-1.0), x))], [Scale(-2.0)]),
-    "Scale(-1) Scale(-1)": (lambda b, x: [op(b, Scale(-1), op(b, Scale(-1), x))], []),
-    "neg(Scale(2.5))": (lambda b, x: [op(b, ScalarOp.NEG, op(b, Scale(2.5), x))], [Scale(-2.5)]),
-    "Scale(2.5)(neg)": (lambda b, x: [op(b, Scale(2.5), op(b, ScalarOp.NEG, x))], [Scale(-2.5)]),
     "a chain": (lambda b, x: [op(b, ScalarOp.NEG, op(b, ScalarOp.NEG, op(b, ScalarOp.MUL, op(
         b, ScalarOp.ADD, x, op(b, Const(0.0))), op(b, Const(1.0)))))], []),
     "folding": (lambda b, x: [op(b, ScalarOp.MUL, op(b, ScalarOp.SIN, op(b, Const(0.5))), x)],
@@ -159,6 +155,13 @@ SCALAR_STAYS = {
     "Scale(2) Scale(3)": lambda b, x: [op(b, Scale(2.0), op(b, Scale(3.0), x))],   # rounds twice
     "Scale(1e300) Scale(1e-300)": lambda b, x: [op(b, Scale(1e300), op(b, Scale(1e-300), x))],
     "Scale(1j)": lambda b, x: [op(b, Scale(1j), x)],
+    # a real factor times a complex x is a full complex product, whose zeros have their own
+    # signs: -(2.5 * (1+0j)) is -2.5-0j, (-2.5) * (1+0j) is -2.5+0j (then log differs by 2 pi i)
+    "Scale(-1) Scale(3)": lambda b, x: [op(b, Scale(-1), op(b, Scale(3.0), x))],
+    "Scale(2) Scale(-1)": lambda b, x: [op(b, Scale(2.0), op(b, Scale(-1.0), x))],
+    "Scale(-1) Scale(-1)": lambda b, x: [op(b, Scale(-1), op(b, Scale(-1), x))],
+    "neg(Scale(2.5))": lambda b, x: [op(b, ScalarOp.NEG, op(b, Scale(2.5), x))],
+    "Scale(2.5)(neg)": lambda b, x: [op(b, Scale(2.5), op(b, ScalarOp.NEG, x))],
     "Pow(2)": lambda b, x: [op(b, Pow(2), x)],
     "neg(conj x)": lambda b, x: [op(b, ScalarOp.NEG, op(b, ScalarOp.CONJ, x))],
     "neg of linear neg": lambda b, x: [op(b, ScalarOp.NEG, op(b, ScalarOp.NEG, x, role=LIN))],
@@ -222,6 +225,96 @@ def test_documented_exception_complex_infinity_times_one():
     [before] = evaluate(graph, graph.output_keys, {Input("x"): complex(math.inf, 0.0)})
     [after] = evaluate(program, program.output_keys, {Input("x"): complex(math.inf, 0.0)})
     assert math.isnan(before.imag) and after == complex(math.inf, 0.0)
+
+
+# complex inputs, signed zeros, infinities and NaNs in either part: every rule keeps the value
+# bit for bit, except the two documented families (tested as documented)
+
+COMPLEX_PARTS = [0.0, -0.0, 0.5, -2.25, math.inf, -math.inf, math.nan]
+COMPLEX_EDGES = [complex(re, im) for re in COMPLEX_PARTS for im in COMPLEX_PARTS]
+any_complex = (st.complex_numbers(allow_nan=True, allow_infinity=True)
+               | st.sampled_from(COMPLEX_EDGES))
+ADDS_ZERO = {"x + 0", "0 + x", "x + -0.0", "a chain"}    # -0.0 + 0 is +0.0, in either part
+TIMES_ONE = {"x * 1", "1 * x", "x / 1", "x div_or_zero 1", "x * conj(1)", "Scale(1)", "Pow(1)",
+             "a chain"}                                  # Python's full complex product by 1
+
+
+def identical(expected, got) -> bool:
+    """The same number: same type, same sign of every zero, NaN where NaN (any payload)."""
+    if type(expected) is not type(got):
+        return False
+    if isinstance(expected, complex):
+        return identical(expected.real, got.real) and identical(expected.imag, got.imag)
+    if expected != expected:
+        return got != got
+    return expected == got and math.copysign(1, expected) == math.copysign(1, got)
+
+
+def scalar_graph(name):
+    make = SCALAR_FIRES[name][0] if name in SCALAR_FIRES else SCALAR_STAYS[name]
+    graph = build(make, "x")
+    return graph, optimize(graph, graph.output_keys)
+
+
+def values_of(graph, program, x):
+    return (evaluate(graph, graph.output_keys, {Input("x"): x}),
+            evaluate(program, program.output_keys, {Input("x"): x}))
+
+
+@pytest.mark.parametrize("name", list(SCALAR_FIRES) + list(SCALAR_STAYS))
+def test_scalar_rules_keep_complex_edge_values(name):
+    graph, program = scalar_graph(name)
+    for z in COMPLEX_EDGES:
+        expected, got = values_of(graph, program, z)
+        for e, g in zip(expected, got):
+            if name in TIMES_ONE:
+                assert not cmath.isfinite(z) or same(e, g), (z, e, g)
+            elif name in ADDS_ZERO:
+                assert same(e, g), (z, e, g)
+            else:
+                assert identical(e, g), (z, e, g)
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(set(SCALAR_FIRES) - TIMES_ONE - ADDS_ZERO)), any_complex)
+def test_scalar_rules_keep_random_complex_values_bit_for_bit(name, z):
+    expected, got = values_of(*scalar_graph(name), z)
+    assert all(identical(e, g) for e, g in zip(expected, got)), (z, expected, got)
+
+
+BRANCH_CUT = {
+    "log(neg(Scale(2)))": lambda b, x: op(b, ScalarOp.LOG, op(b, ScalarOp.NEG, op(b, Scale(2.0),
+                                                                                  x))),
+    "sqrt(Scale(2)(neg))": lambda b, x: op(b, ScalarOp.SQRT, op(b, Scale(2.0), op(
+        b, ScalarOp.NEG, x))),
+    "log(Scale(-1)(Scale(-1)))": lambda b, x: op(b, ScalarOp.LOG, op(b, Scale(-1), op(
+        b, Scale(-1.0), x))),
+    "log(Scale(-1)(Scale(0.5)))": lambda b, x: op(b, ScalarOp.LOG, op(b, Scale(-1), op(
+        b, Scale(0.5), x))),
+}
+
+
+@pytest.mark.parametrize("name", BRANCH_CUT)
+def test_negated_scales_keep_complex_values_off_the_branch_cut(name):
+    graph = build(lambda b, x: [BRANCH_CUT[name](b, x)], "x")
+    program = optimize(graph, graph.output_keys)
+    for z in (0.5 + 0j, -0.5 + 0j, complex(0.5, -0.0), complex(-0.5, -0.0)):
+        [expected], [got] = values_of(graph, program, z)
+        assert identical(expected, got), (z, expected, got)
+
+
+def test_documented_exception_complex_times_one_signs_and_nans():
+    cases = [("Scale(1)", complex(0.5, -0.0), complex(0.5, 0.0)),       # 0.5*0 + -0.0*1 = +0.0
+             ("x * 1", complex(0.5, -0.0), complex(0.5, 0.0)),
+             ("x / 1", complex(-0.5, -0.0), complex(-0.5, 0.0)),
+             ("Pow(1)", complex(math.nan, 1.0), complex(math.nan, math.nan)),
+             ("Pow(1)", complex(0.5, -0.0), complex(0.5, 0.0)),
+             ("Scale(1)", complex(math.inf, 0.0), complex(math.inf, math.nan))]
+    for name, z, unoptimized in cases:
+        graph, program = scalar_graph(name)
+        assert program.output_keys == (Input("x"),)            # the rule fired: x is kept
+        [before], [after] = values_of(graph, program, z)
+        assert identical(before, unoptimized) and identical(after, z), (name, z, before)
 
 
 # --- scalar-set triples with constants: values, size, and transposable results -------------

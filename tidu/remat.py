@@ -139,11 +139,30 @@ def measure_program(graph: Graph, values: Mapping[Any, Any], ctx: Any = None
     local = {key: builder.add_input(key.key) for key in graph.input_keys}
     for op_key in graph.operation_keys:
         measuring = _Measuring(op_key, sizes, costs)
-        outs = builder.add_operation(measuring, [Local(local[k]) for k in op_key.inputs])
-        local.update(zip(op_key.output_keys(), outs))
-    builder.set_outputs([local[key] for key in graph.output_keys])
+        refs = [Local(_local_id(local, key, op_key, "measure_program")) for key in op_key.inputs]
+        local.update(zip(op_key.output_keys(), builder.add_operation(measuring, refs)))
+    builder.set_outputs([_local_id(local, key, None, "measure_program")
+                         for key in graph.output_keys])
     compiled(builder.build()).run(values, ctx)
     return sizes, costs
+
+
+def _local_id(ids: Mapping, key: ValueKey, reader, who: str):
+    """``ids[key]``, or :func:`_not_self_contained`'s error."""
+    i = ids.get(key)
+    if i is None:
+        raise _not_self_contained(who, reader, key)
+    return i
+
+
+def _not_self_contained(who: str, reader, key: ValueKey) -> InvalidArgumentError:
+    """The error of a graph that reads ``key`` from elsewhere (a parent graph, as a linear
+    graph's ``External`` reads do); ``reader`` is the operation key reading it, or ``None``
+    for the graph's outputs."""
+    what = "an output is" if reader is None else f"{reader!r} reads"
+    return InvalidArgumentError(f"{who}: {what} {key!r}, which the graph neither takes nor "
+                                "makes before it (pass a self-contained graph, as "
+                                "tidu.optimize makes)")
 
 
 class _Measuring(EvaluableGraphOperation):
@@ -465,10 +484,7 @@ class _Plan:
             for key in op_key.inputs:
                 i = vid.get(key)
                 if i is None:
-                    raise InvalidArgumentError(
-                        f"rematerialize: {op_key!r} reads {key!r}, which the graph neither "
-                        "takes nor makes before it (pass a self-contained graph, as "
-                        "tidu.optimize makes)")
+                    raise _not_self_contained("rematerialize", op_key, key)
                 row.append(i)
             self.ins.append(row)
             made = []
@@ -495,7 +511,7 @@ class _Plan:
                 self.reads[i].append(position)
         self.is_output = [False] * len(self.keys)
         for key in graph.output_keys:
-            self.is_output[vid[key]] = True
+            self.is_output[_local_id(vid, key, None, "rematerialize")] = True
         self.peak_unchanged, self.turn = _peak_and_position(graph, sizes, self.ops)
         # residuals: made before the turn, read after it (what the peak is made of)
         self.residuals = {i for i in range(n_given, len(self.keys))

@@ -16,8 +16,8 @@ What ChainRulesTestUtils gives Julia rule authors, for tidu primitive sets:
 Each returns a :class:`CheckReport` saying what it compared: the ops, the output
 and input slots, the points, the number of comparisons and the worst error next
 to its tolerance. A check that would compare nothing (no differentiable input,
-a tangent for a key that is not an input, an empty selection) raises
-:class:`CheckUsageError` instead of passing.
+a tangent for a key that is not an input, an empty selection, directions that
+are all zero) raises :class:`CheckUsageError` instead of passing.
 
 Operands may be Python ``float`` and ``complex``, NumPy scalars and NumPy arrays
 (0-d and empty ones too; an empty array has its shapes and kinds checked, but no
@@ -267,6 +267,14 @@ def _zeros_like(value):
     return 0j if isinstance(value, complex) else 0.0
 
 
+def _is_zero(direction) -> bool:
+    """Whether ``direction`` is ``None`` or all zeros (an empty array is neither)."""
+    if direction is None:
+        return True
+    array = np.asarray(direction)
+    return array.size > 0 and not np.any(array)
+
+
 def _step(value, h: float, direction):
     """``value + h * direction`` with ``value``'s type and dtype."""
     if isinstance(value, np.ndarray):
@@ -398,11 +406,14 @@ def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, An
     error (from the same difference at ``2 eps`` and the rounding of the values).
     Each tangent must also have its output's shape, and be real where the output is.
 
+    A zero tangent checks nothing (the JVP and the finite difference are both
+    zero), so an input given one is left out of the comparisons and the report.
+
     Raises :class:`CheckUsageError` when there is nothing to check (no outputs,
     an empty ``tangents``, no differentiable input that an output reads, no
-    output reading any input given a tangent) or a tangent is given for a key
-    that is not an input of the graphs or whose primal is not differentiable.
-    Returns a :class:`CheckReport`.
+    output reading any input given a tangent, only zero tangents for the inputs
+    the outputs read) or a tangent is given for a key that is not an input of
+    the graphs or whose primal is not differentiable. Returns a :class:`CheckReport`.
 
     >>> from tidu.example_ops import trace, sin
     >>> graph = trace(lambda x, y: sin(x) * y, ["x", "y"])
@@ -428,6 +439,8 @@ def check_jvp(graphs, outputs: Sequence[ValueKey], primals: Mapping[Hashable, An
 
 def _checked_direction(subject: str, what: str, key, direction, primal) -> None:
     """A given tangent must have its primal's shape, and be real where the primal is."""
+    if direction is None:
+        raise CheckUsageError(f"{subject}: the {what} of {key!r} is None: give a direction")
     if np.shape(direction) != np.shape(primal):
         raise CheckUsageError(f"{subject}: the {what} of {key!r} has shape "
                               f"{np.shape(direction)}, its primal {np.shape(primal)}")
@@ -480,7 +493,15 @@ def _check_jvp(view, outputs: list, primals: Mapping, tangents: Mapping | None, 
         if not read.intersection(given):
             raise CheckUsageError(f"{subject}: no output reads any of the inputs given tangents "
                                   f"({', '.join(map(repr, given))}): nothing to compare")
-        tangents = given
+        tangents = {key: t for key, t in given.items() if not _is_zero(t)}
+        if not read.intersection(tangents):
+            zero = [key for key in given if key in read]
+            ops = ", ".join(_ops_between({Input(k) for k in zero}, outputs))
+            raise CheckUsageError(
+                f"{subject}: every tangent given for an input the outputs read "
+                f"({', '.join(map(repr, zero))}) is zero: the JVP of {ops} would be compared "
+                "with a finite difference of 0, which would check nothing (give a non-zero "
+                "direction)")
     values = {Input(k): v for k, v in primals.items()}
     primal_out = evaluate(view, outputs, values, ctx)
 
@@ -597,10 +618,15 @@ def check_transpose(graphs, linear: LinearizedGraph, primals: Mapping[Hashable, 
     cotangent its shape and real/complex dtype kind; a real scalar's a real number.
     The transposed graph must not read the tangent inputs (it must be linear in ``ct`` alone).
 
+    A zero direction (a zero tangent, or a zero or ``None`` cotangent for a
+    tangent output that is not a symbolic zero) makes its pairs compare 0 with
+    0: they are not tested, nor counted in the report.
+
     Raises :class:`CheckUsageError` when there is nothing to test: ``linear``
-    has no tangent inputs or every tangent output is a symbolic zero, or a
-    tangent or cotangent is given for a key or position that ``linear`` does
-    not have (or whose tangent output is zero). Returns a :class:`CheckReport`.
+    has no tangent inputs or every tangent output is a symbolic zero, every
+    tangent or every cotangent given is zero, or a tangent or cotangent is given
+    for a key or position that ``linear`` does not have (or whose tangent output
+    is a symbolic zero). Returns a :class:`CheckReport`.
 
     >>> from tidu import linearize
     >>> from tidu.example_ops import trace, sin
@@ -619,9 +645,22 @@ def check_transpose(graphs, linear: LinearizedGraph, primals: Mapping[Hashable, 
                               output_label=lambda i: f"tangent output {i} "
                                                      f"({linear.tangent_output_keys[i]!r})",
                               input_label=_input_label, subject="check_transpose", tally=tally)
-    ops = tuple(dict.fromkeys(op_name(node.operation) for node in linear.graph.operations
-                              if node.role is not PRIMARY))
-    return tally.report(ops, active, len(linear.tangent_inputs), points=1)
+    return tally.report(_linear_ops(linear), active, len(linear.tangent_inputs), points=1)
+
+
+def _linear_ops(linear: LinearizedGraph) -> tuple[str, ...]:
+    """Names of the linear (tangent) operations of ``linear``'s graph."""
+    return tuple(dict.fromkeys(op_name(node.operation) for node in linear.graph.operations
+                               if node.role is not PRIMARY))
+
+
+def _refuse_zero_directions(subject: str, what: str, zero: list, linear) -> None:
+    """Raise if every direction is zero: each dot product would be 0 == 0."""
+    if all(zero):
+        ops = ", ".join(_linear_ops(linear)) or "the linear graph"
+        raise CheckUsageError(f"{subject}: every {what} given is zero (or None): the dot-product "
+                              f"test of {ops} would compare 0 with 0, which would check nothing "
+                              f"(give a non-zero {what})")
 
 
 def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents, tangents, *,
@@ -664,6 +703,8 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
             raise CheckUsageError(f"{subject}: {len(t)} tangents for {len(keys)} tangent inputs")
     for key, direction in zip(keys, t):
         _checked_direction(subject, "tangent", key, direction, primals[key])
+    t_is_zero = [_is_zero(v) for v in t]
+    _refuse_zero_directions(subject, "tangent", t_is_zero, linear)
     zero_t = [_zeros_like(v) for v in t]
 
     active_keys = [linear.tangent_output_keys[i] for i in active]
@@ -702,6 +743,8 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
                 raise CheckUsageError(f"{subject}: cotangent given for tangent output {i}, "
                                       "which is a symbolic zero (pass None there)")
         ct = [cotangents[i] for i in active]
+    ct_is_zero = [_is_zero(c) for c in ct]
+    _refuse_zero_directions(subject, "cotangent", ct_is_zero, linear)
     for a in range(len(active)):
         if ct[a] is None:
             ct[a] = _zeros_like(jt_all[a])
@@ -749,6 +792,8 @@ def _check_transpose(view, linear: LinearizedGraph, primals: Mapping, cotangents
 
     for a, i in enumerate(active):
         for j, key in enumerate(keys):
+            if ct_is_zero[a] or t_is_zero[j]:
+                continue                        # 0 == 0: nothing to test
             forward_part = jt_each[j][a]
             backward_part = ct_each[a][j]
             compare(_inner(ct[a], forward_part), _inner(backward_part, t[j]),

@@ -32,18 +32,21 @@ and ``Const(1+0j)`` differ, and ``Const(nan)`` equals itself.
 
 For ``tidu.optimize``, ``constant(value)`` makes ``Const(value)`` and
 ``simplify`` rewrites (see :func:`_simplify_mul` and the functions beside it):
-``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` and
-``Pow(1)(x)`` to ``x``; ``NEG(NEG x)`` and ``CONJ(CONJ x)`` to ``x``;
-``Scale(1)(x)`` to ``x``; ``Scale(a)(Scale(b)(x))`` to ``Scale(a*b)(x)`` when
-``a`` or ``b`` is ``-1``; ``NEG(Scale(c)(x))`` and ``Scale(c)(NEG x)`` to
-``Scale(-c)(x)``. Each gives the value the original gives for every input,
-inf and NaN included, as ``==`` compares numbers (NaN matching NaN), with the
-exceptions IEEE 754 leaves open: ``-0.0 + 0`` is ``+0.0`` where ``x + 0 -> x``
-keeps ``-0.0``, and a complex value with an infinite or NaN part times a real
-``1`` is a full complex product (``(inf+0j) * 1.0`` is ``inf+nanj``) where the
-rules keep the value. ``x * 0`` is left alone (``inf * 0`` is NaN), and so is
-``Scale(a)(Scale(b)(x))`` for other factors (it rounds twice, and can overflow
-in between).
+``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1``,
+``Scale(1)(x)`` and ``Pow(1)(x)`` to ``x``; ``NEG(NEG x)`` and ``CONJ(CONJ x)``
+to ``x``. Each gives the value the original gives for every float and complex
+input, bit for bit (signed zeros, inf and NaN included), with two exceptions
+IEEE 754 leaves open, where the rules keep ``x``: ``-0.0 + 0`` is ``+0.0``
+(in either part of a complex number; ``x - (-0.0)`` too); and Python computes
+a complex value times or divided by ``1`` (``x * 1`` and ``x / 1`` in all their
+forms, ``Scale(1)``, ``Pow(1)``) as a full complex product or quotient, so an
+infinite or NaN part can make the other part NaN (``(inf+0j) * 1.0`` is
+``inf+nanj``, ``complex(nan, 1) ** 1`` is ``nan+nanj``) and a zero part can
+change sign (``complex(0.5, -0.0) * 1.0`` is ``0.5+0j``). ``x * 0`` is left
+alone (``inf * 0`` is NaN). Scales are not folded into each other or into
+``NEG``: for complex ``x``, ``-(2.0 * x)`` and ``-2.0 * x`` differ in the sign
+of a zero part, which a later ``LOG`` or ``SQRT`` turns into a jump of
+``2 pi i`` across its branch cut.
 
 >>> ScalarOp.MUL.eval(None, [2.0, 3.0])
 [6.0]
@@ -598,20 +601,9 @@ class Scale(_ParameterOp):
         return [_emit(builder, Scale(factor), [Local(cotangent_outputs[0])], LIN)]
 
     def simplify(self, rewriter, inputs, role, ctx):
-        """``Scale(1)(x) -> x``; ``Scale(a)(Scale(b)(x)) -> Scale(a*b)(x)`` when ``a`` or
-        ``b`` is ``-1``; ``Scale(c)(NEG x) -> Scale(-c)(x)``."""
-        factor = self.factor
-        if _is_real_number(factor, 1):
-            return [inputs[0]]
-        inner = _made_by(inputs[0], Scale, role)
-        if inner is not None:
-            other = inner.operation.factor
-            if _is_real_number(factor, -1) or _is_real_number(other, -1):
-                return rewriter.emit(Scale(factor * other), inner.inputs, role)
-        negated = _made_by(inputs[0], ScalarOp.NEG, role)
-        if negated is not None:
-            return rewriter.emit(Scale(-factor), negated.inputs, role)
-        return None
+        """``Scale(1)(x) -> x``. Scales are not folded into each other or into ``NEG``:
+        for a complex ``x`` the zeros of ``-(c * x)`` and ``(-c) * x`` differ in sign."""
+        return [inputs[0]] if _is_real_number(self.factor, 1) else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -651,13 +643,10 @@ def _is_real_number(number, value) -> bool:
     return type(number) in (int, float) and number == value
 
 
-def _made_by(key, op, role):
-    """The producer of ``key`` if it is ``op`` (a ``ScalarOp``, or a class) with ``role``."""
+def _made_by(key, op: ScalarOp, role):
+    """The producer of ``key`` if it is ``op`` with ``role``."""
     made = producer(key)
-    if made is None or made.role != role:
-        return None
-    found = made.operation
-    return made if found is op or (isinstance(op, type) and type(found) is op) else None
+    return made if made is not None and made.role == role and made.operation is op else None
 
 
 def _simplify_add(rewriter, inputs, role):
@@ -689,14 +678,9 @@ def _simplify_by_one(rewriter, inputs, role):
 
 
 def _simplify_neg(rewriter, inputs, role):
-    """``NEG(NEG x) -> x``; ``NEG(Scale(c)(x)) -> Scale(-c)(x)``."""
+    """``NEG(NEG x) -> x`` (``NEG(Scale(c)(x))`` stays: see :meth:`Scale.simplify`)."""
     inner = _made_by(inputs[0], ScalarOp.NEG, role)
-    if inner is not None:
-        return [inner.inputs[0]]
-    scaled = _made_by(inputs[0], Scale, role)
-    if scaled is not None:
-        return rewriter.emit(Scale(-scaled.operation.factor), scaled.inputs, role)
-    return None
+    return None if inner is None else [inner.inputs[0]]
 
 
 def _simplify_conj(rewriter, inputs, role):

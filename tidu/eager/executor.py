@@ -45,10 +45,13 @@ class BackwardExecutor(abc.ABC):
     (refuse seeds that do not fit the output, such as one of the wrong shape or
     dtype: tidu knows neither).
 
-    Which hooks backward calls per node is decided once per class
-    (:func:`overridden_hooks`): an override of ``run_transposed_linear`` or
-    ``execute_forward`` is called at every node, as the seed describes;
-    without one, each node runs its fused plan through ``compile_graph``.
+    Which hooks backward calls per node is decided per class, again whenever
+    the class's hook methods change (:func:`overridden_hooks`): an override of
+    ``run_transposed_linear`` or ``execute_forward`` is called at every node, as
+    the seed describes; without one, each node runs its fused plan through
+    ``compile_graph``. A class that defines ``compile_graph`` at or below the
+    class its ``execute_forward`` comes from vouches that the two compute the
+    same: backward then never calls that ``execute_forward``.
 
     >>> from tidu.graph import compiled
     >>> class Executor(BackwardExecutor):
@@ -181,7 +184,9 @@ def _external(external_data: Mapping, key):
 # --- which hooks a class overrides ---------------------------------------------------------
 
 _HOOKS = ("run_transposed_linear", "execute_forward")
-_overrides: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # class -> its hooks
+# class -> (weak references to its three methods as last seen, the hooks it overrides with
+# them); weak, as a method using super() refers to its class, which would then never die
+_overrides: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -193,8 +198,12 @@ def overridden_hooks(executor: BackwardExecutor) -> frozenset:
     class's. ``execute_forward`` counts as overridden when it comes from a class
     below the one ``compile_graph`` comes from (a subclass of ``NumpyExecutor``
     that overrides it, or a runtime that writes it and keeps the default
-    ``compile_graph``): that ``compile_graph`` cannot know it. Decided once per
-    class; an attribute set on the instance itself counts too.
+    ``compile_graph``): that ``compile_graph`` cannot know it. A ``compile_graph``
+    at or below ``execute_forward``'s class vouches for it, so that
+    ``execute_forward`` is not called. Decided per class and kept until one of
+    the class's three methods changes (a hook patched onto it, or onto a base
+    class, counts from the next call); an attribute set on the instance itself
+    counts too.
 
     >>> from tidu.graph import compiled
     >>> class Fast(BackwardExecutor):
@@ -211,15 +220,26 @@ def overridden_hooks(executor: BackwardExecutor) -> frozenset:
     (frozenset(), ['execute_forward'])
     """
     cls = type(executor)
-    hooks = _overrides.get(cls)
-    if hooks is None:
+    methods = (cls.run_transposed_linear, cls.execute_forward, cls.compile_graph)
+    seen = _overrides.get(cls)
+    if seen is not None and all(ref() is method for ref, method in zip(seen[0], methods)):
+        hooks = seen[1]
+    else:
         hooks = _class_overrides(cls)
         with _lock:
-            _overrides[cls] = hooks
+            _overrides[cls] = (tuple(map(_weak, methods)), hooks)
     own = getattr(executor, "__dict__", None)
     if own and any(name in own for name in _HOOKS):
         hooks = hooks.union(name for name in _HOOKS if name in own)
     return hooks
+
+
+def _weak(method) -> Callable:
+    """A weak reference to ``method``, or, for one that takes none (a builtin), a strong one."""
+    try:
+        return weakref.ref(method)
+    except TypeError:
+        return lambda: method
 
 
 def _class_overrides(cls) -> frozenset:
@@ -330,12 +350,14 @@ class _TransposedRun:
         return seeds or None
 
     def runner(self, executor: BackwardExecutor) -> Callable[[Sequence[Any]], Sequence[Any]]:
-        """The transposed graph compiled for ``executor`` (kept for the last one used)."""
+        """The transposed graph compiled for ``executor`` (kept for the last one used, while
+        whether it goes through ``execute_forward`` stays as it was)."""
+        hooked = "execute_forward" in overridden_hooks(executor)
         compiled_run = self._compiled
-        if compiled_run is None or compiled_run[0] is not executor:
-            compiled_run = (executor, graph_runner(executor, self.graph, self.load_keys))
-            self._compiled = compiled_run
-        return compiled_run[1]
+        if compiled_run is None or compiled_run[0] is not executor or compiled_run[1] != hooked:
+            run = graph_runner(executor, self.graph, self.load_keys)
+            compiled_run = self._compiled = (executor, hooked, run)
+        return compiled_run[2]
 
 
 def _transposed_run(linear: LinearizedGraph, ctx) -> _TransposedRun:

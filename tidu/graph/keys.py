@@ -120,8 +120,10 @@ def _sweep_roles_if_needed() -> None:
 # ``id(input)...`` packed into one ``bytes``: a tuple of those ints would take
 # one int object per field, about 2.4x the memory, and the garbage collector
 # tracks new tuples, not bytes. Ids are safe because a live key keeps its inputs
-# alive. Two unequal ops with equal hashes are rare; the second one is interned
-# in ``_collisions`` under ``(op, structure)``.
+# alive. Ops are the same when they are of one type and equal: members of two
+# ``IntEnum`` op sets, or ``1`` and ``1.0``, hash and compare equal but are
+# different ops. Two different ops with equal hashes are rare; the second one is
+# interned in ``_collisions`` under ``(type(op), op, structure)``.
 
 _lock = threading.Lock()
 _serials = itertools.count()     # OperationKey.serial, given on first use
@@ -356,8 +358,8 @@ def intern_operation(operation, inputs: tuple, role: OperationRole,
         found = ref()
         if found is not None:
             other = found._operation
-            if other is operation or other == operation:
-                return found
+            if other is operation or (type(other) is type(operation) and other == operation):
+                return found                      # _same_operation, inlined
     return _intern_operation_slow(structure, operation, inputs, role, output_count)
 
 
@@ -375,7 +377,7 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
         found = ref() if ref is not None else None
         if found is not None:
             other = found._operation
-            if other is operation or other == operation:
+            if other is operation or (type(other) is type(operation) and other == operation):
                 return found, None
         return _intern_operation_slow(structure, operation, inputs, role, output_count), None
     if output_count == 1:                  # most ops: made inline, this is the hot path
@@ -422,32 +424,48 @@ def _live(ref):
     return ref() if ref is not None else None
 
 
+def _same_operation(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one op: of one type and equal (inlined on the fast paths)."""
+    return a is b or (type(a) is type(b) and a == b)
+
+
 def _intern_operation_slow(structure, operation, inputs, role, output_count) -> OperationKey:
     if output_count is None:
         output_count = _output_count_of(operation)
+    full = (type(operation), operation, structure)
     with _lock:
         if _dead[0] > _sweep_bar[0]:
             _sweep_if_needed()
-        ref = _op_table.get(structure)
-        found = ref() if ref is not None else None
-        if found is not None:
-            other = found._operation
-            if other is operation or other == operation:
-                return found             # another thread interned it since our lookup
-            # a live key of an unequal op with an equal hash: this one lives in _collisions
-            full = (operation, structure)
-            found = _live(_collisions.get(full))
-            if found is None:
-                found = _new_operation_key(operation, inputs, role, output_count)
-                _collisions[full] = weakref.ref(found, _on_dead)
-            return found
-        if _collisions:
-            found = _live(_collisions.get((operation, structure)))
+        while True:             # twice at most: again if a builder published it meanwhile
+            ref = _op_table.get(structure)
+            found = _live(ref)
+            if found is not None:
+                if _same_operation(found._operation, operation):
+                    return found         # another thread interned it since our lookup
+                return _collision_key(full, operation, inputs, role, output_count)
+            found = _live(_collisions.get(full)) if _collisions else None
             if found is not None:
                 return found
+            found = _new_operation_key(operation, inputs, role, output_count)
+            new_ref = weakref.ref(found, _on_dead)
+            if ref is not None:          # a dead entry: replaced only under the lock
+                _op_table[structure] = new_ref
+                return found
+            # builders publish without the lock (intern_operation_outputs): publish as they
+            # do, so that a key one of them published is never replaced
+            if _op_table.setdefault(structure, new_ref) is new_ref:
+                return found
+
+
+def _collision_key(full: tuple, operation, inputs, role, output_count) -> OperationKey:
+    """The key of an op whose structure a live key of another op (an equal hash) holds.
+
+    Call under ``_lock``."""
+    found = _live(_collisions.get(full))
+    if found is None:
         found = _new_operation_key(operation, inputs, role, output_count)
-        _op_table[structure] = weakref.ref(found, _on_dead)
-        return found
+        _collisions[full] = weakref.ref(found, _on_dead)
+    return found
 
 
 def _new_operation_key(operation, inputs, role, output_count) -> OperationKey:
