@@ -21,10 +21,10 @@ from primitives.exact import exact_identity
 from primitives.scalar import Const, ScalarExecutor, ScalarOp, Scale
 from primitives.scalar.eager import Scalar, sin
 from tidu import Primitive, TiduError, linearize, measure_program
-from tidu.errors import InvalidArgumentError
 from tidu.eager import BackwardExecutor, overridden_hooks, try_backward
-from tidu.example_ops import trace
+from tidu.errors import InvalidArgumentError
 from tidu.example_ops import sin as traced_sin
+from tidu.example_ops import trace
 from tidu.graph import (
     PRIMARY,
     Derived,
@@ -159,41 +159,47 @@ def test_numpy_scalars_stay_apart_from_python_numbers():
 # --- one structure, one key, whatever thread interns it ----------------------------------
 
 
+def _race(name: str, n: int) -> tuple[list, list]:
+    """The keys of ``Scale(i)(Input(name))``, ``i < n``, made at once by a builder and by
+    ``OperationKey`` in two threads."""
+    results: dict = {}
+    barrier = threading.Barrier(2, timeout=30)
+
+    def via_builder():
+        b = GraphBuilder()
+        x = b.add_input(name)
+        barrier.wait()
+        out = []
+        for i in range(n):
+            [v] = b.add_operation(Scale(float(i)), [Local(x)])
+            out.append(b.global_key(v))
+        results["builder"] = out
+
+    def via_key():
+        x = Input(name)
+        barrier.wait()
+        results["key"] = [Derived(OperationKey(Scale(float(i)), (x,), PRIMARY), 0)
+                          for i in range(n)]
+
+    threads = [threading.Thread(target=via_builder), threading.Thread(target=via_key)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert set(results) == {"builder", "key"}, "a thread failed or hangs"
+    return results["builder"], results["key"]
+
+
 def test_builder_and_operation_key_racing_on_one_structure_agree():
     """The builder's lock-free publish and ``OperationKey``'s locked one never keep two keys."""
-    n, deadline, rounds = 2000, time.perf_counter() + 3.0, 0
+    deadline, rounds = time.perf_counter() + 3.0, 0
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
         while rounds < 8 or (time.perf_counter() < deadline and rounds < 200):
             rounds += 1
-            name = fresh("race")
-            results: dict = {}
-            barrier = threading.Barrier(2)
-
-            def via_builder():
-                b = GraphBuilder()
-                x = b.add_input(name)
-                barrier.wait()
-                out = []
-                for i in range(n):
-                    [v] = b.add_operation(Scale(float(i)), [Local(x)])
-                    out.append(b.global_key(v))
-                results["builder"] = out
-
-            def via_key():
-                x = Input(name)
-                barrier.wait()
-                results["key"] = [Derived(OperationKey(Scale(float(i)), (x,), PRIMARY), 0)
-                                  for i in range(n)]
-
-            threads = [threading.Thread(target=via_builder), threading.Thread(target=via_key)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            split = [i for i, (a, b) in enumerate(zip(results["builder"], results["key"]))
-                     if a is not b]
+            built, made = _race(fresh("race"), 2000)
+            split = [i for i, (a, b) in enumerate(zip(built, made)) if a is not b]
             assert not split, f"round {rounds}: two live keys for Scale({split[0]}.0)(x)"
     finally:
         sys.setswitchinterval(interval)
