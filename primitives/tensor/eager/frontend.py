@@ -316,8 +316,9 @@ class Tensor(ArrayOperators, Frontend):
     def value_below(self):
         if type(self._data) is not np.ndarray:
             return self._data             # tidu writes into no other library's arrays
-        if not self._exposed:             # (the handle's owner may write: saves copy it)
-            # a read-only view of a writable array can be made writable again
+        if not self._exposed:
+            # a read-only view of a writable array can be made writable again (while a
+            # handle is out, its owner may write anyway, and ops save copies)
             self._data.flags.writeable = False
         view = self._data.view()          # for NumPy conversions: they may not write to it
         view.flags.writeable = False
