@@ -132,7 +132,12 @@ def test_closure_through_grad_and_dict_of_params():
         params["b"] -= 0.25
 
 
-def test_in_place_update_loop_traces_once():
+def test_in_place_update_loop_compiles_once(monkeypatch):
+    """``w`` written at each step: ``loss`` traces again (NumPy itself might have read ``w``
+    while it traced), gives the same graph, and the one compiled program runs every step."""
+    jit_module = sys.modules["primitives.tensor.transforms.jit"]
+    compiled, compiles = jit_module.compiled, []
+    monkeypatch.setattr(jit_module, "compiled", lambda graph: compiles.append(1) or compiled(graph))
     w = np.array([1.0, 2.0, 3.0])
     calls = []
 
@@ -145,7 +150,7 @@ def test_in_place_update_loop_traces_once():
         g = step(X)
         np.testing.assert_allclose(g, 2 * X * w * w)
         w -= 0.1 * g[:3]
-    assert len(calls) == 1
+    assert len(calls) == 5 and len(compiles) == 1
 
 
 # --- fresh results ------------------------------------------------------------------------

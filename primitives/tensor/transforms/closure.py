@@ -56,15 +56,20 @@ signature, so frozen by design, as in JAX: a new value traces again, a value
 written into does not).
 
 NumPy's own functions and operators applied to such an array while tracing
-(``V * 2`` on two NumPy arrays) are not ``tnp`` ops and compute at once: the
-program that uses their result keeps a copy of the array's contents and traces
-again when the array changes, in any bit (:class:`Guard`: a 0.0 that becomes -0.0
-changes ``1 / V``); so does a changed number (``scale = 2.0`` rebound), as
-``torch.compile``'s guards do. Comparing costs a pass over the
-array at each call, so that is done for arrays up to :data:`COMPARED_BYTES`
-(1 MiB); a bigger array read only by NumPy's own functions is checked for
-rebinding, shape and dtype, not for writes into it: use ``tnp`` functions on
-it, or pass it as an argument.
+(``V * 2`` on two NumPy arrays, ``float(np.max(V))``, ``if np.all(V > 0)``) are
+not ``tnp`` ops and compute at once, and nothing tells which arrays they read. So
+a traced program keeps a copy of the contents of every NumPy array it reads from
+outside, up to :data:`COMPARED_BYTES` (1 MiB), and traces again when one changes,
+in any bit (:class:`Guard`: a 0.0 that becomes -0.0 changes ``1 / V``), even one
+only ``tnp`` ops read; so does a changed number (``scale = 2.0`` rebound), as
+``torch.compile``'s guards do. ``jit`` then reuses the compiled program when the
+new trace gives the same graph, which is the case when only ``tnp`` ops read what
+changed: an optimizer step writing into closed-over weights re-runs ``f``'s
+Python code, not the compilation (pass arrays that change at every call as
+arguments to skip that too). Comparing costs a pass over the array at each call,
+hence the bound: a bigger array is checked for rebinding, shape and dtype, not
+for writes into it, which ``tnp`` ops read at each call and NumPy's own
+functions do not see; use ``tnp`` functions on it, or pass it as an argument.
 
 >>> import numpy as np
 >>> def make():
@@ -95,7 +100,7 @@ import numpy as np
 from primitives.tensor.core import Frontend, set_staging
 
 _MISSING = object()
-COMPARED_BYTES = 1 << 20    # closed-over arrays read only by NumPy itself: compared up to this
+COMPARED_BYTES = 1 << 20    # closed-over NumPy arrays are compared up to this size
 _MAX_OBJECTS = 256          # how many functions, objects and containers one scan visits at most
 _MAX_DEPTH = 6              # how many items and attributes a path follows below its root
 _MAX_NUMBER_ITEMS = 32      # the numbers of a longer list or tuple do not count (it is data)
@@ -500,17 +505,24 @@ class Guard:
     """The external arrays of one trace, to read again at each call.
 
     ``lifted`` are those the traced graph takes as constant inputs (positions in its list
-    of constants): a call passes what is there now, so writes into them and rebinding to
-    an array of the same shape and dtype need no new trace (one array found along several
-    paths is one input: the paths must still agree). The others (used by NumPy's own
-    functions while tracing, or not at all) keep a copy of their contents, and numbers
-    what is there after the trace: a change means the program is stale and must be traced
-    again.
+    of constants): a call passes what is there now (one array found along several paths
+    is one input: the paths must still agree). A new shape or dtype means the program is
+    stale. So do new contents of a NumPy array up to :data:`COMPARED_BYTES`, written in
+    place or rebound: NumPy's own functions may have read it too while ``f`` traced
+    (``x * np.exp(V) + tnp.sum(V)``), and their result is part of the program (``jit``
+    reuses the compiled program when the new trace is the same). The others (used by
+    NumPy's own functions while tracing, or not at all) keep a copy of their contents, and
+    numbers what is there after the trace: a change means the program is stale and must
+    be traced again.
 
-    >>> V = np.ones(2)
-    >>> guard = Guard([Reference(lambda: V, "V", V)], constants=[V])   # V: a constant input
+    >>> V, W = np.ones(2), np.ones(1 << 18)                 # W: bigger than COMPARED_BYTES
+    >>> guard = Guard([Reference(lambda: V, "V", V), Reference(lambda: W, "W", W)],
+    ...               constants=[V, W])                     # both constant inputs
+    >>> W[:] = 5
+    >>> guard.constants([V, W])[1] is W             # written in place: read as it is now
+    True
     >>> V[:] = 5
-    >>> guard.constants([V])[0] is V                # written in place: read as it is now
+    >>> guard.constants([V, W]) is None             # a compared array changed: stale
     True
     """
 
@@ -522,14 +534,17 @@ class Guard:
         for ref in references:
             if id(ref.value) in by_id:
                 paths.setdefault(id(ref.value), []).append(ref)
-        self.lifted = [(refs[0].read, refs[0].value, tuple(r.read for r in refs[1:]), by_id[key])
+        self.lifted = [(refs[0].read, refs[0].value, _copy(refs[0].value),
+                        tuple(r.read for r in refs[1:]), by_id[key])
                        for key, refs in paths.items()]
         self.copied = [(ref.read, *_snapshot(ref)) for ref in references
                        if id(ref.value) not in by_id]
+        self.lifted_positions = frozenset(p for *_, positions in self.lifted for p in positions)
 
     def constants(self, constants: list) -> list | None:
         """``constants`` with the external arrays as they are now; ``None`` if the trace is
-        stale (an array changed shape or dtype, or one read only at trace time changed)."""
+        stale (an array changed shape or dtype, a compared one its contents, or one read
+        only at trace time changed)."""
         for read, expected, snapshot in self.copied:
             now = read()
             if now is not expected or not _equal(now, snapshot):
@@ -537,9 +552,12 @@ class Guard:
         if not self.lifted:
             return constants
         constants = list(constants)
-        for read, value, others, positions in self.lifted:
+        for read, value, snapshot, others, positions in self.lifted:
             now = read()
-            if now is not value:
+            if snapshot is not value:           # compared by contents
+                if not _equal(now, snapshot) or type(now) is not type(value):
+                    return None
+            elif now is not value:
                 if not _is_array(now) or now.shape != value.shape or \
                         now.dtype != value.dtype or type(now) is not type(value):
                     return None

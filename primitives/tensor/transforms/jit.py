@@ -18,7 +18,9 @@ Closures follow Python's rule (:mod:`.closure`): arrays ``f`` reads from its
 closure, globals, default arguments, modules or an object's attributes, and
 from the lists, dicts and objects nested in them, are read at each call along
 the path they were found on (``layers[0] = (W2, b2)`` is seen), not frozen at
-the trace, and a new shape or dtype of one traces again; so does a rebound
+the trace, and a new shape or dtype of one traces again; so do new contents of
+one up to 1 MiB (NumPy's own functions may have read it while ``f`` traced: the
+compiled program is reused when the trace comes out the same) and a rebound
 number the code names. Static arguments are the exception, frozen by design as
 in JAX: they are part of the signature. No result shares memory with an
 argument, such an array, a constant or another result (:mod:`.fresh`).
@@ -121,7 +123,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
             if result is not _STALE:
                 return _in_library_of_leaves(result, leaves, f)
         # a new signature, or what f reads from outside changed in a way only a trace sees
-        traced = _Traced(f, static, structure, leaves, memory_budget)
+        traced = _Traced(f, static, structure, leaves, memory_budget, previous=traced)
         if traced.reusable:
             with lock:
                 cache.pop(signature, None)
@@ -176,10 +178,14 @@ _STALE = object()          # what a trace answers when what f reads from outside
 
 class _Traced:
     """``f`` traced at one signature: its optimized graph and compiled program, and the
-    arrays it reads from outside (read again at each call: :mod:`.closure`)."""
+    arrays it reads from outside (read again at each call: :mod:`.closure`).
+
+    ``previous`` is the stale trace of the same signature, if any: when ``f`` traced again
+    gives the same graph and constants (an array it reads changed, but nothing ``f``
+    computed from it while tracing did), its optimized graph and program are reused."""
 
     def __init__(self, f, static: tuple, structure, leaves: list,
-                 memory_budget: int | None = None) -> None:
+                 memory_budget: int | None = None, previous: "_Traced | None" = None) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
         tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
         dynamic, kwargs = tree_unflatten(structure, tracers)
@@ -205,6 +211,15 @@ class _Traced:
         self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
+        self.traced_keys = (graph.input_keys, graph.output_keys)
+        if previous is not None and previous.reusable and self.reusable and \
+                previous.traced_keys == self.traced_keys and \
+                previous.guard.lifted_positions == self.guard.lifted_positions and \
+                all(_same_constant(old, new, n in self.guard.lifted_positions)
+                    for n, (old, new) in enumerate(zip(previous.constants, self.constants))):
+            self.graph, self.input_keys, self.run = previous.graph, previous.input_keys, \
+                previous.run
+            return
         self.graph = optimize(graph, graph.output_keys)
         self.input_keys = self.arg_keys + constant_keys
         program = compiled(self.graph)
@@ -242,6 +257,24 @@ def _recomputing(graph, checkpointed: dict, values: dict) -> Program:
     recomputed = [key for key, (op, policy) in checkpointed.items() if not saves(policy, op)]
     sizes, costs = measure_program(graph, values)
     return compiled(recompute(graph, recomputed, sizes, costs).graph)
+
+
+def _same_constant(old, new, lifted: bool) -> bool:
+    """Whether a program compiled with constant ``old`` may take ``new`` instead: the same
+    object; an array of the same shape and dtype, if it is an external array read at each
+    call (``lifted``); or equal in every bit (optimizing may have folded its value)."""
+    if old is new:
+        return True
+    if isinstance(old, Frontend) or isinstance(new, Frontend) or type(old) is not type(new):
+        return False
+    old, new = np.asarray(old), np.asarray(new)
+    if old.shape != new.shape or old.dtype != new.dtype:
+        return False
+    if lifted:
+        return True
+    if old.dtype.hasobject:
+        return False
+    return old.tobytes() == new.tobytes()
 
 
 def _result(value):
