@@ -118,6 +118,26 @@ def test_numpy_computation_on_a_closed_over_array_sees_every_bit_change():
     assert len(calls) == 2
 
 
+def test_a_bigger_closed_over_array_is_compared_bit_for_bit_too():
+    """Past 64 KiB a guard compares an array's bits as integers (no copy to bytes)."""
+    s = np.zeros(3 << 13)                        # 192 KiB, odd multiple of 8 bytes
+    calls = []
+
+    def f(v):
+        calls.append(1)
+        return v * (1.0 / s[:3])                 # NumPy's own division: computed when traced
+
+    jf = tnp.jit(f)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(jf(np.ones(3)), [np.inf] * 3)
+        s[-1] = np.nan
+        s[-1] = np.nan                           # the same bits again
+        np.testing.assert_array_equal(jf(np.ones(3)), [np.inf] * 3)
+        s[1] = -0.0
+        np.testing.assert_array_equal(jf(np.ones(3)), [np.inf, -np.inf, np.inf])
+    assert len(calls) == 3
+
+
 def test_closure_through_grad_and_dict_of_params():
     params = {"w": np.array([1.0, -1.0]), "b": np.array(0.5)}
 

@@ -600,5 +600,18 @@ def _equal(now, snapshot) -> bool:
     if snapshot.dtype.hasobject:
         return np.array_equal(now, snapshot)
     # every bit, not ==: a 0.0 that became -0.0 changes 1 / x, and a NaN stays itself
-    return now.tobytes() == snapshot.tobytes()
+    if snapshot.nbytes <= _BYTES_COMPARED_AS_BYTES:
+        return now.tobytes() == snapshot.tobytes()
+    return bool((_words(now) == _words(snapshot)).all())
+
+
+_BYTES_COMPARED_AS_BYTES = 1 << 16   # above this, copying to bytes costs more than a ufunc
+
+
+def _words(array: np.ndarray) -> np.ndarray:
+    """The bits of ``array`` as one flat array of the widest unsigned integers that divide
+    its size (no copy for a C-contiguous array)."""
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    width = next(w for w in (8, 4, 2, 1) if flat.size % w == 0)
+    return flat.view(f"u{width}")
 
