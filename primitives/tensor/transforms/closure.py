@@ -597,12 +597,21 @@ def _equal(now, snapshot) -> bool:
     if not (isinstance(now, np.ndarray) and now.shape == snapshot.shape
             and now.dtype == snapshot.dtype):
         return False
-    if snapshot.dtype.hasobject:
-        return np.array_equal(now, snapshot)
-    # every bit, not ==: a 0.0 that became -0.0 changes 1 / x, and a NaN stays itself
-    if snapshot.nbytes <= _BYTES_COMPARED_AS_BYTES:
-        return now.tobytes() == snapshot.tobytes()
-    return bool((_words(now) == _words(snapshot)).all())
+    return same_bits(now, snapshot)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two NumPy arrays of one shape and dtype hold the same bits (objects: equal).
+    Not ``==``: a 0.0 that became -0.0 changes ``1 / x``, and a NaN stays itself.
+
+    >>> same_bits(np.array([0.0, np.nan]), np.array([-0.0, np.nan]))
+    False
+    """
+    if a.dtype.hasobject:
+        return bool(np.array_equal(a, b))
+    if a.nbytes <= _BYTES_COMPARED_AS_BYTES:
+        return a.tobytes() == b.tobytes()
+    return bool((_words(a) == _words(b)).all())
 
 
 _BYTES_COMPARED_AS_BYTES = 1 << 16   # above this, copying to bytes costs more than a ufunc

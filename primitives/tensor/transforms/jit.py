@@ -54,7 +54,7 @@ from tidu import MemoryBudgetError, measure_program, optimize, recompute, remate
 from tidu.graph import Program, compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
 from primitives.tensor.transforms.checkpoint import saves
-from primitives.tensor.transforms.closure import Guard, external_values, staging
+from primitives.tensor.transforms.closure import Guard, external_values, same_bits, staging
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
@@ -265,16 +265,13 @@ def _same_constant(old, new, lifted: bool) -> bool:
     call (``lifted``); or equal in every bit (optimizing may have folded its value)."""
     if old is new:
         return True
-    if isinstance(old, Frontend) or isinstance(new, Frontend) or type(old) is not type(new):
-        return False
+    if type(old) is not type(new) or not isinstance(old, (np.ndarray, np.generic,
+                                                          numbers.Number)):
+        return False                            # another library's array: compiled again
     old, new = np.asarray(old), np.asarray(new)
     if old.shape != new.shape or old.dtype != new.dtype:
         return False
-    if lifted:
-        return True
-    if old.dtype.hasobject:
-        return False
-    return old.tobytes() == new.tobytes()
+    return lifted or same_bits(old, new)
 
 
 def _result(value):
