@@ -527,3 +527,92 @@ def test_a_python_number_numpy_computes_from_a_lifted_array_is_current():
     v[1] = 5.0
     _same(jf, f, X)
     np.testing.assert_allclose(g(X), tnp.grad(lambda x: tnp.sum(f(x) ** 2))(X))
+
+
+# --- which function, string or None a variable holds ------------------------------------------
+
+ACT = tnp.tanh
+
+
+def test_a_rebound_global_function_traces_again():
+    global ACT
+    f = tnp.jit(lambda x: ACT(x) * 2.0)
+    try:
+        np.testing.assert_allclose(f(X), np.tanh(X) * 2.0)
+        ACT = tnp.sin
+        np.testing.assert_allclose(f(X), np.sin(X) * 2.0)
+    finally:
+        ACT = tnp.tanh
+
+
+def test_a_rebound_closure_function_attribute_string_and_none_trace_again():
+    act, mode, mask = np.cos, "sum", None
+
+    class Model:
+        def __init__(self):
+            self.act = tnp.tanh
+
+        def __call__(self, x):
+            return self.act(x)
+
+    model = Model()
+    cases = [
+        (tnp.jit(lambda x: act(x) + 1.0), lambda: np.cos(X) + 1.0, lambda: np.exp(X) + 1.0),
+        (tnp.jit(lambda x: tnp.sum(x) if mode == "sum" else tnp.mean(x)),
+         lambda: X.sum(), lambda: X.mean()),
+        (tnp.jit(lambda x: x if mask is None else x * mask), lambda: X, lambda: X * [0.0, 1.0]),
+        (tnp.jit(model), lambda: np.tanh(X), lambda: np.sin(X)),
+    ]
+    for jitted, before, _ in cases:
+        np.testing.assert_allclose(jitted(X), before())
+    act, mode, mask, model.act = np.exp, "mean", np.array([0.0, 1.0]), tnp.sin
+    for jitted, _, after in cases:
+        np.testing.assert_allclose(jitted(X), after())
+
+
+def test_a_callable_object_of_another_class_traces_again_and_one_of_the_same_class_does_not():
+    traces = []
+
+    class Head:
+        def __init__(self, w):
+            self.w = w
+
+        def __call__(self, x):
+            traces.append(1)
+            return x * self.w
+
+    class Shifted(Head):
+        def __call__(self, x):
+            traces.append(1)
+            return x - self.w
+
+    class Net:
+        def __init__(self):
+            self.head = Head(np.ones(2))
+
+        def __call__(self, x):
+            return self.head(x)
+
+    net = Net()
+    jn = tnp.jit(net)
+    np.testing.assert_allclose(jn(X), X)
+    net.head = Head(np.ones(2))                  # the same class and contents: no new trace
+    np.testing.assert_allclose(jn(X), X)
+    assert len(traces) == 1
+    net.head = Shifted(np.ones(2))
+    np.testing.assert_allclose(jn(X), X - 1.0)
+    assert len(traces) == 2
+
+
+def test_unchanged_functions_do_not_trace_again():
+    traces = []
+
+    def helper(x):
+        traces.append(1)
+        return tnp.tanh(x)
+
+    cfg = {"act": tnp.sin}
+    jf = tnp.jit(lambda x: helper(x) + cfg["act"](x))
+    for _ in range(3):
+        np.testing.assert_allclose(jf(X), np.tanh(X) + np.sin(X))
+    assert len(traces) == 1

@@ -43,15 +43,19 @@ and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
 nothing. A number is compared by identity with what is there after the trace:
 rebinding it traces again, but a counter that ``f`` itself steps while it is
-traced does not.
+traced does not. Strings, ``None`` and callables found where a number would
+count are compared the same way, a callable by what decides what it does
+(:func:`_which`): rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"``
+to ``"mean"`` or ``self.head`` to an object of another class traces again; a
+new ``partial`` of the same function, or a new object of the same class, is read
+along its paths as before.
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
 standard library's modules and functions' globals, sets, a container's length
-(a layer appended to the list ``f`` loops over is not seen), which function or
-class a variable holds (rebinding ``act = tnp.tanh`` to another function),
-strings, numbers ``f`` reads by a computed key or by iterating a dict, and the
-arguments ``jit`` marks static (``static_argnums``: part of the trace's
+(a layer appended to the list ``f`` loops over is not seen), the methods of a
+class patched after the trace, numbers ``f`` reads by a computed key or by
+iterating a dict, and the arguments ``jit`` marks static (``static_argnums``: part of the trace's
 signature, so frozen by design, as in JAX: a new value traces again, a value
 written into does not).
 
@@ -272,13 +276,22 @@ class _Scan:
                 if all(name in self.vocabulary for name in needs)]
 
     def _add(self, value, where: _Location, numbers_count: bool = True) -> None:
-        """``value``, found at ``where``: an array or number to read, or more to follow."""
+        """``value``, found at ``where``: an array or number to read, or more to follow; a
+        function, a string or ``None`` to compare with what is there at each call."""
         if _is_array(value) or (numbers_count and _is_number(value)):
             key = (where.key, where.steps)
             if key not in self.found:
                 needs = () if _is_array(value) else where.needs
                 self.found[key] = (Reference(where.reader(), where.where, value), needs)
-        elif isinstance(value, (list, tuple, dict)) or callable(value) or \
+            return
+        if numbers_count and (value is None or isinstance(value, str) or
+                              (callable(value) and not isinstance(value, Frontend))):
+            key = (where.key, where.steps, "which")
+            if key not in self.found and (where.steps or where.key[0] != "constant"):
+                read = where.reader()
+                self.found[key] = (Reference(lambda: _which(read()), where.where,
+                                             _which(value)), where.needs)
+        if isinstance(value, (list, tuple, dict)) or callable(value) or \
                 hasattr(value, "__dict__"):
             self.pending.append((value, where))
 
@@ -403,6 +416,26 @@ class _Scan:
                     if method is not None:
                         self.pending.append((method, where))
         return len(self.pending) > before
+
+
+def _which(value):
+    """What decides what a callable found on a path does, compared by identity at each call
+    (a string or ``None``: itself): a function or class itself; a bound method's function
+    and a ``partial``'s (their object and arguments are read along their own paths); a
+    callable object's class (its attributes, likewise)."""
+    if type(value) is types.FunctionType or value is None:      # the common cases
+        return value
+    while True:
+        if isinstance(value, types.MethodType):
+            value = value.__func__
+        elif isinstance(value, functools.partial):
+            value = value.func
+        else:
+            break
+    if value is None or isinstance(value, (str, type, types.FunctionType,
+                                           types.BuiltinFunctionType, np.ufunc)):
+        return value
+    return type(value) if callable(value) else value
 
 
 def _code_names(code) -> set:
