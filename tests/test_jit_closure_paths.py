@@ -616,3 +616,37 @@ def test_unchanged_functions_do_not_trace_again():
     for _ in range(3):
         np.testing.assert_allclose(jf(X), np.tanh(X) + np.sin(X))
     assert len(traces) == 1
+
+
+def test_a_layer_appended_to_the_list_f_loops_over_traces_again():
+    layers = [(np.eye(2), np.zeros(2))]
+    params = {"a": np.ones(2)}
+
+    def mlp(x):
+        for w, b in layers:
+            x = tnp.tanh(x @ w + b)
+        return x + sum(v for v in params.values())
+
+    def expected(x):
+        for w, b in layers:
+            x = np.tanh(x @ w + b)
+        return x + sum(params.values())
+
+    jm = tnp.jit(mlp)
+    _same(jm, expected, X)
+    layers.append((2.0 * np.eye(2), np.ones(2)))
+    _same(jm, expected, X)
+    params["b"] = np.full(2, 2.0)                 # a new key of a dict of arrays
+    _same(jm, expected, X)
+    layers.pop(0)
+    _same(jm, expected, X)
+
+
+def test_a_log_of_numbers_f_appends_to_while_traced_does_not_trace_again():
+    log = []                                      # shared by two jitted functions
+    f = tnp.jit(lambda x: log.append(1) or x * 2.0)
+    g = tnp.jit(lambda x: log.append(1) or x * 3.0)
+    for _ in range(3):
+        _same(f, lambda x: x * 2.0, X)
+        _same(g, lambda x: x * 3.0, X)
+    assert len(log) == 2

@@ -43,18 +43,19 @@ and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
 nothing. A number is compared by identity with what is there after the trace:
 rebinding it traces again, but a counter that ``f`` itself steps while it is
-traced does not. Strings, ``None`` and callables found where a number would
-count are compared the same way, a callable by what decides what it does
+traced does not. Strings, ``None``, callables and containers found where a
+number would count are compared the same way, by what decides what they do
 (:func:`_which`): rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"``
-to ``"mean"`` or ``self.head`` to an object of another class traces again; a
-new ``partial`` of the same function, or a new object of the same class, is read
+to ``"mean"`` or ``self.head`` to an object of another class traces again, and
+so does a layer appended to the list ``f`` loops over (the length of a list or
+tuple, the keys of a dict, when it holds more than numbers and strings); a new
+``partial`` of the same function, or a new object of the same class, is read
 along its paths as before.
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
-standard library's modules and functions' globals, sets, a container's length
-(a layer appended to the list ``f`` loops over is not seen), the methods of a
-class patched after the trace, numbers ``f`` reads by a computed key or by
+standard library's modules and functions' globals, sets, the length of a list
+of numbers only (or empty), the methods of a class patched after the trace, numbers ``f`` reads by a computed key or by
 iterating a dict, and the arguments ``jit`` marks static (``static_argnums``: part of the trace's
 signature, so frozen by design, as in JAX: a new value traces again, a value
 written into does not).
@@ -84,8 +85,12 @@ functions do not see; use ``tnp`` functions on it, or pass it as an argument.
 >>> def mlp(layers):
 ...     return lambda x: [x * w + b for w, b in layers]
 >>> [ref.where for ref in external_values(mlp([(np.ones(2), np.zeros(2))]))]
-["closure variable 'layers' of mlp.<locals>.<lambda>[0][0]",
+["closure variable 'layers' of mlp.<locals>.<lambda>",
+ "closure variable 'layers' of mlp.<locals>.<lambda>[0]",
+ "closure variable 'layers' of mlp.<locals>.<lambda>[0][0]",
  "closure variable 'layers' of mlp.<locals>.<lambda>[0][1]"]
+>>> [ref.value for ref in external_values(mlp([(np.ones(2), np.zeros(2))]))][:2]
+[(1,), (2,)]
 """
 
 from __future__ import annotations
@@ -241,14 +246,16 @@ class _Location:
 
 
 def external_values(f: Callable) -> list[Reference]:
-    """The arrays and numbers ``f`` reads from outside, found without running it, each with
-    the path to read it along again (see the module docstring for what is followed, and
-    when a number counts). Library functions (tidu's, NumPy's...) are passed through, but
+    """The arrays and numbers ``f`` reads from outside, and the functions, strings, lengths
+    and keys that decide what it does, found without running it, each with the path to
+    read it along again (see the module docstring for what is followed, and when a number
+    counts). Library functions (tidu's, NumPy's...) are passed through, but
     their globals are not read.
 
     >>> def affine(params):
     ...     return lambda x: x * params["layer"]["w"]
-    >>> external_values(affine({"layer": {"w": np.ones(2)}, "step": 0}))
+    >>> refs = external_values(affine({"layer": {"w": np.ones(2)}, "step": 0}))
+    >>> [ref for ref in refs if isinstance(ref.value, np.ndarray)]
     [Reference(closure variable 'params' of affine.<locals>.<lambda>['layer']['w'])]
     """
     return _Scan(f).references()
@@ -284,13 +291,11 @@ class _Scan:
                 needs = () if _is_array(value) else where.needs
                 self.found[key] = (Reference(where.reader(), where.where, value), needs)
             return
-        if numbers_count and (value is None or isinstance(value, str) or
+        if numbers_count and (value is None or isinstance(value, str) or _holds_more(value) or
                               (callable(value) and not isinstance(value, Frontend))):
             key = (where.key, where.steps, "which")
             if key not in self.found and (where.steps or where.key[0] != "constant"):
-                read = where.reader()
-                self.found[key] = (Reference(lambda: _which(read()), where.where,
-                                             _which(value)), where.needs)
+                self.found[key] = (_which_reference(where, value), where.needs)
         if isinstance(value, (list, tuple, dict)) or callable(value) or \
                 hasattr(value, "__dict__"):
             self.pending.append((value, where))
@@ -418,13 +423,47 @@ class _Scan:
         return len(self.pending) > before
 
 
+def _holds_more(value) -> bool:
+    """A list, tuple or dict holding more than numbers, strings and ``None`` (arrays,
+    containers, functions...), whose length or keys ``f`` may unroll a loop over: compared
+    at each call. One of numbers only, or empty, is not (a log ``f`` appends to while it
+    traces, as a trace counter, would trace again at every call)."""
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return False
+    return any(not (_is_number(item) or item is None or isinstance(item, str))
+               for item in value)
+
+
+def _which_reference(where: _Location, value) -> Reference:
+    """A reference to what decides what ``value``, found at ``where``, does (:func:`_which`):
+    a length or keys read as the same object as the last read while they do not change (a
+    guard compares by identity)."""
+    read, last = where.reader(), [_which(value)]
+
+    def read_which():
+        now = _which(read())
+        if type(now) is tuple and now == last[0]:
+            return last[0]
+        last[0] = now
+        return now
+    return Reference(read_which, where.where, last[0])
+
+
 def _which(value):
-    """What decides what a callable found on a path does, compared by identity at each call
-    (a string or ``None``: itself): a function or class itself; a bound method's function
-    and a ``partial``'s (their object and arguments are read along their own paths); a
-    callable object's class (its attributes, likewise)."""
+    """What decides what a value found on a path does, beyond the arrays and numbers read
+    along paths below it, compared at each call: a string or ``None`` itself; a list's or
+    tuple's length and a dict's keys (``for w, b in layers`` unrolls over them); a function
+    or class itself; a bound method's function and a ``partial``'s (their object and
+    arguments are read along their own paths); a callable object's class (its attributes,
+    likewise)."""
     if type(value) is types.FunctionType or value is None:      # the common cases
         return value
+    if isinstance(value, (list, tuple)):        # its items are read along their own paths
+        return (len(value),)
+    if isinstance(value, dict):
+        return tuple(value)
     while True:
         if isinstance(value, types.MethodType):
             value = value.__func__

@@ -20,8 +20,9 @@ from the lists, dicts and objects nested in them, are read at each call along
 the path they were found on (``layers[0] = (W2, b2)`` is seen), not frozen at
 the trace, and a new shape or dtype of one traces again; so do new contents of
 one up to 1 MiB (NumPy's own functions may have read it while ``f`` traced: the
-compiled program is reused when the trace comes out the same) and a rebound
-number, string, ``None`` or function the code names. Static arguments are the exception, frozen by design as
+compiled program is reused when the trace comes out the same), a rebound
+number, string, ``None`` or function the code names, and a new length of a list
+it loops over. Static arguments are the exception, frozen by design as
 in JAX: they are part of the signature. No result shares memory with an
 argument, such an array, a constant or another result (:mod:`.fresh`).
 
