@@ -650,3 +650,13 @@ def test_a_log_of_numbers_f_appends_to_while_traced_does_not_trace_again():
         _same(f, lambda x: x * 2.0, X)
         _same(g, lambda x: x * 3.0, X)
     assert len(log) == 2
+
+
+def test_a_scan_that_stops_short_warns():
+    data = [{"x": np.full(2, float(n))} for n in range(300)]   # 301 containers to visit
+
+    def f(x):
+        return x + data[299]["x"]
+
+    with pytest.warns(RuntimeWarning, match=r"f reaches more than 256 .* pass such data as"):
+        np.testing.assert_array_equal(tnp.jit(f)(X), X + 299.0)

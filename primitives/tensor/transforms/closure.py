@@ -30,7 +30,9 @@ itself:
   function's rules;
 - breadth first, at most :data:`_MAX_OBJECTS` (256) functions, objects, modules
   and containers in all, so that a scan stays cheap (it runs at each trace; a
-  call only reads the paths found, a few item and attribute lookups each).
+  call only reads the paths found, a few item and attribute lookups each). A
+  function that reaches more warns (``RuntimeWarning``): what lies beyond is read
+  once, when it traces; pass such data as arguments.
 
 Arrays count wherever they are found. A number counts when the code names the
 way to it: a closure variable, a global, a default or a ``partial``'s argument;
@@ -101,6 +103,7 @@ import numbers
 import operator
 import sys
 import types
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -270,7 +273,8 @@ class _Scan:
         self.seen: set = set()              # functions (ids); objects with their locations
         self.visits = 0
         self.named: list = []               # [module or object, location, names done]
-        self.pending = collections.deque([(f, _Location.constant(f, _name(f)))])
+        self.name = _name(f)
+        self.pending = collections.deque([(f, _Location.constant(f, self.name))])
 
     def references(self) -> list[Reference]:
         while True:
@@ -279,6 +283,12 @@ class _Scan:
             # the code is known now: the module attributes and methods it names
             if self.visits >= _MAX_OBJECTS or not self._follow_named():
                 break
+        if self.pending and self.visits >= _MAX_OBJECTS:
+            warnings.warn(
+                f"{self.name} reaches more than {_MAX_OBJECTS} functions, objects and "
+                "containers from its closure and globals: the arrays and numbers beyond them "
+                "are read once, when it is traced, not at each call (a jitted result would not "
+                "see them change); pass such data as arguments", RuntimeWarning, stacklevel=5)
         return [ref for ref, needs in self.found.values()
                 if all(name in self.vocabulary for name in needs)]
 
