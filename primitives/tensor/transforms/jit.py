@@ -213,11 +213,7 @@ class _Traced:
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
         self.traced_keys = (graph.input_keys, graph.output_keys)
-        if previous is not None and previous.reusable and self.reusable and \
-                previous.traced_keys == self.traced_keys and \
-                previous.guard.lifted_positions == self.guard.lifted_positions and \
-                all(_same_constant(old, new, n in self.guard.lifted_positions)
-                    for n, (old, new) in enumerate(zip(previous.constants, self.constants))):
+        if previous is not None and self._computed_by(previous):
             self.graph, self.input_keys, self.run = previous.graph, previous.input_keys, \
                 previous.run
             return
@@ -231,6 +227,16 @@ class _Traced:
             elif trace.checkpointed:
                 program = _recomputing(self.graph, trace.checkpointed, values)
         self.run = GraphRun(self.graph.output_keys, self.input_keys, program)
+
+    def _computed_by(self, previous: "_Traced") -> bool:
+        """Whether ``previous``'s program computes this trace: the same graph, and constants
+        it may take in place of its own (:func:`_same_constant`)."""
+        lifted = self.guard.lifted_positions
+        return previous.reusable and self.reusable and \
+            previous.traced_keys == self.traced_keys and \
+            previous.guard.lifted_positions == lifted and \
+            all(_same_constant(old, new, n in lifted)
+                for n, (old, new) in enumerate(zip(previous.constants, self.constants)))
 
     def __call__(self, leaves: list):
         constants = self.guard.constants(self.constants)
