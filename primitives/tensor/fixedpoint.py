@@ -64,7 +64,7 @@ def _iterate(step: Callable, x, tol: float, max_iter: int, what: str):
                       for n, o in zip(new_leaves, leaves)), default=0.0)
         leaves = new_leaves
         if change <= tol:
-            return tree_unflatten(tree, leaves)
+            return tree_unflatten(tree, [leaf.copy() for leaf in leaves])   # f may return x
         if not np.isfinite(change):
             break
     raise SolverError(f"{what}: no fixed point to tol={tol:g} within max_iter={max_iter} "

@@ -68,7 +68,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     ``t`` must increase strictly. ``rtol`` and ``atol`` bound each step's error;
     more than ``mxstep`` steps between two times of ``t`` raises :class:`SolverError`.
     ``args=(...)`` as a keyword (SciPy's form) is the same as passing them after ``t``.
-    Differentiable in ``y0``, ``t`` and ``args`` by the adjoint method.
+    Differentiable in ``y0``, ``t`` and ``args`` by the adjoint method; the state and the
+    arguments may be complex (tidu's complex convention).
 
     >>> import numpy as np
     >>> ys = odeint(lambda y, t: np.cos(t) * np.ones_like(y), np.zeros(1), np.linspace(0, 1, 3))
@@ -163,18 +164,20 @@ def _adjoint_solve(func, rtol, atol, mxstep, ys, t, g, *args):
     args_bar = [np.zeros(np.shape(a), np.result_type(a, np.float64)) for a in args_leaves]
     t_bar = np.zeros_like(t)
     shapes = [ys.shape[1:], y_bar.shape, (), *[a.shape for a in args_bar]]
+    dtypes = [ys.dtype, ys.dtype, t.dtype, *[a.dtype for a in args_bar]]
+    flat_dtype = np.result_type(*dtypes)          # complex if the state or an argument is
     for i in range(len(t) - 1, 0, -1):
-        t_bar[i] = np.vdot(np.asarray(func(ys[i], t[i], *args)), g[i])
+        t_bar[i] = np.vdot(np.asarray(func(ys[i], t[i], *args)), g[i]).real
         t0_bar = t0_bar - t_bar[i]
-        state = _ravel([ys[i], y_bar, t0_bar, *args_bar])
+        state = _ravel([ys[i], y_bar, t0_bar, *args_bar], flat_dtype)
 
         def dynamics(flat, s):
-            y, a, _, *_ = _unravel(flat, shapes)
+            y, a, _, *_ = _unravel(flat, shapes, dtypes)
             parts = rhs(y, s, a, *args_leaves)
-            return _ravel(parts)
+            return _ravel(parts, flat_dtype)
 
         end = _integrate(dynamics, state, np.array([-t[i], -t[i - 1]]), rtol, atol, mxstep)[-1]
-        _, y_bar, t0_bar, *args_bar = _unravel(end, shapes)
+        _, y_bar, t0_bar, *args_bar = _unravel(end, shapes, dtypes)
         y_bar = y_bar + g[i - 1]
     t_bar[0] = t0_bar
     return (y_bar, t_bar, *args_bar)
@@ -232,15 +235,17 @@ def _integrate(f: Callable, y0: np.ndarray, t: np.ndarray, rtol: float, atol: fl
             step = min(h, t[i] - s)
             y_new, f_new, error = _step(f, y, s, f_y, step)
             scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
-            ratio = float(np.sqrt(np.mean((error / scale) ** 2))) if y.size else 0.0
+            ratio = _rms(error / scale)
             if not np.isfinite(ratio):
                 ratio = math.inf
+            grow = 10.0 if ratio == 0.0 else min(10.0, max(0.2, 0.9 * ratio ** -0.2))
             if ratio <= 1.0:
                 y, f_y = y_new, f_new
                 s = t[i] if step == t[i] - s else s + step
-            grow = 10.0 if ratio == 0.0 else min(10.0, max(0.2, 0.9 * ratio ** -0.2))
+                h = max(h, step * grow) if step < h else step * grow   # cut short to land
+                continue
             h = step * grow
-            if h <= 1e-14 * max(1.0, abs(s)):
+            if h <= 64 * np.spacing(max(abs(s), abs(t[i]))):
                 raise SolverError(f"odeint: the step size fell to {h:g} near t={s:g}: the "
                                   "problem is too stiff or func is not finite there")
         out[i] = y
@@ -261,23 +266,30 @@ def _step(f, y, s, f_y, h):
 def _initial_step(f, y, s, f_y, rtol, atol) -> float:
     """A first step size from the scales of ``y`` and ``f`` (Hairer, Nørsett and Wanner)."""
     scale = atol + rtol * np.abs(y)
-    d0 = float(np.sqrt(np.mean((y / scale) ** 2))) if y.size else 0.0
-    d1 = float(np.sqrt(np.mean((f_y / scale) ** 2))) if y.size else 0.0
+    d0 = _rms(y / scale)
+    d1 = _rms(f_y / scale)
     h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
     f1 = np.asarray(f(y + h0 * f_y, s + h0), dtype=y.dtype)
-    d2 = float(np.sqrt(np.mean(((f1 - f_y) / scale) ** 2))) / h0 if y.size else 0.0
+    d2 = _rms((f1 - f_y) / scale) / h0
     h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
     return min(100 * h0, h1)
 
 
-def _ravel(parts) -> np.ndarray:
-    return np.concatenate([np.ravel(np.asarray(p, dtype=np.float64)) for p in parts])
+def _rms(x: np.ndarray) -> float:
+    """The root mean square of ``|x|`` (0 for no elements)."""
+    return float(np.sqrt(np.mean(np.abs(x) ** 2))) if x.size else 0.0
 
 
-def _unravel(flat: np.ndarray, shapes) -> list:
+def _ravel(parts, dtype) -> np.ndarray:
+    return np.concatenate([np.ravel(np.asarray(p, dtype=dtype)) for p in parts])
+
+
+def _unravel(flat: np.ndarray, shapes, dtypes) -> list:
+    """The parts of ``flat`` in their shapes and dtypes (the real part for a real one: the
+    derivatives of real values are real)."""
     out, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        out.append(flat[start:start + size].reshape(shape))
-        start += size
+    for shape, dtype in zip(shapes, dtypes):
+        part = flat[start:start + math.prod(shape)].reshape(shape)
+        out.append(part if dtype.kind == "c" else part.real.astype(dtype, copy=False))
+        start += math.prod(shape)
     return out

@@ -60,7 +60,7 @@ from numpy.random import (MT19937, PCG64, PCG64DXSM, SFC64, BitGenerator, Philox
 
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.core import Frontend, shape_of, tracing_transform
-from primitives.tensor.errors import TensorTypeError
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import FunctionalError
 
 __all__ = [
@@ -183,10 +183,21 @@ def _checked_method(base: type, name: str):
 def _select(rng, base: type, name: str, what: str, x, args: tuple, kwargs: dict):
     """``permutation``/``choice`` of a tensor or traced array: NumPy's draw of indices, then
     ``tnp`` indexing, so the result differentiates in ``x`` (the same elements NumPy picks)."""
+    method = getattr(base, name)
     kwargs = {k: v for k, v in kwargs.items() if k not in ("x", "a")}
-    axis = kwargs.pop("axis", 0) if base is np.random.Generator else 0
+    try:
+        bound = inspect.signature(method).bind(rng, None, *args, **kwargs)
+    except TypeError as error:
+        raise TensorTypeError(f"{what}: {error}") from None
+    parameters = dict(bound.arguments)
+    del parameters["self"]
+    parameters.pop("x" if name == "permutation" else "a")
+    axis = parameters.pop("axis", 0)
+    if name == "choice" and base is np.random.RandomState and len(shape_of(x)) != 1:
+        raise TensorShapeError(f"{what}: a must be 1-dimensional (or an integer), got shape "
+                               f"{shape_of(x)}")
     n = _length(what, x, axis)
-    indices = getattr(base, name)(rng, n, *args, **kwargs)
+    indices = method(rng, n, **parameters)
     return take(x, np.asarray(indices), axis=axis)
 
 

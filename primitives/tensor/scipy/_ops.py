@@ -20,13 +20,19 @@ op                     derivative
 ``gamma``              ``gamma(x) digamma(x)``
 ``polygamma[n]``       ``polygamma[n+1]`` (``polygamma[0]`` is ``digamma``)
 ``erf``, ``erfc``      ``±2/sqrt(pi) exp(-x**2)``
-``erfcx``              ``2 x erfcx(x) - 2/sqrt(pi)``
+``erfcx[n]``           ``erfcx[n+1]``: the ``n``-th derivative, by the recurrence of
+                       ``erfcx' = 2 x erfcx(x) - 2/sqrt(pi)`` below 8, by the
+                       derivative of the asymptotic series from 8 on (where the
+                       recurrence cancels)
 ``erfinv``             ``sqrt(pi)/2 exp(erfinv(x)**2)``
 ``ndtr``               ``exp(-x**2/2) / sqrt(2 pi)``
 ``ndtri``              ``sqrt(2 pi) exp(ndtri(x)**2/2)``
-``log_ndtr``           ``pdf(x)/cdf(x) = sqrt(2/pi) / erfcx(-x/sqrt(2))``: no cancellation
-                       or overflow anywhere (``x / sqrt(2)`` past ``-26`` is where
-                       ``pdf`` and ``cdf`` underflow; ``erfcx`` does not)
+``log_ndtr``           ``ndtr_ratio``: ``r = pdf(x)/cdf(x) = sqrt(2/pi) / erfcx(-x/sqrt(2))``:
+                       no cancellation or overflow anywhere (``x / sqrt(2)`` past
+                       ``-26`` is where ``pdf`` and ``cdf`` underflow; ``erfcx`` does
+                       not); ``r' = -r q`` with ``ndtr_ratio_shift`` ``q = x + r``,
+                       computed from ``erfcx'`` for ``x < 0`` (where the sum cancels),
+                       and ``q' = 1 - r q``: no ``inf/inf`` where ``erfcx`` overflows
 ``expit``              ``expit(x) expit(-x)`` (not ``y (1 - y)``, which is 0 once
                        ``y`` rounds to 1)
 ``logit``              ``1 / (x (1 - x))``
@@ -188,7 +194,7 @@ def _by_name(name: str) -> Callable:
     return lambda sp, xp, order, *arrays: getattr(sp, name)(*arrays)
 
 
-_ORDERED = {"polygamma", "iv", "ive"}
+_ORDERED = {"polygamma", "iv", "ive", "erfcx"}
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -219,15 +225,75 @@ betaln = register("betaln", 2, _by_name("betaln"),
 
 # --- error functions and the normal distribution -----------------------------------------
 
+def _numpy_only(xp) -> None:
+    """Raise ``AttributeError`` (the library lacks the function: SciPy on a host copy runs
+    it) unless ``xp`` is NumPy's namespace."""
+    if getattr(xp, "name", "numpy") != "numpy":
+        raise AttributeError("computed with NumPy")
+
+
+_ASYMPTOTIC_FROM = 8.0     # erfcx's asymptotic series has 1e-22 accuracy from here, 40 terms
+
+
+def _erfcx_derivative(sp, n: int, x: np.ndarray) -> np.ndarray:
+    """The ``n``-th derivative of ``erfcx`` (``n >= 1``) in float64: the recurrence
+    ``y' = 2 x y - 2/sqrt(pi)``, ``y^(k+1) = 2 x y^(k) + 2 k y^(k-1)`` below 8 (its terms
+    have one sign for ``x < 0``), and the derivative of the asymptotic series
+    ``sum_k (-1)^k (2k-1)!! / (2^k sqrt(pi)) x^-(2k+1)`` from 8 on, where the recurrence
+    cancels (``2 x y`` tends to ``2/sqrt(pi)``)."""
+    x = np.asarray(x, dtype=np.float64)
+    large = x >= _ASYMPTOTIC_FROM
+    small = np.where(large, 0.0, x)
+    previous = sp.erfcx(small)
+    y = 2 * small * previous - 2 / _SQRT_PI
+    for k in range(1, n):
+        previous, y = y, 2 * small * y + 2 * k * previous
+    big = np.where(large, x, _ASYMPTOTIC_FROM)
+    with np.errstate(under="ignore"):
+        term = (-1) ** n * math.factorial(n) / _SQRT_PI * big ** -(n + 1.0)
+        series = term
+        for k in range(40):
+            term = term * (-(2 * k + 1 + n) * (2 * k + 2 + n) / ((2 * k + 2) * 2.0)) / (big * big)
+            series = series + term
+    return np.where(large, series, y)
+
+
+def _erfcx(sp, xp, n, x):
+    if n == 0:
+        return sp.erfcx(x)
+    _numpy_only(xp)
+    return _erfcx_derivative(sp, n, x)
+
+
+def _ndtr_ratio(sp, xp, n, x):
+    """``pdf(x)/ndtr(x) = sqrt(2/pi) / erfcx(-x/sqrt(2))``, the derivative of ``log_ndtr``."""
+    return math.sqrt(2 / math.pi) / sp.erfcx(x * -math.sqrt(0.5))
+
+
+def _ndtr_ratio_shift(sp, xp, n, x):
+    """``x + pdf(x)/ndtr(x)``, which cancels for ``x < 0``: there it is
+    ``-erfcx'(u) / (sqrt(2) erfcx(u))`` for ``u = -x/sqrt(2)``, with ``erfcx'`` accurate."""
+    _numpy_only(xp)
+    x = np.asarray(x, dtype=np.float64)
+    u = np.where(x < 0, x * -math.sqrt(0.5), 1.0)
+    with np.errstate(invalid="ignore"):
+        tail = -_erfcx_derivative(sp, 1, u) / (math.sqrt(2) * sp.erfcx(u))
+    tail = np.where(np.isinf(u), 0.0, tail)
+    return np.where(x < 0, tail, x + _ndtr_ratio(sp, xp, n, x))
+
+
 erf = register("erf", 1, _by_name("erf"), lambda n, x, y: _gaussian(x) * (2 / _SQRT_PI))
 erfc = register("erfc", 1, _by_name("erfc"), lambda n, x, y: _gaussian(x) * (-2 / _SQRT_PI))
-erfcx = register("erfcx", 1, _by_name("erfcx"), lambda n, x, y: (x * y) * 2 - 2 / _SQRT_PI)
+erfcx = register("erfcx", 1, _erfcx, lambda n, x, y: x.apply(Special("erfcx", n + 1)))
+ndtr_ratio = register("ndtr_ratio", 1, _ndtr_ratio,
+                      lambda n, x, y: -(y * x.apply(Special("ndtr_ratio_shift"))))
+ndtr_ratio_shift = register("ndtr_ratio_shift", 1, _ndtr_ratio_shift,
+                            lambda n, x, y: 1 - x.apply(ndtr_ratio) * y)
 erfinv = register("erfinv", 1, _by_name("erfinv"),
                  lambda n, x, y: _gaussian(y, -1.0) * (_SQRT_PI / 2))
 ndtr = register("ndtr", 1, _by_name("ndtr"), lambda n, x, y: _gaussian(x, 0.5) / _SQRT_2PI)
 ndtri = register("ndtri", 1, _by_name("ndtri"), lambda n, x, y: _gaussian(y, -0.5) * _SQRT_2PI)
-log_ndtr = register("log_ndtr", 1, _by_name("log_ndtr"),
-                   lambda n, x, y: math.sqrt(2 / math.pi) / (x * -math.sqrt(0.5)).apply(erfcx))
+log_ndtr = register("log_ndtr", 1, _by_name("log_ndtr"), lambda n, x, y: x.apply(ndtr_ratio))
 
 # --- the logistic function --------------------------------------------------------------
 
