@@ -26,6 +26,7 @@ from typing import Any
 
 from tidu.eager import (EagerError, EagerInput, RecordedGraph, Recorder, try_backward,
                         try_backward_recorded, try_hvp)
+from tidu import TiduError
 from tidu.graph import Input
 from primitives.scalar.executor import ScalarExecutor
 from primitives.scalar.functions import (  # noqa: F401  (re-exported for eager code)
@@ -39,12 +40,27 @@ _ops: dict = {}          # op -> (its RecordedGraph, whether it takes complex op
 _OPS_MAX = 1024          # ops with parameters (Pow, Scale) can be many: cache the first ones
 
 
+class ImmutableScalarError(TiduError, AttributeError):
+    """A write to a ``Scalar``'s ``data``, ``trace`` or ``key`` once they are set."""
+
+
 class Scalar:
     """A number that records the ops applied to it when it (or an input) requires grad.
 
     A ``Scalar`` is its own eager record (what :meth:`tidu.eager.Recorder.record`
-    reads): ``data``, ``requires_grad``, ``trace`` and ``key``. Treat it as
-    immutable: the trace of a later op holds it.
+    reads): ``data``, ``requires_grad``, ``trace`` and ``key``. It is immutable: the
+    trace of every later op holds it and backward reads it there, so a new ``data``
+    would give the gradient of a computation that never ran. Writing ``data``
+    raises :class:`ImmutableScalarError` (make a new ``Scalar``); ``requires_grad``
+    may change on a leaf, and ``trace`` and ``key`` may be set once, on a leaf
+    whose key was never made (to wrap an eager record as a ``Scalar``).
+
+    >>> x = Scalar(3.0, requires_grad=True)
+    >>> y = x * x
+    >>> x.data = 10.0
+    Traceback (most recent call last):
+    ...
+    primitives.scalar.eager.ImmutableScalarError: Scalar(3.0, requires_grad=True).data cannot be changed: the ops recorded on a Scalar read its value in backward; make a new Scalar(value, requires_grad=...) instead
     """
 
     __slots__ = ("data", "requires_grad", "trace", "key")
@@ -52,9 +68,43 @@ class Scalar:
     def __init__(self, value, requires_grad: bool = False) -> None:
         if type(value) not in _NUMBER_TYPES:
             _check_number(value, requires_grad)
-        self.data = value
-        self.requires_grad = requires_grad
-        self.trace = None
+        _set = object.__setattr__
+        _set(self, "data", value)
+        _set(self, "requires_grad", requires_grad)
+        _set(self, "trace", None)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "requires_grad":
+            if self.trace is not None:
+                raise ImmutableScalarError(
+                    f"{self!r}.requires_grad can only be changed on a leaf Scalar; this one was "
+                    "computed by a recorded op")
+            if value:
+                _check_number(self.data, True)
+        elif name == "trace" or name == "key":
+            if _key_made(self) or (name == "trace" and self.trace is not None):
+                raise ImmutableScalarError(
+                    f"{self!r}.{name} cannot be changed: the ops recorded on a Scalar find its "
+                    "history by it in backward")
+        elif name == "data":
+            raise ImmutableScalarError(
+                f"{self!r}.data cannot be changed: the ops recorded on a Scalar read its value "
+                "in backward; make a new Scalar(value, requires_grad=...) instead")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise ImmutableScalarError(f"{self!r}.{name} cannot be deleted: a Scalar is immutable")
+
+    def __reduce__(self):
+        """Pickle as a leaf: the number and ``requires_grad``, not the history (as a
+        ``Tensor`` pickles, and PyTorch's tensors)."""
+        return Scalar, (self.data, self.requires_grad)
+
+    def __copy__(self) -> "Scalar":
+        return self                     # immutable: a copy is the value itself
+
+    def __deepcopy__(self, memo) -> "Scalar":
+        return self
 
     value = property(attrgetter("data"), doc="The number.")
 
@@ -67,7 +117,8 @@ class Scalar:
             try:
                 return _key_slot.__get__(self, Scalar)
             except AttributeError:
-                key = self.key = Input(_recorder.key_source.fresh_input_key())
+                key = Input(_recorder.key_source.fresh_input_key())
+                _key_slot.__set__(self, key)
                 return key
 
     def backward(self, seed=None, executor=None, create_graph: bool = False) -> dict:
@@ -202,10 +253,10 @@ def _run(op, recorded: RecordedGraph, args: tuple) -> Any:
     results = op.eval(None, [a.data for a in args])
     trace = _recorder.record(recorded, args, results)
     if len(results) == 1:
-        return Scalar(results[0]) if trace is None else _result(results[0], trace,
+        return _constant(results[0]) if trace is None else _result(results[0], trace,
                                                                 trace.output_key)
     if trace is None:
-        return tuple(Scalar(v) for v in results)
+        return tuple(map(_constant, results))
     return tuple(_result(v, trace, key) for v, key in zip(results, trace.output_keys))
 
 
@@ -218,16 +269,45 @@ def _apply_real(op, *args) -> Any:
 
 
 def _lift(value) -> Scalar:
-    return value if isinstance(value, Scalar) else Scalar(value)
+    if isinstance(value, Scalar):
+        return value
+    if type(value) not in _NUMBER_TYPES:
+        _check_number(value, False)
+    return _constant(value)
+
+
+def _constant(value) -> Scalar:
+    """``Scalar(value)`` for a checked number (the eager path's: no ``__init__``)."""
+    out = _new_scalar(_Unfrozen)
+    out.data = value
+    out.requires_grad = False
+    out.trace = None
+    out.__class__ = Scalar
+    return out
 
 
 def _result(value, trace, key) -> Scalar:
-    out = _new_scalar(Scalar)
-    out.data = value
+    out = _new_scalar(_Unfrozen)        # filled in as a plain object, then made a Scalar:
+    out.data = value                    # cheaper than four calls past Scalar.__setattr__
     out.requires_grad = True
     out.trace = trace
     out.key = key
+    out.__class__ = Scalar
     return out
+
+
+class _Unfrozen:
+    """``Scalar``'s layout without its ``__setattr__``: what :func:`_result` fills in."""
+
+    __slots__ = Scalar.__slots__
+
+
+def _key_made(scalar: Scalar) -> bool:
+    try:
+        _key_slot.__get__(scalar, Scalar)
+    except AttributeError:
+        return False
+    return True
 
 
 def _from_record(record) -> Scalar:
@@ -238,7 +318,7 @@ def _from_record(record) -> Scalar:
         return Scalar(record.data)
     if record.trace is None:                 # a leaf: only a seed with history can be one
         out = Scalar(record.data, requires_grad=True)
-        out.key = record.key
+        _key_slot.__set__(out, record.key)
         return out
     return _result(record.data, record.trace, record.key)
 

@@ -35,6 +35,7 @@ from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.eager.frontend import (EXECUTOR, Tensor, backward_cotangents,
                                              in_library_of_tensor, new_tensor)
 from primitives.tensor.errors import BackwardError, TensorTypeError
+from primitives.tensor.transforms.fresh import fresh
 
 __all__ = ["grad", "hvp"]
 
@@ -114,8 +115,11 @@ def hvp(loss: Tensor, params: Tensor | Sequence[Tensor], vectors):
         tangents[p.key] = _vector(v, p, position)
     _, products = try_hvp(loss.key, loss._trace, np.ones(loss.shape, loss.dtype), tangents,
                           EXECUTOR, keep=tangents.keys(), leaf_cotangents=False)
-    result = tuple(products.get(p.key) if p.key in products else
-                   library_of(p._data).xp.zeros_like(p._data) for p in params)
+    # one product can reach several params (both of x + y): no result shares memory with
+    # another, a param's data or a vector
+    result = tuple(fresh([products.get(p.key) if p.key in products else
+                          library_of(p._data).xp.zeros_like(p._data) for p in params],
+                         held=[p._data for p in params] + list(tangents.values())))
     return result[0] if single else result
 
 

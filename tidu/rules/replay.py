@@ -22,8 +22,8 @@ from functools import partial
 from operator import is_
 from typing import Any
 
-from tidu.errors import ADRuleError, ADRuleKind
-from tidu.graph import External, Local
+from tidu.errors import ADRuleError, ADRuleKind, RuleContractError, TiduError
+from tidu.graph import PRIMARY, External, Input, Local
 from tidu.graph import op_name
 from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
 from tidu.rules.helpers import BOTH_LINEAR
@@ -64,10 +64,17 @@ class RuleRunner:
         recorder = None
         if replay is None:
             recorder = self._recorder(rule_key, tangents, primal_inputs, primal_outputs)
-        results = rule(self.builder if recorder is None else recorder, primal_inputs,
-                       primal_outputs, tangents, self.ctx)
+        start = len(self.builder._op_keys) if self._can_replay else None
+        try:
+            results = rule(self.builder if recorder is None else recorder, primal_inputs,
+                           primal_outputs, tangents, self.ctx)
+        except Exception as error:
+            _note_rule(error, operation, ADRuleKind.JVP)
+            raise
         results = self._checked(results, len(primal_outputs), operation, ADRuleKind.JVP,
                                 "tangents")
+        if start is not None and len(self.builder._op_keys) > start:
+            self._check_linear_work(start, operation, ADRuleKind.JVP)
         if recorder is not None:
             self.templates[rule_key] = recorder.compile(results)
         return results
@@ -85,10 +92,17 @@ class RuleRunner:
         recorder = None
         if replay is None:
             recorder = self._recorder(rule_key, cotangents, inputs, ())
-        results = rule(self.builder if recorder is None else recorder, cotangents,
-                       list(map(External, inputs)), role, self.ctx)
+        start = len(self.builder._op_keys) if self._can_replay else None
+        try:
+            results = rule(self.builder if recorder is None else recorder, cotangents,
+                           list(map(External, inputs)), role, self.ctx)
+        except Exception as error:
+            _note_rule(error, operation, ADRuleKind.TRANSPOSE)
+            raise
         results = self._checked(results, len(inputs), operation, ADRuleKind.TRANSPOSE,
                                 "cotangents")
+        if start is not None and len(self.builder._op_keys) > start:
+            self._check_linear_work(start, operation, ADRuleKind.TRANSPOSE)
         if recorder is not None:
             self.templates[rule_key] = recorder.compile(results)
         return results
@@ -108,6 +122,33 @@ class RuleRunner:
         self._adders[op_type] = add             # checked by add_primitive: one output
         return total
 
+    def _check_linear_work(self, start: int, operation, kind) -> None:
+        """Raise :class:`~tidu.errors.RuleContractError` if an operation the rule of
+        ``operation`` emitted (the builder's operations from index ``start`` on) reads a linear value (a tangent
+        or cotangent: an input of this builder, or the output of an operation it holds
+        with a ``Linearized`` role) as a constant: with role ``PRIMARY``, or at an input
+        its ``active_mask`` marks ``False``. Such work is not linear in the tangents (the
+        JVP of ``sin`` emitting ``sin(dx)``, a transpose emitting ``sin(ct)``): a
+        transpose or an evaluation of it would give a wrong derivative without an error.
+        A rule replayed from a template was checked when it was recorded."""
+        builder = self.builder
+        index = builder._index
+        for op_key in builder._op_keys[start:]:
+            role = op_key.role
+            mask = None if role is PRIMARY else role.active_mask
+            for position, key in enumerate(op_key.inputs):
+                if (mask is None or not mask[position]) and key in index and (
+                        isinstance(key, Input) or key.operation.role is not PRIMARY):
+                    what = "tangent" if kind is ADRuleKind.JVP else "cotangent"
+                    where = ("with role PRIMARY" if mask is None else
+                             f"at input {position}, which its role {role!r} marks constant")
+                    raise RuleContractError(
+                        op_name(operation), kind,
+                        f"it emitted {op_name(op_key.operation)} reading the {what} "
+                        f"{key!r} {where}: work on a {what} must be linear in it (role "
+                        f"Linearized, with the mask True at that input); PRIMARY is for work "
+                        f"on primal values only")
+
     def _checked(self, results, expected: int, operation, kind, what: str) -> list:
         if are_ids(results, expected, self._size()):
             return results
@@ -123,6 +164,19 @@ class RuleRunner:
         if len(set(ids)) != len(ids) or len(set(all_keys)) != len(all_keys):
             return None                      # ambiguous here; maybe not at another node
         return _RecordingBuilder(self.builder, local_ids, keys, more_keys)
+
+
+def _note_rule(error: Exception, operation, kind) -> None:
+    """Name the op whose rule raised ``error`` in a note (Python 3.11+), unless it is a
+    :class:`tidu.TiduError` (whose message names it) or says so already: the exception a
+    rule's own bug raises (a ``KeyError``, say) keeps its type, and tells where it came from.
+    """
+    add_note = getattr(error, "add_note", None)
+    if add_note is None or isinstance(error, TiduError):
+        return
+    note = f"(raised by the {kind.value} rule of {op_name(operation)})"
+    if note not in getattr(error, "__notes__", ()):
+        add_note(note)
 
 
 def _structural(operation) -> bool:

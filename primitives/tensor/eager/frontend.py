@@ -590,10 +590,19 @@ def _from_record(record: EagerInput) -> Tensor:
         return new_tensor(data)
     if record.trace is None:                  # a leaf itself (the seed of a leaf's backward)
         leaf = _leaves.get(record.key)
-        return leaf if leaf is not None else new_tensor(data, True, record.key)
+        return _another(leaf) if leaf is not None else new_tensor(data, True, record.key)
     ref = _referenced.get(record.key)
     t = ref() if ref is not None else None
-    return t if t is not None else _computed(data, record.key, record.trace)
+    # A tensor that exists already (the seed, an input of the graph, or the gradient of
+    # another key: backward passes one cotangent to both inputs of x + y) is not handed out
+    # itself: writing to one gradient's .data must change no other tensor.
+    return _another(t) if t is not None else _computed(data, record.key, record.trace)
+
+
+def _another(t: "Tensor") -> "Tensor":
+    """A new ``Tensor`` object for the value ``t`` is: its key and history, its array shared
+    (each side copies it on write, as for :meth:`Tensor.detach`)."""
+    return new_tensor(_owned_data(t), t._requires_grad, t._key, t._trace)
 
 
 def _checked_gradient(t: Tensor, value, what: str):
