@@ -252,7 +252,9 @@ def test_a_keyword_only_default_number_rebound_is_read():
 # --- what must not trace again ----------------------------------------------------------------
 
 
-def test_an_unchanged_closure_does_not_trace_again():
+def _layer_model():
+    """``(params, body, jit(f), traces)``: ``f`` counts its traces and runs ``body``, which
+    reads a layer of ``params`` from its closure."""
     traces = []
     params = {"l1": {"w": np.ones(2), "b": [np.zeros(2)]}, "scale": 2.0}
 
@@ -264,7 +266,11 @@ def test_an_unchanged_closure_does_not_trace_again():
         traces.append(1)
         return body(x)
 
-    jf = tnp.jit(f)
+    return params, body, tnp.jit(f), traces
+
+
+def test_an_unchanged_closure_does_not_trace_again():
+    params, body, jf, traces = _layer_model()
     for step in range(5):
         _same(jf, body, X + step)
         params["l1"]["b"][0] = params["l1"]["b"][0].copy()   # rebound, same contents
@@ -276,26 +282,9 @@ def test_a_written_closure_traces_again_and_reuses_the_compiled_program(monkeypa
     traces again (NumPy itself may have read it too), and the same graph comes out, so the
     compiled program is reused."""
     jit_module = sys.modules["primitives.tensor.transforms.jit"]
-    compiles = []
-
-    def counting(graph):
-        compiles.append(graph)
-        return compiled(graph)
-
-    compiled = jit_module.compiled
-    monkeypatch.setattr(jit_module, "compiled", counting)
-    traces = []
-    params = {"l1": {"w": np.ones(2), "b": [np.zeros(2)]}, "scale": 2.0}
-
-    def body(x):
-        layer = params["l1"]
-        return tnp.sum(x * layer["w"] + layer["b"][0]) * params["scale"]
-
-    def f(x):
-        traces.append(1)
-        return body(x)
-
-    jf = tnp.jit(f)
+    compiled, compiles = jit_module.compiled, []
+    monkeypatch.setattr(jit_module, "compiled", lambda graph: compiles.append(1) or compiled(graph))
+    params, body, jf, traces = _layer_model()
     for step in range(5):
         _same(jf, body, X)
         params["l1"]["w"] += 1.0                  # written in place
