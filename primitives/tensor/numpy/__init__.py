@@ -31,6 +31,8 @@ above (``primitives.tensor``):
 3.0
 """
 
+import numpy as _np
+
 from primitives.tensor.numpy import (creation, dispatch, fft, indexing, linalg, lowering,
                                      manipulation, mathfuncs, products, reductions)
 from primitives.tensor.numpy.lowering import *       # noqa: F401,F403
@@ -44,6 +46,8 @@ from primitives.tensor.numpy.creation import *       # noqa: F401,F403
 __all__ = ["linalg", "fft", *lowering.__all__, *indexing.__all__, *mathfuncs.__all__,
            *manipulation.__all__, *products.__all__, *reductions.__all__, *creation.__all__]
 
-dispatch.provides(__all__)                    # the names errors may point to (tnp.<name>)
+# the names errors may point to (tnp.<name>): not those of NumPy's own functions that tnp
+# re-exports (logspace, geomspace...), which would drop a derivative just the same
+dispatch.provides([name for name in __all__ if globals()[name] is not getattr(_np, name, None)])
 dispatch.provides(linalg.__all__, "linalg.")
 dispatch.provides(fft.__all__, "fft.")

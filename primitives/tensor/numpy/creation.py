@@ -57,7 +57,7 @@ from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concate
                                               filled_like, holds_frontend, is_foreign_array,
                                               is_python_scalar, multiply, operand, reshape,
                                               shape_tuple, subtract, transpose, where)
-from primitives.tensor.numpy.manipulation import moveaxis, swapaxes
+from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, swapaxes
 from primitives.tensor.numpy.mathfuncs import floor
 from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
@@ -245,7 +245,10 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
 
 def array(object, dtype=None, copy=True):
     """``np.array``: nested lists and tuples holding tensors or traced values stack, with
-    gradients; a tensor or traced value passes through (converted to ``dtype``).
+    gradients; a tensor or traced value is converted to ``dtype``, and copied (a recorded
+    copy, as :func:`~.manipulation.copy`) when ``copy`` is true and it would be returned
+    as it is: the result never is ``object`` (as NumPy's), so writing into the result's
+    ``.data`` cannot change ``object``.
 
     >>> t = array([np.float64(1.0), np.array(2.0)])
     >>> t
@@ -253,7 +256,8 @@ def array(object, dtype=None, copy=True):
     """
     value = operand(object) if isinstance(object, (list, tuple)) else object
     if isinstance(value, Frontend):
-        return value if dtype is None else astype(value, dtype)
+        out = value if dtype is None else astype(value, dtype)
+        return copy_array(out) if copy and out is object else out
     if is_foreign_array(value):                 # stays in its library, on its device
         xp = library_of(value).xp
         value = value if dtype is None else xp.astype(value, np.dtype(dtype))
@@ -261,9 +265,10 @@ def array(object, dtype=None, copy=True):
     return np.array(value, dtype=dtype, copy=copy)
 
 
-def asarray(a, dtype=None):
-    """``np.asarray``, with :func:`array`'s handling of tensors and traced values."""
-    return array(a, dtype=dtype, copy=None)
+def asarray(a, dtype=None, *, copy=None):
+    """``np.asarray``, with :func:`array`'s handling of tensors and traced values (not
+    copied unless ``copy`` is true)."""
+    return array(a, dtype=dtype, copy=copy)
 
 
 # --- index tricks: r_ and c_ ---------------------------------------------------------------

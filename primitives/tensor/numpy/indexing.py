@@ -55,11 +55,14 @@ _MASK_READ = ("indexing with a boolean mask (the result's shape depends on the m
               "advance)")
 
 
-def _index_entries(key, ndim: int) -> list:
+def _index_entries(key, shape: tuple) -> list:
     """``key`` as a list of ("slice", s) / ("none", None) / ("int", i) / ("array", a) /
-    ("ellipsis", None), the ellipsis expanded into full slices after its marker."""
+    ("ellipsis", None), the ellipsis expanded into full slices after its marker; a boolean
+    mask is its ``nonzero()`` arrays, its shape checked against the axes it indexes."""
+    ndim = len(shape)
     key = key if isinstance(key, tuple) else (key,)
     entries, ellipsis_at, consumed = [], None, 0
+    mask_shapes = {}                                # id of a mask's first array -> mask shape
     for k in key:
         if type(k) is int:                          # (the common case, first)
             entries.append(("int", k))
@@ -92,8 +95,9 @@ def _index_entries(key, ndim: int) -> list:
                 if array.ndim == 0:
                     raise TensorNotSupportedError("indexing with a 0-d boolean array is not "
                                                   "supported")
-                for part in np.nonzero(array):
-                    entries.append(("array", part))
+                parts = np.nonzero(array)
+                mask_shapes[id(parts[0])] = array.shape
+                entries.extend(("array", part) for part in parts)
                 consumed += array.ndim
             elif np.issubdtype(array.dtype, np.integer):
                 entries.append(("array", array))
@@ -106,9 +110,29 @@ def _index_entries(key, ndim: int) -> list:
                          f"{consumed} were indexed")
     fill = [("slice", slice(None))] * (ndim - consumed)
     if ellipsis_at is None:
-        return entries + fill
-    # the marker takes no axis but, as in NumPy, separates advanced indices around it
-    return entries[:ellipsis_at] + [("ellipsis", None)] + fill + entries[ellipsis_at:]
+        entries = entries + fill
+    else:   # the marker takes no axis but, as in NumPy, separates advanced indices around it
+        entries = entries[:ellipsis_at] + [("ellipsis", None)] + fill + entries[ellipsis_at:]
+    if mask_shapes:
+        _check_masks(entries, mask_shapes, shape)
+    return entries
+
+
+def _check_masks(entries: list, mask_shapes: dict, shape: tuple) -> None:
+    """NumPy's ``IndexError`` for a boolean mask whose shape is not that of the axes it
+    indexes (its ``nonzero()`` positions alone would silently select from the wrong ones);
+    as NumPy, a mask axis of length 0 selects nothing from an axis of any length."""
+    axis = 0
+    for kind, value in entries:
+        if kind in ("none", "ellipsis"):
+            continue
+        for offset, length in enumerate(mask_shapes.get(id(value), ())):
+            if length and shape[axis + offset] != length:
+                raise TensorIndexError(
+                    f"boolean index did not match indexed array along axis {axis + offset}; "
+                    f"size of axis is {shape[axis + offset]} but size of corresponding boolean "
+                    f"axis is {length}")
+        axis += 1
 
 
 def getitem(x, key):
@@ -116,7 +140,7 @@ def getitem(x, key):
     or boolean arrays (advanced indexing, through ``gather``)."""
     x = operand(x)
     shape = shape_of(x)
-    entries = _index_entries(key, len(shape))
+    entries = _index_entries(key, shape)
     advanced = any(kind == "array" for kind, _ in entries)
     starts, limits, strides, flips, sliced = [], [], [], [], []
     arrays = {}                                   # entry position -> (axis, index array)

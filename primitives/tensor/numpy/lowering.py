@@ -528,11 +528,28 @@ def where(condition, x=None, y=None):
     return first(bind(sel.Select(shape, dtype_name(dtype)), condition, x, y))
 
 
+def _beyond_integer_range(x, y):
+    """``(x, y)`` for a comparison; as NumPy 2, a Python ``int`` out of the range of the
+    other operand's integer dtype compares exactly (``int8 < 300`` is true everywhere)
+    instead of overflowing: that operand becomes float64 and the int an infinity of its
+    sign, which every value of the dtype compares to as to the int."""
+    for number, other in ((y, x), (x, y)):
+        if type(number) is int and not is_python_scalar(other) and \
+                dtype_of(other).kind in "iu":
+            info = np.iinfo(dtype_of(other))
+            if not info.min <= number <= info.max:
+                bound = math.copysign(math.inf, number)
+                other = astype(other, np.float64)
+                return (other, bound) if number is y else (bound, other)
+    return x, y
+
+
 def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
     def fn(x, y):
-        return elementwise(op, operand(x, np_name), operand(y, np_name))
+        x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
+        return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
     fn.__doc__ = f"``np.{np_name}``: a boolean result, not differentiated."
     return implements(getattr(np, np_name))(fn)

@@ -407,7 +407,8 @@ def tile(A, reps):
 
 @implements(np.pad)
 def pad(x, pad_width, mode: str = "constant", constant_values=0):
-    """``np.pad`` in ``"constant"`` mode with one scalar ``constant_values``."""
+    """``np.pad`` in ``"constant"`` mode with one scalar ``constant_values``, cast to ``x``'s
+    dtype as NumPy does (an integer array padded with ``1.5`` gets ``1``)."""
     if mode != "constant":
         raise TensorNotSupportedError(f"pad: mode {mode!r} is not supported (only 'constant')")
     if not is_python_scalar(constant_values) and np.ndim(constant_values) != 0:
@@ -430,9 +431,8 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
              (0,) * len(shape), shape)
     if constant_values == 0:
         return first(bind(op, x))
-    dtype = result_dtype(x, constant_values)
-    border = np.pad(np.zeros(shape, dtype=dtype), widths, constant_values=constant_values)
-    return add(first(bind(op, astype(x, dtype))), border)       # exact: x + 0 inside
+    border = np.pad(np.zeros(shape, dtype=dtype_of(x)), widths, constant_values=constant_values)
+    return add(first(bind(op, x)), border)       # exact: x + 0 inside, 0 + border outside
 
 
 # --- splitting ----------------------------------------------------------------------------

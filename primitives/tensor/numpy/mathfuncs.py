@@ -170,16 +170,22 @@ def sign(x):
 
 
 @implements(np.clip)
-def clip(a, a_min=None, a_max=None):
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
     propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
     strictly inside the bounds, to the bound where it is taken, and is split evenly
-    where ``a`` equals a bound (as JAX's ``clip``).
+    where ``a`` equals a bound (as JAX's ``clip``). ``min``/``max`` are NumPy 2's (and
+    ``ndarray.clip``'s) names of the bounds.
 
     >>> import primitives.tensor as tnp
     >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
     array([0. , 0.5, 1. , 0. ])
     """
+    for name, positional, keyword in (("min", a_min, min), ("max", a_max, max)):
+        if positional is not None and keyword is not None:
+            raise TensorTypeError(f"clip: give a_{name} or {name}, not both")
+    a_min = a_min if min is None else min
+    a_max = a_max if max is None else max
     a = operand(a)
     if a_min is None and a_max is None:
         raise TensorShapeError("clip: one of a_min and a_max must be given")

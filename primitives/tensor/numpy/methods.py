@@ -9,7 +9,7 @@ so on, with the functions' arguments and gradients. NumPy's in-place methods
 backward: tensors are immutable, so ``x.sort()`` raises and points to
 ``tnp.sort(x)``. The class body adds Python's protocols: conversions (``float()``,
 ``item()``, ``np.asarray``...; refused where they would drop a derivative),
-``len``, iteration, hashing by identity, and NumPy's dispatch (``__array_ufunc__``,
+``len``, iteration, ``in``, hashing by identity, and NumPy's dispatch (``__array_ufunc__``,
 ``__array_function__``: :mod:`.dispatch`).
 
 It is the top of the NumPy package: it imports the family modules it takes
@@ -283,6 +283,11 @@ class ArrayOperators:
         if not self.shape:
             raise TensorTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
+
+    def __contains__(self, value) -> bool:
+        """``value in x``: ``(x == value).any()``, as ``numpy.ndarray`` (not a search of
+        ``x``'s rows, which compares a row to ``value`` and fails for arrays)."""
+        return bool(any(equal(self, value)))
 
     def __setitem__(self, key, value):
         raise TensorTypeError(f"{type(self).__name__}s are immutable: x[{key!r}] = ... cannot "

@@ -541,7 +541,7 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     if shape_of(w) != shape:
         w = _weights_along(w, shape, axis)
     dtype = result_dtype(x, w)
-    if dtype.kind in "biu":
+    if dtype_of(x).kind in "biu":               # NumPy: integer or bool a averages in >= f8
         dtype = np.result_type(dtype, np.float64)
     x, w = astype(x, dtype), astype(w, dtype)
     total = sum(w, axis, keepdims=keepdims)
@@ -923,11 +923,14 @@ def argmin(a, axis=None, out=None, *, keepdims: bool = False):
     return _arg_extremum(Argmin, "argmin", a, axis, out, keepdims)
 
 
-def _truth(a, axis, keepdims: bool, fn: str, reduce):
+def _truth(a, axis, keepdims: bool, fn: str, count_true: bool):
+    """Counts the true (``count_true``) or false elements: a count, unlike ``max``/``min``,
+    is defined on an empty slice (``all`` is then ``True``, ``any`` ``False``)."""
     a = operand(a, fn)
     nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
-    counted = reduce(astype(nonzero, np.int8), axis=axis, keepdims=keepdims)
-    return not_equal(counted, 0)
+    counted = sum(astype(nonzero if count_true else equal(nonzero, False), np.intp),
+                  axis=axis, keepdims=keepdims)
+    return not_equal(counted, 0) if count_true else equal(counted, 0)
 
 
 @implements(np.all)
@@ -938,7 +941,7 @@ def all(a, axis=None, out=None, keepdims: bool = False):
     array([False,  True])
     """
     no_out(out, "all")
-    return _truth(a, axis, keepdims, "all", min)
+    return _truth(a, axis, keepdims, "all", count_true=False)
 
 
 @implements(np.any)
@@ -949,7 +952,7 @@ def any(a, axis=None, out=None, keepdims: bool = False):
     array([ True, False])
     """
     no_out(out, "any")
-    return _truth(a, axis, keepdims, "any", max)
+    return _truth(a, axis, keepdims, "any", count_true=True)
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")

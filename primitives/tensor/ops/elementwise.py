@@ -563,12 +563,11 @@ class IntegerPow(TensorPrimitive):
         if self.n >= 0:
             return [x ** self.n]
         xp, (x,) = operands(inputs, self)
-        powered = x ** -self.n
         if dtype_of(x).kind in "fc":
-            return [xp.reciprocal(powered)]
-        if xp is not NUMPY.xp:          # integers: a float64 result, as NumPy's 1.0 / x**n
-            powered = xp.astype(powered, np.dtype(np.float64))
-        return [1.0 / powered]
+            return [xp.reciprocal(x ** -self.n)]
+        # integers: a float64 result, as NumPy's 1.0 / x**n; raised in float64, as x**n
+        # would wrap around in the integer dtype (3 ** -300 is 7e-144, not 1 / (3**300 % 2**64))
+        return [1.0 / xp.astype(x, np.dtype(np.float64)) ** -self.n]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if self.n == 0:
