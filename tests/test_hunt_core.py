@@ -187,7 +187,7 @@ def test_work_not_linear_in_a_tangent_is_refused(op, kind):
         return try_backward(node.output_key, node, 1.0, _Executor())[x.key]
 
     for vjp in (graph_vjp, eager_vjp):       # before: sin(1.0) or cos(0.3), silently
-        with pytest.raises(tidu.RuleContractError, match=match) as raised:
+        with pytest.raises(tidu.RuleContractError, match=match):
             vjp()
     graph = _one_op_graph(Op.SINCOS)           # rules that keep to the contract still pass
     linear_transpose(linearize(graph, graph.output_keys, ["x"]))
