@@ -649,3 +649,21 @@ def test_a_scan_that_stops_short_warns():
 
     with pytest.warns(RuntimeWarning, match=r"f reaches more than 256 .* pass such data as"):
         np.testing.assert_array_equal(tnp.jit(f)(X), X + 299.0)
+
+
+def test_a_rebound_decorated_function_traces_again():
+    @tnp.custom_jvp
+    def double(x):
+        return 2.0 * x
+
+    @tnp.custom_jvp
+    def triple(x):
+        return 3.0 * x
+
+    for fn in (double, triple):
+        fn.defjvp(lambda primals, tangents, fn=fn: (fn(*primals), fn(*tangents)))
+    act = double
+    f = tnp.jit(lambda x: act(x))
+    np.testing.assert_allclose(f(X), 2.0 * X)
+    act = triple
+    np.testing.assert_allclose(f(X), 3.0 * X)

@@ -465,9 +465,9 @@ def _which(value):
     """What decides what a value found on a path does, beyond the arrays and numbers read
     along paths below it, compared at each call: a string or ``None`` itself; a list's or
     tuple's length and a dict's keys (``for w, b in layers`` unrolls over them); a function
-    or class itself; a bound method's function and a ``partial``'s (their object and
-    arguments are read along their own paths); a callable object's class (its attributes,
-    likewise)."""
+    or class itself, and a decorated one (``custom_jvp``, ``lru_cache``); a bound method's
+    function and a ``partial``'s (their object and arguments are read along their own
+    paths); another callable object's class (its attributes, likewise)."""
     if type(value) is types.FunctionType or value is None:      # the common cases
         return value
     if isinstance(value, (list, tuple)):        # its items are read along their own paths
@@ -484,7 +484,9 @@ def _which(value):
     if value is None or isinstance(value, (str, type, types.FunctionType,
                                            types.BuiltinFunctionType, np.ufunc)):
         return value
-    return type(value) if callable(value) else value
+    if not callable(value) or getattr(value, "__wrapped__", None) is not None:
+        return value                    # a decorated function (custom_jvp, lru_cache...)
+    return type(value)
 
 
 def _code_names(code) -> set:
