@@ -56,11 +56,11 @@ along its paths as before.
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
-standard library's modules and functions' globals, sets, the length of a list
-of numbers only (or empty), the methods of a class patched after the trace, numbers ``f`` reads by a computed key or by
-iterating a dict, and the arguments ``jit`` marks static (``static_argnums``: part of the trace's
-signature, so frozen by design, as in JAX: a new value traces again, a value
-written into does not).
+standard library's modules and functions' globals, sets, the length of a list of
+numbers only (or empty), the methods of a class patched after the trace, numbers
+``f`` reads by a computed key or by iterating a dict, and the arguments ``jit``
+marks static (``static_argnums``: part of the trace's signature, so frozen by
+design, as in JAX: a new value traces again, a value written into does not).
 
 NumPy's own functions and operators applied to such an array while tracing
 (``V * 2`` on two NumPy arrays, ``float(np.max(V))``, ``if np.all(V > 0)``) are
@@ -113,6 +113,7 @@ from primitives.tensor.core import Frontend, set_staging
 
 _MISSING = object()
 COMPARED_BYTES = 1 << 20    # closed-over NumPy arrays are compared up to this size
+_BYTES_COMPARED_AS_BYTES = 1 << 16   # above this, copying to bytes costs more than a ufunc
 _MAX_OBJECTS = 256          # how many functions, objects and containers one scan visits at most
 _MAX_DEPTH = 6              # how many items and attributes a path follows below its root
 _MAX_NUMBER_ITEMS = 32      # the numbers of a longer list or tuple do not count (it is data)
@@ -294,7 +295,8 @@ class _Scan:
 
     def _add(self, value, where: _Location, numbers_count: bool = True) -> None:
         """``value``, found at ``where``: an array or number to read, or more to follow; a
-        function, a string or ``None`` to compare with what is there at each call."""
+        function, a string, ``None`` or a container's length or keys to compare with what
+        is there at each call (:func:`_which`)."""
         if _is_array(value) or (numbers_count and _is_number(value)):
             key = (where.key, where.steps)
             if key not in self.found:
@@ -697,8 +699,6 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
         return a.tobytes() == b.tobytes()
     return bool((_words(a) == _words(b)).all())
 
-
-_BYTES_COMPARED_AS_BYTES = 1 << 16   # above this, copying to bytes costs more than a ufunc
 
 
 def _words(array: np.ndarray) -> np.ndarray:
