@@ -198,3 +198,14 @@ def test_a_reexported_numpy_function_is_not_suggested_as_the_differentiable_one(
     from primitives.tensor.numpy import dispatch
     assert {"linspace", "sum", "linalg.det"} <= dispatch._NAMES    # tnp's own are still named
     assert name not in dispatch._NAMES
+
+
+def test_clip_of_integers_by_bounds_beyond_the_dtype_is_numpys():
+    a = np.array([1, 100, -5], np.int8)
+    for low, high in ((0, 300), (-300, 50), (-300, 300)):
+        got = tnp.clip(a, low, high)
+        assert got.dtype == np.int8
+        np.testing.assert_array_equal(got, np.clip(a, low, high))
+    for low, high in ((0, -300), (300, 400)):               # NumPy: OverflowError
+        with pytest.raises(TiduError, match=r"clip: a_m(in|ax)=-?300 is out of the range"):
+            tnp.clip(a, low, high)

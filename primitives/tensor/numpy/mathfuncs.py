@@ -189,11 +189,28 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     a = operand(a)
     if a_min is None and a_max is None:
         raise TensorShapeError("clip: one of a_min and a_max must be given")
+    if dtype_of(a).kind in "iu":
+        a_min, a_max = _integer_bounds(a_min, a_max, np.iinfo(dtype_of(a)))
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
         a = minimum(a, a_max)
     return a
+
+
+def _integer_bounds(a_min, a_max, info):
+    """``clip``'s bounds for an integer array, as NumPy's: a Python ``int`` beyond the
+    dtype's range that changes nothing is dropped (``clip(int8, 0, 300)``); one that would
+    is refused."""
+    if type(a_min) is int and a_min < info.min:
+        a_min = None
+    if type(a_max) is int and a_max > info.max:
+        a_max = None
+    for name, bound in (("a_min", a_min), ("a_max", a_max)):
+        if type(bound) is int and not info.min <= bound <= info.max:
+            raise TensorTypeError(f"clip: {name}={bound} is out of the range of {info.dtype} "
+                                  f"([{info.min}, {info.max}])")
+    return a_min, a_max
 
 
 fmax = _binary(ew.fmax, np.fmax, "a NaN operand loses to a number (as NumPy's forward); ties "
