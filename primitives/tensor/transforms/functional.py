@@ -545,12 +545,31 @@ class _Flat:
                                   f"output of structure {self.out_tree!r}")
         return leaves
 
-    def aux_result(self, trace: GraphTrace):
+    def aux_result(self, trace: GraphTrace, held: Sequence = ()):
         """``aux`` without derivatives: each traced value of ``trace`` becomes what it stands
-        for one level down (a plain array, or an outer transform's value)."""
+        for one level down (a plain array, or an outer transform's value). An array that
+        shares memory with one of ``held`` (the arguments, the constants, the other results)
+        or with another aux array is copied: writing into ``aux`` changes nothing else."""
         leaves, tree = tree_flatten(self.aux)
-        return tree_unflatten(tree, [result_array(v.value_below) if isinstance(v, Tracer) and
-                                     v.graph_trace is trace else v for v in leaves])
+        leaves = [result_array(v.value_below) if isinstance(v, Tracer) and
+                  v.graph_trace is trace else v for v in leaves]
+        arrays = [n for n, v in enumerate(leaves) if _is_plain_array(v)]
+        for n, v in zip(arrays, fresh([leaves[n] for n in arrays],
+                                      [h for h in held if _is_plain_array(h)])):
+            leaves[n] = v
+        return tree_unflatten(tree, leaves)
+
+
+def _is_plain_array(value) -> bool:
+    """An array of a library (not a front-end value, a number or another object)."""
+    if type(value) is np.ndarray:
+        return True
+    if isinstance(value, (Frontend, np.generic, numbers.Number, str, bytes)) or value is None:
+        return False
+    try:
+        return library_of(value) is not NUMPY
+    except TiduError:
+        return False
 
 
 def _with_args(f: Callable, args: Sequence, kwargs: dict, positions: Sequence[int]) -> Callable:
@@ -612,10 +631,10 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
         leaves = fresh(in_library_of(leaves, primal_values), primal_values + cts)
         return tuple(flat.unflatten_inputs(leaves))
 
-    out = tree_unflatten(flat.out_tree, fresh(in_library_of(list(traced.output()),
-                                                            primal_values), primal_values))
+    out_leaves = fresh(in_library_of(list(traced.output()), primal_values), primal_values)
+    out = tree_unflatten(flat.out_tree, out_leaves)
     if has_aux:
-        return out, vjp_fn, flat.aux_result(traced.trace)
+        return out, vjp_fn, flat.aux_result(traced.trace, primal_values + out_leaves)
     return out, vjp_fn
 
 
@@ -688,6 +707,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
                                 transform="grad")
         _check_scalar(out, f, "grad")
         grads = _by_argnums(argnums, nums, distinct, vjp_fn(np.ones((), dtype=dtype_of(out))))
+        if len(distinct) < len(nums):       # an argument named twice: its gradient, copied
+            grads = _fresh_tree(grads, [])
         return ((out, aux[0]) if has_aux else out), grads
     return wrapped
 
@@ -753,7 +774,10 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
                                       in_library_of(list(traced.output()), flat.leaves)),
                        tree_unflatten(flat.out_tree, in_library_of(tangent_out, flat.leaves))),
                       _inputs_of(traced) + tangent_leaves)
-    return (*out, flat.aux_result(traced.trace)) if has_aux else out
+    if has_aux:
+        held = _inputs_of(traced) + list(tangent_leaves) + tree_flatten(out)[0]
+        return (*out, flat.aux_result(traced.trace, held))
+    return out
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence):
@@ -862,7 +886,10 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
                                   flat.unflatten_inputs(in_library_of(row, inputs)))
                       for row in blocks]
         result = _fresh_tree(tree_unflatten(flat.out_tree, per_output), _inputs_of(traced))
-        return (result, flat.aux_result(traced.trace)) if has_aux else result
+        if has_aux:
+            held = _inputs_of(traced) + tree_flatten(result)[0]
+            return result, flat.aux_result(traced.trace, held)
+        return result
     return jacobian_of_f
 
 

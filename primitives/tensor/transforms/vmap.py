@@ -43,14 +43,17 @@ from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 __all__ = ["vmap"]
 
 
-def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
+         axis_size: int | None = None) -> Callable:
     """``f`` mapped over a batch axis of its arguments (``jax.vmap``'s semantics).
 
     ``in_axes``: an int, ``None``, or a tuple with one entry per positional
     argument (a list is taken as a tuple, as JAX does); each entry an int,
     ``None`` or a container matching a prefix of the argument's structure.
     ``out_axes`` likewise for the result. Negative axes count from the end.
-    Keyword arguments are batched along axis 0. ``f`` runs once per call (there
+    Keyword arguments are batched along axis 0. ``axis_size`` (as in JAX) gives the
+    batch size: needed when no argument is batched, checked against them otherwise.
+    ``f`` runs once per call (there
     is no cache: wrap it in ``jit`` for that). Complex values follow tidu's
     convention in every transform composed with it.
 
@@ -70,10 +73,13 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
                               f"tuple with one entry per positional argument, got {in_axes!r}")
     _check_spec(in_axes, f, "in_axes")
     _check_spec(out_axes, f, "out_axes")
+    if axis_size is not None and (not _is_axis(axis_size) or axis_size < 0):
+        raise FunctionalError(f"vmap of {function_name(f)}: axis_size must be None or a "
+                              f"nonnegative int, got {axis_size!r}")
 
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
-        return _Call(f, in_axes, out_axes, args, kwargs).result()
+        return _Call(f, in_axes, out_axes, args, kwargs, axis_size).result()
 
     return vmapped
 
@@ -164,7 +170,8 @@ def _describe(path: str, value) -> str:
 class _Call:
     """One call of a vmapped function: the arguments' batch axes, the trace, the result."""
 
-    def __init__(self, f, in_axes, out_axes, args: tuple, kwargs: dict) -> None:
+    def __init__(self, f, in_axes, out_axes, args: tuple, kwargs: dict,
+                 axis_size: int | None = None) -> None:
         self.f = f
         self.name = function_name(f)
         self.out_axes = out_axes
@@ -181,7 +188,7 @@ class _Call:
         self.leaves, self.structure = tree_flatten((list(args), kwargs))
         self.axes = [self._axis(path, axis, leaf) for (path, axis), leaf
                      in zip(specs, self.leaves)]
-        self.axis_size = self._axis_size(specs)
+        self.axis_size = self._axis_size(specs, axis_size)
 
     def _axis(self, path: str, axis, leaf) -> int | None:
         if axis is None:
@@ -199,16 +206,24 @@ class _Call:
                 f"(its shape is {tuple(shape_of(leaf))})")
         return axis % ndim
 
-    def _axis_size(self, specs: list) -> int:
+    def _axis_size(self, specs: list, given: int | None = None) -> int:
         sizes: dict[int, list[str]] = {}
         for (path, _), leaf, axis in zip(specs, self.leaves, self.axes):
             if axis is not None:
                 sizes.setdefault(shape_of(leaf)[axis], []).append(
                     f"axis {axis} of {_describe(path, leaf)}")
+        if given is not None:
+            given = int(given)
+            if sizes and set(sizes) != {given}:
+                lines = "\n".join(f"  * size {size}: {', '.join(where)}"
+                                  for size, where in sizes.items())
+                raise FunctionalError(f"vmap of {self.name} got axis_size={given} but the "
+                                      f"mapped axes have other sizes:\n{lines}")
+            return given
         if not sizes:
             raise FunctionalError(f"vmap of {self.name}: no argument is batched (in_axes is "
                                   "None for every one, and there are no keyword arguments); "
-                                  "at least one must have a batch axis")
+                                  "at least one must have a batch axis, or pass axis_size")
         if len(sizes) > 1:
             lines = "\n".join(f"  * size {size}: {', '.join(where)}"
                               for size, where in sizes.items())
