@@ -674,16 +674,12 @@ def _copy(value):
 
 
 def _equal(now, snapshot) -> bool:
+    """Whether ``now`` holds what a guard kept of a value (:func:`_snapshot`, :func:`_copy`):
+    it is the value kept, or a NumPy array of the copy's shape and dtype with its bits."""
     if now is snapshot:
         return True
-    if isinstance(snapshot, (numbers.Number, np.generic)):
-        return type(now) is type(snapshot) and bool(now == snapshot)
-    if not isinstance(snapshot, np.ndarray) or snapshot.nbytes > COMPARED_BYTES:
-        return False
-    if not (isinstance(now, np.ndarray) and now.shape == snapshot.shape
-            and now.dtype == snapshot.dtype):
-        return False
-    return same_bits(now, snapshot)
+    return isinstance(now, np.ndarray) and isinstance(snapshot, np.ndarray) and \
+        now.shape == snapshot.shape and now.dtype == snapshot.dtype and same_bits(now, snapshot)
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
