@@ -667,3 +667,24 @@ def test_a_rebound_decorated_function_traces_again():
     np.testing.assert_allclose(f(X), 2.0 * X)
     act = triple
     np.testing.assert_allclose(f(X), 3.0 * X)
+
+
+def test_a_closed_over_array_read_by_numpy_and_tnp_is_current_in_every_composition():
+    v = np.array([1.0, 2.0])
+
+    def f(x):
+        return tnp.sum(x * np.cos(v)) + tnp.sum(v) * tnp.sum(x)
+
+    def grad_now(x):                              # d f / d x, by hand, with v as it is now
+        return np.cos(v) + v.sum()
+
+    compositions = {"grad(jit)": tnp.grad(tnp.jit(f)), "jit(grad)": tnp.jit(tnp.grad(f)),
+                    "vmap(jit(grad))": tnp.vmap(tnp.jit(tnp.grad(f))),
+                    "jit(vmap(grad))": tnp.jit(tnp.vmap(tnp.grad(f)))}
+    for value in ([1.0, 2.0], [0.5, -3.0], [0.0, 0.0]):
+        v[:] = value                              # written in place between calls
+        for name, g in compositions.items():
+            batched = name.startswith(("vmap", "jit(vmap"))
+            got = g(np.stack([X, X])) if batched else g(X)
+            want = np.stack([grad_now(X)] * 2) if batched else grad_now(X)
+            np.testing.assert_allclose(got, want, err_msg=name)
