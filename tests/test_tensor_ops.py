@@ -157,6 +157,22 @@ def test_parametrized_elementwise_rules(op, dtype, shape, seed):
     check_op(op, rand(np.random.default_rng(seed), shape, dtype, domain), seed=seed)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("scale, offset", [(-1, 1), (-1, -0.0), (1, 0.5), (1, -0.0), (-1, 1e6)])
+def test_affine_of_unit_scale_is_one_pass_with_the_bits_of_two(dtype, scale, offset):
+    # 1 - y*y (tanh's derivative) is offset - x in one pass; its bits are (x*scale) + offset's
+    edges = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e-8, 7.0], dtype)
+    x = np.tile(edges, (1 << 17) // edges.nbytes + 1)   # big enough to be written in place
+    two_passes = np.multiply(x, scale)
+    with np.errstate(all="ignore"):
+        two_passes += offset
+        got = ew.Affine(scale, offset).eval(None, [x])[0]
+        reused = ew.Affine(scale, offset).eval_reusing(None, [x.copy()], (0,))[0]  # (in place)
+    assert got.dtype == reused.dtype == x.dtype
+    assert got.tobytes() == two_passes.tobytes() and reused.tobytes() == two_passes.tobytes()
+    assert not np.shares_memory(got, x)
+
+
 @settings(SETTINGS, max_examples=5)
 @given(shape=SHAPES, seed=SEEDS)
 def test_complex_scale_rules(shape, seed):

@@ -526,6 +526,8 @@ class Affine(TensorPrimitive):
         unit = _is_real(self.scale) and self.scale == 1     # not 1+0j, which makes x complex
         if xp is not NUMPY.xp:
             return [(x if unit else x * self.scale) + self.offset]
+        if self._one_pass(x):
+            return [self._one_pass_into(x, buffers.output_like(x))]
         out = np.array(x, copy=True) if unit else apply_ufunc(np.multiply, x, self.scale)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
         return [out]
@@ -536,9 +538,23 @@ class Affine(TensorPrimitive):
         out = reusable_output(inputs, reusable) if fits else None
         if out is None:
             return self.eval(ctx, inputs)
+        if self._one_pass(out):
+            return [self._one_pass_into(inputs[0], out)]
         np.multiply(inputs[0], self.scale, out=out)
         out += self.offset
         return [out]
+
+    def _one_pass(self, x) -> bool:
+        """Whether ``x`` (a NumPy array) is real floating point and the scale is 1 or -1: then
+        ``x + offset`` or ``offset - x`` is one pass with the bits of the two (``-x`` is exact)."""
+        return (x.dtype.kind == "f" and _is_real(self.offset) and _is_real(self.scale)
+                and (self.scale == 1 or self.scale == -1))
+
+    def _one_pass_into(self, x, out):
+        """``x + offset`` or ``offset - x`` into ``out`` (``None``: a new array of ``x``'s dtype)."""
+        if self.scale == 1:
+            return np.add(x, self.offset, out=out)
+        return np.subtract(self.offset, x, out=out)
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         if _is_real(self.scale) and self.scale == 1:
