@@ -66,9 +66,17 @@ CASES = [
     Case("logsumexp", lambda x: tnp.logsumexp(x, axis=1), lambda x: np.log(
         np.sum(np.exp(x), axis=1)), (normal((2, 3)),), dtypes=REAL_DTYPES,
          note="scipy.special's name; computed with the max subtracted (stable)"),
+    Case("logsumexp", lambda x, b: tnp.logsumexp(x, axis=1, b=b),
+         lambda x, b: np.log(np.sum(b * np.exp(x), axis=1)),
+         (normal((2, 3)), uniform((3,), 0.5, 2.0)), wrt=(0, 1), dtypes=REAL_DTYPES,
+         label="weights b", note="SciPy's b=: a negative sum is NaN (return_sign=True gives "
+                                 "the sign)"),
     # shapes
     Case("reshape", lambda x: tnp.reshape(x, (3, -1)), lambda x: np.reshape(x, (3, -1)),
          (normal((2, 3)),)),
+    Case("reshape", lambda x: tnp.reshape(x, (4, -1), order="F"),
+         lambda x: np.reshape(x, (4, -1), order="F"), (normal((2, 3, 4)),), label="order F",
+         note="order='F' as NumPy's; 'A' and 'K' depend on memory layout: refused"),
     Case("transpose", tnp.transpose, np.transpose, (normal((2, 3, 4)),)),
     Case("transpose", lambda x: tnp.transpose(x, (1, 2, 0)),
          lambda x: np.transpose(x, (1, 2, 0)), (normal((2, 3, 4)),), label="axes"),
@@ -115,6 +123,8 @@ CASES = [
     Case("array", lambda a, b: tnp.array([a, b, a]), lambda a, b: np.array([a, b, a]),
          (normal((2, 3)), normal((2, 3))), wrt=(0, 1),
          note="a list of tensors stacks, with gradients"),
+    Case("array", lambda a: tnp.array(a, ndmin=4), lambda a: np.array(a, ndmin=4),
+         (normal((2, 3)),), label="ndmin", note="ndmin= as NumPy's"),
     Case("asarray", tnp.asarray, np.asarray, (normal((2, 3)),)),
 ]
 

@@ -45,13 +45,14 @@ of the NumPy package.
 
 from __future__ import annotations
 
+import numbers
 import operator
 
 import numpy as np
 
 from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError
+from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, divide,
                                               filled_like, holds_frontend, is_foreign_array,
@@ -243,26 +244,31 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
 # --- arrays from values: array, asarray ---------------------------------------------------
 
 
-def array(object, dtype=None, copy=True):
+def array(object, dtype=None, copy=True, ndmin: int = 0):
     """``np.array``: nested lists and tuples holding tensors or traced values stack, with
     gradients; a tensor or traced value is converted to ``dtype``, and copied (a recorded
     copy, as :func:`~.manipulation.copy`) when ``copy`` is true and it would be returned
     as it is: the result never is ``object`` (as NumPy's), so writing into the result's
-    ``.data`` cannot change ``object``.
+    ``.data`` cannot change ``object``. ``ndmin`` prepends axes of length 1, as NumPy's.
 
     >>> t = array([np.float64(1.0), np.array(2.0)])
     >>> t
     array([1., 2.])
+    >>> array(np.float64(3.0), ndmin=2)
+    array([[3.]])
     """
+    if not isinstance(ndmin, numbers.Integral) or ndmin < 0:
+        raise TensorTypeError(f"array: ndmin must be an integer >= 0, got {ndmin!r}")
     value = operand(object) if isinstance(object, (list, tuple)) else object
     if isinstance(value, Frontend):
         out = value if dtype is None else astype(value, dtype)
-        return copy_array(out) if copy and out is object else out
+        out = copy_array(out) if copy and out is object else out
+        return _with_ndmin(out, ndmin)
     if is_foreign_array(value):                 # stays in its library, on its device
         xp = library_of(value).xp
         value = value if dtype is None else xp.astype(value, np.dtype(dtype))
-        return xp.asarray(value, copy=copy)
-    return np.array(value, dtype=dtype, copy=copy)
+        return _with_ndmin(xp.asarray(value, copy=copy), ndmin)
+    return np.array(value, dtype=dtype, copy=copy, ndmin=ndmin)
 
 
 def asarray(a, dtype=None, *, copy=None):

@@ -613,8 +613,23 @@ def stop_gradient(x):
 
 
 @implements(np.reshape)
-def reshape(x, shape):
-    """``np.reshape`` (one ``-1`` allowed)."""
+def reshape(x, shape, order: str = "C", *, copy: bool | None = None):
+    """``np.reshape`` (one ``-1`` allowed), reading and writing in C order or, with
+    ``order="F"``, in Fortran order. The result is a new value either way (``copy`` is
+    accepted for NumPy's signature: tensors and traced values are never written to).
+
+    >>> reshape(np.arange(6.0), (2, 3), order="F")
+    array([[0., 2., 4.],
+           [1., 3., 5.]])
+    """
+    if order == "F":                # Fortran order is C order on the axes reversed
+        return transpose(reshape(transpose(operand(x)), shape_tuple(shape, "reshape")[::-1]))
+    if order != "C":
+        if order in ("A", "K"):
+            raise TensorNotSupportedError(
+                f"reshape: order={order!r} depends on the memory layout of the data, which "
+                "tensors and traced values do not have; pass order='C' or order='F'")
+        raise TensorShapeError(f"reshape: order must be one of 'C', 'F', 'A', got {order!r}")
     x = operand(x)
     old = shape_of(x)
     shape = shape_tuple(shape, "reshape")

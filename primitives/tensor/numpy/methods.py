@@ -69,7 +69,8 @@ def _matrix_transpose(x):
 #   "unary"      x.name() is f(x)                                   (-x, abs(x), ~x)
 #   "property"   x.name is f(x)                                     (x.T, x.real)
 #   "method"     x.name(*args, **kwargs) is f(x, *args, **kwargs)   (x.sum(axis=0))
-#   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3))     (x.reshape(2, 3))
+#   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3)); keywords pass on
+#                                                                   (x.reshape(2, 3, order="F"))
 #   "axes"       ndarray.transpose's forms: no axes, None, one sequence, or the axes
 #   "in_place"   raises: tensors are immutable (f names the tnp function to use instead)
 #   "augmented"  x op= y rebinds x to f(x, y), as for any immutable value (JAX's arrays, ints),
@@ -171,8 +172,8 @@ def _forwarded(f):
 
 
 def _shape(f):
-    def method(self, *shape):
-        return f(self, shape[0] if len(shape) == 1 else shape)
+    def method(self, *shape, **kwargs):
+        return f(self, shape[0] if len(shape) == 1 else shape, **kwargs)
     return method
 
 

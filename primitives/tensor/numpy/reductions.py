@@ -47,9 +47,11 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, astype, broadcast_t
                                               is_python_scalar, masked, max, maximum, min,
                                               minimum, multiply, negative, no_out, normalize_axes,
                                               normalize_axis, not_equal, operand, real, reshape,
-                                              result_dtype, sqrt, subtract, sum, transpose, where)
+                                              result_dtype, sqrt, stop_gradient, subtract, sum,
+                                              transpose, where)
+from primitives.tensor.numpy.lowering import abs, exp, less, log
 from primitives.tensor.numpy.manipulation import diagonal, squeeze
-from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, round as round_
+from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, isfinite, round as round_, sign
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import (Argmax, Argmin, ReduceLogSumExp, ReduceProd,
@@ -404,14 +406,26 @@ def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO
     return multiply(total, 1.0 / count) if count else divide(total, 0.0)
 
 
-def logsumexp(x, axis=None, keepdims: bool = False):
-    """``scipy.special.logsumexp``: ``log(sum(exp(x)))`` computed stably.
+def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+    """``scipy.special.logsumexp``: ``log(sum(b * exp(x)))`` over ``axis`` (all axes by
+    default), computed stably; SciPy's signature and semantics. Real input only.
 
-    One op (``reduce_logsumexp``), shifted by the maximum; its derivative is the softmax.
+    Without ``b`` and ``return_sign`` it is one op (``reduce_logsumexp``), shifted by the
+    maximum; its derivative is the softmax. With weights ``b`` (broadcast against ``x``;
+    terms whose weight is 0 count for nothing, even where ``x`` is infinite or NaN) a
+    negative sum gives NaN, or, with ``return_sign``, ``(log|sum|, sign(sum))``.
+    Differentiable in ``x`` and ``b``.
+
+    >>> float(logsumexp(np.array([1000.0, 1000.0])))        # 1000 + log 2, no overflow
+    1000.6931471805599
+    >>> out, sgn = logsumexp(np.array([1.0, 2.0]), b=np.array([1.0, -1.0]), return_sign=True)
+    >>> float(out), float(sgn)
+    (1.5413248546129181, -1.0)
     """
     x = operand(x)
-    if np.issubdtype(dtype_of(x), np.complexfloating):
-        raise TensorTypeError("logsumexp: complex input is not supported")
+    if b is not None or return_sign:
+        return weighted_logsumexp(x, axis, b, keepdims, return_sign)
+    _check_real_logsumexp(dtype_of(x))
     x = astype(x, float_dtype(x))
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "logsumexp")
@@ -420,6 +434,62 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     out = first(bind(cached_op(ReduceLogSumExp, axes, shape, dtype_name(dtype_of(x))), x))
     return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) \
         if keepdims else out
+
+
+def _check_real_logsumexp(dtype: np.dtype) -> None:
+    if dtype.kind == "c":
+        raise TensorTypeError("logsumexp: complex input is not supported")
+    if dtype.kind not in "biuf":
+        raise TensorTypeError(f"logsumexp: input of dtype {dtype} is not supported")
+
+
+def weighted_logsumexp(a, axis, b, keepdims: bool, return_sign: bool):
+    """:func:`logsumexp` with weights ``b`` (``None``: none) or the sign: the shift by the
+    maximum is a constant (``stop_gradient``), whose derivative cancels exactly; the sign
+    has derivative 0."""
+    a = operand(a, "logsumexp")
+    if b is not None:
+        b = operand(b, "logsumexp")
+        dtype = result_dtype(a, b)
+        _check_real_logsumexp(dtype)
+        dtype = float_dtype(np.zeros((), dtype))
+        a, b = astype(a, dtype), astype(b, dtype)
+        shape = np.broadcast_shapes(shape_of(a), shape_of(b))
+        a, b = broadcast_to(a, shape), broadcast_to(b, shape)
+        a = where(equal(b, 0), -np.inf, a)      # SciPy: such terms add nothing, inf and NaN too
+    else:
+        _check_real_logsumexp(dtype_of(a))
+        a = astype(a, float_dtype(a))
+    if len(shape_of(a)) == 0:                   # SciPy: at least 1-d (so axis=0 works)
+        a = reshape(a, (1,))
+        b = None if b is None else reshape(b, (1,))
+    axes = normalize_axes(axis, len(shape_of(a)), "logsumexp")
+    shift = stable_shift(a, axes)
+    terms = exp(subtract(a, shift))
+    if b is not None:
+        terms = multiply(b, terms)
+    total = sum(terms, axes, keepdims=True)
+    out = add(log(abs(total)), shift)
+    if return_sign:
+        return _squeezed(out, axes, keepdims), _squeezed(sign(total), axes, keepdims)
+    out = where(less(total, 0), np.nan, out)
+    return _squeezed(out, axes, keepdims)
+
+
+def stable_shift(a, axes: tuple):
+    """The maximum of ``a`` over ``axes`` (kept), as a constant, 0 where it is not finite:
+    what ``logsumexp`` and ``softmax`` subtract (its derivative cancels exactly)."""
+    if builtins.any(shape_of(a)[i] == 0 for i in axes):
+        return np.zeros(tuple(1 if i in axes else n for i, n in enumerate(shape_of(a))),
+                        dtype_of(a))
+    shift = max(stop_gradient(a), axes, keepdims=True) if axes else stop_gradient(a)
+    return where(isfinite(shift), shift, 0.0)
+
+
+def _squeezed(x, axes: tuple, keepdims: bool):
+    if keepdims:
+        return x
+    return reshape(x, tuple(n for i, n in enumerate(shape_of(x)) if i not in axes))
 
 
 # --- variance and averages -------------------------------------------------------------------

@@ -33,7 +33,6 @@ import math
 import numpy as np
 
 from primitives.tensor.numpy.lowering import (
-    abs,
     add,
     astype,
     broadcast_to,
@@ -41,20 +40,15 @@ from primitives.tensor.numpy.lowering import (
     elementwise,
     exp,
     first,
-    less,
     log,
-    max,
-    multiply,
     normalize_axes,
     operand,
-    reshape,
     result_dtype,
-    stop_gradient,
     subtract,
     sum,
     where,
 )
-from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, data_of, shape_of
 from primitives.tensor.errors import (
     ConcretizationError,
     TensorNotSupportedError,
@@ -62,7 +56,9 @@ from primitives.tensor.errors import (
     TensorTypeError,
 )
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.mathfuncs import isfinite, numpy_result_dtype, sign
+from primitives.tensor.numpy import reductions
+from primitives.tensor.numpy.mathfuncs import numpy_result_dtype
+from primitives.tensor.numpy.reductions import stable_shift
 from primitives.tensor.scipy import _ops
 from primitives.tensor.scipy._ops import Special, scipy_special
 
@@ -358,30 +354,15 @@ def xlog1py(x, y):
 # --- reductions ------------------------------------------------------------------------------
 
 
-def _shift(a, axes: tuple):
-    """The maximum of ``a`` over ``axes`` (kept), as a constant, 0 where it is not finite."""
-    if any(shape_of(a)[i] == 0 for i in axes):
-        return np.zeros(tuple(1 if i in axes else n for i, n in enumerate(shape_of(a))),
-                        dtype_of(a))
-    shift = max(stop_gradient(a), axes, keepdims=True) if axes else stop_gradient(a)
-    return where(isfinite(shift), shift, 0.0)
-
-
-def _squeezed(x, axes: tuple, keepdims: bool):
-    if keepdims:
-        return x
-    return reshape(x, tuple(n for i, n in enumerate(shape_of(x)) if i not in axes))
-
-
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
     """``scipy.special.logsumexp``: ``log(sum(b * exp(a)))`` over ``axis`` (all axes by
     default), computed stably; with ``return_sign``, ``(log|sum|, sign(sum))``; without it
     a negative sum gives NaN, as in SciPy. Terms whose weight ``b`` is 0 count for nothing,
-    even where ``a`` is infinite or NaN (SciPy's rule). Real input only.
+    even where ``a`` is infinite or NaN (SciPy's rule). Real input only. The same function
+    as ``tnp.logsumexp``, after SciPy's promotion of the operands.
 
-    Differentiable in ``a`` and ``b``: the shift by the maximum is a constant
-    (:func:`~primitives.tensor.stop_gradient`), whose derivative cancels exactly; the
-    gradient in ``a`` is the softmax (weighted by ``b``), and the sign has derivative 0.
+    Differentiable in ``a`` and ``b``: the gradient in ``a`` is the softmax (weighted by
+    ``b``), and the sign has derivative 0.
 
     >>> float(logsumexp(np.array([1000.0, 1000.0])))        # 1000 + log 2, no overflow
     1000.6931471805599
@@ -389,29 +370,11 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     >>> float(out), float(sgn)
     (1.5413248546129181, -1.0)
     """
-    a = operand(a, "logsumexp")
-    if b is not None:
-        b = operand(b, "logsumexp")
-        a, b = _real("logsumexp", None, a, b)
-        shape = np.broadcast_shapes(shape_of(a), shape_of(b))
-        a, b = broadcast_to(a, shape), broadcast_to(b, shape)
-        a = where(b == 0, -np.inf, a)         # SciPy: such terms add nothing, inf and NaN too
-    else:
+    if b is None:
         (a,) = _real("logsumexp", None, a)
-    if len(shape_of(a)) == 0:                # SciPy: at least 1-d (so axis=0 works)
-        a = reshape(a, (1,))
-        b = None if b is None else reshape(b, (1,))
-    axes = normalize_axes(axis, len(shape_of(a)), "logsumexp")
-    shift = _shift(a, axes)
-    terms = exp(subtract(a, shift))
-    if b is not None:
-        terms = multiply(b, terms)
-    total = sum(terms, axes, keepdims=True)
-    out = add(log(abs(total)), shift)
-    if return_sign:
-        return _squeezed(out, axes, keepdims), _squeezed(sign(total), axes, keepdims)
-    out = where(less(total, 0), np.nan, out)
-    return _squeezed(out, axes, keepdims)
+    else:
+        a, b = _real("logsumexp", None, a, b)
+    return reductions.logsumexp(a, axis, b, keepdims, return_sign)
 
 
 def softmax(x, axis=None):
@@ -423,7 +386,7 @@ def softmax(x, axis=None):
     """
     (x,) = _real("softmax", None, x)
     axes = normalize_axes(axis, len(shape_of(x)), "softmax")
-    shifted = exp(subtract(x, _shift(x, axes)))
+    shifted = exp(subtract(x, stable_shift(x, axes)))
     return divide(shifted, sum(shifted, axes, keepdims=True))
 
 
@@ -436,7 +399,7 @@ def log_softmax(x, axis=None):
     """
     (x,) = _real("log_softmax", None, x)
     axes = normalize_axes(axis, len(shape_of(x)), "log_softmax")
-    shifted = subtract(x, _shift(x, axes))
+    shifted = subtract(x, stable_shift(x, axes))
     return subtract(shifted, log(sum(exp(shifted), axes, keepdims=True)))
 
 
