@@ -87,6 +87,27 @@ def test_pytree_state():
     assert float(g) == pytest.approx(np.cos(T).sum(), rel=1e-6)
 
 
+def test_float32_inputs_give_float32_values_and_derivatives_of_the_float64_solve():
+    # the solve runs in float64 (rtol's default is below float32's resolution); values and
+    # derivatives come back in each input's dtype, as JAX's odeint returns them
+    f32 = lambda v: np.asarray(v, np.float32)                    # noqa: E731
+    ys = odeint(pendulum, f32(Y0), f32(T), f32(A))
+    assert ys.dtype == np.float32
+    np.testing.assert_array_equal(ys, odeint(pendulum, f32(Y0).astype(np.float64),
+                                             f32(T).astype(np.float64),
+                                             f32(A).astype(np.float64)).astype(np.float32))
+    grads32 = tnp.grad(loss, argnums=(0, 1, 2))(f32(Y0), f32(T), f32(A))
+    grads64 = tnp.grad(loss, argnums=(0, 1, 2))(*(f32(v).astype(np.float64) for v in (Y0, T, A)))
+    for got, want in zip(grads32, grads64):
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+    mixed = odeint(lambda s, t: {"x": s["v"], "v": -s["x"]},
+                   {"x": np.float32(1.0), "v": np.array(0.0)}, T)
+    assert mixed["x"].dtype == np.float32 and mixed["v"].dtype == np.float64
+    y0 = tnp.tensor(f32(Y0), requires_grad=True)                 # the eager tensor too
+    assert loss(y0, T, A).backward().grad(y0).dtype == np.float32
+
+
 def test_errors_name_the_problem():
     with pytest.raises(TiduError, match="increase strictly"):
         odeint(pendulum, Y0, np.array([0.0, 1.0, 0.5]), A)

@@ -34,12 +34,13 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.numpy.lowering import concatenate, reshape
+from primitives.tensor.core import dtype_of
+from primitives.tensor.numpy.lowering import astype, concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.jit import jit
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["odeint"]
 
@@ -87,9 +88,23 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     if not leaves:
         raise TensorTypeError("odeint: y0 holds no array")
     flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves))
-    y0_flat = concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0)
-    ys = _odeint(flat_func, float(rtol), float(atol), float(mxstep), y0_flat, t, *args)
-    return flat_func.unflatten(ys)
+    # The solve runs in at least float64 (rtol's default is below float32's resolution): the
+    # state, the times and the floating arguments are cast first, so their derivatives come
+    # back in their own dtypes, and each leaf of y is returned in its dtype, as JAX's odeint.
+    y0_flat = _at_least_float64(concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0))
+    args = tree_map(_at_least_float64, args)
+    ys = _odeint(flat_func, float(rtol), float(atol), float(mxstep), y0_flat,
+                 _at_least_float64(t), *args)
+    out_leaves, out_tree = tree_flatten(flat_func.unflatten(ys))
+    return tree_unflatten(out_tree, [
+        astype(out, dtype_of(leaf)) if dtype_of(leaf).kind in "fc" else out
+        for out, leaf in zip(out_leaves, leaves)])
+
+
+def _at_least_float64(x):
+    """``x`` cast to float64 (complex128) when it is a floating (complex) array of less."""
+    dtype = dtype_of(x)
+    return astype(x, np.result_type(dtype, np.float64)) if dtype.kind in "fc" else x
 
 
 class _Flattened:
