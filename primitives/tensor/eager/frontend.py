@@ -71,10 +71,13 @@ surface's ``ArrayOperators``, the floor and ``tidu.eager``.
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 import sys
 import threading
 import weakref
+from typing import Callable
 
 import numpy as np
 
@@ -92,6 +95,7 @@ from primitives.tensor.eager.strategy import process_strategy as _process
 from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.functional import FunctionalError, Traced, unmark_checkpointed
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _recorder = Recorder()
 EXECUTOR = NumpyExecutor()
@@ -829,56 +833,114 @@ def _copied(data, dtype, requires_grad: bool):
     return array
 
 
-def checkpoint(f, policy=None):
+def checkpoint(f: Callable, policy=None) -> Callable:
     """``f`` with its intermediates recomputed during backward instead of kept.
+
+    ``checkpoint(f)(*args, **kwargs)`` takes what ``f`` takes, as
+    ``jax.checkpoint`` does: positional and keyword arguments, each an array, a
+    ``Tensor`` or a (nested) tuple, list or dict of them; other leaves (Python
+    numbers, strings, ``None``, objects) reach ``f`` as they are, as constants.
+    It returns what ``f`` returns: an array or a (nested) tuple, list or dict of
+    arrays (``Tensor``s on eager tensors).
 
     On eager tensors, ``f`` is traced at the given values, run once, and recorded
     as one node that keeps none of its intermediates, or those ``policy`` saves:
     JAX's names ``"nothing_saveable"`` (the default), ``"everything_saveable"``,
     ``"dots_saveable"``, ``"dots_with_no_batch_dims_saveable"``, or a function of
     the operation returning whether to keep its result
-    (:mod:`primitives.tensor.transforms.checkpoint`). Under the functional
-    transforms ``f`` runs as it is, and ``jit`` compiles a program that
-    recomputes what the block made and the policy does not save (docs/guides/memory.md).
+    (:mod:`primitives.tensor.transforms.checkpoint`). Every ``Tensor`` leaf of
+    the arguments, and every one ``f`` closes over, gets its gradient through the
+    node; array leaves are constants. Under the functional transforms ``f`` runs
+    as it is, and ``jit`` compiles a program that recomputes what the block made
+    and the policy does not save (docs/guides/memory.md).
 
     >>> x = tensor([0.5, 1.0], requires_grad=True)
     >>> from primitives.tensor import numpy as tnp
     >>> y = checkpoint(lambda v: tnp.sin(v) * v)(x)
     >>> np.allclose(tnp.sum(y).backward().grad(x), np.cos(x.data) * x.data + np.sin(x.data))
     True
+    >>> block = checkpoint(lambda p, v, *, scale: {"y": tnp.tanh(p["w"] * v) * scale})
+    >>> out = block({"w": x, "name": "layer"}, np.array([2.0, 3.0]), scale=2.0)
+    >>> np.allclose(tnp.sum(out["y"]).backward().grad(x),
+    ...             2.0 * np.array([2.0, 3.0]) / np.cosh(x.data * [2.0, 3.0]) ** 2)
+    True
     """
     policy = checked_policy(policy, FunctionalError)
 
-    def wrapped(*args):
-        if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in args):
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs))
+        if any(isinstance(a, Frontend) and not isinstance(a, Tensor) for a in leaves):
             with checkpoint_scope(policy):  # under a functional transform: jit recomputes
-                out = f(*args)
+                out = f(*args, **kwargs)
             unmark_checkpointed(out)
             return out
-        tensors = [a if isinstance(a, Tensor) else new_tensor(owned_copy(a)) for a in args]
-        # Tensors the function closes over are captured as inputs of the node too.
-        traced = Traced(f, [_owned_data(t) for t in tensors],
-                        capture=lambda v: isinstance(v, Tensor))
-        graph = traced.graph
-        by_key = dict(zip(traced.input_keys, tensors))
-        by_key.update(traced.trace.captured)
-        inputs = []
-        for key in graph.input_keys:
-            t = by_key.get(key.key)
-            if t is None:                # a constant f closed over: saved, so owned
-                inputs.append(EagerInput(_CONSTANT, None, False,
-                                         owned_copy(traced.trace.values[key])))
-            else:
-                inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
-        recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
-        kept = {key: traced.trace.values[key] for op_key in graph.operation_keys
-                if saves(policy, op_key.operation) for key in op_key.output_keys()}
-        records = _recorder.record_graph(recorded, inputs, traced.outputs, kept,
-                                         current_strategy())
-        outs = [_computed(as_array(value), record.key, record.trace)
-                if record.requires_grad and _is_inexact(value)      # ints, bools: no grad
-                else new_tensor(as_array(value), False, record.key, record.trace)
-                for value, record in zip(traced.outputs, records)]
-        return outs[0] if traced.single_output else tuple(outs)
+        return _checkpointed_on_tensors(f, policy, leaves, in_tree)
 
     return wrapped
+
+
+def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
+    """``f`` at the argument ``leaves`` (of structure ``in_tree``) recorded as one node whose
+    inputs are the ``Tensor`` and array leaves (and the tensors ``f`` closes over): its
+    results as ``Tensor``s, in the structure ``f`` returned."""
+    positions = [n for n, a in enumerate(leaves) if _is_array_argument(a)]
+    tensors = [leaves[n] if isinstance(leaves[n], Tensor) else new_tensor(owned_copy(leaves[n]))
+               for n in positions]
+    out_tree = []
+
+    def flat(*traced):
+        # f on its arguments with the traced values in place of the array leaves
+        values = list(leaves)
+        for n, value in zip(positions, traced):
+            values[n] = value
+        args, kwargs = tree_unflatten(in_tree, values)
+        out_leaves, structure = tree_flatten(f(*args, **kwargs))
+        out_tree.append(structure)
+        return tuple(out_leaves)
+
+    flat.__name__ = flat.__qualname__ = _function_name(f)
+    # Tensors the function closes over are captured as inputs of the node too.
+    traced = Traced(flat, [_owned_data(t) for t in tensors],
+                    capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
+    if not traced.outputs:                       # f returned no array: nothing to record
+        return tree_unflatten(out_tree[0], [])
+    graph = traced.graph
+    by_key = dict(zip(traced.input_keys, tensors))
+    by_key.update(traced.trace.captured)
+    inputs = []
+    for key in graph.input_keys:
+        t = by_key.get(key.key)
+        if t is None:                # a constant f closed over: saved, so owned
+            inputs.append(EagerInput(_CONSTANT, None, False,
+                                     owned_copy(traced.trace.values[key])))
+        else:
+            inputs.append(EagerInput(t.key, t._trace, t._requires_grad, _owned_data(t)))
+    recorded = RecordedGraph(graph, [k.key for k in graph.input_keys], graph.output_keys)
+    kept = {key: traced.trace.values[key] for op_key in graph.operation_keys
+            if saves(policy, op_key.operation) for key in op_key.output_keys()}
+    records = _recorder.record_graph(recorded, inputs, traced.outputs, kept,
+                                     current_strategy())
+    outs = [_computed(as_array(value), record.key, record.trace)
+            if record.requires_grad and _is_inexact(value)      # ints, bools: no grad
+            else new_tensor(as_array(value), False, record.key, record.trace)
+            for value, record in zip(traced.outputs, records)]
+    return tree_unflatten(out_tree[0], outs)
+
+
+def _is_array_argument(value) -> bool:
+    """Whether a leaf of ``checkpoint``'s arguments is an input of the node: a ``Tensor`` or
+    an array of numbers (of any library). Other leaves (Python numbers, strings, objects)
+    reach ``f`` as they are, as JAX's static values would."""
+    if isinstance(value, Tensor):
+        return True
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype.kind in "biufc"
+    if isinstance(value, (numbers.Number, str, bytes)):
+        return False
+    return library_of(value) is not NUMPY
+
+
+def _function_name(f) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) \
+        or type(f).__name__

@@ -1,7 +1,8 @@
 """``jit``: trace a function once per argument signature, optimize the graph, run it compiled.
 
 ``jit(f)`` traces ``f`` the first time it sees a signature (the structure of the
-arguments, each array's shape and dtype, the values of ``static_argnums``),
+arguments, each array's shape and dtype, the values of the static arguments:
+``static_argnums`` and ``static_argnames``, by position or by keyword),
 hands the graph to :func:`tidu.optimize` and compiles the result into a
 :class:`tidu.graph.Program`. Later calls with that signature run the program:
 ``f``'s Python code, and so its side effects, run once per trace, as in JAX.
@@ -45,6 +46,7 @@ gradient computation into one program.
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 import threading
 from typing import Callable, Sequence
@@ -67,14 +69,19 @@ _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped fi
 
 
 def jit(f: Callable, static_argnums: int | Sequence[int] = (),
-        memory_budget: int | None = None) -> Callable:
+        memory_budget: int | None = None, *,
+        static_argnames: str | Sequence[str] = ()) -> Callable:
     """``f`` traced and compiled once per (argument structure, shapes, dtypes, static args).
 
     ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
-    of them; the arguments at ``static_argnums`` are passed to ``f`` as they are
-    (they must be hashable) and a new value traces again. A static argument is
-    part of the signature, so frozen by design (as in JAX): unlike what ``f``
-    reads from its closure, what is written into it later is not read again.
+    of them; the arguments at ``static_argnums`` and those named in
+    ``static_argnames`` are passed to ``f`` as they are (they must be hashable)
+    and a new value traces again. As in ``jax.jit``, ``f``'s signature links
+    the two: a static parameter is static whether the caller passes it by
+    position or by keyword (unlike JAX, also when both lists are given), and one
+    the caller leaves out takes its default. A static argument is part of the
+    signature, so frozen by design (as in JAX): unlike what ``f`` reads from its
+    closure, what is written into it later is not read again.
 
     ``memory_budget`` (bytes) bounds what the compiled program holds at once of
     the values it makes (intermediates and results; the arguments are the
@@ -92,8 +99,12 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     >>> step(np.zeros(2), x, y)                       # traced, compiled and run
     array([-1., -2.])
     >>> power = jit(lambda v, n: v ** n, static_argnums=1)
-    >>> power(np.array([2.0]), 3)                     # n is static: a new n traces again
-    array([8.])
+    >>> power(np.array([2.0]), 3), power(np.array([2.0]), n=2)   # n static either way
+    (array([8.]), array([4.]))
+    >>> scale = jit(lambda v, how="double": v * 2 if how == "double" else v,
+    ...             static_argnames="how")
+    >>> scale(np.array([1.0]), how="same")
+    array([1.])
     """
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
@@ -101,30 +112,34 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
                                       or isinstance(memory_budget, bool) or memory_budget < 0):
         raise FunctionalError(f"jit of {_name(f)}: memory_budget must be a number of bytes "
                               f">= 0 or None, got {memory_budget!r}")
+    arguments = _StaticArguments(f, statics, static_argnames)
     cache: dict = {}
     lock = threading.Lock()
 
     @functools.wraps(f)
     def jitted(*args, **kwargs):
-        static_positions = {_static_position(n, len(args), f) for n in statics}
-        static = tuple((n, args[n]) for n in sorted(static_positions))
-        dynamic = [a for n, a in enumerate(args) if n not in static_positions]
+        if arguments:
+            static, dynamic, static_kw, kwargs = arguments.split(args, kwargs)
+        else:
+            static, dynamic, static_kw = (), args, ()
         leaves, structure = tree_flatten((dynamic, kwargs))
         leaves = [_leaf(leaf, f) for leaf in leaves]
-        signature = (structure, static,
+        signature = (structure, static, static_kw,
                      tuple([(shape_of(leaf), dtype_of(leaf).str) for leaf in leaves]))
         try:
             with lock:
                 traced = cache.get(signature)
         except TypeError:
+            kinds = [type(v).__name__ for _, v in static + static_kw]
             raise FunctionalError(f"jit of {_name(f)}: a static argument is not hashable "
-                                  f"({[type(v).__name__ for _, v in static]})") from None
+                                  f"({kinds})") from None
         if traced is not None:
             result = traced(leaves)
             if result is not _STALE:
                 return _in_library_of_leaves(result, leaves, f)
         # a new signature, or what f reads from outside changed in a way only a trace sees
-        traced = _Traced(f, static, structure, leaves, memory_budget, previous=traced)
+        traced = _Traced(f, static, structure, leaves, memory_budget, previous=traced,
+                         static_kwargs=static_kw)
         if traced.reusable:
             with lock:
                 cache.pop(signature, None)
@@ -134,6 +149,79 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         return _in_library_of_leaves(traced.first_result, leaves, f)
 
     return jitted
+
+
+class _StaticArguments:
+    """Which arguments of a call are static: those at ``static_argnums`` and those named in
+    ``static_argnames``, each list completed from ``f``'s signature by the other (JAX's rule),
+    so that a static parameter is static however the caller passes it."""
+
+    def __init__(self, f, statics: tuple, static_argnames) -> None:
+        names = (static_argnames,) if isinstance(static_argnames, str) \
+            else tuple(static_argnames)
+        for name in names:
+            if not isinstance(name, str):
+                raise FunctionalError(f"jit of {_name(f)}: static_argnames takes parameter "
+                                      f"names (str), got {name!r}")
+        self.f, self.statics = f, statics
+        parameters = _parameters(f) if statics or names else None
+        # positions a parameter of f may be given at (None: f's signature is unknown)
+        self.positional = None if parameters is None else sum(
+            p.kind in (_POSITIONAL, _EITHER) for p in parameters)
+        inferred_names, positions = [], []
+        if parameters is not None:
+            by_keyword = {p.name for p in parameters if p.kind in (_EITHER, _KEYWORD)}
+            unknown = [n for n in names if n not in by_keyword]
+            if unknown and not any(p.kind is _VAR_KEYWORD for p in parameters):
+                raise FunctionalError(
+                    f"jit of {_name(f)}: static_argnames {unknown} name no parameter that "
+                    f"{_name(f)} takes by keyword (its parameters: "
+                    f"{', '.join(p.name for p in parameters)})")
+            for index, p in enumerate(parameters):
+                if p.kind is not _EITHER:
+                    continue
+                if p.name in names:
+                    positions.append(index)
+                elif any(isinstance(n, numbers.Integral) and n == index for n in statics):
+                    inferred_names.append(p.name)
+        self.names = frozenset(names + tuple(inferred_names))
+        self.named_positions = tuple(positions)      # static when passed by position
+
+    def __bool__(self) -> bool:
+        return bool(self.statics or self.names)
+
+    def split(self, args: tuple, kwargs: dict):
+        """``(static positional, dynamic positional, static keyword, dynamic keyword)``: the
+        static ones as sorted ``(position or name, value)`` pairs."""
+        count = len(args)
+        positions = {n for n in self.named_positions if n < count}
+        for n in self.statics:
+            if isinstance(n, numbers.Integral) and not isinstance(n, bool) \
+                    and count <= n < (self.positional or 0):
+                continue          # a parameter of f passed by keyword or left to its default
+            positions.add(_static_position(n, count, self.f))
+        static = tuple((n, args[n]) for n in sorted(positions))
+        dynamic = tuple([a for n, a in enumerate(args) if n not in positions]) if positions \
+            else args
+        if self.names and kwargs:
+            static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.names))
+            if static_kw:
+                kwargs = {k: v for k, v in kwargs.items() if k not in self.names}
+        else:
+            static_kw = ()
+        return static, dynamic, static_kw, kwargs
+
+
+_POSITIONAL, _EITHER = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+_KEYWORD, _VAR_KEYWORD = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD
+
+
+def _parameters(f) -> list | None:
+    """``f``'s parameters in order, or ``None`` when Python cannot tell its signature."""
+    try:
+        return list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return None
 
 
 def _static_position(n, count: int, f) -> int:
@@ -186,13 +274,16 @@ class _Traced:
     computed from it while tracing did), its optimized graph and program are reused."""
 
     def __init__(self, f, static: tuple, structure, leaves: list,
-                 memory_budget: int | None = None, previous: "_Traced | None" = None) -> None:
+                 memory_budget: int | None = None, previous: "_Traced | None" = None,
+                 static_kwargs: tuple = ()) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
         tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
         dynamic, kwargs = tree_unflatten(structure, tracers)
         args = list(dynamic)
         for position, value in static:
             args.insert(position, value)
+        if static_kwargs:
+            kwargs = {**kwargs, **dict(static_kwargs)}
         externals = external_values(f)
         try:
             with staging(trace, externals):
