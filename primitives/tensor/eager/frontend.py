@@ -900,14 +900,19 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
         return tuple(out_leaves)
 
     flat.__name__ = flat.__qualname__ = _function_name(f)
-    # Tensors the function closes over are captured as inputs of the node too.
-    traced = Traced(flat, [_owned_data(t) for t in tensors],
-                    capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
+    # Tensors the function closes over are captured as inputs of the node too. (The scope
+    # marks what f binds down to an enclosing jit, should f read a value it traces.)
+    with checkpoint_scope(policy):
+        traced = Traced(flat, [_owned_data(t) for t in tensors],
+                        capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
     if not traced.outputs:                       # f returned no array: nothing to record
         return tree_unflatten(out_tree[0], [])
     graph = traced.graph
     by_key = dict(zip(traced.input_keys, tensors))
     by_key.update(traced.trace.captured)
+    if any(isinstance(traced.trace.values[key], Frontend) for key in graph.input_keys
+           if key.key not in by_key):
+        return _ran_on_enclosing_trace(f, traced, out_tree[0], by_key.values())
     inputs = []
     for key in graph.input_keys:
         t = by_key.get(key.key)
@@ -926,6 +931,22 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
             else new_tensor(as_array(value), False, record.key, record.trace)
             for value, record in zip(traced.outputs, records)]
     return tree_unflatten(out_tree[0], outs)
+
+
+def _ran_on_enclosing_trace(f, traced, out_tree, tensors):
+    """The results of a checkpointed ``f`` that read a value traced by an enclosing
+    transform (``grad``, ``jit``, ``vmap``) from outside its arguments: ``f`` ran on that
+    trace, as the functional ``checkpoint`` runs (nothing is recorded on the tape). Eager
+    tensors that require grad cannot meet such values: refused, as a gradient would be lost."""
+    eager = [t for t in tensors if t._requires_grad]
+    if eager:
+        raise FunctionalError(
+            f"checkpoint of {_function_name(f)}: it reads a value traced by a transform from "
+            f"outside its arguments and takes {len(eager)} eager Tensor(s) that require grad; "
+            "one computation cannot mix the two (pass arrays under the transform)")
+    outs = list(traced.outputs)
+    unmark_checkpointed(outs)
+    return tree_unflatten(out_tree, outs)
 
 
 def _is_array_argument(value) -> bool:
