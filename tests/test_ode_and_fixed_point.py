@@ -108,6 +108,28 @@ def test_float32_inputs_give_float32_values_and_derivatives_of_the_float64_solve
     assert loss(y0, T, A).backward().grad(y0).dtype == np.float32
 
 
+def test_a_traced_or_tensor_value_read_from_outside_the_arguments_is_refused_by_name():
+    # odeint and fixed_point differentiate through their arguments only (a custom_vjp); a
+    # value func reads from its closure would lose its derivative: refused, naming the fix
+    from primitives.tensor.transforms.functional import FunctionalError
+    for transform in (tnp.grad, lambda f: tnp.jit(tnp.grad(f)), tnp.jit):
+        with pytest.raises(FunctionalError, match="odeint's func .* reads a Tracer .* argument "
+                                                  "after t"):
+            transform(lambda w: tnp.sum(odeint(lambda y, s: -w * y, Y0, T)))(0.5)
+        with pytest.raises(FunctionalError, match="fixed_point reads a Tracer .* argument a"):
+            transform(lambda a: tnp.sum(fixed_point(lambda _, x: 0.5 * (x + a / x), None,
+                                                    np.ones(1))))(4.0)
+    rate = tnp.tensor(np.float64(0.5), requires_grad=True)
+    with pytest.raises(FunctionalError, match="reads a Tensor"):
+        odeint(lambda y, s: -rate * y, Y0, T)
+    # passed as arguments, the same computations differentiate
+    got = tnp.grad(lambda w: tnp.sum(odeint(lambda y, s, w: -w * y, Y0, T, w)))(0.5)
+    assert float(got) == pytest.approx(float(np.sum(Y0) * np.sum(-T * np.exp(-0.5 * T))),
+                                       rel=1e-6)
+    assert float(tnp.grad(lambda a: tnp.sum(newton_sqrt(a)))(np.array(4.0))) == \
+        pytest.approx(0.25, rel=1e-8)
+
+
 def test_errors_name_the_problem():
     with pytest.raises(TiduError, match="increase strictly"):
         odeint(pendulum, Y0, np.array([0.0, 1.0, 0.5]), A)

@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.transforms.custom import custom_vjp
+from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
@@ -55,7 +55,9 @@ def _iterate(step: Callable, x, tol: float, max_iter: int, what: str):
     """``x <- step(x)`` until successive iterates agree to ``tol`` (pytrees of arrays)."""
     leaves, tree = tree_flatten(x)
     for _ in range(max_iter):
-        new_leaves, new_tree = tree_flatten(step(tree_unflatten(tree, leaves)))
+        new = outside_values_refused(step(tree_unflatten(tree, leaves)), what,
+                                     "the argument a: fixed_point(f, a, x0)")
+        new_leaves, new_tree = tree_flatten(new)
         if new_tree != tree:
             raise SolverError(f"{what}: f returned structure {new_tree!r} for x of structure "
                               f"{tree!r}")

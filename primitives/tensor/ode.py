@@ -36,7 +36,7 @@ import numpy as np
 
 from primitives.tensor.core import dtype_of
 from primitives.tensor.numpy.lowering import astype, concatenate, reshape
-from primitives.tensor.transforms.custom import custom_vjp
+from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.jit import jit
@@ -148,8 +148,14 @@ class _Flattened:
 
 def _solve(func, rtol, atol, mxstep, y0, t, *args):
     t = _times(t)
-    return _integrate(lambda y, s: np.asarray(func(y, s, *args), dtype=y.dtype),
-                      np.asarray(y0, dtype=np.result_type(y0, np.float64)), t,
+
+    name = f"odeint's func {getattr(func.func, '__qualname__', type(func.func).__name__)}"
+
+    def rhs(y, s):
+        dy = outside_values_refused(func(y, s, *args), name,
+                                    "an argument after t: odeint(func, y0, t, value)")
+        return np.asarray(dy, dtype=y.dtype)
+    return _integrate(rhs, np.asarray(y0, dtype=np.result_type(y0, np.float64)), t,
                       rtol, atol, mxstep)
 
 

@@ -994,3 +994,20 @@ def _differentiated(value) -> bool:
             return True
         value = value.value_below
     return False
+
+
+def outside_values_refused(tree, function: str, hint: str):
+    """``tree`` (what ``function`` returned when called on plain arrays), unless a leaf is a
+    traced value or a tensor that carries a gradient: then ``function`` read it from outside
+    its arguments (a closure, a global), where a solver's ``custom_vjp`` would lose its
+    derivative, and a :class:`FunctionalError` naming ``function`` says to pass it as ``hint``.
+
+    >>> outside_values_refused(np.ones(2), "odeint's func", "an argument")
+    array([1., 1.])
+    """
+    for leaf in tree_flatten(tree)[0]:
+        if isinstance(leaf, Frontend) and (leaf.is_tracer or leaf.carries_gradient):
+            raise FunctionalError(
+                f"{function} reads a {type(leaf).__name__} from outside its arguments (its "
+                f"closure or a global): its derivative would be lost; pass it as {hint}")
+    return tree
