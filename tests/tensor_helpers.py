@@ -42,3 +42,20 @@ def numeric_grad(f, x, eps=1e-6):
             xm[idx] -= eps * unit
             g[idx] += unit * (float(np.real(f(xp))) - float(np.real(f(xm)))) / (2 * eps)
     return g
+
+
+def warm_call_peak(step, *args):
+    """``(peak bytes, result)`` of a warm call of ``step(*args)`` (a first call traces):
+    what the call allocated at most beyond what was live before it (``tracemalloc``)."""
+    import gc
+    import tracemalloc
+
+    step(*args)
+    gc.collect()
+    tnp.release_cached_arrays()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = step(*args)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    return peak, result

@@ -9,15 +9,14 @@ what the policy saves.
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.transforms.functional import FunctionalError
 from tidu import TiduError
+
+from tensor_helpers import warm_call_peak
 
 rng = np.random.default_rng(1)
 WEIGHTS = [rng.standard_normal((32, 32)) / 6 for _ in range(16)]
@@ -40,16 +39,7 @@ def network(policy="plain"):
 
 
 def peak_and_grads(loss):
-    step = tnp.jit(tnp.grad(loss))
-    step(WEIGHTS, H0)
-    gc.collect()
-    tnp.release_cached_arrays()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    grads = step(WEIGHTS, H0)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    return peak, grads
+    return warm_call_peak(tnp.jit(tnp.grad(loss)), WEIGHTS, H0)
 
 
 def test_policies_under_jit_keep_the_gradients_and_order_the_peaks():

@@ -8,15 +8,14 @@ smallest that works, and the library stays usable.
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.transforms.functional import FunctionalError
 from tidu import MemoryBudgetError, TiduError
+
+from tensor_helpers import warm_call_peak
 
 rng = np.random.default_rng(0)
 WEIGHTS = [(rng.standard_normal((32, 32)) / 6).astype(np.float64) for _ in range(24)]
@@ -36,16 +35,7 @@ def recurrence(w, h, x):
     return tnp.sum(h)
 
 
-def peak_and_result(step, *args):
-    step(*args)                                   # traces (and plans the budget)
-    gc.collect()
-    tnp.release_cached_arrays()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    result = step(*args)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    return peak, result
+peak_and_result = warm_call_peak
 
 
 @pytest.mark.parametrize("fraction", [0.6, 0.4, 0.3])

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from primitives import tensor as tnp
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
-from tests.tensor_helpers import numeric_grad
+from tensor_helpers import numeric_grad
 
 SHAPES = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 

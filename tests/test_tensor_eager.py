@@ -15,7 +15,6 @@ import pytest
 
 from primitives import tensor as tnp
 from primitives.tensor import Gradients, Tensor, checkpoint, tensor
-from primitives.tensor.ops import elementwise as ew
 
 from tensor_helpers import REAL, abs2, numeric_grad, random
 
@@ -360,20 +359,6 @@ def test_complex_real_loss_abs_squared_gives_two_z():
 
 
 # --- checkpoint ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def sin_counter(monkeypatch):
-    """Count evaluations of the ``sin`` primitive."""
-    count = [0]
-    rules = ew._UNARY["sin"]
-
-    def counting_sin(a):
-        count[0] += 1
-        return np.sin(a)
-
-    monkeypatch.setitem(ew._UNARY, "sin", rules._replace(fn=counting_sin))
-    return count
 
 
 def block(v, w):

@@ -20,8 +20,9 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import FunctionalError, Tensor
-from primitives.tensor.ops import elementwise as ew
 from tidu import TiduError
+
+from tensor_helpers import warm_call_peak
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal(5)
@@ -148,20 +149,6 @@ def test_static_argnames_agree_with_jax():
 
 
 # --- checkpoint: keyword and pytree arguments, pytree results ---------------------------------
-
-
-@pytest.fixture
-def sin_counter(monkeypatch):
-    """Count evaluations of the ``sin`` primitive (eager and traced)."""
-    count = [0]
-    rules = ew._UNARY["sin"]
-
-    def counting_sin(a):
-        count[0] += 1
-        return np.sin(a)
-
-    monkeypatch.setitem(ew._UNARY, "sin", rules._replace(fn=counting_sin))
-    return count
 
 
 W = RNG.standard_normal((3, 3))
@@ -305,8 +292,6 @@ def test_checkpoint_takes_keywords_and_pytrees_under_the_transforms(transform):
 
 
 def test_checkpoint_with_pytrees_and_keywords_recomputes_under_jit():
-    import gc
-    import tracemalloc
     weights = [{"w": RNG.standard_normal((32, 32)) / 6, "b": [np.zeros(32)]} for _ in range(12)]
     h0 = RNG.standard_normal((128, 32))
 
@@ -324,16 +309,7 @@ def test_checkpoint_with_pytrees_and_keywords_recomputes_under_jit():
         return loss
 
     def peak_and_grads(loss):
-        step = tnp.jit(tnp.grad(loss))
-        step(weights, h0)
-        gc.collect()
-        tnp.release_cached_arrays()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        grads = step(weights, h0)
-        peak = tracemalloc.get_traced_memory()[1] - base
-        tracemalloc.stop()
-        return peak, grads
+        return warm_call_peak(tnp.jit(tnp.grad(loss)), weights, h0)
     plain, expected = peak_and_grads(network(False))
     peak, grads = peak_and_grads(network(True))
     for g, e in zip(grads, expected):
@@ -386,8 +362,6 @@ def test_checkpoint_misuse_is_named():
 def test_checkpoint_of_a_block_reading_traced_weights_from_its_closure():
     # the common layer pattern: the block's argument is a plain array, the weights it reads
     # are the differentiated (traced) values: it runs on the enclosing trace, as in JAX
-    import gc
-    import tracemalloc
     weights = [RNG.standard_normal((32, 32)) / 6 for _ in range(12)]
     h0 = RNG.standard_normal((128, 32))
 
@@ -413,16 +387,7 @@ def test_checkpoint_of_a_block_reading_traced_weights_from_its_closure():
     np.testing.assert_allclose(batched[1], tnp.grad(one)(2 * w1), rtol=1e-12)
 
     def peak(mode):
-        step = tnp.jit(tnp.grad(network(mode)))
-        step(weights, h0)
-        gc.collect()
-        tnp.release_cached_arrays()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        step(weights, h0)
-        used = tracemalloc.get_traced_memory()[1] - base
-        tracemalloc.stop()
-        return used
+        return warm_call_peak(tnp.jit(tnp.grad(network(mode))), weights, h0)[0]
     plain, closure, argument = peak("plain"), peak("closure"), peak("argument")
     # the blocks were recomputed under jit, as when the block's argument is traced
     assert closure < 0.8 * plain and closure <= 1.01 * argument
