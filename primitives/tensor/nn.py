@@ -311,6 +311,14 @@ def glu(x, axis: int = -1):
 # --- normalizations ----------------------------------------------------------------------
 
 
+def _max_keepdims(x, axis):
+    """``max(x, axis, keepdims=True)``, ``-inf`` where ``axis`` is empty (as JAX's: the
+    softmax family of an empty array is empty, its logsumexp ``-inf``)."""
+    if 0 in shape_of(x):
+        return api.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    return api.max(x, axis=axis, keepdims=True)
+
+
 def softmax(x, axis=-1):
     """``exp(x) / sum(exp(x), axis)``, shifted by the maximum for stability (the shift is
     held constant: it cancels in the value, so it has no derivative). ``-inf`` entries
@@ -320,7 +328,7 @@ def softmax(x, axis=-1):
     array([0.5, 0.5, 0. ])
     """
     x = _operand(x)
-    unnormalized = exp(x - stop_gradient(api.max(x, axis=axis, keepdims=True)))
+    unnormalized = exp(x - stop_gradient(_max_keepdims(x, axis)))
     return unnormalized / api.sum(unnormalized, axis=axis, keepdims=True)
 
 
@@ -332,7 +340,7 @@ def log_softmax(x, axis=-1):
     array([-0.69314718, -0.69314718])
     """
     x = _operand(x)
-    shifted = x - stop_gradient(api.max(x, axis=axis, keepdims=True))
+    shifted = x - stop_gradient(_max_keepdims(x, axis))
     return shifted - log(api.sum(exp(shifted), axis=axis, keepdims=True))
 
 
@@ -352,7 +360,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if b is not None:
         b = _operand(b)
         a = where(b != 0, a, -np.inf)
-    amax = api.max(a, axis=axis, keepdims=True)
+    amax = _max_keepdims(a, axis)
     amax = stop_gradient(where(isfinite(amax), amax, 0.0))
     terms = exp(a - amax)
     if b is not None:

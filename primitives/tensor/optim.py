@@ -57,7 +57,7 @@ import numpy as np
 from tidu import TiduError
 from primitives.tensor import numpy as api
 from primitives.tensor.backends import library_of
-from primitives.tensor.core import dtype_of
+from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.numpy.creation import full_like, zeros_like
 from primitives.tensor.eager.frontend import Tensor
 from primitives.tensor.errors import TensorTypeError
@@ -186,8 +186,20 @@ def chain(*transformations: GradientTransformation) -> GradientTransformation:
 
 
 def _checked_learning_rate(what: str, learning_rate):
+    """A number, a schedule, or (as optax) a real scalar array: a NumPy 0-d array, a
+    ``Tensor``, or a traced value (so that a learning rate can be differentiated)."""
     if callable(learning_rate) or isinstance(learning_rate, numbers.Real):
         return learning_rate
+    if isinstance(learning_rate, Frontend) or hasattr(learning_rate, "__array_namespace__") \
+            or isinstance(learning_rate, np.ndarray):
+        try:
+            shape, dtype = shape_of(learning_rate), dtype_of(learning_rate)
+        except TiduError:
+            shape, dtype = None, None
+        if shape == () and dtype is not None and dtype.kind in "fiu":
+            return learning_rate
+        raise OptimizerError(f"{what}: learning_rate must be a real scalar, got an array of "
+                             f"shape {shape} and dtype {dtype}")
     raise OptimizerError(f"{what}: learning_rate must be a number or a schedule (a function "
                          f"of the step count), got {type(learning_rate).__name__}")
 
@@ -196,11 +208,15 @@ def _scale_by_learning_rate(what: str, learning_rate) -> GradientTransformation:
     """``-learning_rate * updates``; a schedule is called with the step count (0 first)."""
     learning_rate = _checked_learning_rate(what, learning_rate)
     if not callable(learning_rate):
-        step_size = -learning_rate
+        if isinstance(learning_rate, numbers.Real):
+            step_size = -learning_rate
+            scale = lambda g: step_size * g                                 # noqa: E731
+        else:           # an array: in each update's dtype, as a schedule's value
+            step_size = api.negative(learning_rate)
+            scale = lambda g: _cast(step_size, g) * g                       # noqa: E731
         return GradientTransformation(
             lambda params: EmptyState(),
-            lambda updates, state, params=None: (
-                _tree_map(what, lambda g: step_size * g, updates), state))
+            lambda updates, state, params=None: (_tree_map(what, scale, updates), state))
 
     def update(updates, state, params=None):
         step_size = -learning_rate(state.count)
@@ -210,9 +226,12 @@ def _scale_by_learning_rate(what: str, learning_rate) -> GradientTransformation:
     return GradientTransformation(lambda params: ScaleByScheduleState(_new_count()), update)
 
 
-def _trace(what: str, decay: float, nesterov: bool) -> GradientTransformation:
+def _trace(what: str, decay: float, nesterov: bool,
+           last: bool = False) -> GradientTransformation:
     """Momentum (optax's ``trace``): ``t = g + decay * t``; the update is ``t``, or
-    ``g + decay * t`` with Nesterov."""
+    ``g + decay * t`` with Nesterov. ``last``: the updates leave the chain as they are, so
+    they get arrays of their own (the new state keeps ``t``: an update written to in place
+    must not change the state)."""
     def init(params):
         return TraceState(_tree_map(what, zeros_like, params))
 
@@ -220,6 +239,8 @@ def _trace(what: str, decay: float, nesterov: bool) -> GradientTransformation:
         trace = _tree_map(what, lambda g, t: g + decay * t, updates, state.trace)
         if nesterov:
             updates = _tree_map(what, lambda g, t: g + decay * t, updates, trace)
+        elif last:
+            updates = _tree_map(what, api.copy, trace)
         else:
             updates = trace
         return updates, TraceState(trace)
@@ -299,6 +320,12 @@ def _scale_by_stddev(what: str, decay: float, eps: float, initial_scale: float,
     return GradientTransformation(init, update)
 
 
+def _no_momentum(momentum) -> bool:
+    """Whether ``momentum`` (``None``, a number, or an array that may be traced) keeps no
+    trace: ``None`` or the number 0. An array keeps one (its value may be unknown)."""
+    return momentum is None or (isinstance(momentum, numbers.Real) and momentum == 0)
+
+
 def sgd(learning_rate, momentum=0.0, nesterov: bool = False) -> GradientTransformation:
     """Stochastic gradient descent (optax's ``sgd``): updates ``-learning_rate * g``, or with
     ``momentum`` ``-learning_rate * t`` where ``t = g + momentum * t`` (Nesterov:
@@ -312,7 +339,7 @@ def sgd(learning_rate, momentum=0.0, nesterov: bool = False) -> GradientTransfor
     (array([-0.2]), array([0.8]))
     """
     what = "optim.sgd"
-    if momentum:
+    if not _no_momentum(momentum):
         return chain(_trace(what, momentum, nesterov),
                      _scale_by_learning_rate(what, learning_rate))
     return chain(_scale_by_learning_rate(what, learning_rate))
@@ -375,7 +402,7 @@ def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale:
     parts = [scale(what, decay, eps, initial_scale, eps_in_sqrt),
              _scale_by_learning_rate(what, learning_rate)]
     if momentum is not None:
-        parts.append(_trace(what, momentum, nesterov))
+        parts.append(_trace(what, momentum, nesterov, last=True))
     return chain(*parts)
 
 
@@ -425,6 +452,16 @@ class _TensorOptimizer:
         self.tensors = tensors
         self.state: list[dict] = [{} for _ in tensors]
 
+    def _check(self, **values) -> None:
+        """torch.optim's checks: each hyperparameter ``name=(value, low, high)`` must be a real
+        number with ``low <= value`` (and ``value < high`` when ``high`` is given)."""
+        for name, (value, low, high) in values.items():
+            if not isinstance(value, numbers.Real) or isinstance(value, bool) \
+                    or not (low <= value and (high is None or value < high)):
+                bound = f"in [{low}, {high})" if high is not None else f">= {low}"
+                raise OptimizerError(f"{self._name}: invalid {name} {value!r}: it must be a "
+                                     f"real number {bound}")
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every tensor's ``.grad``: to ``None`` (torch's default), or to zeros."""
         for t in self.tensors:
@@ -447,6 +484,9 @@ class _TensorOptimizer:
                 data -= _from_pairs(self._update(_pairs(data), _pairs(grad), state))
             else:
                 data -= self._update(data, grad, state)
+            # the libraries whose arrays are immutable (Dask) rebind `data` to a new array
+            # instead of writing in place; for the others this is the same handle (a no-op)
+            t.data = data
         return loss
 
     def _update(self, data, grad, state):
@@ -476,6 +516,9 @@ class SGD(_TensorOptimizer):
     def __init__(self, tensors, lr: float, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False) -> None:
         super().__init__(tensors)
+        self._check(lr=(lr, 0.0, None), momentum=(momentum, 0.0, None),
+                    dampening=(dampening, -math.inf, None),
+                    weight_decay=(weight_decay, 0.0, None))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise OptimizerError("optim.SGD: Nesterov momentum requires a momentum and zero "
                                  "dampening")
@@ -515,7 +558,13 @@ class Adam(_TensorOptimizer):
     def __init__(self, tensors, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0) -> None:
         super().__init__(tensors)
-        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+        betas = tuple(betas)
+        if len(betas) != 2:
+            raise OptimizerError(f"{self._name}: betas must be a pair (beta1, beta2), got "
+                                 f"{betas!r}")
+        self._check(lr=(lr, 0.0, None), eps=(eps, 0.0, None), beta1=(betas[0], 0.0, 1.0),
+                    beta2=(betas[1], 0.0, 1.0), weight_decay=(weight_decay, 0.0, None))
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
 
     def _decay(self, data, grad):
         return grad + self.weight_decay * data if self.weight_decay else grad
@@ -581,6 +630,8 @@ class RMSprop(_TensorOptimizer):
                  weight_decay: float = 0.0, momentum: float = 0.0,
                  centered: bool = False) -> None:
         super().__init__(tensors)
+        self._check(lr=(lr, 0.0, None), alpha=(alpha, 0.0, None), eps=(eps, 0.0, None),
+                    momentum=(momentum, 0.0, None), weight_decay=(weight_decay, 0.0, None))
         self.lr, self.alpha, self.eps = lr, alpha, eps
         self.weight_decay, self.momentum, self.centered = weight_decay, momentum, centered
 

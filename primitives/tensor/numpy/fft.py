@@ -11,7 +11,7 @@ input of ``rfft`` is real: each half-spectrum bin but DC and Nyquist stands for
 two bins of the full spectrum, and the adjoint counts both.
 
 It imports :mod:`.lowering` and :mod:`.indexing` (and :mod:`.dispatch`), of the NumPy
-package.
+package, and the ``copy`` op of :mod:`primitives.tensor.ops.elementwise`.
 
 >>> import numpy as np
 >>> import primitives.tensor as tnp
@@ -35,6 +35,7 @@ from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
 from primitives.tensor.numpy.lowering import (astype, concatenate, conj, first, multiply, no_out,
                                               normalize_axis, operand)
+from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
 from primitives.tensor.ops.indexing import Pad, Slice
 
@@ -293,7 +294,9 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
 
 
 def _roll(x, shifts: dict):
-    """``x`` rolled by ``shifts[axis]`` along each axis (two slices concatenated)."""
+    """``x`` rolled by ``shifts[axis]`` along each axis (two slices concatenated); a new
+    array even when nothing moves (a roll is a copy, as NumPy's: never ``x`` itself)."""
+    rolled = False
     for axis, shift in shifts.items():
         size = shape_of(x)[axis]
         shift = shift % size if size else 0
@@ -301,7 +304,8 @@ def _roll(x, shifts: dict):
             before = (slice(None),) * axis
             x = concatenate([getitem(x, before + (slice(size - shift, None),)),
                              getitem(x, before + (slice(0, size - shift),))], axis)
-    return x
+            rolled = True
+    return x if rolled else first(bind(ew.copy, x))
 
 
 def _shift(x, axes, fn: str, sign: int):

@@ -304,8 +304,8 @@ def _real_if_real_matrix(a, outputs: list, fn: str) -> list:
     do not know while they trace (and computes them, for a Dask array)."""
     if dtype_of(a).kind == "c":
         return outputs
-    all_real = data_of(equal(max(abs(imag(outputs[0]))), 0) if shape_of(outputs[0])[-1] else
-                       True,
+    all_real = data_of(equal(max(abs(imag(outputs[0]))), 0) if 0 not in shape_of(outputs[0])
+                       else True,
                        f"linalg.{fn}: reading whether a real matrix's eigenvalues are all real "
                        "(NumPy's result is then real, else complex); give a complex matrix "
                        "(a.astype(complex)) for complex results always, as JAX's")
@@ -471,6 +471,14 @@ def multi_dot(arrays, *, out=None):
 # --- norms ---------------------------------------------------------------------------------------
 
 
+def _largest(x, axis, keepdims: bool = False):
+    """``max`` over ``axis``, 0 where that axis is empty (NumPy's norms use ``initial=0``:
+    the norm of an empty array is 0)."""
+    if shape_of(x)[axis]:
+        return max(x, axis, keepdims=keepdims)
+    return max(x, axis, keepdims=keepdims, initial=0)
+
+
 def _two_norm(x, axis, keepdims: bool):
     """``sqrt(sum(|x|²))`` with derivative 0 at 0 (PyTorch's subgradient, not NaN)."""
     squares = multiply(conj(x), x) if dtype_of(x).kind == "c" else multiply(x, x)
@@ -485,7 +493,7 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if isinstance(ord, str):
         raise TensorShapeError(f"linalg.norm: Invalid norm order '{ord}' for vectors")
     if ord == np.inf:
-        return max(abs(x), axis, keepdims=keepdims)
+        return _largest(abs(x), axis, keepdims)
     if ord == -np.inf:
         return min(abs(x), axis, keepdims=keepdims)
     if ord == 0:
@@ -507,12 +515,12 @@ def _matrix_norm(x, ord, axes: tuple, keepdims: bool):
     if ord in (2, -2, "nuc"):
         others = tuple(i for i in range(nd) if i not in axes)
         singular = svd(transpose(x, others + axes), compute_uv=False)
-        result = {2: max, -2: min}.get(ord, sum)(singular, -1)
+        result = {2: _largest, -2: min}.get(ord, sum)(singular, -1)
     elif ord in (1, -1):
-        extremum = max if ord == 1 else min
+        extremum = _largest if ord == 1 else min
         result = extremum(sum(abs(x), row_axis), column_axis - (column_axis > row_axis))
     elif ord in (np.inf, -np.inf):
-        extremum = max if ord == np.inf else min
+        extremum = _largest if ord == np.inf else min
         result = extremum(sum(abs(x), column_axis), row_axis - (row_axis > column_axis))
     elif ord is None or ord in ("fro", "f"):
         result = _two_norm(x, axes, False)
@@ -531,7 +539,10 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     ``2``/``-2`` matrix norms share the derivative; ``2``, ``-2`` and ``"nuc"`` go through the
     singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
     x = operand(x, "linalg.norm")
-    x = astype(x, _linalg_dtype(dtype_of(x), "norm"))
+    if dtype_of(x).kind in "biu":       # NumPy's: other dtypes stay (float16 too; its norms
+        x = astype(x, np.float64)       # through the singular values refuse it, as NumPy's)
+    elif dtype_of(x).kind not in "fc":
+        raise TensorTypeError(f"linalg.norm: array type {dtype_of(x)} is unsupported in linalg")
     nd = len(shape_of(x))
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
@@ -594,4 +605,12 @@ def cond(x, p=None):
         s = svdvals(x)
         largest, smallest = getitem(s, (Ellipsis, 0)), getitem(s, (Ellipsis, -1))
         return divide(smallest, largest) if p == -2 else divide(largest, smallest)
-    return multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))
+    x = _matrices(x, "cond")
+    shape = shape_of(x)
+    # NumPy's: inf for a matrix LAPACK finds singular (an exact zero pivot of its LU, where
+    # slogdet's log|det| is -inf), not an error; such a matrix is inverted as I instead
+    singular = equal(slogdet(x).logabsdet, -np.inf)
+    invertible = where(reshape(singular, shape[:-2] + (1, 1)),
+                       _identity(shape[-1], shape, dtype_of(x)), x)
+    ratio = multiply(norm(x, p, axis=(-2, -1)), norm(inv(invertible), p, axis=(-2, -1)))
+    return where(singular, np.inf, ratio)

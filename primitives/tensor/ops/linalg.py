@@ -941,8 +941,8 @@ class Pinv(_MatrixOp):
         a = self.operand(builder, primal_inputs[0])
         p = _primal(builder, primal_outputs[0], self.shape[:-2] + (n, m), self.dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
-        if self.hermitian:
-            da = hermitian_from_lower(da)
+        if self.hermitian:      # the matrix is the one read from the lower triangles, as NumPy's
+            a, da = hermitian_from_lower(a), hermitian_from_lower(da)
         dah = da.H
         # dP = -P dA P + P Pᴴ dAᴴ (I - A P) + (I - P A) dAᴴ Pᴴ P
         first = -((p @ da) @ p)
