@@ -53,7 +53,7 @@ from primitives.tensor.ops.scan import Argsort
 from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
-    "shape", "ndim", "size", "squeeze", "expand_dims", "pad",
+    "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims", "pad",
     "diag", "diagonal", "trace", "tril", "triu",
     "flip", "fliplr", "flipud", "rot90", "roll",
     "repeat", "tile",
@@ -109,6 +109,25 @@ def shape(a) -> tuple:
 def ndim(a) -> int:
     """``np.ndim``."""
     return len(shape(a))
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x) -> bool:
+    """``np.iscomplexobj``: whether ``x``'s dtype is complex; only the dtype is read, so it
+    is known under ``jit`` and ``vmap`` too.
+
+    >>> iscomplexobj(np.ones(2, np.complex64)), iscomplexobj([1.0, 2.0])
+    (True, False)
+    """
+    if isinstance(x, Frontend):
+        return dtype_of(x).kind == "c"
+    return bool(np.iscomplexobj(x))
+
+
+@implements(np.isrealobj)
+def isrealobj(x) -> bool:
+    """``np.isrealobj``: not :func:`iscomplexobj` (the dtype only)."""
+    return not iscomplexobj(x)
 
 
 @implements(np.size)
