@@ -119,7 +119,7 @@ def iscomplexobj(x) -> bool:
     >>> iscomplexobj(np.ones(2, np.complex64)), iscomplexobj([1.0, 2.0])
     (True, False)
     """
-    if isinstance(x, Frontend):
+    if isinstance(x, Frontend) or is_foreign_array(x):     # (a PyTorch dtype has no .type)
         return dtype_of(x).kind == "c"
     return bool(np.iscomplexobj(x))
 
