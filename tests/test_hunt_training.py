@@ -719,3 +719,6 @@ def test_iscomplexobj_of_a_traced_value_reads_only_its_dtype():
     np.testing.assert_array_equal(out, np.ones((2, 2)))
     t = tnp.tensor(np.ones(2), requires_grad=True)
     assert tnp.isrealobj(t) and not np.iscomplexobj(t) and tnp.iscomplexobj([1j])
+    torch = pytest.importorskip("torch", reason="a PyTorch tensor's dtype")
+    assert tnp.iscomplexobj(torch.ones(2, dtype=torch.complex64))
+    assert tnp.isrealobj(tnp.tensor(torch.ones(2), requires_grad=True))

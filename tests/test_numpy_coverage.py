@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT / "docs" / "hooks"))
 import numpy_coverage  # noqa: E402
 
 # NumPy functions with a tnp version that are not differentiable array functions:
-# they return shapes or change only the dtype, and are tested elsewhere.
-NOT_IN_THE_TABLE = {"shape", "ndim", "size"}
+# they return shapes or read only the dtype, and are tested elsewhere.
+NOT_IN_THE_TABLE = {"shape", "ndim", "size", "iscomplexobj", "isrealobj"}
 
 
 def _resolve(name: str):

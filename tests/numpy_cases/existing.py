@@ -113,9 +113,6 @@ CASES = [
     *[Case(name, getattr(tnp, name), getattr(np, name), (distinct((2, 3)), distinct((3,))),
            wrt=(), dtypes=REAL_DTYPES)
       for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")],
-    *[Case(name, getattr(tnp, name), getattr(np, name), (normal((2, 3)),), wrt=(),
-           note="reads only the dtype: known under jit and vmap")
-      for name in ("iscomplexobj", "isrealobj")],
     Case("zeros_like", tnp.zeros_like, np.zeros_like, (normal((2, 3)),), wrt=()),
     Case("ones_like", tnp.ones_like, np.ones_like, (normal((2, 3)),), wrt=()),
     Case("full_like", lambda a: tnp.full_like(a, 2.5), lambda a: np.full_like(a, 2.5),
