@@ -27,15 +27,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from primitives.tensor.core import shape_of
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy import fft as _fft
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (astype, conj, multiply, operand, real, reshape,
-                                              result_dtype)
-from primitives.tensor.numpy.products import matmul
-from primitives.tensor.core import shape_of
-from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.numpy.lowering import (
+    astype,
+    conj,
+    multiply,
+    operand,
+    real,
+    reshape,
+    result_dtype,
+)
 from primitives.tensor.numpy.manipulation import flip, pad
 from primitives.tensor.numpy.mathfuncs import rint
+from primitives.tensor.numpy.products import matmul
 
 __all__ = ["convolve", "correlate"]
 
@@ -52,6 +59,8 @@ def _inputs(in1, in2, mode: str, method: str, fn: str):
                                f"'fft', got {method!r}")
     in1, in2 = operand(in1, f"signal.{fn}"), operand(in2, f"signal.{fn}")
     dtype = result_dtype(in1, in2)
+    if dtype.kind not in "biufcO":
+        raise TensorTypeError(f"signal.{fn}: expected arrays of numbers, got dtype {dtype}")
     in1, in2 = astype(in1, dtype), astype(in2, dtype)
     s1, s2 = shape_of(in1), shape_of(in2)
     if len(s1) != len(s2):
@@ -105,8 +114,9 @@ def _direct(in1, weights, starts: tuple, lengths: tuple):
 def _by_fft(in1, kernel, starts: tuple, lengths: tuple, dtype):
     """The full convolution by ``tnp.fft``, cut to the window."""
     full = tuple(a + b - 1 for a, b in zip(shape_of(in1), shape_of(kernel)))
-    product = multiply(_fft.fftn(in1, s=full), _fft.fftn(kernel, s=full))
-    out = _fft.ifftn(product, s=full)
+    axes = tuple(range(len(full)))
+    product = multiply(_fft.fftn(in1, s=full, axes=axes), _fft.fftn(kernel, s=full, axes=axes))
+    out = _fft.ifftn(product, s=full, axes=axes)
     if dtype.kind != "c":
         out = real(out)
         if dtype.kind in "iub":
@@ -115,11 +125,17 @@ def _by_fft(in1, kernel, starts: tuple, lengths: tuple, dtype):
     return astype(getitem(out, window), dtype)
 
 
+def _empty(in1, lengths: tuple):
+    """The empty result (``"same"`` mode of an empty ``in1``), of ``in1``'s library and dtype
+    (a NumPy array would not be of a PyTorch input's library)."""
+    return reshape(multiply(getitem(reshape(in1, (-1,)), slice(0, 0)), 0), lengths)
+
+
 def _convolve(in1, kernel, mode: str, method: str, dtype):
     s1, s2 = shape_of(in1), shape_of(kernel)
     starts, lengths = _output_window(s1, s2, mode)
     if 0 in lengths:
-        return np.zeros(lengths, dtype)
+        return _empty(in1, lengths)
     if method == "fft":
         return _by_fft(in1, kernel, starts, lengths, dtype)
     return _direct(in1, flip(kernel), starts, lengths)
@@ -157,5 +173,5 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto"):
         return _convolve(in1, flip(in2), mode, method, dtype)
     starts, lengths = _output_window(shape_of(in1), shape_of(in2), mode)
     if 0 in lengths:
-        return np.zeros(lengths, dtype)
+        return _empty(in1, lengths)
     return _direct(in1, in2, starts, lengths)          # the reversed kernel, reversed back

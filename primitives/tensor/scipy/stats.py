@@ -30,13 +30,14 @@ import math
 import numpy as np
 
 from primitives.tensor import numpy as tnp
-from primitives.tensor.numpy.lowering import astype, operand, result_dtype
 from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.errors import (
     TensorNotSupportedError,
     TensorShapeError,
     TensorTypeError,
+    TiduError,
 )
+from primitives.tensor.numpy.lowering import astype, operand, result_dtype
 from primitives.tensor.scipy import special
 from primitives.tensor.scipy._ops import NoDerivative
 
@@ -46,15 +47,70 @@ __all__ = ["norm", "multivariate_normal", "t", "gamma", "beta", "dirichlet", "po
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def _floats(fn: str, *args) -> list:
-    """``args`` in one floating dtype (as SciPy computes: integers become ``float64``)."""
-    args = [operand(a, f"scipy.stats.{fn}") for a in args]
+def _floats(fn: str, *args, broadcast: bool = True) -> list:
+    """``args`` in one floating dtype (as SciPy computes: integers become ``float64``); with
+    ``broadcast``, of shapes that broadcast together (else a :class:`TensorShapeError`
+    naming ``fn``, not NumPy's own error)."""
+    args = [_operand(a, fn) for a in args]
+    try:
+        if broadcast:
+            np.broadcast_shapes(*(shape_of(a) for a in args))
+    except ValueError:
+        shapes = ", ".join(str(shape_of(a)) for a in args)
+        raise TensorShapeError(f"scipy.stats.{fn}: the arguments' shapes {shapes} do not "
+                               "broadcast together") from None
     dtype = result_dtype(*args)
     if dtype.kind == "c":
         raise TensorTypeError(f"scipy.stats.{fn}: complex input is not supported")
     if dtype.kind != "f":
         dtype = np.dtype(np.float64)
     return [astype(a, dtype) for a in args]
+
+
+def _operand(value, fn: str):
+    """``value`` as an operand; what NumPy cannot make an array of numbers of (``[1, "a"]``)
+    is a :class:`TensorTypeError` naming ``fn``."""
+    try:
+        value = operand(value, f"scipy.stats.{fn}")
+    except TiduError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise TensorTypeError(f"scipy.stats.{fn}: expected an array of numbers, got "
+                              f"{value!r} ({error})") from None
+    if dtype_of(value).kind not in "biufc":
+        raise TensorTypeError(f"scipy.stats.{fn}: expected an array of numbers, got dtype "
+                              f"{dtype_of(value)}")
+    return value
+
+
+def _and(*conditions):
+    """The elementwise ``and`` of ``conditions`` by ``tnp.logical_and`` (not ``&``, which
+    fails between a NumPy ``bool`` and a PyTorch tensor: a default ``scale`` with a PyTorch
+    shape parameter)."""
+    out = conditions[0]
+    for condition in conditions[1:]:
+        out = tnp.logical_and(out, condition)
+    return out
+
+
+def _or(*conditions):
+    """The elementwise ``or`` of ``conditions`` (``tnp.logical_or``; see :func:`_and`)."""
+    out = conditions[0]
+    for condition in conditions[1:]:
+        out = tnp.logical_or(out, condition)
+    return out
+
+
+def _ones(like, condition):
+    """1 where ``condition`` holds, 0 elsewhere, in the dtype of ``like`` (a ``where`` of two
+    Python numbers would be ``float64`` for ``float32`` data)."""
+    return astype(tnp.where(condition, 1.0, 0.0), dtype_of(like))
+
+
+def _known(z):
+    """Where ``z`` (the data, standardized) is not NaN: a NaN point gives NaN, as in SciPy
+    (not a density of 0 or a probability of 1 by the support's tests, which NaN fails)."""
+    return tnp.logical_not(tnp.isnan(z))
 
 
 def _data(value, what: str):
@@ -75,13 +131,25 @@ def _inside(condition, x, fill: float = 1.0):
     return tnp.where(condition, x, fill)
 
 
-def _log_probability(p, q):
+def _log_probability(p, q, zero=None):
     """``log(p)`` for a probability ``p`` and its complement ``q = 1 - p`` (each computed
     accurately): ``log1p(-q)`` where ``p > 1/2`` (SciPy's rule, split at the median). Each
     branch reads a harmless value where the other is taken, so neither makes a NaN
-    derivative."""
+    derivative. ``zero`` marks where ``p`` is 0 by the support (``cdf`` below it): ``-inf``
+    there, with derivative 0 in forward mode as in reverse (``log`` would divide a zero
+    tangent by 0)."""
     low = p < 0.5
-    return tnp.where(low, tnp.log(_inside(low, p)), tnp.log1p(-_inside(~low, q, 0.0)))
+    high = tnp.logical_not(low)
+    if zero is not None:
+        low = _and(low, tnp.logical_not(zero))
+    out = tnp.where(low, tnp.log(_inside(low, p)), tnp.log1p(-_inside(high, q, 0.0)))
+    return out if zero is None else tnp.where(zero, -np.inf, out)
+
+
+def _log(p, zero):
+    """``log(p)``, ``-inf`` where ``zero`` marks ``p == 0`` by the support: derivative 0
+    there in forward mode as in reverse."""
+    return tnp.where(zero, -np.inf, tnp.log(_inside(tnp.logical_not(zero), p)))
 
 
 class _Distribution:
@@ -127,7 +195,7 @@ def _standardized(fn: str, x, loc, scale, *shape):
     x, loc, scale, *shape = _floats(fn, x, loc, scale, *shape)
     valid = scale > 0
     scale = _inside(valid, scale)
-    return ((x - loc) / scale, scale, valid, *shape)
+    return (tnp.divide(tnp.subtract(x, loc), scale), scale, valid, *shape)
 
 
 class norm_gen(_Distribution):
@@ -227,8 +295,8 @@ class t_gen(_Distribution):
     def _parts(self, fn, x, df, loc, scale):
         z, scale, valid, df = _standardized(fn, x, loc, scale, df)
         normal = tnp.isinf(df)
-        valid = valid & (df > 0)
-        return z, scale, valid, _inside(~normal & valid, df), normal
+        valid = _and(valid, df > 0)
+        return z, scale, valid, _inside(_and(tnp.logical_not(normal), valid), df), normal
 
     def logpdf(self, x, df, loc=0, scale=1):
         """``-betaln(df/2, 1/2) - log(df)/2 - (df+1)/2 log1p(z**2/df) - log(scale)`` for
@@ -303,7 +371,7 @@ class gamma_gen(_Distribution):
 
     def _parts(self, fn, x, a, loc, scale):
         z, scale, valid, a = _standardized(fn, x, loc, scale, a)
-        valid = valid & (a > 0)
+        valid = _and(valid, a > 0, _known(z))
         inside = z >= 0
         return _inside(inside, z), scale, valid, _inside(valid, a), inside
 
@@ -342,7 +410,9 @@ class gamma_gen(_Distribution):
         >>> float(gamma.logcdf(2.0, 1.0))
         -0.14541345786885906
         """
-        return _log_probability(self.cdf(x, a, loc, scale), self.sf(x, a, loc, scale))
+        _, _, valid, _, inside = self._parts("gamma.logcdf", x, a, loc, scale)
+        below = _and(valid, tnp.logical_not(inside))
+        return _log_probability(self.cdf(x, a, loc, scale), self.sf(x, a, loc, scale), below)
 
     def sf(self, x, a, loc=0, scale=1):
         """``gammaincc(a, z)``, accurate where small.
@@ -374,8 +444,8 @@ class beta_gen(_Distribution):
 
     def _parts(self, fn, x, a, b, loc, scale):
         z, scale, valid, a, b = _standardized(fn, x, loc, scale, a, b)
-        valid = valid & (a > 0) & (b > 0)
-        inside = (z >= 0) & (z <= 1)
+        valid = _and(valid, a > 0, b > 0, _known(z))
+        inside = _and(z >= 0, z <= 1)
         return (_inside(inside, z, 0.5), z, scale, valid, _inside(valid, a), _inside(valid, b),
                 inside)
 
@@ -407,7 +477,7 @@ class beta_gen(_Distribution):
         0.25
         """
         z, raw, scale, valid, a, b, inside = self._parts("beta.cdf", x, a, b, loc, scale)
-        out = tnp.where(inside, special.betainc(a, b, z), tnp.where(raw < 0, 0.0, 1.0))
+        out = tnp.where(inside, special.betainc(a, b, z), _ones(raw, raw >= 0))
         return _domain(valid, out)
 
     def logcdf(self, x, a, b, loc=0, scale=1):
@@ -416,7 +486,9 @@ class beta_gen(_Distribution):
         >>> float(beta.logcdf(0.5, 1.0, 1.0))
         -0.6931471805599453
         """
-        return _log_probability(self.cdf(x, a, b, loc, scale), self.sf(x, a, b, loc, scale))
+        _, raw, _, valid, *_ = self._parts("beta.logcdf", x, a, b, loc, scale)
+        return _log_probability(self.cdf(x, a, b, loc, scale), self.sf(x, a, b, loc, scale),
+                                _and(valid, raw < 0))
 
     def sf(self, x, a, b, loc=0, scale=1):
         """``1 - cdf``, as ``betainc(b, a, 1 - z)``.
@@ -425,7 +497,7 @@ class beta_gen(_Distribution):
         0.75
         """
         z, raw, scale, valid, a, b, inside = self._parts("beta.sf", x, a, b, loc, scale)
-        out = tnp.where(inside, special.betainc(b, a, 1 - z), tnp.where(raw < 0, 1.0, 0.0))
+        out = tnp.where(inside, special.betainc(b, a, 1 - z), _ones(raw, raw < 0))
         return _domain(valid, out)
 
     def logsf(self, x, a, b, loc=0, scale=1):
@@ -434,7 +506,9 @@ class beta_gen(_Distribution):
         >>> float(beta.logsf(0.5, 1.0, 1.0))
         -0.6931471805599453
         """
-        return _log_probability(self.sf(x, a, b, loc, scale), self.cdf(x, a, b, loc, scale))
+        _, raw, _, valid, *_ = self._parts("beta.logsf", x, a, b, loc, scale)
+        return _log_probability(self.sf(x, a, b, loc, scale), self.cdf(x, a, b, loc, scale),
+                                _and(valid, raw > 1))
 
 
 # --- multivariate ------------------------------------------------------------------------------
@@ -505,7 +579,7 @@ class multivariate_normal_gen(_Distribution):
         else:
             mean = operand(mean, f"scipy.stats.{fn}")
             dim = int(np.prod(shape_of(mean), dtype=np.int64))
-        x, mean, cov = _floats(fn, x, mean, cov)
+        x, mean, cov = _floats(fn, x, mean, cov, broadcast=False)
         if dim == 1:
             mean, cov = tnp.reshape(mean, (1,)), tnp.reshape(cov, (1, 1))
         if len(shape_of(mean)) != 1 or shape_of(mean)[0] != dim:
@@ -548,7 +622,7 @@ class dirichlet_gen(_Distribution):
         0.6931471805599453
         """
         fn = "dirichlet.logpdf"
-        x, alpha = _floats(fn, x, alpha)
+        x, alpha = _floats(fn, x, alpha, broadcast=False)
         if len(shape_of(alpha)) != 1:
             raise TensorShapeError(f"scipy.stats.{fn}: parameter vector 'alpha' must be "
                                    f"one dimensional, but alpha.shape = {shape_of(alpha)}")
@@ -561,8 +635,8 @@ class dirichlet_gen(_Distribution):
         if shape_of(x)[0] == k - 1:
             x = tnp.concatenate([x, 1 - tnp.sum(x, axis=0, keepdims=True)], axis=0)
         eps = np.finfo(dtype_of(x)).eps
-        on_simplex = (tnp.all(x >= 0, axis=0) & tnp.all(x <= 1, axis=0)
-                      & (tnp.abs(tnp.sum(x, axis=0) - 1) <= max(1e-9, 1e3 * eps)))
+        on_simplex = _and(tnp.all(x >= 0, axis=0), tnp.all(x <= 1, axis=0),
+                          tnp.abs(tnp.sum(x, axis=0) - 1) <= max(1e-9, 1e3 * eps))
         a = tnp.reshape(alpha, (k,) + (1,) * (len(shape_of(x)) - 1))
         log_beta = tnp.sum(special.gammaln(alpha)) - special.gammaln(tnp.sum(alpha))
         out = tnp.sum(special.xlogy(a - 1, x), axis=0) - log_beta
@@ -595,7 +669,8 @@ class poisson_gen(_Distribution):
         k, loc = _data(k, f"the count k of scipy.stats.{fn}"), _data(loc, f"loc of "
                                                                       f"scipy.stats.{fn}")
         k, mu, loc = _floats(fn, k, mu, loc)
-        return k - loc, mu, mu >= 0
+        k = tnp.subtract(k, loc)
+        return k, mu, _and(mu >= 0, _known(k))
 
     def logpmf(self, k, mu, loc=0):
         """``xlogy(k, mu) - gammaln(k + 1) - mu`` at integers ``k >= 0``, ``-inf`` elsewhere.
@@ -604,7 +679,7 @@ class poisson_gen(_Distribution):
         (0.0, -inf)
         """
         k, mu, valid = self._parts("poisson.logpmf", k, mu, loc)
-        count = (k >= 0) & (k == tnp.floor(k))
+        count = _and(k >= 0, k == tnp.floor(k))
         k = _inside(count, k, 0.0)
         out = special.xlogy(k, mu) - special.gammaln(k + 1) - mu
         return _domain(valid, tnp.where(count, out, -np.inf))
@@ -634,7 +709,8 @@ class poisson_gen(_Distribution):
         >>> float(poisson.logcdf(0, 2.0))
         -2.0
         """
-        return tnp.log(self.cdf(k, mu, loc))
+        k_, _, valid = self._parts("poisson.logcdf", k, mu, loc)
+        return _log(self.cdf(k, mu, loc), _and(valid, k_ < 0))
 
     def sf(self, k, mu, loc=0):
         """``1 - cdf``, as ``pdtrc(k, mu)`` for ``k >= 0``, 1 below.
@@ -669,7 +745,8 @@ class bernoulli_gen(_Distribution):
         k, loc = _data(k, f"the outcome k of scipy.stats.{fn}"), _data(loc, f"loc of "
                                                                         f"scipy.stats.{fn}")
         k, p, loc = _floats(fn, k, p, loc)
-        return k - loc, p, (p >= 0) & (p <= 1)
+        k = tnp.subtract(k, loc)
+        return k, p, _and(p >= 0, p <= 1, _known(k))
 
     def logpmf(self, k, p, loc=0):
         """``xlogy(k, p) + xlog1py(1 - k, -p)`` at ``k`` in ``{0, 1}``, ``-inf`` elsewhere.
@@ -678,7 +755,7 @@ class bernoulli_gen(_Distribution):
         (-inf, 0.0)
         """
         k, p, valid = self._parts("bernoulli.logpmf", k, p, loc)
-        outcome = (k == 0) | (k == 1)
+        outcome = _or(k == 0, k == 1)
         k = _inside(outcome, k, 0.0)
         out = special.xlogy(k, p) + special.xlog1py(1 - k, -p)
         return _domain(valid, tnp.where(outcome, out, -np.inf))
@@ -706,7 +783,8 @@ class bernoulli_gen(_Distribution):
         >>> float(bernoulli.logcdf(1, 0.25))
         0.0
         """
-        return tnp.log(self.cdf(k, p, loc))
+        k_, _, valid = self._parts("bernoulli.logcdf", k, p, loc)
+        return _log(self.cdf(k, p, loc), _and(valid, k_ < 0))
 
     def sf(self, k, p, loc=0):
         """``1 - cdf``: 1 below 0, ``p`` on ``[0, 1)``, 0 from 1 on.
@@ -723,7 +801,8 @@ class bernoulli_gen(_Distribution):
         >>> float(bernoulli.logsf(0, 0.25))
         -1.3862943611198906
         """
-        return tnp.log(self.sf(k, p, loc))
+        k_, _, valid = self._parts("bernoulli.logsf", k, p, loc)
+        return _log(self.sf(k, p, loc), _and(valid, k_ >= 1))
 
 
 norm = norm_gen()
