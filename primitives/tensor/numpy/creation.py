@@ -260,7 +260,9 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
     """
     if not isinstance(ndmin, numbers.Integral) or ndmin < 0:
         raise TensorTypeError(f"array: ndmin must be an integer >= 0, got {ndmin!r}")
-    value = operand(object) if isinstance(object, (list, tuple)) else object
+    # (a list of strings is NumPy's to make an array of; one holding tensors stacks them)
+    value = operand(object) if isinstance(object, (list, tuple)) and holds_frontend(object) \
+        else object
     if isinstance(value, Frontend):
         out = value if dtype is None else astype(value, dtype)
         out = copy_array(out) if copy and out is object else out

@@ -132,17 +132,21 @@ _ARRAY_LIKE = (Frontend, np.ndarray, np.generic, numbers.Number)
 
 
 def operand(x, fn: str | None = None):
-    """Python sequences become arrays (``stack``-ed, with gradients, when they hold tensors or
-    traced values); arrays, numbers and frontend values pass through; anything else (``None``,
-    strings, generators...) is a ``TensorTypeError`` naming the tnp function ``fn`` (by
-    default the innermost one of this package on the stack)."""
+    """Python sequences of numbers become arrays (``stack``-ed, with gradients, when they hold
+    tensors or traced values); arrays, numbers and frontend values pass through; anything else
+    (``None``, strings, a list of strings, generators...) is a ``TensorTypeError`` naming the
+    tnp function ``fn`` (by default the innermost one of this package on the stack)."""
     if isinstance(x, _ARRAY_LIKE) or is_foreign_array(x):
         return x
     if not isinstance(x, (list, tuple)):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
                               f"list of them, got {type(x).__name__}")
     if not holds_frontend(x):
-        return np.asarray(x)
+        array = np.asarray(x)
+        if array.dtype.kind not in "biufc":     # strings, objects: not numbers to compute on
+            raise TensorTypeError(f"{fn or _public_caller()}: expected numbers, got a list "
+                                  f"of other values (NumPy makes it an array of {array.dtype})")
+        return array
     if not x:
         raise TensorShapeError("array: an empty sequence holds nothing to stack")
     return stack([operand(item) for item in x])
