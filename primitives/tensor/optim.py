@@ -36,6 +36,16 @@ whose ``.grad`` is ``None``; ``zero_grad()`` sets every ``.grad`` to ``None``
 (torch's default). Their update rules are torch's, hyperparameter names and
 defaults included.
 
+Around them, torch.optim's machinery: ``param_groups`` (the optimizers take a list
+of tensors, or of dicts ``{"params": [...], "lr": ...}`` whose missing
+hyperparameters are the constructor's; ``opt.param_groups[i]["lr"] = ...`` changes
+the next step), ``add_param_group``, ``state`` (keyed by tensor),
+``state_dict()`` / ``load_state_dict()`` (torch's layout, copies both ways: a
+resumed run is bit-identical to one that went on), and the learning-rate
+schedulers of :data:`lr_scheduler` (``StepLR``, ``MultiStepLR``,
+``ExponentialLR``, ``CosineAnnealingLR``, ``LambdaLR``: torch's, rate for rate),
+which act through ``param_groups``.
+
 >>> w = tnp.tensor([1.0, -2.0], requires_grad=True)
 >>> opt = SGD([w], lr=0.25)
 >>> for _ in range(20):
@@ -44,12 +54,31 @@ defaults included.
 ...     opt.step()
 >>> bool(np.all(np.abs(w.data) < 1e-3))
 True
+>>> b = tnp.tensor([0.5], requires_grad=True)
+>>> opt = Adam([{"params": [w]}, {"params": [b], "lr": 0.1}], lr=0.01)
+>>> scheduler = lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+>>> for _ in range(20):
+...     opt.zero_grad()
+...     _ = tnp.sum((w - b) ** 2).backward()
+...     opt.step()
+...     scheduler.step()                  # after opt.step(), as in torch
+>>> scheduler.get_last_lr()
+[0.0025, 0.025]
+>>> saved = opt.state_dict()              # copies: save them, load_state_dict them later
+>>> saved["param_groups"][1]["params"], saved["state"][1]["step"]
+([1], 20)
 """
 
 from __future__ import annotations
 
+import bisect
+import collections
+import copy
 import math
 import numbers
+import sys
+import types
+import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -65,7 +94,7 @@ from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 __all__ = [
     "OptimizerError", "GradientTransformation", "chain", "sgd", "adam", "adamw", "rmsprop",
-    "apply_updates", "SGD", "Adam", "AdamW", "RMSprop",
+    "apply_updates", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
 ]
 
 
@@ -424,76 +453,274 @@ def _values(value):
     return value.data if isinstance(value, Tensor) else value
 
 
+class _GroupValue:
+    """A hyperparameter read and written as an attribute (``opt.lr``, as before parameter
+    groups): reading gives the value every group shares, writing sets it in every group."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, opt, owner=None):
+        if opt is None:
+            return self
+        values = [group[self.name] for group in opt.param_groups]
+        if any(v != values[0] for v in values[1:]):
+            raise OptimizerError(f"{opt._name}.{self.name}: the parameter groups have different "
+                                 f"values {values}; read opt.param_groups[i][{self.name!r}]")
+        return values[0]
+
+    def __set__(self, opt, value) -> None:
+        checked = []
+        for i, group in enumerate(opt.param_groups):
+            new = dict(group, **{self.name: value})
+            opt._check_group(new, f" (param_groups[{i}])")
+            checked.append(new[self.name])         # as the check normalized it (betas a tuple)
+        for group, normalized in zip(opt.param_groups, checked):
+            group[self.name] = normalized
+
+
+def _copied(value):
+    """A copy of a state or hyperparameter value sharing no memory with it (arrays of any
+    library included; numbers, strings and None are immutable and kept)."""
+    if value is None or isinstance(value, (numbers.Number, str, bytes)):
+        return value
+    return copy.deepcopy(value)
+
+
+def _is_array(value) -> bool:
+    return not isinstance(value, (numbers.Number, np.generic, str, bytes)) \
+        and hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+class _TensorStates(dict):
+    """torch's ``optimizer.state``: a tensor's state (a dict, empty until its first step),
+    keyed by the tensor. An int ``i`` reads the ``i``-th tensor's, in the groups' order (as
+    when the states were a list, before parameter groups)."""
+
+    __slots__ = ("_groups",)
+
+    def __init__(self, groups: list) -> None:
+        super().__init__()
+        self._groups = groups
+
+    def __missing__(self, key):
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            return self[[t for group in self._groups for t in group["params"]][key]]
+        if not isinstance(key, Tensor):
+            raise KeyError(key)
+        state = self[key] = {}
+        return state
+
+
 class _TensorOptimizer:
-    """What torch.optim's optimizers share: the tensors, a state per tensor, ``step`` and
-    ``zero_grad``. Subclasses define ``_update(data, grad, state) -> step to subtract``."""
+    """What torch.optim's optimizers share: parameter groups (``param_groups``, each a dict
+    with ``"params"`` and every hyperparameter), a state per tensor (``state``, keyed by
+    the tensor), ``step``, ``zero_grad``, ``add_param_group``, ``state_dict`` and
+    ``load_state_dict``. Subclasses define ``_check_group(group, where)`` (torch's checks of
+    the hyperparameters) and ``_update(data, grad, state, group) -> step to subtract``."""
 
     _complex_as_pairs = False       # whether a complex tensor is updated as (real, imag) pairs
 
     _name = "optim"                 # how errors name the optimizer
 
-    def __init__(self, tensors) -> None:
+    def __init__(self, tensors, defaults: dict) -> None:
         what = self._name
         if isinstance(tensors, (Tensor, np.ndarray, dict)):
             raise TensorTypeError(f"{what}: tensors must be an iterable of Tensors (a list, "
-                                  f"say), got a {type(tensors).__name__}")
-        tensors = list(tensors)
-        if not tensors:
+                                  f"say) or of dicts (parameter groups), got a "
+                                  f"{type(tensors).__name__}")
+        groups = list(tensors)
+        if not groups:
             raise OptimizerError(f"{what} got an empty list of tensors")
-        for t in tensors:
+        self._check_group(defaults, "")
+        self.defaults = defaults
+        self.param_groups: list[dict] = []
+        self.state = _TensorStates(self.param_groups)
+        self._steps = 0                 # how many times step() ran (for the schedulers' check)
+        kinds = {isinstance(g, dict) for g in groups}
+        if kinds == {True, False}:
+            raise TensorTypeError(f"{what}: a list of Tensors or a list of dicts (parameter "
+                                  "groups), not both")
+        for group in groups if True in kinds else [{"params": groups}]:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a parameter group, a dict with ``"params"`` (a Tensor or a list of them) and
+        the hyperparameters it sets; the others are the constructor's (``defaults``)."""
+        what = self._name
+        if not isinstance(param_group, dict):
+            raise TensorTypeError(f"{what}: a parameter group is a dict with 'params' and "
+                                  f"hyperparameters, got a {type(param_group).__name__}")
+        if "params" not in param_group:
+            raise OptimizerError(f"{what}: a parameter group needs 'params' (its tensors), got "
+                                 f"the keys {sorted(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TensorTypeError(f"{what}: a group's params must be an ordered collection (a "
+                                  "list): a set's order changes between runs, and the state "
+                                  "dict numbers the tensors in order")
+        elif isinstance(params, (np.ndarray, dict)):
+            raise TensorTypeError(f"{what}: a group's params must be a Tensor or a list of "
+                                  f"Tensors, got a {type(params).__name__}")
+        params = list(params)
+        index = len(self.param_groups)
+        if not params:
+            raise OptimizerError(f"{what}: parameter group {index} has no tensors")
+        for t in params:
             if not isinstance(t, Tensor):
                 raise TensorTypeError(f"{what} optimizes Tensors, got a {type(t).__name__} "
                                       "(wrap parameters in tnp.tensor(..., requires_grad=True))")
             if t._trace is not None:        # computed by a recorded op: backward fills no .grad
                 raise OptimizerError(f"{what} can't optimize a non-leaf Tensor (one computed "
                                      "by recorded ops); optimize the leaves it comes from")
-        if len({id(t) for t in tensors}) != len(tensors):
+        ids = {id(t) for t in params}
+        if len(ids) != len(params):
             raise OptimizerError(f"{what}: a tensor appears more than once in the list")
-        self.tensors = tensors
-        self.state: list[dict] = [{} for _ in tensors]
+        if any(id(t) in ids for group in self.param_groups for t in group["params"]):
+            raise OptimizerError(f"{what}: some tensors appear in more than one parameter "
+                                 "group (a tensor has one set of hyperparameters)")
+        group = {"params": params}
+        for key, value in param_group.items():
+            if key != "params":
+                group[key] = value
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self._check_group(group, f" (param_groups[{index}])")
+        self.param_groups.append(group)
 
-    def _check(self, **values) -> None:
+    @property
+    def tensors(self) -> list:
+        """Every group's tensors, in order."""
+        return [t for group in self.param_groups for t in group["params"]]
+
+    def _check(self, _where: str = "", **values) -> None:
         """torch.optim's checks: each hyperparameter ``name=(value, low, high)`` must be a real
         number with ``low <= value`` (and ``value < high`` when ``high`` is given)."""
         for name, (value, low, high) in values.items():
             if not isinstance(value, numbers.Real) or isinstance(value, bool) \
                     or not (low <= value and (high is None or value < high)):
                 bound = f"in [{low}, {high})" if high is not None else f">= {low}"
-                raise OptimizerError(f"{self._name}: invalid {name} {value!r}: it must be a "
-                                     f"real number {bound}")
+                raise OptimizerError(f"{self._name}: invalid {name} {value!r}{_where}: it must "
+                                     f"be a real number {bound}")
+
+    def _check_group(self, group: dict, where: str) -> None:
+        raise NotImplementedError
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every tensor's ``.grad``: to ``None`` (torch's default), or to zeros."""
-        for t in self.tensors:
-            if set_to_none or t.grad is None:
-                t.grad = None
-            else:
-                t.grad = zeros_like(_values(t.grad))
+        for group in self.param_groups:
+            for t in group["params"]:
+                if set_to_none or t.grad is None:
+                    t.grad = None
+                else:
+                    t.grad = zeros_like(_values(t.grad))
 
     def step(self, closure: Callable | None = None):
-        """One update of every tensor with a ``.grad``; ``closure`` (which recomputes the loss
-        and calls backward) is called first, and its result returned, as in torch."""
+        """One update of every tensor with a ``.grad``, with its group's hyperparameters;
+        ``closure`` (which recomputes the loss and calls backward) is called first, and its
+        result returned, as in torch."""
         loss = closure() if closure is not None else None
-        for t, state in zip(self.tensors, self.state):
-            if t.grad is None:
-                continue
-            data = t.data                   # a writable handle (copy-on-write)
-            grad = _values(t.grad)
-            if self._complex_as_pairs and dtype_of(data).kind == "c":
-                # as torch (view_as_real): the real and imaginary parts are two parameters
-                data -= _from_pairs(self._update(_pairs(data), _pairs(grad), state))
-            else:
-                data -= self._update(data, grad, state)
-            # the libraries whose arrays are immutable (Dask) rebind `data` to a new array
-            # instead of writing in place; for the others this is the same handle (a no-op)
-            t.data = data
+        states, update, as_pairs = self.state, self._update, self._complex_as_pairs
+        for group in self.param_groups:
+            for t in group["params"]:
+                if t.grad is None:
+                    continue
+                state = states.get(t)
+                if state is None:
+                    state = states[t] = {}
+                data = t.data                   # a writable handle (copy-on-write)
+                grad = _values(t.grad)
+                if as_pairs and dtype_of(data).kind == "c":
+                    # as torch (view_as_real): the real and imaginary parts are two parameters
+                    data -= _from_pairs(update(_pairs(data), _pairs(grad), state, group))
+                else:
+                    data -= update(data, grad, state, group)
+                # the libraries whose arrays are immutable (Dask) rebind `data` to a new array
+                # instead of writing in place; for the others this is the same handle (a no-op)
+                t.data = data
+        self._steps += 1
         return loss
 
-    def _update(self, data, grad, state):
+    def _update(self, data, grad, state, group):
         raise NotImplementedError
 
+    def state_dict(self) -> dict:
+        """torch's: ``{"state": {index: state}, "param_groups": [group]}``, the tensors
+        numbered in the order of the groups (a group's ``"params"`` is a list of those
+        numbers). Everything is a copy: training on does not change it, nor it the optimizer.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: _copied(value) for key, value in group.items() if key != "params"}
+            packed["params"] = [index.setdefault(id(t), len(index)) for t in group["params"]]
+            groups.append(packed)
+        state = {index[id(t)]: {key: _copied(value) for key, value in s.items()}
+                 for t, s in self.state.items() if s and id(t) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the state and the groups' hyperparameters from a :meth:`state_dict` (copies
+        of them) of an optimizer of the same class over tensors of the same shapes, grouped
+        alike; training on then gives what the saved optimizer would have given."""
+        what = f"{self._name}.load_state_dict"
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            got = sorted(state_dict) if isinstance(state_dict, dict) else \
+                type(state_dict).__name__
+            raise OptimizerError(f"{what}: expected a dict with 'state' and 'param_groups' (what "
+                                 f"state_dict() returns), got {got}")
+        saved_groups = list(state_dict["param_groups"])
+        if len(saved_groups) != len(self.param_groups):
+            raise OptimizerError(f"{what}: the state dict has {len(saved_groups)} parameter "
+                                 f"groups, this optimizer {len(self.param_groups)}")
+        tensor_of: dict = {}
+        groups = []
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if not isinstance(saved, dict) or "params" not in saved:
+                raise OptimizerError(f"{what}: param_groups[{i}] of the state dict is not a "
+                                     "group (a dict with 'params')")
+            if len(saved["params"]) != len(group["params"]):
+                raise OptimizerError(f"{what}: param_groups[{i}] has {len(saved['params'])} "
+                                     f"tensors in the state dict, {len(group['params'])} here")
+            tensor_of.update(zip(saved["params"], group["params"]))
+            missing = sorted(set(self.defaults) - set(saved))
+            if missing:
+                raise OptimizerError(f"{what}: param_groups[{i}] lacks {missing}: was the state "
+                                     f"dict saved by another optimizer than {self._name}?")
+            loaded = {key: _copied(value) for key, value in saved.items() if key != "params"}
+            self._check_group(loaded, f" (param_groups[{i}] of the state dict)")
+            groups.append({"params": group["params"], **loaded})
+        state = _TensorStates(self.param_groups)
+        for index, saved in dict(state_dict["state"]).items():
+            t = tensor_of.get(index)
+            if t is None:
+                raise OptimizerError(f"{what}: the state dict has a state for tensor {index!r}, "
+                                     "which no parameter group lists")
+            state[t] = {key: self._loaded_value(what, t, index, key, value)
+                        for key, value in saved.items()}
+        self.param_groups[:] = groups
+        self.state = state
+
+    def _loaded_value(self, what: str, t, index, key, value):
+        value = _copied(value)
+        if not _is_array(value):
+            return value
+        shape, dtype = shape_of(t.data), dtype_of(t.data)
+        if self._complex_as_pairs and dtype.kind == "c":
+            shape, dtype = shape + (2,), np.empty(0, dtype).real.dtype
+        if tuple(value.shape) != shape:
+            raise OptimizerError(f"{what}: state[{index!r}][{key!r}] has shape "
+                                 f"{tuple(value.shape)}, but the tensor it belongs to has shape "
+                                 f"{shape_of(t.data)}")
+        if dtype.kind == "f" and np.dtype(value.dtype).kind == "f" and value.dtype != dtype:
+            value = value.astype(dtype)     # as torch: floating state in the tensor's dtype
+        return value
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self.tensors)} tensors)"
+        n, k = len(self.tensors), len(self.param_groups)
+        return f"{type(self).__name__}({n} tensors" + (f" in {k} groups)" if k > 1 else ")")
 
 
 class SGD(_TensorOptimizer):
@@ -509,34 +736,49 @@ class SGD(_TensorOptimizer):
     ...     opt.zero_grad(); _ = (w * w).sum().backward(); opt.step()
     >>> w.data                                # 1 - 0.2, then 0.8 - 0.1 * (1.6 + 0.9 * 2)
     array([0.46])
+
+    ``tensors`` may be parameter groups, as torch's: dicts with ``"params"`` and the
+    hyperparameters that differ from the constructor's.
+
+    >>> v = tnp.tensor([1.0], requires_grad=True)
+    >>> opt = SGD([{"params": [w]}, {"params": [v], "lr": 0.5}], lr=0.1)
+    >>> [group["lr"] for group in opt.param_groups]
+    [0.1, 0.5]
     """
 
     _name = "optim.SGD"
+    lr = _GroupValue()
+    momentum = _GroupValue()
+    dampening = _GroupValue()
+    weight_decay = _GroupValue()
+    nesterov = _GroupValue()
 
     def __init__(self, tensors, lr: float, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False) -> None:
-        super().__init__(tensors)
-        self._check(lr=(lr, 0.0, None), momentum=(momentum, 0.0, None),
-                    dampening=(dampening, -math.inf, None),
-                    weight_decay=(weight_decay, 0.0, None))
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise OptimizerError("optim.SGD: Nesterov momentum requires a momentum and zero "
-                                 "dampening")
-        self.lr, self.momentum, self.dampening = lr, momentum, dampening
-        self.weight_decay, self.nesterov = weight_decay, nesterov
+        super().__init__(tensors, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                   "weight_decay": weight_decay, "nesterov": nesterov})
 
-    def _update(self, data, grad, state):
-        if self.weight_decay:
-            grad = grad + self.weight_decay * data
-        if self.momentum:
+    def _check_group(self, group: dict, where: str) -> None:
+        self._check(where, lr=(group["lr"], 0.0, None), momentum=(group["momentum"], 0.0, None),
+                    dampening=(group["dampening"], -math.inf, None),
+                    weight_decay=(group["weight_decay"], 0.0, None))
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise OptimizerError(f"optim.SGD: Nesterov momentum requires a momentum and zero "
+                                 f"dampening{where}")
+
+    def _update(self, data, grad, state, group):
+        weight_decay, momentum = group["weight_decay"], group["momentum"]
+        if weight_decay:
+            grad = grad + weight_decay * data
+        if momentum:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = grad.copy() if hasattr(grad, "copy") else grad + 0
             else:
-                buf = self.momentum * buf + (1 - self.dampening) * grad
+                buf = momentum * buf + (1 - group["dampening"]) * grad
             state["momentum_buffer"] = buf
-            grad = grad + self.momentum * buf if self.nesterov else buf
-        return self.lr * grad
+            grad = grad + momentum * buf if group["nesterov"] else buf
+        return group["lr"] * grad
 
 
 class Adam(_TensorOptimizer):
@@ -550,36 +792,51 @@ class Adam(_TensorOptimizer):
     >>> _ = (w * w).sum().backward(); opt.step()
     >>> w.data                                # the first step is -lr * sign(g)
     array([ 0.9, -0.9])
+    >>> sorted(opt.state_dict()["state"][0])  # torch's names, and copies of the arrays
+    ['exp_avg', 'exp_avg_sq', 'step']
     """
 
     _name = "optim.Adam"
     _complex_as_pairs = True
+    lr = _GroupValue()
+    betas = _GroupValue()
+    eps = _GroupValue()
+    weight_decay = _GroupValue()
 
     def __init__(self, tensors, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0) -> None:
-        super().__init__(tensors)
-        betas = tuple(betas)
+        super().__init__(tensors, {"lr": lr, "betas": betas, "eps": eps,
+                                   "weight_decay": weight_decay})
+
+    def _check_group(self, group: dict, where: str) -> None:
+        betas = group["betas"]
+        try:
+            betas = tuple(betas)
+        except TypeError:
+            betas = (betas,)
         if len(betas) != 2:
             raise OptimizerError(f"{self._name}: betas must be a pair (beta1, beta2), got "
-                                 f"{betas!r}")
-        self._check(lr=(lr, 0.0, None), eps=(eps, 0.0, None), beta1=(betas[0], 0.0, 1.0),
-                    beta2=(betas[1], 0.0, 1.0), weight_decay=(weight_decay, 0.0, None))
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+                                 f"{group['betas']!r}{where}")
+        group["betas"] = betas
+        self._check(where, lr=(group["lr"], 0.0, None), eps=(group["eps"], 0.0, None),
+                    beta1=(betas[0], 0.0, 1.0), beta2=(betas[1], 0.0, 1.0),
+                    weight_decay=(group["weight_decay"], 0.0, None))
 
-    def _decay(self, data, grad):
-        return grad + self.weight_decay * data if self.weight_decay else grad
+    def _decay(self, data, grad, group):
+        weight_decay = group["weight_decay"]
+        return grad + weight_decay * data if weight_decay else grad
 
-    def _update(self, data, grad, state):
-        grad = self._decay(data, grad)
-        b1, b2 = self.betas
+    def _update(self, data, grad, state, group):
+        grad = self._decay(data, grad, group)
+        b1, b2 = group["betas"]
         if not state:
             state.update(step=0, exp_avg=zeros_like(data), exp_avg_sq=zeros_like(data))
         state["step"] += 1
         step = state["step"]
         state["exp_avg"] = state["exp_avg"] + (1 - b1) * (grad - state["exp_avg"])
         state["exp_avg_sq"] = b2 * state["exp_avg_sq"] + (1 - b2) * _abs_sq_array(grad)
-        step_size = self.lr / (1 - b1 ** step)
-        denom = state["exp_avg_sq"] ** 0.5 / math.sqrt(1 - b2 ** step) + self.eps
+        step_size = group["lr"] / (1 - b1 ** step)
+        denom = state["exp_avg_sq"] ** 0.5 / math.sqrt(1 - b2 ** step) + group["eps"]
         return step_size * state["exp_avg"] / denom
 
 
@@ -601,12 +858,13 @@ class AdamW(Adam):
                  eps: float = 1e-8, weight_decay: float = 1e-2) -> None:
         super().__init__(tensors, lr, betas, eps, weight_decay)
 
-    def _decay(self, data, grad):
+    def _decay(self, data, grad, group):
         return grad
 
-    def _update(self, data, grad, state):
-        step = super()._update(data, grad, state)
-        return self.lr * self.weight_decay * data + step if self.weight_decay else step
+    def _update(self, data, grad, state, group):
+        step = super()._update(data, grad, state, group)
+        weight_decay = group["weight_decay"]
+        return group["lr"] * weight_decay * data + step if weight_decay else step
 
 
 class RMSprop(_TensorOptimizer):
@@ -625,36 +883,49 @@ class RMSprop(_TensorOptimizer):
 
     _name = "optim.RMSprop"
     _complex_as_pairs = True
+    lr = _GroupValue()
+    alpha = _GroupValue()
+    eps = _GroupValue()
+    weight_decay = _GroupValue()
+    momentum = _GroupValue()
+    centered = _GroupValue()
 
     def __init__(self, tensors, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0,
                  centered: bool = False) -> None:
-        super().__init__(tensors)
-        self._check(lr=(lr, 0.0, None), alpha=(alpha, 0.0, None), eps=(eps, 0.0, None),
-                    momentum=(momentum, 0.0, None), weight_decay=(weight_decay, 0.0, None))
-        self.lr, self.alpha, self.eps = lr, alpha, eps
-        self.weight_decay, self.momentum, self.centered = weight_decay, momentum, centered
+        super().__init__(tensors, {"lr": lr, "alpha": alpha, "eps": eps,
+                                   "weight_decay": weight_decay, "momentum": momentum,
+                                   "centered": centered})
 
-    def _update(self, data, grad, state):
-        if self.weight_decay:
-            grad = grad + self.weight_decay * data
+    def _check_group(self, group: dict, where: str) -> None:
+        self._check(where, lr=(group["lr"], 0.0, None), alpha=(group["alpha"], 0.0, None),
+                    eps=(group["eps"], 0.0, None), momentum=(group["momentum"], 0.0, None),
+                    weight_decay=(group["weight_decay"], 0.0, None))
+
+    def _update(self, data, grad, state, group):
+        weight_decay, momentum = group["weight_decay"], group["momentum"]
+        if weight_decay:
+            grad = grad + weight_decay * data
         if not state:
             state["square_avg"] = zeros_like(data)
-            if self.momentum:
-                state["momentum_buffer"] = zeros_like(data)
-            if self.centered:
-                state["grad_avg"] = zeros_like(data)
-        alpha = self.alpha
+        alpha = group["alpha"]
         state["square_avg"] = alpha * state["square_avg"] + (1 - alpha) * _abs_sq_array(grad)
         mean_square = state["square_avg"]
-        if self.centered:
-            state["grad_avg"] = state["grad_avg"] + (1 - alpha) * (grad - state["grad_avg"])
+        if group["centered"]:
+            # created when first needed: a group may turn centered (or momentum) on later
+            grad_avg = state.get("grad_avg")
+            if grad_avg is None:
+                grad_avg = zeros_like(data)
+            state["grad_avg"] = grad_avg + (1 - alpha) * (grad - grad_avg)
             mean_square = mean_square - _abs_sq_array(state["grad_avg"])
-        avg = mean_square ** 0.5 + self.eps
-        if self.momentum:
-            state["momentum_buffer"] = self.momentum * state["momentum_buffer"] + grad / avg
-            return self.lr * state["momentum_buffer"]
-        return self.lr * grad / avg
+        avg = mean_square ** 0.5 + group["eps"]
+        if momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = zeros_like(data)
+            state["momentum_buffer"] = momentum * buf + grad / avg
+            return group["lr"] * state["momentum_buffer"]
+        return group["lr"] * grad / avg
 
 
 def _abs_sq_array(g):
@@ -672,3 +943,320 @@ def _pairs(z):
 
 def _from_pairs(pairs):
     return pairs[..., 0] + 1j * pairs[..., 1]
+
+
+# --- torch.optim.lr_scheduler: learning rates that change with the epochs ---------------------
+
+
+class LRScheduler:
+    """torch's ``LRScheduler``: changes the ``"lr"`` of each of an eager optimizer's
+    ``param_groups``. ``step()`` (after the optimizer's ``step()``, once an epoch or an
+    iteration) advances ``last_epoch`` and sets the learning rates :meth:`get_lr` computes;
+    :meth:`get_last_lr` returns them. Making a scheduler records each group's
+    ``"initial_lr"`` (its ``base_lrs``); ``last_epoch >= 0`` resumes, and needs them.
+    Subclasses define ``get_lr()``, torch's recursive form (from the groups' current
+    ``"lr"``, so that schedulers compose), and ``_get_closed_form_lr()`` when they have one.
+    """
+
+    def __init__(self, optimizer, last_epoch: int = -1) -> None:
+        what = f"lr_scheduler.{type(self).__name__}"
+        if not isinstance(optimizer, _TensorOptimizer):
+            raise TensorTypeError(f"{what} schedules an optimizer of tnp.optim (SGD, Adam, ...), "
+                                  f"got a {type(optimizer).__name__}")
+        if not isinstance(last_epoch, numbers.Integral) or isinstance(last_epoch, bool) \
+                or last_epoch < -1:
+            raise OptimizerError(f"{what}: last_epoch must be an integer >= -1 (-1 starts), got "
+                                 f"{last_epoch!r}")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise OptimizerError(
+                        f"{what}: param_groups[{i}] has no 'initial_lr', which resuming with "
+                        f"last_epoch={last_epoch} needs: load the optimizer's state dict saved "
+                        "while a scheduler ran, or start with last_epoch=-1")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def _groups(self) -> list:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.base_lrs):
+            raise OptimizerError(f"lr_scheduler.{type(self).__name__}: the optimizer has "
+                                 f"{len(groups)} parameter groups, the scheduler was made for "
+                                 f"{len(self.base_lrs)} (add groups before making schedulers)")
+        return groups
+
+    def get_lr(self) -> list:
+        """The learning rates of the groups at ``last_epoch`` (called by :meth:`step`)."""
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list:
+        """The learning rates the last :meth:`step` set, one per parameter group."""
+        return list(self._last_lr)
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch and set the groups' learning rates (call it after the
+        optimizer's ``step()``). ``epoch`` (deprecated in torch) jumps to that epoch."""
+        if self._step_count == 1 and not self.optimizer._steps:
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`: "
+                          "call them in the opposite order, `optimizer.step()` before "
+                          "`lr_scheduler.step()`, or the first value of the learning rate "
+                          "schedule is skipped (as in PyTorch)", UserWarning, stacklevel=2)
+        self._step_count += 1
+        groups = self._groups()
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
+                          "PyTorch): call `scheduler.step()` without it", UserWarning,
+                          stacklevel=2)
+            self.last_epoch = epoch
+            closed_form = getattr(self, "_get_closed_form_lr", None)
+            values = closed_form() if closed_form is not None else self.get_lr()
+        for group, lr in zip(groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in groups]
+
+    def state_dict(self) -> dict:
+        """torch's: every attribute but the optimizer (copies)."""
+        return {key: copy.deepcopy(value) for key, value in self.__dict__.items()
+                if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the attributes a :meth:`state_dict` saved (copies)."""
+        if not isinstance(state_dict, dict):
+            raise OptimizerError(f"lr_scheduler.{type(self).__name__}.load_state_dict: expected "
+                                 f"the dict state_dict() returns, got a "
+                                 f"{type(state_dict).__name__}")
+        self.__dict__.update(copy.deepcopy(state_dict))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(last_epoch={self.last_epoch})"
+
+
+def _scheduler_check(what: str, name: str, value, *, integer: bool = False,
+                     positive: bool = False) -> None:
+    kind = numbers.Integral if integer else numbers.Real
+    if not isinstance(value, kind) or isinstance(value, bool) or (positive and value <= 0):
+        wanted = ("a positive " if positive else "a ") + ("integer" if integer else "real number")
+        raise OptimizerError(f"lr_scheduler.{what}: {name} must be {wanted}, got {value!r}")
+
+
+class LambdaLR(LRScheduler):
+    """torch's ``LambdaLR``: each group's learning rate is its initial one times
+    ``lr_lambda(epoch)`` (one function, or a list of one per group).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = SGD([tnp.tensor([1.0], requires_grad=True)], lr=0.5)
+    >>> scheduler = LambdaLR(opt, lambda epoch: 1 / (1 + epoch))
+    >>> for _ in range(3):
+    ...     opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr(), scheduler.last_epoch
+    ([0.125], 3)
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        groups = getattr(optimizer, "param_groups", [])
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != len(groups):
+                raise OptimizerError(f"lr_scheduler.LambdaLR: expected {len(groups)} "
+                                     f"lr_lambdas (one per parameter group), got "
+                                     f"{len(lr_lambda)}")
+            lambdas = list(lr_lambda)
+        else:
+            lambdas = [lr_lambda] * len(groups)
+        for fn in lambdas:
+            if not callable(fn):
+                raise OptimizerError(f"lr_scheduler.LambdaLR: lr_lambda must be a function of "
+                                     f"the epoch (or a list of them), got a "
+                                     f"{type(fn).__name__}")
+        self.lr_lambdas = lambdas
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        return [base_lr * fn(self.last_epoch)
+                for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+    def state_dict(self) -> dict:
+        """As torch: the functions are not saved, only the attributes of callable objects."""
+        state = {key: copy.deepcopy(value) for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType)
+                               else copy.deepcopy(fn.__dict__) for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        super().load_state_dict(state)
+        for fn, attributes in zip(self.lr_lambdas, saved):
+            if attributes is not None:
+                fn.__dict__.update(copy.deepcopy(attributes))
+
+
+class StepLR(LRScheduler):
+    """torch's ``StepLR``: the learning rates times ``gamma`` every ``step_size`` epochs.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(opt.param_groups[0]["lr"]); opt.step(); scheduler.step()
+    >>> lrs
+    [1.0, 1.0, 0.5, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        _scheduler_check("StepLR", "step_size", step_size, integer=True, positive=True)
+        _scheduler_check("StepLR", "gamma", gamma)
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
+                for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """torch's ``MultiStepLR``: the learning rates times ``gamma`` at each of the
+    ``milestones`` (epochs; one listed twice decays twice).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+    >>> for _ in range(3):
+    ...     opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        if isinstance(milestones, (numbers.Number, str)):
+            raise OptimizerError(f"lr_scheduler.MultiStepLR: milestones must be a list of "
+                                 f"epochs, got {milestones!r}")
+        milestones = list(milestones)
+        for m in milestones:
+            _scheduler_check("MultiStepLR", "a milestone", m, integer=True)
+        _scheduler_check("MultiStepLR", "gamma", gamma)
+        self.milestones = collections.Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+                for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect.bisect_right(milestones, self.last_epoch)
+                for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """torch's ``ExponentialLR``: the learning rates times ``gamma`` every epoch.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = ExponentialLR(opt, gamma=0.5)
+    >>> opt.step(); scheduler.step(); opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
+        _scheduler_check("ExponentialLR", "gamma", gamma)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self._is_initial:        # resuming: the groups already have the epoch's rates
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """torch's ``CosineAnnealingLR``: the learning rates follow
+    ``eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2``, computed as torch
+    does, recursively from the groups' current rates (so it composes with other schedulers
+    and matches torch's numbers); past ``T_max`` it climbs back (a cosine, no restart).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = CosineAnnealingLR(opt, T_max=4)
+    >>> for _ in range(2):
+    ...     opt.step(); scheduler.step()
+    >>> round(scheduler.get_last_lr()[0], 12)              # halfway: (1 + cos(pi / 2)) / 2
+    0.5
+    """
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        _scheduler_check("CosineAnnealingLR", "T_max", T_max, positive=True)
+        _scheduler_check("CosineAnnealingLR", "eta_min", eta_min)
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups, eta_min, t_max = self.optimizer.param_groups, self.eta_min, self.T_max
+        if self._is_initial:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [eta_min + (base_lr - eta_min) * (1 + math.cos(self.last_epoch * math.pi
+                                                                   / t_max)) / 2
+                    for base_lr in self.base_lrs]
+        if (self.last_epoch - 1 - t_max) % (2 * t_max) == 0:
+            return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base_lr, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / t_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / t_max))
+                * (group["lr"] - eta_min) + eta_min for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
+
+
+def _namespace(name: str, doc: str, members: list) -> types.ModuleType:
+    """A submodule of this module made of some of its names (``optim.lr_scheduler``, as
+    ``torch.optim.lr_scheduler``), importable as ``primitives.tensor.optim.<name>``."""
+    module = types.ModuleType(f"{__name__}.{name}", doc)
+    for member in members:
+        setattr(module, member.__name__, member)
+    module.__all__ = [member.__name__ for member in members]
+    sys.modules[module.__name__] = module
+    return module
+
+
+lr_scheduler = _namespace("lr_scheduler", """torch.optim.lr_scheduler's schedulers for the eager
+optimizers of :mod:`primitives.tensor.optim`: :class:`LRScheduler` (the base),
+:class:`LambdaLR`, :class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`,
+:class:`CosineAnnealingLR`. They act through the optimizer's ``param_groups``.""",
+                          [LRScheduler, LambdaLR, StepLR, MultiStepLR, ExponentialLR,
+                           CosineAnnealingLR])
