@@ -619,15 +619,23 @@ def stop_gradient(x):
 @implements(np.reshape)
 def reshape(x, shape, order: str = "C", *, copy: bool | None = None):
     """``np.reshape`` (one ``-1`` allowed), reading and writing in C order or, with
-    ``order="F"``, in Fortran order. The result is a new value either way (``copy`` is
-    accepted for NumPy's signature: tensors and traced values are never written to).
+    ``order="F"``, in Fortran order. ``copy`` is accepted for NumPy's signature and not
+    used: tensors and traced values are never written to (of a NumPy array, a C-order
+    reshape may be a view, as NumPy's is).
 
     >>> reshape(np.arange(6.0), (2, 3), order="F")
     array([[0., 2., 4.],
            [1., 3., 5.]])
     """
+    if isinstance(order, str) and order in ("c", "f", "a", "k"):
+        order = order.upper()       # NumPy takes the orders in either case
     if order == "F":                # Fortran order is C order on the axes reversed
-        return transpose(reshape(transpose(operand(x)), shape_tuple(shape, "reshape")[::-1]))
+        x, shape = operand(x), shape_tuple(shape, "reshape")
+        try:
+            return transpose(reshape(transpose(x), shape[::-1]))
+        except TensorShapeError:    # (named with the shapes the caller gave, not reversed)
+            raise TensorShapeError(f"reshape: cannot reshape array of shape {shape_of(x)} "
+                                   f"into {shape} (order='F')") from None
     if order != "C":
         if order in ("A", "K"):
             raise TensorNotSupportedError(

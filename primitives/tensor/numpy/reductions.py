@@ -36,7 +36,7 @@ import numbers
 import numpy as np
 
 from primitives.tensor.backends import library_of
-from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import constant_data, implements
@@ -448,6 +448,7 @@ def weighted_logsumexp(a, axis, b, keepdims: bool, return_sign: bool):
     maximum is a constant (``stop_gradient``), whose derivative cancels exactly; the sign
     has derivative 0."""
     a = operand(a, "logsumexp")
+    unweighted = None       # where b == 0 and a is finite: a (the others -inf), when b varies
     if b is not None:
         b = operand(b, "logsumexp")
         dtype = result_dtype(a, b)
@@ -456,23 +457,38 @@ def weighted_logsumexp(a, axis, b, keepdims: bool, return_sign: bool):
         a, b = astype(a, dtype), astype(b, dtype)
         shape = np.broadcast_shapes(shape_of(a), shape_of(b))
         a, b = broadcast_to(a, shape), broadcast_to(b, shape)
-        a = where(equal(b, 0), -np.inf, a)      # SciPy: such terms add nothing, inf and NaN too
+        zero = equal(b, 0)
+        if isinstance(b, Frontend):
+            # a term of weight 0 adds nothing to the value, but the derivative in its weight
+            # is exp(a - logsumexp) all the same (0 only where a is -inf)
+            unweighted = where(zero, where(isfinite(a), a, -np.inf), -np.inf)
+        a = where(zero, -np.inf, a)             # SciPy: such terms add nothing, inf and NaN too
     else:
         _check_real_logsumexp(dtype_of(a))
         a = astype(a, float_dtype(a))
     if len(shape_of(a)) == 0:                   # SciPy: at least 1-d (so axis=0 works)
         a = reshape(a, (1,))
         b = None if b is None else reshape(b, (1,))
+        unweighted = None if unweighted is None else reshape(unweighted, (1,))
     axes = normalize_axes(axis, len(shape_of(a)), "logsumexp")
     shift = stable_shift(a, axes)
     terms = exp(subtract(a, shift))
     if b is not None:
         terms = multiply(b, terms)
+    if unweighted is not None:
+        # 0 in value (b - stop_gradient(b) is 0), exp(a - shift) in b's derivative; capped
+        # below the overflow (a derivative beyond max / e in any case), so that the value
+        # stays 0 and not 0 * inf
+        cap = float(np.log(np.finfo(dtype_of(a)).max)) - 1.0
+        terms = add(terms, multiply(subtract(b, stop_gradient(b)),
+                                    exp(minimum(subtract(unweighted, shift), cap))))
     total = sum(terms, axes, keepdims=True)
     out = add(log(abs(total)), shift)
     if return_sign:
         return _squeezed(out, axes, keepdims), _squeezed(sign(total), axes, keepdims)
-    out = where(less(total, 0), np.nan, out)
+    # a negative sum: NaN, and NaN derivatives too (not the zeros a `where` would give)
+    dtype = dtype_of(out)
+    out = multiply(out, where(less(total, 0), np.array(np.nan, dtype), np.array(1, dtype)))
     return _squeezed(out, axes, keepdims)
 
 

@@ -79,7 +79,10 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     and a new value traces again. As in ``jax.jit``, ``f``'s signature links
     the two: a static parameter is static whether the caller passes it by
     position or by keyword (unlike JAX, also when both lists are given), and one
-    the caller leaves out takes its default. A static argument is part of the
+    the caller leaves out takes its default. A negative number in ``static_argnums``
+    counts from the end of ``f``'s positional parameters (from the call's arguments
+    when ``f`` takes ``*args``), and equal static values of different types
+    (``True``, ``1``, ``1.0``) are different signatures. A static argument is part of the
     signature, so frozen by design (as in JAX): unlike what ``f`` reads from its
     closure, what is written into it later is not read again.
 
@@ -124,7 +127,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
             static, dynamic, static_kw = (), args, ()
         leaves, structure = tree_flatten((dynamic, kwargs))
         leaves = [_leaf(leaf, f) for leaf in leaves]
-        signature = (structure, static, static_kw,
+        signature = (structure, _static_key(static), _static_key(static_kw),
                      tuple([(shape_of(leaf), dtype_of(leaf).str) for leaf in leaves]))
         try:
             with lock:
@@ -163,11 +166,18 @@ class _StaticArguments:
             if not isinstance(name, str):
                 raise FunctionalError(f"jit of {_name(f)}: static_argnames takes parameter "
                                       f"names (str), got {name!r}")
-        self.f, self.statics = f, statics
         parameters = _parameters(f) if statics or names else None
         # positions a parameter of f may be given at (None: f's signature is unknown)
         self.positional = None if parameters is None else sum(
             p.kind in (_POSITIONAL, _EITHER) for p in parameters)
+        if parameters is not None and not any(p.kind is _VAR_POSITIONAL for p in parameters):
+            # a negative number counts from the end of f's positional parameters, not of the
+            # call's arguments: static_argnums=-1 of f(x, n=2) is n in f(x, 3), f(x, n=3) and
+            # f(x) alike (counted from the call, it would be x in the last two)
+            statics = tuple(n + self.positional
+                            if isinstance(n, numbers.Integral) and not isinstance(n, bool)
+                            and -self.positional <= n < 0 else n for n in statics)
+        self.f, self.statics = f, statics
         inferred_names, positions = [], []
         if parameters is not None:
             by_keyword = {p.name for p in parameters if p.kind in (_EITHER, _KEYWORD)}
@@ -214,6 +224,7 @@ class _StaticArguments:
 
 _POSITIONAL, _EITHER = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 _KEYWORD, _VAR_KEYWORD = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
 
 
 def _parameters(f) -> list | None:
@@ -222,6 +233,15 @@ def _parameters(f) -> list | None:
         return list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
         return None
+
+
+def _static_key(value):
+    """``value`` with the type of each element beside it: equal values of different types
+    (``True``, ``1``, ``1.0``, ``np.int64(1)``) are different static arguments, each with its
+    own trace (``f`` may well read the type: ``flag is True``, ``n.dtype``)."""
+    if type(value) is tuple:
+        return (tuple, tuple([_static_key(v) for v in value]))
+    return (type(value), value)
 
 
 def _static_position(n, count: int, f) -> int:
