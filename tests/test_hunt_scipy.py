@@ -17,21 +17,13 @@ from primitives.tensor.errors import (
 from primitives.tensor.scipy import integrate, signal, stats
 from tidu import TiduError
 
+from tensor_helpers import numeric_grad
+
 scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy is the oracle")
 scipy_signal = pytest.importorskip("scipy.signal", reason="SciPy is the oracle")
 
 CONTINUOUS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")
 DISCRETE = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
-
-
-def _fd(f, x, eps=1e-6):
-    x = np.array(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # --- stats: values at the edges -------------------------------------------------------------
@@ -146,7 +138,7 @@ def test_gradients_not_covered_before_match_central_differences(name, method, ar
         a[i] = v
         return np.sum(ref(*a))
 
-    np.testing.assert_allclose(got, _fd(along, args[i]), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got, numeric_grad(along, args[i]), rtol=1e-6, atol=1e-9)
 
 
 def test_misuse_of_stats_names_the_function():

@@ -22,7 +22,7 @@ import primitives.tensor as tnp
 from primitives.tensor import FunctionalError, Tensor
 from tidu import TiduError
 
-from tensor_helpers import warm_call_peak
+from tensor_helpers import numeric_grad, warm_call_peak
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal(5)
@@ -170,15 +170,6 @@ def _loss_of(outs):
     return tnp.sum(outs["h"] ** 2) + 3.0 * outs["stats"][0] - outs["stats"][1][0]
 
 
-def _finite_differences(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (fun(x + step) - fun(x - step)) / (2 * eps)
-    return grad
-
-
 def _plain_loss(w, b, h, **kwargs) -> float:
     """The loss on NumPy arrays, without checkpoint: what finite differences are taken of."""
     return float(_loss_of(block({"w": w, "b": [b], "c": C, "name": "layer"}, h, **kwargs)))
@@ -216,13 +207,13 @@ def test_eager_checkpoint_takes_keywords_and_pytrees(sin_counter):
     assert grads.grad(cc) is None and cc.grad is None   # a tensor that requires none
     # against finite differences of the plain function
     np.testing.assert_allclose(
-        grads.grad(wc), _finite_differences(lambda v: _plain_loss(v, B, H, **KWARGS), W),
+        grads.grad(wc), numeric_grad(lambda v: _plain_loss(v, B, H, **KWARGS), W),
         rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(
-        grads.grad(bc), _finite_differences(lambda v: _plain_loss(W, v, H, **KWARGS), B),
+        grads.grad(bc), numeric_grad(lambda v: _plain_loss(W, v, H, **KWARGS), B),
         rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(
-        grads.grad(hc), _finite_differences(lambda v: _plain_loss(W, B, v, **KWARGS), H),
+        grads.grad(hc), numeric_grad(lambda v: _plain_loss(W, B, v, **KWARGS), H),
         rtol=1e-6, atol=1e-8)
 
 
@@ -287,7 +278,7 @@ def test_checkpoint_takes_keywords_and_pytrees_under_the_transforms(transform):
     np.testing.assert_allclose(got["b"][0], want["b"][0], rtol=1e-12, atol=1e-14)
     if transform != "vmap(grad)":                          # vmap: a sum of per-row losses
         np.testing.assert_allclose(
-            got["w"], _finite_differences(lambda v: _plain_loss(v, B, H, **KWARGS), W),
+            got["w"], numeric_grad(lambda v: _plain_loss(v, B, H, **KWARGS), W),
             rtol=1e-6, atol=1e-8)
 
 
@@ -381,7 +372,7 @@ def test_checkpoint_of_a_block_reading_traced_weights_from_its_closure():
     w1 = weights[0]
     one = lambda w: tnp.sum(tnp.checkpoint(lambda v: tnp.sin(v @ w))(h0[:2]))     # noqa: E731
     np.testing.assert_allclose(
-        tnp.grad(one)(w1), _finite_differences(lambda v: float(np.sum(np.sin(h0[:2] @ v))), w1),
+        tnp.grad(one)(w1), numeric_grad(lambda v: float(np.sum(np.sin(h0[:2] @ v))), w1),
         rtol=1e-6, atol=1e-8)
     batched = tnp.vmap(tnp.grad(one))(np.stack([w1, 2 * w1]))
     np.testing.assert_allclose(batched[1], tnp.grad(one)(2 * w1), rtol=1e-12)
