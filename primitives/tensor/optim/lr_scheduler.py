@@ -1,0 +1,324 @@
+"""torch.optim.lr_scheduler's schedulers for the eager optimizers of
+:mod:`primitives.tensor.optim`: :class:`LRScheduler` (the base), :class:`LambdaLR`,
+:class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`, :class:`CosineAnnealingLR`.
+They act through the optimizer's ``param_groups``.
+
+>>> import primitives.tensor as tnp
+>>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+>>> scheduler = StepLR(opt, step_size=1, gamma=0.5)
+>>> opt.step(); scheduler.step()
+>>> scheduler.get_last_lr()
+[0.5]
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import copy
+import math
+import numbers
+import types
+import warnings
+
+from primitives.tensor.errors import TensorTypeError
+from primitives.tensor.optim.eager import Optimizer
+from primitives.tensor.optim.functional import OptimizerError
+
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
+           "CosineAnnealingLR"]
+
+
+class LRScheduler:
+    """torch's ``LRScheduler``: changes the ``"lr"`` of each of an eager optimizer's
+    ``param_groups``. ``step()`` (after the optimizer's ``step()``, once an epoch or an
+    iteration) advances ``last_epoch`` and sets the learning rates :meth:`get_lr` computes;
+    :meth:`get_last_lr` returns them. Making a scheduler records each group's
+    ``"initial_lr"`` (its ``base_lrs``); ``last_epoch >= 0`` resumes, and needs them.
+    Subclasses define ``get_lr()``, torch's recursive form (from the groups' current
+    ``"lr"``, so that schedulers compose), and ``_get_closed_form_lr()`` when they have one.
+    """
+
+    def __init__(self, optimizer, last_epoch: int = -1) -> None:
+        what = f"lr_scheduler.{type(self).__name__}"
+        if not isinstance(optimizer, Optimizer):
+            raise TensorTypeError(f"{what} schedules an optimizer of tnp.optim (SGD, Adam, ...), "
+                                  f"got a {type(optimizer).__name__}")
+        if not isinstance(last_epoch, numbers.Integral) or isinstance(last_epoch, bool) \
+                or last_epoch < -1:
+            raise OptimizerError(f"{what}: last_epoch must be an integer >= -1 (-1 starts), got "
+                                 f"{last_epoch!r}")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise OptimizerError(
+                        f"{what}: param_groups[{i}] has no 'initial_lr', which resuming with "
+                        f"last_epoch={last_epoch} needs: load the optimizer's state dict saved "
+                        "while a scheduler ran, or start with last_epoch=-1")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def _groups(self) -> list:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.base_lrs):
+            raise OptimizerError(f"lr_scheduler.{type(self).__name__}: the optimizer has "
+                                 f"{len(groups)} parameter groups, the scheduler was made for "
+                                 f"{len(self.base_lrs)} (add groups before making schedulers)")
+        return groups
+
+    def get_lr(self) -> list:
+        """The learning rates of the groups at ``last_epoch`` (called by :meth:`step`)."""
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list:
+        """The learning rates the last :meth:`step` set, one per parameter group."""
+        return list(self._last_lr)
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch and set the groups' learning rates (call it after the
+        optimizer's ``step()``). ``epoch`` (deprecated in torch) jumps to that epoch."""
+        if self._step_count == 1 and not self.optimizer._steps:
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`: "
+                          "call them in the opposite order, `optimizer.step()` before "
+                          "`lr_scheduler.step()`, or the first value of the learning rate "
+                          "schedule is skipped (as in PyTorch)", UserWarning, stacklevel=2)
+        self._step_count += 1
+        groups = self._groups()
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
+                          "PyTorch): call `scheduler.step()` without it", UserWarning,
+                          stacklevel=2)
+            self.last_epoch = epoch
+            closed_form = getattr(self, "_get_closed_form_lr", None)
+            values = closed_form() if closed_form is not None else self.get_lr()
+        for group, lr in zip(groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in groups]
+
+    def state_dict(self) -> dict:
+        """torch's: every attribute but the optimizer (copies)."""
+        return {key: copy.deepcopy(value) for key, value in self.__dict__.items()
+                if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the attributes a :meth:`state_dict` saved (copies)."""
+        if not isinstance(state_dict, dict):
+            raise OptimizerError(f"lr_scheduler.{type(self).__name__}.load_state_dict: expected "
+                                 f"the dict state_dict() returns, got a "
+                                 f"{type(state_dict).__name__}")
+        self.__dict__.update(copy.deepcopy(state_dict))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(last_epoch={self.last_epoch})"
+
+
+def _scheduler_check(what: str, name: str, value, *, integer: bool = False,
+                     positive: bool = False) -> None:
+    kind = numbers.Integral if integer else numbers.Real
+    if not isinstance(value, kind) or isinstance(value, bool) or (positive and value <= 0):
+        wanted = ("a positive " if positive else "a ") + ("integer" if integer else "real number")
+        raise OptimizerError(f"lr_scheduler.{what}: {name} must be {wanted}, got {value!r}")
+
+
+class LambdaLR(LRScheduler):
+    """torch's ``LambdaLR``: each group's learning rate is its initial one times
+    ``lr_lambda(epoch)`` (one function, or a list of one per group).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=0.5)
+    >>> scheduler = LambdaLR(opt, lambda epoch: 1 / (1 + epoch))
+    >>> for _ in range(3):
+    ...     opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr(), scheduler.last_epoch
+    ([0.125], 3)
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        groups = getattr(optimizer, "param_groups", [])
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != len(groups):
+                raise OptimizerError(f"lr_scheduler.LambdaLR: expected {len(groups)} "
+                                     f"lr_lambdas (one per parameter group), got "
+                                     f"{len(lr_lambda)}")
+            lambdas = list(lr_lambda)
+        else:
+            lambdas = [lr_lambda] * len(groups)
+        for fn in lambdas:
+            if not callable(fn):
+                raise OptimizerError(f"lr_scheduler.LambdaLR: lr_lambda must be a function of "
+                                     f"the epoch (or a list of them), got a "
+                                     f"{type(fn).__name__}")
+        self.lr_lambdas = lambdas
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        return [base_lr * fn(self.last_epoch)
+                for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+    def state_dict(self) -> dict:
+        """As torch: the functions are not saved, only the attributes of callable objects."""
+        state = {key: copy.deepcopy(value) for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType)
+                               else copy.deepcopy(fn.__dict__) for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        super().load_state_dict(state)
+        for fn, attributes in zip(self.lr_lambdas, saved):
+            if attributes is not None:
+                fn.__dict__.update(copy.deepcopy(attributes))
+
+
+class StepLR(LRScheduler):
+    """torch's ``StepLR``: the learning rates times ``gamma`` every ``step_size`` epochs.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(opt.param_groups[0]["lr"]); opt.step(); scheduler.step()
+    >>> lrs
+    [1.0, 1.0, 0.5, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        _scheduler_check("StepLR", "step_size", step_size, integer=True, positive=True)
+        _scheduler_check("StepLR", "gamma", gamma)
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
+                for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """torch's ``MultiStepLR``: the learning rates times ``gamma`` at each of the
+    ``milestones`` (epochs; one listed twice decays twice).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+    >>> for _ in range(3):
+    ...     opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        if isinstance(milestones, (numbers.Number, str)):
+            raise OptimizerError(f"lr_scheduler.MultiStepLR: milestones must be a list of "
+                                 f"epochs, got {milestones!r}")
+        milestones = list(milestones)
+        for m in milestones:
+            _scheduler_check("MultiStepLR", "a milestone", m, integer=True)
+        _scheduler_check("MultiStepLR", "gamma", gamma)
+        self.milestones = collections.Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+                for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect.bisect_right(milestones, self.last_epoch)
+                for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """torch's ``ExponentialLR``: the learning rates times ``gamma`` every epoch.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = ExponentialLR(opt, gamma=0.5)
+    >>> opt.step(); scheduler.step(); opt.step(); scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
+        _scheduler_check("ExponentialLR", "gamma", gamma)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self._is_initial:        # resuming: the groups already have the epoch's rates
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """torch's ``CosineAnnealingLR``: the learning rates follow
+    ``eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2``, computed as torch
+    does, recursively from the groups' current rates (so it composes with other schedulers
+    and matches torch's numbers); past ``T_max`` it climbs back (a cosine, no restart).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = CosineAnnealingLR(opt, T_max=4)
+    >>> for _ in range(2):
+    ...     opt.step(); scheduler.step()
+    >>> round(scheduler.get_last_lr()[0], 12)              # halfway: (1 + cos(pi / 2)) / 2
+    0.5
+    """
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        _scheduler_check("CosineAnnealingLR", "T_max", T_max, positive=True)
+        _scheduler_check("CosineAnnealingLR", "eta_min", eta_min)
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups, eta_min, t_max = self.optimizer.param_groups, self.eta_min, self.T_max
+        if self._is_initial:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [eta_min + (base_lr - eta_min) * (1 + math.cos(self.last_epoch * math.pi
+                                                                   / t_max)) / 2
+                    for base_lr in self.base_lrs]
+        if (self.last_epoch - 1 - t_max) % (2 * t_max) == 0:
+            return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base_lr, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / t_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / t_max))
+                * (group["lr"] - eta_min) + eta_min for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
