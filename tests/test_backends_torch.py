@@ -185,3 +185,16 @@ def test_vjp_fn_keeps_the_primal_a_torch_tensor_had():
     _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
     x[0] = 100.0                                   # PyTorch's in-place write, after vjp
     np.testing.assert_allclose(vjp_fn(np.array(1.0))[0].numpy(), [2.0, 4.0])
+
+
+def test_a_torch_tensor_that_requires_grad_becomes_a_tidu_leaf_without_torch_history():
+    """As ``torch.tensor(t)``: the copy is detached, so tidu's leaf carries no PyTorch graph
+    (PyTorch would record every op tidu runs on it, and refuse its in-place updates)."""
+    source = torch.ones(2, dtype=torch.float64, requires_grad=True) * 3
+    w = tnp.tensor(source, requires_grad=True)
+    assert not w.data.requires_grad and w.data.grad_fn is None
+    opt = tnp.optim.SGD([w], lr=0.5)
+    tnp.sum(w * w).backward()
+    opt.step()                                    # writes w's data in place: no torch error
+    assert torch.equal(w.data, torch.zeros(2, dtype=torch.float64))
+    assert source.grad_fn is not None             # the caller's tensor is untouched

@@ -33,7 +33,7 @@ from tidu.eager import try_hvp
 from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.eager.frontend import (EXECUTOR, Tensor, backward_cotangents,
-                                             in_library_of_tensor, new_tensor)
+                                             in_library_of_tensor, new_tensor, zero_gradient)
 from primitives.tensor.errors import BackwardError, TensorTypeError
 from primitives.tensor.transforms.fresh import fresh
 
@@ -54,7 +54,11 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
       are ``Tensor``s with history (differentiate them again for higher order),
       and a ``grad_outputs`` entry with history keeps it.
     - ``allow_unused=False``: an input the outputs do not depend on raises
-      :class:`BackwardError`; with ``True`` its gradient is ``None``.
+      :class:`BackwardError`; with ``True`` its gradient is ``None``. An input
+      they reach only through ops of zero derivative (``sign``, ``round``) is
+      used: its gradient is zeros, as in PyTorch. One they reach only through a
+      comparison (``x > 0``: a boolean, recorded as a constant) counts as unused,
+      where PyTorch gives zeros in some cases (the mask in a ReLU's derivative).
     - ``retain_graph`` is accepted for PyTorch compatibility: tidu's backward
       never frees the recording, so it may always run again.
     """
@@ -68,18 +72,24 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     keys = [t.key for t in inputs]
     wanted = frozenset(keys)
     totals: dict = {}
+    zeros: set = set()                  # inputs reached with a zero cotangent (through sign...)
     for position, (output, seed) in enumerate(zip(outputs, seeds)):
         if not output.requires_grad:
             raise BackwardError(f"grad: outputs[{position}] does not require grad (no input of "
                                 "the ops that made it requires grad)")
-        for key, value in backward_cotangents(output, seed, wanted, create_graph).items():
+        for key, value in backward_cotangents(output, seed, wanted, create_graph,
+                                              zeros).items():
             totals[key] = value if key not in totals else totals[key] + value
     result = []
-    for position, key in enumerate(keys):
+    for position, (key, t) in enumerate(zip(keys, inputs)):
         gradient = totals.get(key)
+        if gradient is None and key in zeros:
+            gradient = zero_gradient(t, create_graph)
         if gradient is None and not allow_unused:
-            raise BackwardError(f"grad: inputs[{position}] was not used to compute the outputs "
-                                "(pass allow_unused=True to get None for it)")
+            raise BackwardError(f"grad: inputs[{position}] was not used to compute the outputs, "
+                                "or only through a comparison (a mask, such as a ReLU's "
+                                "derivative, which has no derivative); pass allow_unused=True "
+                                "to get None for it")
         result.append(gradient if gradient is None or isinstance(gradient, Tensor)
                       else new_tensor(gradient))
     return tuple(result)

@@ -159,7 +159,9 @@ class _Torch(Library):
         return host.numpy().copy() if array.device.type == "cpu" else host.numpy()
 
     def copy(self, array):
-        return array.clone()
+        # detached: tidu differentiates; PyTorch's own autograd history (a tensor that
+        # requires grad, given to tnp.tensor) is not kept, as torch.tensor(t) does
+        return array.detach().clone()
 
 
 class _Dask(Library):

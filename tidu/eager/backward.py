@@ -41,7 +41,7 @@ from typing import Any, Container
 from tidu.graph import ValueKey
 from tidu.eager.executor import BackwardExecutor
 from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
-    reverse_walk
+    only_zero_keys, reverse_walk
 
 
 class _Backward(NodeStep):
@@ -55,7 +55,8 @@ class _Backward(NodeStep):
 
 
 def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
-                 ctx=None, *, keep: Container | None = None) -> dict[ValueKey, Any]:
+                 ctx=None, *, keep: Container | None = None, zeros: set | None = None
+                 ) -> dict[ValueKey, Any]:
     """Propagate ``seed`` (the cotangent of ``output_key``) back through the trace.
 
     Returns the accumulated cotangent of every eager value key that received
@@ -65,7 +66,11 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     last use, so backward holds little more than the forward's saved values. An
     output with no trace gets just the seed back. The trace is not changed, so
     calling this twice gives the same result. Plans are cached per ``ctx`` value,
-    since rules may read it.
+    since rules may read it. With ``zeros`` (a set), the keys the walk reached
+    whose cotangent is zero, and so that are not in the result, are added to it
+    (only those in ``keep``, if given): a leaf reached only through ``sign`` has
+    a zero gradient, not none, as a frontend may want to tell apart from a leaf
+    the output does not depend on.
 
     ``executor.run_transposed_linear`` is called once per node that receives a
     cotangent, after ``execute_forward`` wherever the node's primal values must
@@ -85,5 +90,7 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
         nodes = nodes_last_first(output_trace)
         step = _Backward(executor, ctx)
         step.runner.walk_nodes(nodes)
-        reverse_walk(nodes, cotangents, step, keep)
-    return kept(cotangents, keep)
+        reverse_walk(nodes, cotangents, step, keep, zeros)
+    result = kept(cotangents, keep)
+    only_zero_keys(zeros, result, keep)
+    return result

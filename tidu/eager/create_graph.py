@@ -47,15 +47,15 @@ from tidu.eager.executor import BackwardExecutor, graph_runner
 from tidu.eager.plans import BackwardPlan, recorded_backward
 from tidu.eager.record import EagerError, EagerInput, RecordedGraph, Recorder
 from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
-    reverse_walk
+    only_zero_keys, reverse_walk
 from tidu.eager.backward import try_backward  # noqa: F401  (used by the doctest)
 
 _CONSTANT = FreshInput()      # the key of a value without history (never read: no grad)
 
 
 def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
-                          recorder: Recorder, ctx=None, *, keep: Container | None = None
-                          ) -> dict[ValueKey, EagerInput]:
+                          recorder: Recorder, ctx=None, *, keep: Container | None = None,
+                          zeros: set | None = None) -> dict[ValueKey, EagerInput]:
     """:func:`try_backward`, recording its work with ``recorder`` so it can be differentiated.
 
     ``seed`` is the output's cotangent: a value (a constant) or an
@@ -70,7 +70,8 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
     recorded with those values. The argument checks are the same, and
     ``recorder`` must be a :class:`Recorder`. A composite node's retained
     values are not read: its recorded backward recomputes them from its inputs,
-    so their derivatives are not lost. See the module for an example.
+    so their derivatives are not lost. ``zeros`` is :func:`try_backward`'s. See the
+    module for an example.
     """
     seed_record = seed if isinstance(seed, EagerInput) else EagerInput(_CONSTANT, None, False,
                                                                        seed)
@@ -85,8 +86,10 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
         nodes = nodes_last_first(output_trace)
         step.runner.walk_nodes(nodes)
         with gc_paused():          # the recorded nodes outlive the call: no collection walks them
-            reverse_walk(nodes, records, step, keep)
-    return kept(records, keep)
+            reverse_walk(nodes, records, step, keep, zeros)
+    result = kept(records, keep)
+    only_zero_keys(zeros, result, keep)
+    return result
 
 
 class _RecordedBackward(NodeStep):

@@ -91,14 +91,17 @@ class NodeStep:
         raise NotImplementedError
 
 
-def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Container | None
-                 ) -> None:
+def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Container | None,
+                 zeros: set | None = None) -> None:
     """Run ``step`` at every node of ``nodes`` (newest first), accumulating into ``cotangents``.
 
     ``cotangents`` maps eager value keys to cotangents (as ``step`` defines
     them) and starts with the seed. A node none of whose outputs has a cotangent
     is skipped. With ``keep``, a cotangent whose key is not in it is released
-    right after its last use (its node's step). One loop, no recursion: traces
+    right after its last use (its node's step). With ``zeros`` (a set), every
+    key the walk reaches with a zero cotangent is added to it: the active inputs
+    of a skipped node, and an active input whose cotangent a node's step gives as
+    ``None`` (another path may still give it one). One loop, no recursion: traces
     of millions of nodes are fine. See :class:`NodeStep` for an example.
     """
     plans, ctx, retained = step.plans, step.ctx, step.retained
@@ -109,6 +112,8 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
         if key is not None:                 # one output
             cotangent = get(key) if keep is None or key in keep else pop(key, None)
             if cotangent is None:
+                if zeros is not None:
+                    _add_active_keys(zeros, node)
                 continue
             cotangent_out = [cotangent]
             active_outputs = _FIRST_ONLY
@@ -116,6 +121,8 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
             cotangent_out = _output_cotangents(cotangents, node.output_keys, keep)
             active_outputs = tuple([i for i, c in enumerate(cotangent_out) if c is not None])
             if not active_outputs:
+                if zeros is not None:
+                    _add_active_keys(zeros, node)
                 continue
         op = node.recorded.primitive
         plan = plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
@@ -129,9 +136,16 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
                     cotangents[key] = add(pop(key), cotangent)
                 else:
                     cotangents[key] = cotangent
+            elif zeros is not None:
+                zeros.add(inputs[position].key)
 
 
 _FIRST_ONLY = (0,)
+
+
+def _add_active_keys(zeros: set, node) -> None:
+    inputs = node.inputs
+    zeros.update([inputs[position].key for position in node.active_inputs])
 
 
 def _output_cotangents(cotangents: dict, keys: tuple, keep: Container | None) -> list:
@@ -209,6 +223,19 @@ def kept(values: dict, keep: Container | None) -> dict:
     if keep is None:
         return values
     return {key: value for key, value in values.items() if key in keep}
+
+
+def only_zero_keys(zeros: set | None, values: dict, keep: Container | None) -> None:
+    """Leave in ``zeros`` (what :func:`reverse_walk` collected) the keys that ended with
+    no value in ``values``, and are in ``keep`` if it is given.
+
+    >>> zeros = {"a", "b", "c"}
+    >>> only_zero_keys(zeros, {"a": 1.0}, {"a", "b"}); zeros
+    {'b'}
+    """
+    if zeros:
+        zeros.difference_update([key for key in zeros
+                                 if key in values or (keep is not None and key not in keep)])
 
 
 # --- what runs at a node -----------------------------------------------------------------

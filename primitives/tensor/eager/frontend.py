@@ -393,8 +393,29 @@ class Tensor(ArrayOperators, Frontend):
 
     def item(self):
         """The value of a one-element tensor as a Python number (explicitly without gradient,
-        as ``torch.Tensor.item``)."""
+        as ``torch.Tensor.item``).
+
+        >>> tensor([[2.5]], requires_grad=True).item()
+        2.5
+        """
+        if math.prod(self.shape) != 1:
+            raise TensorShapeError(f"item() of a tensor of shape {self.shape}: only a tensor of "
+                                   "one element has one value (use tolist())")
         return to_host(self._data).item()
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a one-element tensor formats as its number (a string carries no
+        gradient, as in PyTorch); without a spec, any tensor formats as ``str``.
+
+        >>> f"{tensor(2.0, requires_grad=True):.3f}"
+        '2.000'
+        """
+        if not spec:
+            return str(self)
+        if math.prod(self.shape) != 1:
+            raise TensorTypeError(f"format spec {spec!r} for a tensor of shape {self.shape}: "
+                                  "only a one-element tensor formats as a number")
+        return format(self.item(), spec)
 
     def tolist(self):
         """The values as nested Python lists (explicitly without gradient, as PyTorch's)."""
@@ -456,6 +477,8 @@ class Tensor(ArrayOperators, Frontend):
             for position, a in enumerate(args):
                 if inputs[position] is None:
                     d = data[position]
+                    if type(d) is not np.ndarray and type(d) is not differentiated:
+                        _check_constant_library(op, args, position, d)
                     if (d is a or is_view(d)) and not isinstance(a, Tensor):
                         # the caller's array, saved: it may write to it
                         d = data[position] = _saved_constant(d)
@@ -509,7 +532,13 @@ class Tensor(ArrayOperators, Frontend):
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
-        cotangents = _distinct(backward_cotangents(self, seed, _STILL_REFERENCED, create_graph))
+        zeros: set = set()
+        cotangents = _distinct(backward_cotangents(self, seed, _STILL_REFERENCED, create_graph,
+                                                   zeros))
+        for key in zeros:
+            t = _tensor_of(key)
+            if t is not None:
+                cotangents[key] = zero_gradient(t, create_graph)
         gradients = Gradients(cotangents)
         _accumulate_into_leaves(cotangents, gradients)
         return gradients
@@ -555,6 +584,23 @@ def _check_one_library(op, args, data) -> None:
                     "convert them to one library, or detach() one of them")
 
 
+def _check_constant_library(op, args, position: int, constant) -> None:
+    """A constant in an op with tensors that require grad is a NumPy value (converted to
+    their library) or of their library: one of a third library would make the op compute
+    in it, and the tensors' gradients come back in it (a NumPy leaf's ``.grad`` a PyTorch
+    tensor)."""
+    library = library_of(constant)
+    if library is NUMPY:
+        return
+    theirs = next(library_of(a._data) for a in args if isinstance(a, Tensor) and a._requires_grad)
+    if library is not theirs:
+        raise TensorTypeError(
+            f"{getattr(op, 'name', op)}: a constant of {library.name} (argument {position}) "
+            f"with tensors that require grad of {theirs.name}: their gradients would come back "
+            f"in {library.name}; convert the constant to {theirs.name} (or make the tensors "
+            f"from {library.name} arrays)")
+
+
 # The count _data_refs gives when only the tensor holds its array (measured, so it is right
 # for this interpreter); exact only with the GIL, so without it t.data always copies.
 _SOLE_REFS = _data_refs(new_tensor(np.empty(0)))
@@ -566,15 +612,35 @@ def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
     return new_tensor(data, requires_grad)
 
 
-def backward_cotangents(t: Tensor, seed, keep, create_graph: bool) -> dict:
+def backward_cotangents(t: Tensor, seed, keep, create_graph: bool, zeros: set | None = None
+                        ) -> dict:
     """The cotangents of ``t``'s backward for the keys in ``keep``: arrays, or Tensors with
-    history when ``create_graph``."""
+    history when ``create_graph``. With ``zeros`` (a set), the keys in ``keep`` that
+    backward reached with a zero cotangent are added to it (they are not in the result)."""
     if create_graph:
-        return _recorded_backward(t, seed, keep)
-    return try_backward(t.key, t._trace, _checked_seed(t, seed), EXECUTOR, keep=keep)
+        return _recorded_backward(t, seed, keep, zeros)
+    return try_backward(t.key, t._trace, _checked_seed(t, seed), EXECUTOR, keep=keep,
+                        zeros=zeros)
 
 
-def _recorded_backward(t: Tensor, seed, keep) -> dict:
+def zero_gradient(t: Tensor, create_graph: bool = False):
+    """The gradient of ``t`` when backward reached it with a zero cotangent (through ``sign``,
+    ``round``...): zeros of its shape and dtype, as PyTorch gives; a ``Tensor`` without
+    history when ``create_graph``."""
+    zeros = library_of(t._data).xp.zeros_like(t._data)
+    return new_tensor(zeros) if create_graph else zeros
+
+
+def _tensor_of(key) -> "Tensor | None":
+    """The live leaf or computed tensor of ``key`` (``None`` once it is gone)."""
+    leaf = _leaves.get(key)
+    if leaf is not None:
+        return leaf
+    ref = _referenced.get(key)
+    return ref() if ref is not None else None
+
+
+def _recorded_backward(t: Tensor, seed, keep, zeros: set | None = None) -> dict:
     """``t``'s backward with its work recorded: ``{key: Tensor}`` (see ``create_graph``)."""
     if isinstance(seed, Tensor) and seed._requires_grad:
         if seed.shape != t.shape or seed.dtype != t.dtype:
@@ -583,7 +649,8 @@ def _recorded_backward(t: Tensor, seed, keep) -> dict:
         seed = EagerInput(seed.key, seed._trace, True, _owned_data(seed))
     else:
         seed = _checked_seed(t, seed)
-    records = try_backward_recorded(t.key, t._trace, seed, EXECUTOR, _recorder, keep=keep)
+    records = try_backward_recorded(t.key, t._trace, seed, EXECUTOR, _recorder, keep=keep,
+                                    zeros=zeros)
     return {key: _from_record(record) for key, record in records.items()}
 
 

@@ -333,7 +333,7 @@ class SGD(Optimizer):
     weight_decay = _GroupValue()
     nesterov = _GroupValue()
 
-    def __init__(self, tensors, lr: float, momentum: float = 0.0, dampening: float = 0.0,
+    def __init__(self, tensors, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False) -> None:
         super().__init__(tensors, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                    "weight_decay": weight_decay, "nesterov": nesterov})
