@@ -77,6 +77,7 @@ def _solve(f, tol, max_iter, a, x0):
     return _iterate(lambda x: f(a, x), x0, tol, max_iter, "fixed_point")
 
 
+_solve.__qualname__ = "fixed_point"      # what an error about its derivatives names
 _fixed_point = custom_vjp(_solve, nondiff_argnums=(0, 1, 2))
 
 

@@ -159,6 +159,7 @@ def _solve(func, rtol, atol, mxstep, y0, t, *args):
                       rtol, atol, mxstep)
 
 
+_solve.__qualname__ = "odeint"      # what an error about its derivatives names
 _odeint = custom_vjp(_solve, nondiff_argnums=(0, 1, 2, 3))
 
 
@@ -178,13 +179,16 @@ _odeint.defvjp(_odeint_fwd, _odeint_bwd)
 def _adjoint_solve(func, rtol, atol, mxstep, ys, t, g, *args):
     """``(y0_bar, t_bar, *args_bar)`` for output cotangents ``g``, on plain arrays: the
     adjoint state ``a(t) = dL/dy(t)`` and the accumulated derivatives of ``args`` and of
-    the first time solved backward, interval by interval, in ``s = -t``."""
+    the first time solved backward, interval by interval, in ``s = -t``. Each of ``args``
+    gets a cotangent of its structure; an integer leaf (a count, an index) gets none."""
     t = _times(t)
     args_leaves, args_tree = tree_flatten(list(args))
-    rhs = jit(_augmented_dynamics(func, args_tree))
+    inexact = tuple(dtype_of(leaf).kind in "fc" for leaf in args_leaves)
+    rhs = jit(_augmented_dynamics(func, args_tree, inexact))
     y_bar = np.array(g[-1])
     t0_bar = np.zeros((), dtype=t.dtype)
-    args_bar = [np.zeros(np.shape(a), np.result_type(a, np.float64)) for a in args_leaves]
+    args_bar = [np.zeros(np.shape(a), np.result_type(a, np.float64))
+                for a, differentiable in zip(args_leaves, inexact) if differentiable]
     t_bar = np.zeros_like(t)
     shapes = [ys.shape[1:], y_bar.shape, (), *[a.shape for a in args_bar]]
     dtypes = [ys.dtype, ys.dtype, t.dtype, *[a.dtype for a in args_bar]]
@@ -203,16 +207,26 @@ def _adjoint_solve(func, rtol, atol, mxstep, ys, t, g, *args):
         _, y_bar, t0_bar, *args_bar = _unravel(end, shapes, dtypes)
         y_bar = y_bar + g[i - 1]
     t_bar[0] = t0_bar
-    return (y_bar, t_bar, *args_bar)
+    found = iter(args_bar)
+    leaves_bar = [next(found) if differentiable else None for differentiable in inexact]
+    return (y_bar, t_bar, *tree_unflatten(args_tree, leaves_bar))
 
 
-def _augmented_dynamics(func, args_tree):
+def _augmented_dynamics(func, args_tree, inexact: tuple):
     """The right-hand side of the augmented system in ``s = -t``: ``y`` runs backward, and
     the adjoint, the first time's and the arguments' derivatives grow by ``a`` times the
-    partial derivatives of ``func`` (its VJP)."""
+    partial derivatives of ``func`` (its VJP), for the arguments' leaves that are floating
+    point or complex (``inexact``); the others are constants."""
     def dynamics(y, s, a, *args_leaves):
-        args = tree_unflatten(args_tree, list(args_leaves))
-        y_dot, pullback = vjp(lambda yy, tt, *aa: func(yy, tt, *aa), y, -s, *args)
+        constants = list(args_leaves)
+
+        def f(yy, tt, *differentiated):
+            given = iter(differentiated)
+            leaves = [next(given) if d else leaf for leaf, d in zip(constants, inexact)]
+            return func(yy, tt, *tree_unflatten(args_tree, leaves))
+
+        differentiated = [leaf for leaf, d in zip(args_leaves, inexact) if d]
+        y_dot, pullback = vjp(f, y, -s, *differentiated)
         return (-y_dot, *pullback(a))
     return dynamics
 

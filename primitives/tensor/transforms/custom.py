@@ -839,9 +839,9 @@ class _VJPRule(_Rule):
 
     def forward_mode_error(self) -> FunctionalError:
         return FunctionalError(
-            f"forward-mode differentiation (jvp, jacfwd) of custom_vjp function {self.name}: "
-            "a custom_vjp function has a reverse-mode rule only, as in JAX; define it with "
-            "custom_jvp to use both modes")
+            f"forward-mode differentiation (jvp, jacfwd, hessian) of custom_vjp function "
+            f"{self.name}: it has a reverse-mode rule only, as in JAX (defined with custom_jvp "
+            "instead, it would have both modes)")
 
 
 def _accumulate(builder, total: int | None, ct: int) -> int:
