@@ -88,7 +88,8 @@ CASES = [
            "", label="infinite-large"),
     binary("logaddexp2", normal((2, 3)), normal((3,)), "real only; as logaddexp"),
     Case("power", tnp.power, np.power, (positive((2, 3)), normal((3,))), wrt=(0, 1),
-         note=f"{HOLOMORPHIC} in both; d/dx 0 where y == 0; d/dy 0 at x == 0 (JAX)"),
+         note=f"{HOLOMORPHIC} in both; d/dx 0 where y == 0 (PyTorch; JAX 0.10: nan at "
+              "x == y == 0); d/dy 0 at x == 0 for y >= 0 (JAX)"),
     Case("power", lambda y: tnp.power(2.0, y), lambda y: np.power(2.0, y), (normal((2, 3)),),
          label="constant-base"),
     Case("power", lambda x: tnp.power(x, 3), lambda x: np.power(x, 3), (normal((2, 3)),),

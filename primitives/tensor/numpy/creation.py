@@ -9,7 +9,8 @@ own; so are ``zeros_like``, ``ones_like`` and ``full_like``: constants too, made
 the library of their argument, on its device. The index tricks ``r_`` and ``c_``
 (arrays from ranges, ``arange`` and ``linspace``, and values) are here too.
 
-Three take values that can carry a derivative, as in JAX and autograd:
+Three take values that can carry a derivative, as in JAX (autograd 1.9's ``full_like``
+does not differentiate in ``fill_value``; its ``full`` and ``linspace`` do):
 ``full(shape, fill_value)`` and ``full_like(a, fill_value)`` differentiate in
 ``fill_value`` (a broadcast of it), and ``linspace(start, stop, num)`` in ``start``
 and ``stop``. Given plain NumPy values (or numbers) they are NumPy's, bit for bit.

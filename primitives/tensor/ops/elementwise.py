@@ -1158,7 +1158,7 @@ class ConvertElementType(TensorPrimitive):
 @tensor_op
 class ComplexAbs(TensorPrimitive):
     """``|z|`` of complex ``z`` of ``dtype``: real result; ``d|z| = Re(conj(z) dz) / |z|``,
-    and 0 at ``z = 0`` (PyTorch's convention; JAX gives NaN there)."""
+    and 0 at ``z = 0`` (as PyTorch and JAX 0.10 give)."""
     memory_bound = True          # recomputed under the eager "balanced" strategy
 
     dtype: str
