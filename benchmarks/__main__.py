@@ -5,7 +5,9 @@ Workloads (each peer is skipped with a note when it is not installed):
 - transform: ``linearize`` + ``linear_transpose`` of the chain ``y = sin(y)*y + c``
   and of a random DAG, against ``jax.linearize`` + ``jax.linear_transpose``;
 - eager scalar: record + backward of that chain with the scalar frontend and with
-  0-d ``primitives.tensor`` tensors, against PyTorch 0-d float64 tensors and autograd;
+  0-d ``primitives.tensor`` tensors, against PyTorch 0-d float64 tensors and autograd,
+  and against the floor of a record path in Python (``python tape``: the NumPy calls,
+  one object and one tape entry per op, nothing else; ``benchmarks/eager.py``);
 - mlp floor: the MLP step's 8 matrix products alone in NumPy (``np.matmul(..., out=)``),
   the BLAS floor, timed in turns with every MLP step below; each step / floor, and the
   time tidu's steps spend inside ``np.matmul`` (``benchmarks/mlp.py``);
@@ -137,6 +139,10 @@ def transform_workload(sizes, repeat):
 # --- eager scalar ---------------------------------------------------------------------------
 
 
+# the eager chain's peers, and its floor: a minimal record path in Python on NumPy 0-d arrays
+PEER_NAMES = {"torch": "torch", "autograd": "autograd", "tape": "python tape (floor)"}
+
+
 def eager_workload(sizes, repeat):
     """Each implementation in a fresh process (see ``benchmarks/eager.py``)."""
     from benchmarks import eager as bench_eager
@@ -145,8 +151,9 @@ def eager_workload(sizes, repeat):
                 for name in bench_eager.IMPLEMENTATIONS}
     rows = []
     for n in sizes:
-        peer_times = {name: sum(result["sizes"][n]) for name, result in measured.items()
-                      if result is not None and name in ("torch", "autograd")}
+        peer_times = {PEER_NAMES[name]: sum(result["sizes"][n])
+                      for name, result in measured.items()
+                      if result is not None and name in PEER_NAMES}
         for name, case in (("scalar", "scalar frontend"), ("tensor", "0-d tensor")):
             record, backward = measured[name]["sizes"][n]
             rows.append({"workload": "eager scalar", "case": case, "n_ops": 3 * (n // 3),

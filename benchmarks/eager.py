@@ -14,7 +14,13 @@ Peers, each skipped with a note when not installed:
   traced forward pass), then the returned VJP with seed 1.0 (backward).
 
 tidu runs the chain twice: with the scalar frontend (``primitives.scalar.eager``)
-and with 0-d ``primitives.tensor`` tensors. Every implementation's gradients are
+and with 0-d ``primitives.tensor`` tensors.
+
+A control, ``python tape``: what a record path written in Python on NumPy 0-d arrays
+costs at the least. Each op is the NumPy call, one small object for its result and
+one tuple on a list; backward walks the list once, the chain's three derivative rules
+written inline (no dispatch, no keys, no checks, nothing freed early). It is the floor
+under any eager frontend that records in Python and computes with NumPy. Every implementation's gradients are
 checked against hand-derived ones. Ratios are tidu / peer (below 1 means tidu is
 faster).
 
@@ -162,6 +168,56 @@ def autograd_peer():
     return label, record, backward
 
 
+# --- the floor of a Python record path ---------------------------------------------
+
+
+def python_tape():
+    import numpy as np
+
+    sin, cos, multiply, add = np.sin, np.cos, np.multiply, np.add
+
+    class Value:
+        __slots__ = ("data",)
+
+        def __init__(self, data):
+            self.data = data
+
+    def record(steps: int):
+        tape = []
+        push = tape.append
+        y0, c = Value(np.asarray(Y0)), Value(np.asarray(C0))
+        y = y0
+        for _ in range(steps):
+            s = Value(sin(y.data))
+            push((0, s, y, None))
+            p = Value(multiply(s.data, y.data))
+            push((1, p, s, y))
+            out = Value(add(p.data, c.data))
+            push((2, out, p, c))
+            y = out
+        return y0, c, y, tape
+
+    def backward(state):
+        y0, c, y, tape = state
+        grads = {y: np.asarray(1.0)}
+        for kind, out, a, b in reversed(tape):
+            g = grads.pop(out, None)
+            if g is None:
+                continue
+            if kind == 0:                                  # sin
+                pairs = ((a, multiply(g, cos(a.data))),)
+            elif kind == 1:                                # multiply
+                pairs = ((a, multiply(g, b.data)), (b, multiply(g, a.data)))
+            else:                                          # add
+                pairs = ((a, g), (b, g))
+            for value, d in pairs:
+                held = grads.get(value)
+                grads[value] = d if held is None else add(held, d)
+        return float(grads[y0]), float(grads[c])
+
+    return "python tape (floor)", record, backward
+
+
 # --- driver ----------------------------------------------------------------------------
 
 
@@ -188,7 +244,7 @@ def agrees(a: tuple, b: tuple) -> bool:
 
 
 IMPLEMENTATIONS = {"scalar": scalar_frontend, "tensor": zero_d_tensors,
-                   "torch": torch_peer, "autograd": autograd_peer}
+                   "torch": torch_peer, "autograd": autograd_peer, "tape": python_tape}
 
 
 def run_here(name: str, sizes, repeat: int) -> dict | None:

@@ -64,6 +64,10 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
             assert 0 < sum(outside) / 1e3 < inside["ms"], name
     assert all(n in (None, 1) for n in floor["busy_threads"].values()), floor["busy_threads"]
 
+    # the eager chain beside its peers and its floor (a minimal Python tape, NumPy only)
+    for row in (row for row in data["rows"] if row["workload"] == "eager scalar"):
+        assert "python tape (floor)" in row["peers"], row
+
     # per-op cost at two sizes, each in fresh processes; graph memory per primal op
     scaling = {row["kind"]: row for row in data["rows"] if row["workload"] == "scaling"}
     assert set(scaling) == {"eager", "transform", "eager-gc-off", "transform-gc-off", "skeleton"}
