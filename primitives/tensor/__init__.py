@@ -65,7 +65,8 @@ from primitives.tensor.transforms import (
     vmap,
 )
 from primitives.tensor.eager import (Gradients, Tensor, checkpoint, checkpoint_strategy,
-                                     set_checkpoint_strategy, tensor)
+                                     enable_grad, is_grad_enabled, no_grad,
+                                     set_checkpoint_strategy, set_grad_enabled, tensor)
 from primitives.tensor import autograd, nn, optim, random
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
@@ -78,7 +79,7 @@ __all__ = [
     "jacobian", "jacrev", "jit", "jvp", "ravel_pytree", "value_and_grad", "vectorize", "vjp",
     "vmap",
     "Gradients", "Tensor", "checkpoint", "checkpoint_strategy", "set_checkpoint_strategy",
-    "tensor",
+    "tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "autograd", "fixed_point", "nn", "odeint", "optim", "random",
     *numpy.__all__,
 ]

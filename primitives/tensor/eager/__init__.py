@@ -4,7 +4,9 @@ the record through :class:`NumpyExecutor` (a ``tidu.eager.BackwardExecutor``).
 Room: above the transforms (``checkpoint`` traces its block with
 :func:`..transforms.make_graph`); modules ``executor`` (the engine: how the tensor set runs
 backward), ``frontend`` (``Tensor``, ``Gradients``, ``tensor``, ``checkpoint``) and
-``strategy`` (``checkpoint_strategy``, ``set_checkpoint_strategy``: what recorded ops keep).
+``strategy`` (``checkpoint_strategy``, ``set_checkpoint_strategy``: what recorded ops keep)
+and ``grad_mode`` (``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``is_grad_enabled``:
+whether ops are recorded).
 
 >>> import numpy as np
 >>> from primitives.tensor.eager import NumpyExecutor, tensor
@@ -17,7 +19,10 @@ True
 
 from primitives.tensor.eager.executor import ImmediateNumpyBuilder, NumpyExecutor
 from primitives.tensor.eager.frontend import Gradients, Tensor, checkpoint, tensor
+from primitives.tensor.eager.grad_mode import (enable_grad, is_grad_enabled, no_grad,
+                                               set_grad_enabled)
 from primitives.tensor.eager.strategy import checkpoint_strategy, set_checkpoint_strategy
 
 __all__ = ["Gradients", "ImmediateNumpyBuilder", "NumpyExecutor", "Tensor", "checkpoint",
-           "checkpoint_strategy", "set_checkpoint_strategy", "tensor"]
+           "checkpoint_strategy", "enable_grad", "is_grad_enabled", "no_grad",
+           "set_checkpoint_strategy", "set_grad_enabled", "tensor"]

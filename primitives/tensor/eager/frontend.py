@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import numbers
 import sys
 import threading
@@ -90,6 +91,7 @@ from primitives.tensor.buffers import is_cached
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
+from primitives.tensor.eager.grad_mode import mode as _grad_mode
 from primitives.tensor.eager.strategy import block as _block, current_strategy
 from primitives.tensor.eager.strategy import process_strategy as _process
 from primitives.tensor.transforms.checkpoint import checked_policy, checkpoint_scope, saves
@@ -299,6 +301,32 @@ class Tensor(ArrayOperators, Frontend):
         if value and self._key is not None:
             _register_leaf(self._key, self)    # a key made earlier must still find this leaf
 
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set :attr:`requires_grad` on this leaf and return it (PyTorch's).
+
+        >>> w = tensor([1.0, 2.0]).requires_grad_()
+        >>> w.requires_grad
+        True
+        """
+        self.requires_grad = requires_grad
+        return self
+
+    def _update_in_place(self, name: str, other) -> "Tensor | None":
+        """In a ``no_grad`` block, ``x op= y`` is ``x.data op= y``: in place (ops recorded
+        before keep the old values), ``x`` stays what it was (a leaf, say); elsewhere
+        ``None``: it is recorded as ``x = x op y``."""
+        if _grad_mode.enabled:
+            return None
+        value = other._data if isinstance(other, Tensor) else other
+        handle = self.data
+        try:
+            updated = getattr(operator, name.strip("_"))(handle, value)
+        except (TypeError, ValueError) as error:   # NumPy's casting and broadcasting rules
+            raise (TensorShapeError if isinstance(error, ValueError) else TensorTypeError)(
+                f"Tensor.{name} in a no_grad block (in place, as x.data): {error}") from None
+        self.data = updated
+        return self
+
     @property
     def grad(self):
         """The gradient accumulated by backward calls (leaves only), or ``None``.
@@ -469,7 +497,7 @@ class Tensor(ArrayOperators, Frontend):
                 data.append(a if type(a) is np.ndarray else as_array(a))
             inputs.append(None)
             constants = True
-        if differentiated is None:
+        if differentiated is None or not _grad_mode.enabled:
             return [new_tensor(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         if mixed:
             _check_one_library(op, args, data)

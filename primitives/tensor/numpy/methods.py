@@ -211,6 +211,9 @@ def _augmented(f, name: str):
     binary = _binary(f)
 
     def method(self, other):
+        updated = self._update_in_place(name, other)
+        if updated is not None:                  # a front end that updates in place now
+            return updated
         if getattr(self, "is_leaf", False) and self.requires_grad:
             raise TensorTypeError(
                 f"x {symbol} ...: x is a leaf tensor that requires grad, which an in-place "
@@ -289,6 +292,12 @@ class ArrayOperators:
         """``value in x``: ``(x == value).any()``, as ``numpy.ndarray`` (not a search of
         ``x``'s rows, which compares a row to ``value`` and fails for arrays)."""
         return bool(any(equal(self, value)))
+
+    def _update_in_place(self, name: str, other):
+        """``x op= y`` (``name``: ``"__isub__"``...) done in place by the front end, returning
+        ``x``; or ``None``: it makes a new value, ``x = x op y``. The eager ``Tensor``
+        updates in place in a ``no_grad`` block, as PyTorch's."""
+        return None
 
     def __setitem__(self, key, value):
         raise TensorTypeError(f"{type(self).__name__}s are immutable: x[{key!r}] = ... cannot "

@@ -1,0 +1,136 @@
+"""PyTorch's grad mode for the eager ``Tensor``: ``no_grad``, ``enable_grad``,
+``set_grad_enabled`` and ``is_grad_enabled``.
+
+In a ``no_grad()`` block (this thread's) ops on tensors that require grad run without
+being recorded: their results require no grad and have no history. ``x op= y`` on a
+tensor there updates its values in place, as ``x.data op= y`` does (ops recorded
+before keep the old values), so an optimizer step written PyTorch's way,
+``p -= lr * p.grad``, keeps ``p`` the leaf it was. The functional transforms are not
+affected: ``tnp.grad`` differentiates inside a ``no_grad`` block, as ``torch.func.grad``.
+
+>>> import numpy as np
+>>> from primitives.tensor.eager.frontend import tensor
+>>> w = tensor(np.array([1.0, 2.0]), requires_grad=True)
+>>> (w * w).sum().backward().grad(w)
+array([2., 4.])
+>>> with no_grad():
+...     w -= 0.25 * w.grad
+...     y = w * 3
+>>> w, w.is_leaf, y.requires_grad
+(tensor([0.5, 1. ], requires_grad=True), True, False)
+
+Room: the eager package; imports nothing of tidu.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Callable
+
+
+class _Mode(threading.local):
+    enabled = True              # this thread's grad mode
+    stack: list | None = None   # the modes the open blocks replaced, innermost last
+
+
+mode = _Mode()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops on tensors that require grad are recorded in this thread.
+
+    >>> is_grad_enabled()
+    True
+    """
+    return mode.enabled
+
+
+class _Block:
+    """A block (``with``) or a decorated function in which grad mode is ``enabled``."""
+
+    enabled = True
+
+    def __enter__(self) -> None:
+        if mode.stack is None:
+            mode.stack = []
+        mode.stack.append(mode.enabled)
+        mode.enabled = self.enabled
+
+    def __exit__(self, *exc_info) -> bool:
+        mode.enabled = mode.stack.pop()
+        return False
+
+    def __call__(self, f: Callable) -> Callable:
+        block = type(self)
+
+        @functools.wraps(f)
+        def in_block(*args, **kwargs):
+            with block():
+                return f(*args, **kwargs)
+        return in_block
+
+
+class no_grad(_Block):
+    """Ops run in this block (or decorated function), in this thread, are not recorded.
+
+    >>> from primitives.tensor.eager.frontend import tensor
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> with no_grad():
+    ...     (x * 2).requires_grad
+    False
+    >>> no_grad()(lambda: (x * 2).requires_grad)()
+    False
+    """
+
+    enabled = False
+
+
+class enable_grad(_Block):
+    """Ops run in this block (or decorated function) are recorded, inside ``no_grad`` too.
+
+    >>> from primitives.tensor.eager.frontend import tensor
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> with no_grad():
+    ...     with enable_grad():
+    ...         (x * 2).requires_grad
+    True
+    """
+
+    enabled = True
+
+
+class set_grad_enabled(_Block):
+    """Set grad mode in this thread to ``enabled`` now; as a block (or decorator), only for
+    the block (or the decorated function's calls), as ``torch.set_grad_enabled``.
+
+    >>> set_grad_enabled(False); is_grad_enabled()
+    <...set_grad_enabled object at ...>
+    False
+    >>> set_grad_enabled(True); is_grad_enabled()
+    <...set_grad_enabled object at ...>
+    True
+    >>> with set_grad_enabled(False):
+    ...     is_grad_enabled()
+    False
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = bool(enabled)
+        self._previous = mode.enabled
+        mode.enabled = self.enabled             # at once: the call alone sets the mode
+
+    def __enter__(self) -> None:
+        if mode.stack is None:
+            mode.stack = []
+        mode.stack.append(self._previous)       # restored at the block's end
+
+    def __call__(self, f: Callable) -> Callable:
+        mode.enabled = self._previous           # a decorator: the mode only in its calls
+        enabled = self.enabled
+
+        @functools.wraps(f)
+        def in_block(*args, **kwargs):
+            with set_grad_enabled(enabled):
+                return f(*args, **kwargs)
+        return in_block
