@@ -587,6 +587,30 @@ def staging(trace, references: list[Reference]) -> Iterator[None]:
         set_staging(previous)
 
 
+@contextmanager
+def unstaged() -> Iterator[None]:
+    """Ops on plain arrays in this block are computed, never staged into an enclosing trace:
+    for code that evaluates an op on its inputs' values (a custom function's rule, a
+    solver's iterations), whose arrays may be the very objects ``staging`` lifts.
+
+    >>> from primitives.tensor.transforms.functional import GraphTrace
+    >>> import primitives.tensor as tnp
+    >>> V = np.arange(3.0)
+    >>> trace = GraphTrace(abstract=True)
+    >>> with staging(trace, [Reference(lambda: V, "V", V)]):
+    ...     with unstaged():
+    ...         total = tnp.sum(V)                  # computed
+    >>> trace.active = False
+    >>> float(total)
+    3.0
+    """
+    previous = set_staging(None)
+    try:
+        yield
+    finally:
+        set_staging(previous)
+
+
 class Guard:
     """The external arrays of one trace, to read again at each call.
 

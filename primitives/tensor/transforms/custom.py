@@ -114,7 +114,7 @@ from tidu import ADRuleError, ADRuleKind, TiduError
 from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
-from primitives.tensor.transforms.closure import Guard, external_values, staging
+from primitives.tensor.transforms.closure import Guard, external_values, staging, unstaged
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, Tracer,
                                                      check_output, vjp)
@@ -139,6 +139,18 @@ __all__ = ["custom_jvp", "custom_vjp"]
 
 def _name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
+
+
+def _on_plain_values(method: Callable) -> Callable:
+    """``method``, which runs the user's function on its inputs' values (an op's ``eval``, a
+    rule's first call), with staging paused: those values may be the very arrays an
+    enclosing ``jit`` lifts from ``f``'s closure (an initial guess passed to
+    ``fixed_point``), and the function's ops on them are computed, not staged."""
+    @functools.wraps(method)
+    def on_plain_values(*args, **kwargs):
+        with unstaged():
+            return method(*args, **kwargs)
+    return on_plain_values
 
 
 class _CustomFunction:
@@ -603,6 +615,7 @@ class _JVPRule(_Rule):
 
     kind = "custom_jvp"
 
+    @_on_plain_values
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
         self.jvp_fn = custom.jvp
@@ -612,6 +625,7 @@ class _JVPRule(_Rule):
         self._pending["jvp"] = data          # the rule is traced at the first call's arrays
         self.op = CustomJVPCall(self)
 
+    @_on_plain_values
     def run(self, inputs: list) -> list:
         leaves, tree = tree_flatten(self.custom.fun(*self.args(inputs)))
         return self._own_results(
@@ -680,6 +694,7 @@ class _VJPRule(_Rule):
 
     kind = "custom_vjp"
 
+    @_on_plain_values
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
         self.fwd_fn, self.bwd_fn = custom.fwd, custom.bwd
@@ -707,6 +722,7 @@ class _VJPRule(_Rule):
         residuals, res_tree = tree_flatten(pair[1])
         return outs, out_tree, residuals, res_tree
 
+    @_on_plain_values
     def run(self, inputs: list) -> list:
         outs, out_tree, residuals, res_tree = self._fwd(inputs)
         outs = self._arrays(outs, out_tree, self.out_tree, self.out_avals, "fwd's out")
