@@ -44,7 +44,9 @@ the next step), ``add_param_group``, ``state`` (keyed by tensor),
 resumed run is bit-identical to one that went on), and the learning-rate
 schedulers of :mod:`~primitives.tensor.optim.lr_scheduler` (``StepLR``, ``MultiStepLR``,
 ``ExponentialLR``, ``CosineAnnealingLR``, ``LambdaLR``: torch's, rate for rate),
-which act through ``param_groups``.
+which act through ``param_groups``. Between ``backward()`` and ``step()``,
+``torch.nn.utils``' :func:`clip_grad_norm_` and :func:`clip_grad_value_` clip the
+``.grad`` of tensors (assigning new arrays: arrays held elsewhere keep their values).
 
 >>> w = tnp.tensor([1.0, -2.0], requires_grad=True)
 >>> opt = SGD([w], lr=0.25)
@@ -67,13 +69,20 @@ True
 >>> saved = opt.state_dict()              # copies: save them, load_state_dict them later
 >>> saved["param_groups"][1]["params"], saved["state"][1]["step"]
 ([1], 20)
+>>> opt.zero_grad()
+>>> _ = tnp.sum(100.0 * (w - b) ** 2).backward()
+>>> float(clip_grad_norm_([w, b], max_norm=1.0)) > 1.0       # the norm before clipping
+True
+>>> float(clip_grad_norm_([w, b], max_norm=1.0)) <= 1.0      # after
+True
 """
 
 
 from __future__ import annotations
 
 from primitives.tensor.optim import lr_scheduler
-from primitives.tensor.optim.eager import SGD, Adam, AdamW, Optimizer, RMSprop
+from primitives.tensor.optim.eager import (SGD, Adam, AdamW, NonFiniteNormError, Optimizer,
+                                           RMSprop, clip_grad_norm_, clip_grad_value_)
 from primitives.tensor.optim.functional import (GradientTransformation, OptimizerError,
                                                 apply_updates, adam, adamw, chain, rmsprop,
                                                 sgd)
@@ -81,4 +90,5 @@ from primitives.tensor.optim.functional import (GradientTransformation, Optimize
 __all__ = [
     "OptimizerError", "GradientTransformation", "chain", "sgd", "adam", "adamw", "rmsprop",
     "apply_updates", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
+    "clip_grad_norm_", "clip_grad_value_", "NonFiniteNormError",
 ]

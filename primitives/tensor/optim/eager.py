@@ -1,6 +1,7 @@
 """torch.optim's optimizers for eager ``Tensor`` leaves: :class:`SGD`, :class:`Adam`,
 :class:`AdamW`, :class:`RMSprop`, with parameter groups, per-tensor state and state dicts
-(:class:`Optimizer`, their base). See :mod:`primitives.tensor.optim`.
+(:class:`Optimizer`, their base), and ``torch.nn.utils``' gradient clipping,
+:func:`clip_grad_norm_` and :func:`clip_grad_value_`. See :mod:`primitives.tensor.optim`.
 
 >>> import primitives.tensor as tnp
 >>> w = tnp.tensor([1.0], requires_grad=True)
@@ -16,15 +17,17 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import types
+import warnings
 from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.backends import library_of
+from primitives.tensor.backends import library_of, to_host
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.eager.frontend import Tensor
-from primitives.tensor.errors import TensorTypeError
+from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
 from primitives.tensor.optim.functional import OptimizerError
 
 
@@ -523,3 +526,238 @@ def _pairs(z):
 
 def _from_pairs(pairs):
     return pairs[..., 0] + 1j * pairs[..., 1]
+
+
+# --- torch.nn.utils' gradient clipping ----------------------------------------------------
+
+
+class NonFiniteNormError(OptimizerError, RuntimeError):
+    """:func:`clip_grad_norm_` with ``error_if_nonfinite=True`` found a nan or infinite total
+    norm. An :class:`OptimizerError` (so a ``TiduError`` and a ``ValueError``) and, as what
+    torch raises there, a ``RuntimeError``."""
+
+
+def _grads_of(parameters, what: str) -> list:
+    """``parameters`` (a Tensor, or an iterable of them: a generator is read once) as a list,
+    with torch's warning for an empty generator."""
+    if isinstance(parameters, Tensor):
+        return [parameters]
+    if isinstance(parameters, (dict, str, bytes)) or _is_array(parameters):
+        raise TensorTypeError(f"{what}: parameters must be a Tensor or an iterable of Tensors, "
+                              f"got a {type(parameters).__name__}")
+    is_generator = isinstance(parameters, types.GeneratorType)
+    try:
+        tensors = list(parameters)
+    except TypeError:
+        raise TensorTypeError(f"{what}: parameters must be a Tensor or an iterable of Tensors, "
+                              f"got a {type(parameters).__name__}") from None
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TensorTypeError(f"{what}: parameters must be Tensors (whose .grad is "
+                                  f"clipped), got a {type(t).__name__}")
+    if is_generator and not tensors:
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.",
+                      stacklevel=3)
+    return tensors
+
+
+def _float(value, name: str, what: str) -> float:
+    """``float(value)``, as torch converts ``max_norm``, ``norm_type`` and ``clip_value``."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TensorTypeError(f"{what}: {name} must be a real number, got "
+                              f"{value!r}") from None
+
+
+def _real_dtype(dtype) -> np.dtype:
+    """The dtype of a norm of an array of ``dtype``: float32 for complex64, and so on."""
+    return np.empty(0, dtype).real.dtype
+
+
+def _opmath(dtype: np.dtype) -> np.dtype:
+    """The dtype torch computes in for ``dtype`` (float32 for float16, else ``dtype``)."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _vector_norm(g, p: float, what: str) -> np.ndarray:
+    """torch's ``linalg.vector_norm(g, p)`` of an array of any library, as a 0-d NumPy array
+    of ``g``'s real dtype. The sum of powers is taken in float64, then rounded to the
+    precision torch accumulates in (float32 for float16 and float32: it overflows to inf as
+    torch's does), and the root rounded to the real dtype."""
+    dtype = dtype_of(g)
+    if dtype.kind not in "fc":
+        raise TensorTypeError(f"{what}: gradients must be floating point or complex, got "
+                              f"dtype {dtype}")
+    real = _real_dtype(dtype)
+    if math.prod(shape_of(g)) == 0:
+        if p < 0 or p == math.inf:
+            raise OptimizerError(f"{what}: the norm of order {p} of an empty gradient (a tensor "
+                                 "of size 0) is undefined, as in torch (no identity for it)")
+        return np.zeros((), real)
+    xp = library_of(g).xp
+    squares = None
+    if dtype.kind == "c":
+        # |z| as torch's: correctly rounded (NumPy's complex abs is off by an ulp at times)
+        re, im = xp.astype(xp.real(g), np.float64), xp.astype(xp.imag(g), np.float64)
+        squares = re * re + im * im             # exact for complex64
+        a = xp.sqrt(squares) if real.itemsize < 8 else xp.hypot(re, im)
+    else:
+        a = xp.astype(xp.abs(g), np.float64)
+    if p == math.inf:
+        value = to_host(xp.max(a))
+    elif p == -math.inf:
+        value = to_host(xp.min(a))
+    elif p == 0:                                # torch's "0-norm": the count of nonzeros
+        value = np.float64(to_host(xp.sum(xp.astype(a != 0, np.int64))))
+    else:
+        if p == 2:
+            powers = a * a if squares is None else squares
+        else:
+            powers = a if p == 1 else a ** p
+        total = np.float64(np.asarray(to_host(xp.sum(powers))).astype(_opmath(real)))
+        value = total if p == 1 else np.sqrt(total) if p == 2 else total ** (1.0 / p)
+    return np.asarray(value).astype(real)
+
+
+def _total_norm(grads: list, p: float, what: str) -> np.ndarray:
+    """torch's total norm: the norm of the gradients' norms, in their promoted real dtype."""
+    if not grads:
+        return np.zeros((), np.float64)     # torch: its default dtype (float32); tidu's: float64
+    norms = [_vector_norm(g, p, what) for g in grads]
+    dtype = np.result_type(*norms)
+    return _vector_norm(np.stack([n.astype(dtype) for n in norms]), p, what)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """``torch.nn.utils.clip_grad_norm_``: scale the gradients of ``parameters`` so that their
+    total norm is at most ``max_norm``; return the total norm from before.
+
+    ``parameters`` is a Tensor or an iterable of Tensors (a generator is read once); those
+    whose ``.grad`` is ``None`` are skipped. The total norm of order ``norm_type`` (a number;
+    ``inf`` the largest ``|g|``) is torch's: the norm of the gradients' own norms, which is
+    the norm of all of them concatenated (for ``norm_type=0``, as torch, it counts the
+    gradients that have a nonzero entry, not the nonzero entries). Each gradient is then
+    multiplied by ``min(max_norm / (total_norm + 1e-6), 1.0)``, computed as torch computes
+    it (``1 / (total_norm + 1e-6)``, times ``max_norm``, in the norm's dtype), so that from
+    the same total norm the gradients come out bit for bit as torch's.
+
+    Returns a ``Tensor`` without grad holding a 0-d NumPy array, in the dtype torch gives:
+    the gradients' real dtype (float32 for float32 or complex64 gradients), promoted if
+    they differ (float64 if one is float64). Norms are summed in float64, so a float32 norm
+    may differ from torch's (which sums in float32) in its last bits. With no gradients the
+    norm is ``0.0`` in float64, tidu's default dtype (torch: its default, float32).
+
+    A nan or infinite total norm raises :class:`NonFiniteNormError` when
+    ``error_if_nonfinite``; otherwise, as torch, the gradients are scaled by the
+    coefficient it gives (nan, or 0 for an infinite norm, which turns inf entries to nan).
+
+    Differences from torch, on purpose:
+
+    - "In place" is tidu's way of writing a gradient: ``t.grad`` is *assigned* a new array
+      (as ``zero_grad`` does), never written into, so arrays the caller holds (an earlier
+      ``t.grad``, the ``Gradients`` that ``backward`` returned, an array assigned to two
+      tensors' ``.grad``) keep their values. A tensor listed twice is scaled twice, as in
+      torch.
+    - A gradient that is a ``Tensor`` with history (``backward(create_graph=True)``) is
+      replaced by its clipped values, an array without history (torch scales it in place
+      under ``no_grad``).
+    - ``foreach`` is accepted and ignored (one implementation).
+
+    Gradients may be of mixed dtypes (each is scaled in its own dtype), complex (their
+    ``|g|``), or arrays of another library (a Tensor holding PyTorch data: its gradient stays
+    a PyTorch tensor).
+
+    >>> import primitives.tensor as tnp
+    >>> w = tnp.tensor([3.0, 0.0], requires_grad=True)
+    >>> b = tnp.tensor([4.0], requires_grad=True)
+    >>> unused = tnp.tensor([1.0], requires_grad=True)            # .grad None: skipped
+    >>> _ = (tnp.sum(w * w) + tnp.sum(b * b)).backward()          # grads [6, 0] and [8]
+    >>> total = clip_grad_norm_([w, b, unused], max_norm=1.0)
+    >>> total.item()                                               # sqrt(36 + 64)
+    10.0
+    >>> w.grad, b.grad                                             # times 1 / (10 + 1e-6)
+    (array([0.59999994, 0.        ]), array([0.79999992]))
+    >>> clip_grad_norm_(w, max_norm=5.0, norm_type=float("inf")).item()   # already small
+    0.599999940000006
+    """
+    what = "optim.clip_grad_norm_"
+    tensors = _grads_of(parameters, what)
+    max_norm = _float(max_norm, "max_norm", what)
+    norm_type = _float(norm_type, "norm_type", what)
+    grads = [_values(g) for g in (t.grad for t in tensors) if g is not None]
+    with np.errstate(all="ignore"):
+        total = _total_norm(grads, norm_type, what)
+        if error_if_nonfinite and not np.isfinite(total):
+            raise NonFiniteNormError(
+                f"{what}: the total norm of order {norm_type} of the gradients is "
+                f"{float(total)}, non-finite, so they cannot be clipped; pass "
+                "error_if_nonfinite=False to scale them by it anyway (as torch)")
+        if grads:
+            dtype = total.dtype
+            op = _opmath(dtype).type
+            denominator = dtype.type(op(total) + op(1e-6))
+            coef = dtype.type(op(dtype.type(op(1.0) / op(denominator))) * op(max_norm))
+            coef = np.minimum(coef, dtype.type(1.0))          # nan stays nan, as torch.clamp
+            for t in tensors:
+                grad = t.grad
+                if grad is not None:
+                    t.grad = _scaled(_values(grad), coef)
+    return Tensor(total)
+
+
+def _scaled(g, coef):
+    """``g * coef`` in ``g``'s dtype, as torch's ``g.mul_(coef)``: ``coef`` rounded to the
+    dtype ``g`` is computed in (float32 for float16), the product rounded to ``g``'s."""
+    dtype = dtype_of(g)
+    real = _real_dtype(dtype)
+    op = _opmath(real)
+    factor = float(op.type(coef))             # exact in that dtype: the library rounds nothing
+    if op == real:
+        return g * factor
+    xp = library_of(g).xp
+    return xp.astype(xp.astype(g, op) * factor, dtype)
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach: bool | None = None) -> None:
+    """``torch.nn.utils.clip_grad_value_``: clip every gradient of ``parameters`` to
+    ``[-clip_value, clip_value]`` (nan entries stay nan; a negative ``clip_value`` sets every
+    entry to it, as torch's ``clamp_min(-v)`` then ``clamp_max(v)``). Returns ``None``.
+
+    ``parameters`` is a Tensor or an iterable of Tensors (a generator is read once); those
+    whose ``.grad`` is ``None`` are skipped. As in :func:`clip_grad_norm_`, each ``.grad`` is
+    assigned a new array (arrays the caller holds keep their values), a gradient with
+    history becomes its clipped values, and ``foreach`` is ignored. Complex gradients are a
+    :class:`~primitives.tensor.TensorNotSupportedError`, as torch's ``NotImplementedError``.
+
+    >>> import primitives.tensor as tnp
+    >>> w = tnp.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    >>> _ = tnp.sum(w * w).backward()                          # grad [2, -4, 1]
+    >>> clip_grad_value_([w], clip_value=1.5)
+    >>> w.grad
+    array([ 1.5, -1.5,  1. ])
+    """
+    what = "optim.clip_grad_value_"
+    tensors = _grads_of(parameters, what)
+    clip_value = _float(clip_value, "clip_value", what)
+    for t in tensors:
+        grad = t.grad
+        if grad is None:
+            continue
+        g = _values(grad)
+        dtype = dtype_of(g)
+        if dtype.kind == "c":
+            raise TensorNotSupportedError(f"{what}: complex gradients have no order to clip "
+                                          "in (torch: clamp is not supported for complex "
+                                          "types); clip_grad_norm_ takes them")
+        if dtype.kind != "f":
+            raise TensorTypeError(f"{what}: gradients must be floating point, got dtype "
+                                  f"{dtype}")
+        xp = library_of(g).xp
+        if math.isnan(clip_value):
+            g = xp.full_like(g, math.nan)         # torch.clamp with a nan bound
+        else:
+            g = xp.where(g < -clip_value, -clip_value, g)
+            g = xp.where(g > clip_value, clip_value, g)
+        t.grad = g
