@@ -60,7 +60,7 @@ __all__ = [
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
-    "take_along_axis", "put_along_axis", "meshgrid", "copy",
+    "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "piecewise", "apply_along_axis",
 ]
 
@@ -829,6 +829,12 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
     except TensorShapeError:
         raise TensorShapeError(f"put_along_axis: values of shape {shape_of(values)} cannot be "
                                f"broadcast to the indexed shape {positions.shape}") from None
+    return reshape(_put_flat(flat, positions, values), shape_of(source))
+
+
+def _put_flat(flat, positions, values):
+    """``flat`` (1-d) with ``values`` (of ``positions``' shape) written at ``positions``, the
+    last write to a position winning (NumPy's assignment order)."""
     values = reshape(values, (-1,))
     targets = reshape(positions, (-1,))
     size = shape_of(flat)[0]
@@ -837,7 +843,95 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
     else:
         values, targets, written = _last_writes(values, targets, size)
     scattered = first(bind(ScatterAdd(0, (size,), shape_of(targets)), values, targets))
-    return reshape(where(written, scattered, flat), shape_of(source))
+    return where(written, scattered, flat)
+
+
+class IndexUpdates:
+    """``x.at[key]``: JAX's indexed updates, which return a new array (tensors and traced
+    values are immutable). ``key`` is any index ``x[key]`` takes (integers, slices, ``None``,
+    ``...``, integer arrays, traced ones too); each method differentiates in ``x`` and in
+    ``values``.
+
+    - ``get()``: ``x[key]``;
+    - ``set(values)``: ``x`` with ``x[key] = values`` (``values`` broadcast to ``x[key]``'s
+      shape and cast to ``x``'s dtype); where the key repeats a position, the last value
+      wins, as NumPy's assignment, and only it gets a derivative;
+    - ``add(values)``: ``x`` with ``values`` added at ``key``, repeated positions adding up
+      (``np.add.at``'s semantics, JAX's ``.add``).
+
+    Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
+    has no ``.at``).
+
+    >>> x = np.zeros(4)
+    >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
+    array([0., 2., 0., 1.])
+    >>> IndexUpdates(x)[1:3].set(np.array([5.0, 6.0]))
+    array([0., 5., 6., 0.])
+    """
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array) -> None:
+        self._array = array
+
+    def __getitem__(self, key) -> "_IndexedUpdate":
+        return _IndexedUpdate(self._array, key)
+
+    def __repr__(self) -> str:
+        return "_IndexUpdates (use x.at[key].set(values), .add(values) or .get())"
+
+
+def at(x) -> IndexUpdates:
+    """``x.at`` for any array: ``tnp.at(x)[key].set(v)`` is ``x.at[key].set(v)``, for a NumPy
+    array too (what ``tnp.zeros`` returns), which has no ``.at`` of its own (JAX's
+    ``jnp.zeros(n).at[i].set(v)``: write ``tnp.at(tnp.zeros(n))[i].set(v)``).
+
+    >>> at(np.zeros(3))[1].set(4.0)
+    array([0., 4., 0.])
+    """
+    return IndexUpdates(x)
+
+
+class _IndexedUpdate:
+    """``x.at[key]``: see :class:`IndexUpdates`."""
+
+    __slots__ = ("_array", "_key")
+
+    def __init__(self, array, key) -> None:
+        self._array, self._key = array, key
+
+    def get(self):
+        return getitem(self._array, self._key)
+
+    def set(self, values):
+        flat, positions, values, shape = self._operands(values, "set")
+        return reshape(_put_flat(flat, positions, values), shape)
+
+    def add(self, values):
+        flat, positions, values, shape = self._operands(values, "add")
+        targets = reshape(positions, (-1,))
+        size = shape_of(flat)[0]
+        added = first(bind(ScatterAdd(0, (size,), shape_of(targets)), reshape(values, (-1,)),
+                           targets))
+        return reshape(add(flat, added), shape)
+
+    def _operands(self, values, method: str) -> tuple:
+        """``x`` flattened, the flat positions ``key`` selects (in ``x[key]``'s shape), the
+        values broadcast to that shape in ``x``'s dtype, and ``x``'s shape."""
+        what = f"x.at[...].{method}"
+        x = operand(self._array, what)
+        shape = shape_of(x)
+        size = 1
+        for n in shape:
+            size *= n
+        positions = getitem(np.arange(size, dtype=np.intp).reshape(shape), self._key)
+        try:
+            values = broadcast_to(astype(operand(values, what), dtype_of(x)), shape_of(positions))
+        except TensorShapeError:
+            raise TensorShapeError(f"{what}: values of shape {shape_of(values)} cannot be "
+                                   f"broadcast to the indexed shape {shape_of(positions)}") \
+                from None
+        return reshape(x, (-1,)), positions, values, shape
 
 
 def _last_writes(values, targets: np.ndarray, size: int) -> tuple:

@@ -43,8 +43,8 @@ from primitives.tensor.numpy.lowering import (abs, add, astype, conj, conjugate,
                                               less_equal, max, min, multiply, negative,
                                               not_equal, positive, power, real, reshape,
                                               subtract, sum, transpose)
-from primitives.tensor.numpy.manipulation import (copy, diagonal, ndim, ravel, repeat, size,
-                                                  squeeze, swapaxes, trace)
+from primitives.tensor.numpy.manipulation import (IndexUpdates, copy, diagonal, ndim, ravel,
+                                                  repeat, size, squeeze, swapaxes, trace)
 from primitives.tensor.numpy.mathfuncs import (bitwise_and, bitwise_or, bitwise_xor, clip,
                                                floor_divide, invert, remainder, round)
 from primitives.tensor.numpy.products import dot, matmul
@@ -292,6 +292,12 @@ class ArrayOperators:
         """``value in x``: ``(x == value).any()``, as ``numpy.ndarray`` (not a search of
         ``x``'s rows, which compares a row to ``value`` and fails for arrays)."""
         return bool(any(equal(self, value)))
+
+    @property
+    def at(self) -> IndexUpdates:
+        """JAX's indexed updates, as new values: ``x.at[key].set(v)``, ``.add(v)`` and
+        ``.get()`` (:class:`~primitives.tensor.numpy.manipulation.IndexUpdates`)."""
+        return IndexUpdates(self)
 
     def _update_in_place(self, name: str, other):
         """``x op= y`` (``name``: ``"__isub__"``...) done in place by the front end, returning
