@@ -20,3 +20,17 @@ def sin_counter(monkeypatch):
 
     monkeypatch.setitem(ew._UNARY, "sin", rules._replace(fn=counting_sin))
     return count
+
+
+@pytest.fixture
+def jx():
+    """``(jax, jax.numpy)`` with float64 enabled, restored afterwards; the test skips (with
+    the reason) where JAX is not installed, as in CI: tidu's own checks run without it."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed: its comparisons are "
+                                            "skipped (tidu's own checks still run)")
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield jax, jax.numpy
+    finally:
+        jax.config.update("jax_enable_x64", previous)

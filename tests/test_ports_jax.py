@@ -25,17 +25,6 @@ from tensor_helpers import numeric_grad
 RTOL = 1e-10
 
 
-@pytest.fixture
-def jx():
-    """``(jax, jnp)`` with float64 enabled (restored afterwards); skips without JAX."""
-    jax = pytest.importorskip("jax", reason="JAX is not installed: the JAX halves of the "
-                                            "ports are skipped (tidu's own checks still run)")
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    yield jax, jax.numpy
-    jax.config.update("jax_enable_x64", previous)
-
-
 def assert_tree_close(a, b, rtol=RTOL, atol=1e-12):
     la, lb = _leaves(a), _leaves(b)
     assert len(la) == len(lb)

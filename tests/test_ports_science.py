@@ -55,17 +55,6 @@ from primitives.tensor.scipy import stats as tstats
 
 
 @pytest.fixture
-def jx():
-    """``(jax, jnp)`` with float64 enabled (restored afterwards); skips without JAX."""
-    jax = pytest.importorskip("jax", reason="JAX is not installed: the JAX halves of the "
-                                            "science ports are skipped")
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    yield jax, jax.numpy
-    jax.config.update("jax_enable_x64", previous)
-
-
-@pytest.fixture
 def ag():
     """``(autograd, autograd.numpy)``; skips without HIPS autograd."""
     autograd = pytest.importorskip("autograd", reason="HIPS autograd is not installed")
