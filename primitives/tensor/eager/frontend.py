@@ -317,6 +317,13 @@ class Tensor(ArrayOperators, Frontend):
         ``None``: it is recorded as ``x = x op y``."""
         if _grad_mode.enabled:
             return None
+        if is_view(self._data):
+            # (PyTorch writes through a view to its base; tidu's tensors share no memory)
+            raise TensorTypeError(
+                f"Tensor.{name} in a no_grad block on a tensor whose values are a view of "
+                "another's (v = w[...], a reshape or transpose of w): the update would "
+                "change v alone, not w, where PyTorch changes both; update w itself "
+                "(w.data[...] op= ...), or take v = w[...].copy() to update only v")
         value = other._data if isinstance(other, Tensor) else other
         handle = self.data
         try:

@@ -25,6 +25,7 @@ Room: the eager package; imports nothing of tidu.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from typing import Callable
 
@@ -47,9 +48,15 @@ def is_grad_enabled() -> bool:
 
 
 class _Block:
-    """A block (``with``) or a decorated function in which grad mode is ``enabled``."""
+    """A block (``with``) or a decorated function in which grad mode is ``enabled``; a bare
+    ``@no_grad`` (no call) decorates too, as PyTorch's."""
 
     enabled = True
+
+    def __new__(cls, f: Callable | None = None):
+        if f is None:
+            return super().__new__(cls)
+        return cls()(f)                          # @no_grad without the parentheses
 
     def __enter__(self) -> None:
         if mode.stack is None:
@@ -62,13 +69,41 @@ class _Block:
         return False
 
     def __call__(self, f: Callable) -> Callable:
-        block = type(self)
+        return _in_blocks(f, type(self))
 
+
+def _in_blocks(f: Callable, block: Callable) -> Callable:
+    """``f`` run inside ``block()``; a generator function's body too, each time it resumes
+    (not only while the generator is made), as PyTorch's decorators do."""
+    if not inspect.isgeneratorfunction(f):
         @functools.wraps(f)
         def in_block(*args, **kwargs):
             with block():
                 return f(*args, **kwargs)
         return in_block
+
+    @functools.wraps(f)
+    def generator_in_block(*args, **kwargs):
+        generator = f(*args, **kwargs)
+        try:
+            with block():
+                response = generator.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with block():
+                        generator.close()
+                    raise
+                except BaseException as error:
+                    with block():
+                        response = generator.throw(error)
+                else:
+                    with block():
+                        response = generator.send(request)
+        except StopIteration as stop:
+            return stop.value
+    return generator_in_block
 
 
 class no_grad(_Block):
@@ -115,6 +150,9 @@ class set_grad_enabled(_Block):
     False
     """
 
+    def __new__(cls, enabled: bool):
+        return object.__new__(cls)
+
     def __init__(self, enabled: bool) -> None:
         self.enabled = bool(enabled)
         self._previous = mode.enabled
@@ -128,9 +166,4 @@ class set_grad_enabled(_Block):
     def __call__(self, f: Callable) -> Callable:
         mode.enabled = self._previous           # a decorator: the mode only in its calls
         enabled = self.enabled
-
-        @functools.wraps(f)
-        def in_block(*args, **kwargs):
-            with set_grad_enabled(enabled):
-                return f(*args, **kwargs)
-        return in_block
+        return _in_blocks(f, lambda: set_grad_enabled(enabled))
