@@ -532,3 +532,17 @@ def test_custom_vjp_and_jvp_rules_read_a_mutated_global_under_jit():
     jh(x)
     H[:] = [10.0, 20.0]
     np.testing.assert_allclose(jh(x), np.cos(1.0) * np.array([10.0, 20.0]))
+
+
+def test_python_number_conversions_of_many_elements_are_tidu_errors():
+    many = T(np.array([1.0, 2.0]))
+    for convert in (float, int, complex):
+        with pytest.raises(tnp.TensorTypeError, match=r"of shape \(2,\): only a one-element"):
+            convert(many)
+    with pytest.raises(tnp.TensorShapeError, match="ambiguous"):
+        bool(many)
+    # one element of any shape converts, as in PyTorch (NumPy 2 takes 0-d arrays only)
+    assert float(T(np.array([[2.5]]))) == 2.5 and int(T(np.array([3.7]))) == 3
+    assert bool(T(np.array([1.0]))) and complex(T(np.array([1 + 2j]))) == 1 + 2j
+    with pytest.raises(tnp.TensorTypeError, match="float"):
+        tnp.grad(lambda x: float(x))(3.0)             # a derivative would be dropped

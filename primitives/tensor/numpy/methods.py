@@ -270,6 +270,23 @@ def _member(name: str, kind: str, f):
     return method
 
 
+def _size(value) -> int:
+    size = 1
+    for n in getattr(value, "shape", ()):
+        size *= n
+    return size
+
+
+def _one_value(x, what: str):
+    """The host value of ``x`` for ``float()``/``int()``/``complex()``: a constant (or a clear
+    error, :func:`.dispatch.constant_data`) of one element, as a 0-d array, else an error."""
+    value = to_host(constant_data(x, what))
+    if _size(value) != 1:
+        raise TensorTypeError(f"{what} of a {type(x).__name__} of shape {x.shape}: only a "
+                              "one-element value converts to a Python number")
+    return value.reshape(())          # (PyTorch converts any one-element tensor; NumPy 0-d)
+
+
 class ArrayOperators:
     """NumPy's operators and array methods for frontend values: the ``tnp`` functions of
     :data:`TABLE`, and Python's protocols."""
@@ -327,13 +344,18 @@ class ArrayOperators:
         """The values as nested Python lists (refused where it would drop a derivative)."""
         return to_host(constant_data(self, "tolist()")).tolist()
 
-    def __float__(self): return float(to_host(constant_data(self, "float()")))
-    def __int__(self): return int(to_host(constant_data(self, "int()")))
-    def __complex__(self): return complex(to_host(constant_data(self, "complex()")))
+    def __float__(self): return float(_one_value(self, "float()"))
+    def __int__(self): return int(_one_value(self, "int()"))
+    def __complex__(self): return complex(_one_value(self, "complex()"))
     def __index__(self): return operator.index(to_host(constant_data(self, "using as an index")))
 
     def __bool__(self) -> bool:
-        return bool(data_of(self, "bool() (an if or while on a traced value)"))
+        value = data_of(self, "bool() (an if or while on a traced value)")
+        if _size(value) != 1:
+            raise TensorShapeError(f"bool() of a {type(self).__name__} of shape "
+                                   f"{self.shape} is ambiguous (NumPy's rule); use "
+                                   "tnp.any(x) or tnp.all(x)")
+        return bool(value)
 
     # NumPy's functions and ufuncs dispatch here (NEP 18, NEP 13): a differentiable tnp
     # version runs, or a clear error; never a silent conversion (see .dispatch).
