@@ -546,3 +546,23 @@ def test_python_number_conversions_of_many_elements_are_tidu_errors():
     assert bool(T(np.array([1.0]))) and complex(T(np.array([1 + 2j]))) == 1 + 2j
     with pytest.raises(tnp.TensorTypeError, match="float"):
         tnp.grad(lambda x: float(x))(3.0)             # a derivative would be dropped
+
+
+def test_grad_mode_decorators_refuse_what_is_not_a_function():
+    for bad in (lambda: tnp.no_grad(5), lambda: tnp.enable_grad("x"),
+                lambda: tnp.set_grad_enabled(False)(3)):
+        with pytest.raises(tnp.TensorTypeError, match="decorates a function"):
+            bad()
+        assert tnp.is_grad_enabled()                 # usable after the error
+
+
+def test_numpy_functions_that_copy_return_new_arrays_for_plain_inputs():
+    """NumPy's concatenate of one array and pad by nothing return new arrays (so do
+    scipy's block_diag of one): writing to the result must not change the input."""
+    a = np.ones((2, 2))
+    for result in (tnp.concatenate([a]), tnp.hstack([a]), tnp.pad(a, 0), L.block_diag(a)):
+        assert not np.shares_memory(result, a)
+        result[...] = 7.0
+    assert (a == 1.0).all()
+    t = T(a, requires_grad=True)                      # immutable tensors: no copy needed
+    assert tnp.concatenate([t]) is t

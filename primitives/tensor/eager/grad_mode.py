@@ -19,7 +19,7 @@ array([2., 4.])
 >>> w, w.is_leaf, y.requires_grad
 (tensor([0.5, 1. ], requires_grad=True), True, False)
 
-Room: the eager package; imports nothing of tidu.
+Room: the eager package; imports only the tensor set's errors.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import functools
 import inspect
 import threading
 from typing import Callable
+
+from primitives.tensor.errors import TensorTypeError
 
 
 class _Mode(threading.local):
@@ -69,12 +71,15 @@ class _Block:
         return False
 
     def __call__(self, f: Callable) -> Callable:
-        return _in_blocks(f, type(self))
+        return _in_blocks(f, type(self), type(self).__name__)
 
 
-def _in_blocks(f: Callable, block: Callable) -> Callable:
+def _in_blocks(f: Callable, block: Callable, name: str) -> Callable:
     """``f`` run inside ``block()``; a generator function's body too, each time it resumes
     (not only while the generator is made), as PyTorch's decorators do."""
+    if not callable(f):
+        raise TensorTypeError(f"{name} decorates a function; got {type(f).__name__} (use it "
+                              f"as a block: with {name}(...): ...)")
     if not inspect.isgeneratorfunction(f):
         @functools.wraps(f)
         def in_block(*args, **kwargs):
@@ -166,4 +171,4 @@ class set_grad_enabled(_Block):
     def __call__(self, f: Callable) -> Callable:
         mode.enabled = self._previous           # a decorator: the mode only in its calls
         enabled = self.enabled
-        return _in_blocks(f, lambda: set_grad_enabled(enabled))
+        return _in_blocks(f, lambda: set_grad_enabled(enabled), "set_grad_enabled")

@@ -304,6 +304,13 @@ def astype(x, dtype):
     return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
 
 
+def new_value(x):
+    """``x`` as the result of a function that NumPy makes a new array for (``concatenate`` of
+    one array, ``pad`` by nothing): a plain array is copied, so writing to the result does
+    not change the caller's input; a front-end value (immutable) is returned as it is."""
+    return x if isinstance(x, Frontend) else library_of(x).copy(x)
+
+
 def broadcast_to(x, shape):
     """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes."""
     return broadcast_operand(operand(x), shape_tuple(shape, "broadcast_to"))
@@ -695,7 +702,7 @@ def concatenate(arrays, axis=0):
                                f"axis {axis}")
     arrays, dtype = promoted(*arrays)
     if len(arrays) == 1:
-        return arrays[0]
+        return new_value(arrays[0])
     return first(bind(Concatenate(axis, tuple(shapes), dtype_name(dtype)), *arrays))
 
 

@@ -31,6 +31,7 @@ array([[2., 6.],
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
@@ -44,7 +45,8 @@ from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array
 from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, first,
                                               is_foreign_array, is_python_scalar,
-                                              normalize_axes, normalize_axis, operand, reshape,
+                                              new_value, normalize_axes, normalize_axis,
+                                              operand, reshape,
                                               result_dtype, shape_tuple, stack, sum, transpose,
                                               where)
 from primitives.tensor.ops import elementwise as ew
@@ -445,7 +447,7 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
     if (widths < 0).any():
         raise TensorShapeError(f"pad: negative pad_width {pad_width!r}")
     if not widths.any():
-        return x
+        return new_value(x)
     op = Pad(tuple(int(w) for w in widths[:, 0]), tuple(int(w) for w in widths[:, 1]),
              (0,) * len(shape), shape)
     if constant_values == 0:
@@ -878,7 +880,7 @@ class IndexUpdates:
         return _IndexedUpdate(self._array, key)
 
     def __repr__(self) -> str:
-        return "_IndexUpdates (use x.at[key].set(values), .add(values) or .get())"
+        return "IndexUpdates (use x.at[key].set(values), .add(values) or .get())"
 
 
 def at(x) -> IndexUpdates:
@@ -921,10 +923,7 @@ class _IndexedUpdate:
         what = f"x.at[...].{method}"
         x = operand(self._array, what)
         shape = shape_of(x)
-        size = 1
-        for n in shape:
-            size *= n
-        positions = getitem(np.arange(size, dtype=np.intp).reshape(shape), self._key)
+        positions = getitem(np.arange(math.prod(shape), dtype=np.intp).reshape(shape), self._key)
         try:
             values = broadcast_to(astype(operand(values, what), dtype_of(x)), shape_of(positions))
         except TensorShapeError:

@@ -28,6 +28,7 @@ array([[2.6646, 0.8882],
 
 from __future__ import annotations
 
+import math
 import operator
 import sys
 
@@ -271,10 +272,7 @@ def _member(name: str, kind: str, f):
 
 
 def _size(value) -> int:
-    size = 1
-    for n in getattr(value, "shape", ()):
-        size *= n
-    return size
+    return math.prod(getattr(value, "shape", ()))
 
 
 def _one_value(x, what: str):
