@@ -156,3 +156,20 @@ def test_against_jax():
             np.testing.assert_allclose(a, np.asarray(b), rtol=1e-14)
     finally:
         jax.config.update("jax_enable_x64", previous)
+
+
+def test_transforms_compose_in_both_orders():
+    def h(x):
+        repeated = x.at[np.array([0, 0])].add(x[1:] ** 2)
+        return tnp.sum(tnp.sin(x.at[1].set(x[0] * x[2]))) + tnp.sum(repeated)
+
+    X = np.random.default_rng(3).standard_normal((3, 3))
+    per_row = tnp.vmap(tnp.grad(h))(X)
+    full = tnp.jacrev(lambda X: tnp.vmap(h)(X))(X)
+    np.testing.assert_allclose(per_row, np.stack([full[i, i] for i in range(3)]), rtol=1e-13)
+    np.testing.assert_allclose(tnp.grad(tnp.jit(h))(X[0]), tnp.jit(tnp.grad(h))(X[0]),
+                               rtol=1e-13)
+    np.testing.assert_allclose(tnp.jacfwd(tnp.grad(h))(X[0]), tnp.jacrev(tnp.grad(h))(X[0]),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tnp.grad(h)(X[0]), numeric_grad(lambda x: float(h(tnp.tensor(x))),
+                                                                 X[0]), rtol=1e-6, atol=1e-8)
