@@ -11,7 +11,7 @@ The chain is ``y = sin(y) * y + c`` (3 primal ops per step), as in
   primal op, by ``tracemalloc``: what each graph adds once built (after a collection),
   what all three hold together (graphs alive), and the peak while building them.
 
-Two controls tell what of the growth is tidu's and what is Python's, in the same run:
+Three controls tell what of the growth is tidu's and what is Python's, in the same run:
 
 - the eager and the transform chain again with the cyclic garbage collector off for the
   whole process (``gc.disable()``): what is left of the growth once no full collection
@@ -21,7 +21,10 @@ Two controls tell what of the growth is tidu's and what is Python's, in the same
   a local id in an index), made in plain Python for a chain, then one walk that reads
   each op's inputs, looks them up and makes a new key (what ``linearize`` does per op,
   without the rules); collector off. Its growth is the memory hierarchy's: the same
-  pointer chasing over a heap a hundred times larger.
+  pointer chasing over a heap a hundred times larger;
+- a ``tape``: the eager chain on ``benchmarks/eager.py``'s minimal Python tape (the
+  NumPy call, a small object and a tuple per op), collector on: what CPython's full
+  collections cost any record kept as Python objects, at the leanest.
 
 Every (measurement, size, repetition) runs in a fresh Python process of its own, so
 no garbage of an earlier run (dead keys in the intern tables, a bigger heap) weighs on
@@ -37,7 +40,7 @@ large size at most 1.2x the small one's; for the memory, at most 1 KB per primal
 
     python -m benchmarks.scaling [--quick] [--json out.json]
     python -m benchmarks.scaling --run KIND --ops N     (one process, JSON; KIND: eager,
-        transform, memory, eager-gc-off, transform-gc-off, skeleton)
+        transform, memory, eager-gc-off, transform-gc-off, skeleton, tape)
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ TARGET_BYTES_PER_OP = 1024
 # the memory run ~10 KB/op under tracemalloc (2.5·10⁴ ops). A size runs only when the machine
 # has about twice that available.
 _BYTES_PER_OP_NEEDED = {"eager": 2_000, "transform": 12_000, "memory": 20_000,
-                        "eager-gc-off": 2_000, "transform-gc-off": 12_000, "skeleton": 2_000}
+                        "eager-gc-off": 2_000, "transform-gc-off": 12_000, "skeleton": 2_000,
+                        "tape": 1_000}
 
 
 def _rss_bytes() -> int:
@@ -115,9 +119,23 @@ def _close(got, want) -> bool:
 
 def eager_here(n_ops: int) -> dict:
     """Record + backward of the 0-d tensor chain (one warm-up run of 300 ops first)."""
-    from benchmarks.eager import C0, Y0, timed, zero_d_tensors
+    from benchmarks.eager import zero_d_tensors
 
-    _, record, backward = zero_d_tensors()
+    return _recorded_chain(zero_d_tensors, n_ops)
+
+
+def tape_here(n_ops: int) -> dict:
+    """The control: ``benchmarks/eager.py``'s minimal Python tape (a small object and a
+    tuple per op) on the same chain, collector on."""
+    from benchmarks.eager import python_tape
+
+    return _recorded_chain(python_tape, n_ops)
+
+
+def _recorded_chain(implementation, n_ops: int) -> dict:
+    from benchmarks.eager import C0, Y0, timed
+
+    _, record, backward = implementation()
     steps = n_ops // 3
     timed(record, backward, WARM_UP_OPS // 3)
     gc.collect()
@@ -125,7 +143,7 @@ def eager_here(n_ops: int) -> dict:
     rec, bwd, grads = timed(record, backward, steps)
     peak = peak_rss_bytes()
     want = _reference(steps, Y0, C0)
-    assert _close(grads, want), f"eager 0-d chain: gradients {grads} differ from {want}"
+    assert _close(grads, want), f"{implementation.__name__}: gradients {grads} differ from {want}"
     ops = 3 * steps
     return {"n_ops": ops, "record_us_per_op": 1e6 * rec / ops,
             "backward_us_per_op": 1e6 * bwd / ops, "us_per_op": 1e6 * (rec + bwd) / ops,
@@ -281,7 +299,8 @@ def _collector_off(run):
 
 RUNS = {"eager": eager_here, "transform": transform_here, "memory": memory_here,
         "eager-gc-off": _collector_off(eager_here),
-        "transform-gc-off": _collector_off(transform_here), "skeleton": skeleton_here}
+        "transform-gc-off": _collector_off(transform_here), "skeleton": skeleton_here,
+        "tape": tape_here}
 
 
 # --- each run in a fresh process ----------------------------------------------------------------
@@ -328,7 +347,9 @@ CASES = {"eager": ("eager 0-d tensor chain, record + backward", "record_us_per_o
          "transform-gc-off": ("control: the transform chain, collector off",
                               "build_us_per_op", "linearize_us_per_op", "transpose_us_per_op"),
          "skeleton": ("control: tidu's key objects in plain Python, build + walk, "
-                      "collector off", "build_us_per_op", "walk_us_per_op")}
+                      "collector off", "build_us_per_op", "walk_us_per_op"),
+         "tape": ("control: a minimal Python tape on the eager chain, collector on",
+                  "record_us_per_op", "backward_us_per_op")}
 
 
 def scaling_workload(quick: bool) -> list[dict]:

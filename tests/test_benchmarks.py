@@ -70,7 +70,8 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
 
     # per-op cost at two sizes, each in fresh processes; graph memory per primal op
     scaling = {row["kind"]: row for row in data["rows"] if row["workload"] == "scaling"}
-    assert set(scaling) == {"eager", "transform", "eager-gc-off", "transform-gc-off", "skeleton"}
+    assert set(scaling) == {"eager", "transform", "eager-gc-off", "transform-gc-off", "skeleton",
+                            "tape"}
     for row in scaling.values():
         assert set(row["sizes"]) == {"1000", "10000"}, row
         assert row["large_us_per_op"] > 0 and row["small_us_per_op"] > 0 and row["growth"] > 0

@@ -34,7 +34,8 @@ import numpy as np
 
 from tidu import TiduError
 from primitives.tensor import numpy as api
-from primitives.tensor.numpy.lowering import exp, log, stop_gradient, tanh, where
+from primitives.tensor.numpy.lowering import exp, normalize_axes, stop_gradient, tanh, where
+from primitives.tensor.numpy.reductions import log_softmax_over
 from primitives.tensor.core import Frontend, shape_of
 from primitives.tensor.transforms.custom import custom_jvp
 from primitives.tensor.errors import (TensorAxisError, TensorNotSupportedError,
@@ -333,15 +334,15 @@ def softmax(x, axis=-1):
 
 
 def log_softmax(x, axis=-1):
-    """``x - logsumexp(x, axis)``, computed stably; ``-inf`` entries stay ``-inf`` and the
-    derivative stays finite.
+    """``x - logsumexp(x, axis)``, computed stably, as one op; ``-inf`` entries stay ``-inf``
+    and the derivative stays finite. As ``jax.nn.log_softmax``, the shift is the maximum
+    even where it is not finite (a row holding ``+inf`` is NaN).
 
     >>> log_softmax(np.array([0.0, 0.0]))
     array([-0.69314718, -0.69314718])
     """
     x = _operand(x)
-    shifted = x - stop_gradient(_max_keepdims(x, axis))
-    return shifted - log(api.sum(exp(shifted), axis=axis, keepdims=True))
+    return log_softmax_over(x, normalize_axes(axis, len(shape_of(x)), "log_softmax"), False)
 
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):

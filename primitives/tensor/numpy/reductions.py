@@ -54,7 +54,7 @@ from primitives.tensor.numpy.manipulation import diagonal, squeeze
 from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, isfinite, round as round_, sign
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
-from primitives.tensor.ops.reduce import (Argmax, Argmin, ReduceLogSumExp, ReduceProd,
+from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
                                           sqrt_zero_slope_at_zero)
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
@@ -434,6 +434,21 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     out = first(bind(cached_op(ReduceLogSumExp, axes, shape, dtype_name(dtype_of(x))), x))
     return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) \
         if keepdims else out
+
+
+def log_softmax_over(x, axes: tuple, finite_shift: bool):
+    """``x - logsumexp(x, axes, keepdims=True)``, stably, as one op (``log_softmax``): what
+    ``nn.log_softmax`` (``finite_shift=False``, JAX's) and ``scipy.special.log_softmax``
+    (``finite_shift=True``, SciPy's) compute. ``axes`` are normalized; integers become the
+    default float.
+
+    >>> log_softmax_over(np.array([1000.0, 1.0]), (0,), True)
+    array([   0., -999.])
+    """
+    x = operand(x)
+    x = astype(x, float_dtype(x))
+    return first(bind(cached_op(LogSoftmax, tuple(axes), shape_of(x), dtype_name(dtype_of(x)),
+                                finite_shift), x))
 
 
 def _check_real_logsumexp(dtype: np.dtype) -> None:

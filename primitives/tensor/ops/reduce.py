@@ -1,5 +1,6 @@
 """Reductions besides ``reduce_sum``: ``reduce_max``, ``reduce_min``, ``reduce_prod``,
-``reduce_logsumexp``, ``argmax``, ``argmin``, and the square root ``std`` ends with.
+``reduce_logsumexp``, ``log_softmax``, ``argmax``, ``argmin``, and the square root ``std``
+ends with.
 
 The JVP of ``reduce_max``/``reduce_min`` sends the tangent through the
 arg-extremum locations; ties split it evenly, as JAX does: the weights are
@@ -26,7 +27,7 @@ from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LIN_TF, TensorPrimitive, check_ordered, emit, \
+from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, TensorPrimitive, check_ordered, emit, \
     is_float_dtype, not_linear, shift_axis, tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
@@ -267,6 +268,79 @@ class ReduceLogSumExp(_Reduction):
         softmax = emit(builder, ew.exp, [Local(shifted)])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
         return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
+
+
+@tensor_op
+class LogSoftmax(TensorPrimitive):
+    """``x - log(sum(exp(x)))`` over ``axes`` of a floating operand of ``shape`` and
+    ``dtype``, shifted by the maximum for stability: one op where the composite is about
+    ten, so eager recording and programs pay for one. ``finite_shift``: a maximum that is
+    not finite shifts by 0 (SciPy's ``log_softmax``); otherwise by itself (``jax.nn``'s,
+    PyTorch's: a row holding ``+inf`` is all NaN). Its JVP, read from the output ``y``, is
+    ``t - sum(exp(y) * t)``.
+
+    >>> op = LogSoftmax(axes=(1,), shape=(1, 2), dtype="float64", finite_shift=False)
+    >>> op.eval(None, [np.array([[1000.0, 1000.0]])])        # log(1/2), no overflow
+    [array([[-0.69314718, -0.69314718]])]
+    """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
+
+    axes: tuple
+    shape: tuple
+    dtype: str
+    finite_shift: bool
+    name = "log_softmax"
+
+    def params(self) -> str:
+        return f"axes={self.axes}, shape={self.shape}, finite_shift={self.finite_shift}"
+
+    def output_dtype(self) -> str:
+        return self.dtype
+
+    def eval(self, ctx, inputs):
+        xp, (x,) = operands(inputs, self)
+        if any(self.shape[a] == 0 for a in self.axes):         # nothing to normalize
+            return [x - x]
+        if len(self.axes) == 1 and not self.finite_shift and xp.name == "torch":
+            return [x.log_softmax(dim=self.axes[0])]           # one kernel
+        if type(x) is np.ndarray and x.dtype.kind in "fc":     # complex: NumPy's order
+            shift = _numpy_extremum(np.maximum, x, self.axes, keepdims=True)
+            if self.finite_shift:
+                finite = np.isfinite(shift)
+                if not np.logical_and.reduce(finite, axis=None):
+                    shift = np.where(finite, shift, np.zeros((), shift.dtype))
+            shifted = np.subtract(x, shift)
+            total = np.log(np.add.reduce(np.exp(shifted), axis=self.axes, keepdims=True))
+            if type(shifted) is not np.ndarray:                # 0-d: NumPy gives scalars
+                return [np.asarray(shifted - total)]
+            return [np.subtract(shifted, total, out=shifted)]
+        shift = xp.max(x, axis=self.axes, keepdims=True)
+        if self.finite_shift:
+            shift = xp.where(xp.isfinite(shift), shift, xp.zeros_like(shift))
+        shifted = x - shift
+        out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=self.axes, keepdims=True))
+        return [np.asarray(out) if xp is NUMPY.xp else out]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        shape = tuple(self.shape)
+        kept = tuple(axis for axis in range(len(shape)) if axis not in self.axes)
+        t = tangent_inputs[0]
+        softmax = emit(builder, ew.exp, [External(primal_outputs[0])])
+        weighted = emit(builder, ew.mul, [Local(t), Local(softmax)], LIN_TF)
+        total = emit(builder, ReduceSum(self.axes, shape), [Local(weighted)], LIN)
+        back = BroadcastInDim(shape, kept, tuple(shape[axis] for axis in kept))
+        spread = emit(builder, back, [Local(total)], LIN)
+        return [emit(builder, ew.sub, [Local(t), Local(spread)], LIN_TT)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        [axis] = axes
+        batched = LogSoftmax(tuple(shift_axis(self, a, axis) for a in self.axes),
+                             with_batch(self.shape, axis, axis_size), self.dtype,
+                             self.finite_shift)
+        return builder.add_primitive(batched, inputs, role), [axis]
 
 
 class _ArgExtremum(TensorPrimitive):

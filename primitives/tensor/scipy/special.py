@@ -40,7 +40,6 @@ from primitives.tensor.numpy.lowering import (
     elementwise,
     exp,
     first,
-    log,
     normalize_axes,
     operand,
     result_dtype,
@@ -392,15 +391,14 @@ def softmax(x, axis=None):
 
 def log_softmax(x, axis=None):
     """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis`` (every element by
-    default), accurate where ``softmax`` underflows.
+    default), accurate where ``softmax`` underflows; one op.
 
     >>> log_softmax(np.array([1000.0, 1.0]))
     array([   0., -999.])
     """
     (x,) = _real("log_softmax", None, x)
-    axes = normalize_axes(axis, len(shape_of(x)), "log_softmax")
-    shifted = subtract(x, stable_shift(x, axes))
-    return subtract(shifted, log(sum(exp(shifted), axes, keepdims=True)))
+    return reductions.log_softmax_over(x, normalize_axes(axis, len(shape_of(x)), "log_softmax"),
+                                       True)
 
 
 # --- modified Bessel functions ---------------------------------------------------------------
