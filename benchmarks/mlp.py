@@ -92,8 +92,8 @@ def numpy_forward(params, x, onehot):
         h = np.tanh(h @ params[i] + params[i + 1])
     z = h @ params[-2] + params[-1]
     m = z.max(axis=1, keepdims=True)
-    log_probs = z - (m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))
-    return -(log_probs * onehot).sum() / len(x)
+    log_p = z - (m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))
+    return -(log_p * onehot).sum() / len(x)
 
 
 def tidu_model(params, x, onehot):

@@ -158,3 +158,13 @@ def test_on_torch_tensors_one_kernel_and_the_same_values():
     ref = x.clone().requires_grad_(True)
     (torch.log_softmax(ref, 0) * 2.0).sum().backward()
     torch.testing.assert_close(grad, ref.grad, rtol=1e-13, atol=1e-14)
+
+
+def test_complex_gradient_against_central_differences():
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(3, 4)) + 1j * rng.normal(size=(3, 4))
+    w = rng.normal(size=(3, 4))
+    got = tnp.grad(lambda v: tnp.sum(tnp.real(nn.log_softmax(v, axis=1)) * w))(z)
+    want = numeric_grad(lambda v: np.sum(np.real(v - np.log(np.sum(np.exp(v), axis=1,
+                                                                      keepdims=True))) * w), z)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
