@@ -168,3 +168,19 @@ def test_complex_gradient_against_central_differences():
     want = numeric_grad(lambda v: np.sum(np.real(v - np.log(np.sum(np.exp(v), axis=1,
                                                                       keepdims=True))) * w), z)
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+def test_on_dask_arrays_lazily_with_numpys_values():
+    da = pytest.importorskip("dask.array", reason="Dask is not installed: the Dask backend "
+                                                  "is not tested")
+    x = np.random.default_rng(7).normal(size=(6, 4))
+    d = da.from_array(x, chunks=(3, 4))
+
+    def loss(v):
+        return tnp.sum(nn.log_softmax(v, axis=1) * 2.0)
+
+    for got, want in ((nn.log_softmax(d, axis=1), nn.log_softmax(x, axis=1)),
+                      (tnp.scipy.special.log_softmax(d, 1), tnp.scipy.special.log_softmax(x, 1)),
+                      (tnp.grad(loss)(d), tnp.grad(loss)(x))):
+        assert isinstance(got, da.Array)
+        np.testing.assert_allclose(got.compute(), want, rtol=1e-14, atol=1e-15)
