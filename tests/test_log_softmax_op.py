@@ -184,3 +184,43 @@ def test_on_dask_arrays_lazily_with_numpys_values():
                       (tnp.grad(loss)(d), tnp.grad(loss)(x))):
         assert isinstance(got, da.Array)
         np.testing.assert_allclose(got.compute(), want, rtol=1e-14, atol=1e-15)
+
+
+def test_results_are_fresh_and_jit_reads_closed_over_logits_at_each_call():
+    x = np.random.default_rng(8).normal(size=(3, 4))
+    kept = x.copy()
+    for f in (lambda v: nn.log_softmax(v, axis=1), lambda v: tnp.scipy.special.log_softmax(v, 1),
+              tnp.jit(lambda v: nn.log_softmax(v, axis=1))):
+        out = f(x)
+        out[...] = 7.0                          # written into: neither x nor the next call see it
+        np.testing.assert_array_equal(x, kept)
+        np.testing.assert_array_equal(f(x), composite(x, 1, False))
+    closed = x.copy()
+    jitted = tnp.jit(lambda w: tnp.sum(nn.log_softmax(closed, axis=1) * w))
+    first = jitted(np.ones((3, 4)))
+    closed[0, 0] += 5.0                         # read again at the next call
+    second = jitted(np.ones((3, 4)))
+    assert first != second
+    assert np.isclose(second, np.sum(composite(closed, 1, False)), rtol=1e-14)
+
+
+def test_grad_of_vmap_and_vmap_of_grad_agree_with_jacrev():
+    xs = np.random.default_rng(9).normal(size=(2, 3, 4))
+
+    def per_row(v):
+        return tnp.sum(nn.log_softmax(v, axis=-1) * np.arange(4.0))
+
+    by_vmap = tnp.vmap(tnp.grad(per_row))(xs)
+    by_grad = tnp.grad(lambda v: tnp.sum(tnp.vmap(per_row)(v)))(xs)
+    by_jacrev = np.stack([tnp.jacrev(per_row)(x) for x in xs])
+    np.testing.assert_allclose(by_vmap, by_jacrev, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(by_grad, by_jacrev, rtol=1e-14, atol=1e-15)
+
+
+def test_an_eager_log_softmax_chain_of_many_ops_backward_without_recursion():
+    x = tnp.tensor(np.random.default_rng(10).normal(size=(2, 3)), requires_grad=True)
+    y = x
+    for _ in range(20_000):                       # each op feeds the next
+        y = nn.log_softmax(y, axis=1)
+    tnp.sum(y[:, 0]).backward()
+    assert np.all(np.isfinite(x.grad)) and x.grad.shape == (2, 3)

@@ -213,14 +213,19 @@ def _many_short_rows(x: np.ndarray, axes: tuple) -> bool:
             and x.dtype.kind in "iuf" and x.dtype.itemsize >= 4)
 
 
+def _zero_where_not_finite(shift: np.ndarray) -> np.ndarray:
+    """A maximum to shift by, 0 where it is infinite or NaN (``shift`` itself when finite)."""
+    finite = np.isfinite(shift)
+    if np.logical_and.reduce(finite, axis=None):
+        return shift
+    return np.where(finite, shift, np.zeros((), shift.dtype))
+
+
 def _numpy_logsumexp(x: np.ndarray, axes: tuple, out_shape: tuple) -> np.ndarray:
     """The steps of :meth:`ReduceLogSumExp.eval` as NumPy's own reductions and ufuncs, in
     place where they can be: no Python-level NumPy wrappers, which matters right after a big
     matrix product has evicted them from the cache (docs/performance.md)."""
-    shift = _numpy_extremum(np.maximum, x, axes, keepdims=True)
-    finite = np.isfinite(shift)
-    if not np.logical_and.reduce(finite, axis=None):           # an infinite or NaN maximum
-        shift = np.where(finite, shift, np.zeros((), shift.dtype))
+    shift = _zero_where_not_finite(_numpy_extremum(np.maximum, x, axes, keepdims=True))
     total = np.subtract(x, shift)
     np.exp(total, out=total)
     total = np.add.reduce(total, axis=axes, keepdims=True)
@@ -306,9 +311,7 @@ class LogSoftmax(TensorPrimitive):
         if type(x) is np.ndarray and x.dtype.kind in "fc":     # complex: NumPy's order
             shift = _numpy_extremum(np.maximum, x, self.axes, keepdims=True)
             if self.finite_shift:
-                finite = np.isfinite(shift)
-                if not np.logical_and.reduce(finite, axis=None):
-                    shift = np.where(finite, shift, np.zeros((), shift.dtype))
+                shift = _zero_where_not_finite(shift)
             shifted = np.subtract(x, shift)
             total = np.log(np.add.reduce(np.exp(shifted), axis=self.axes, keepdims=True))
             if type(shifted) is not np.ndarray:                # 0-d: NumPy gives scalars
