@@ -239,7 +239,14 @@ class Recorder:
             raise _not_recorded(graph) from None
         if wrong_counts:
             raise _count_error(graph, inputs, outputs)
-        active = tuple([position for position, item in enumerate(inputs) if item.requires_grad])
+        if len(inputs) == 2:            # a binary op, the common case, without a loop
+            first, second = inputs[0].requires_grad, inputs[1].requires_grad
+            active = (_BOTH if second else _FIRST) if first else (_SECOND if second else ())
+        elif len(inputs) == 1:
+            active = _FIRST if inputs[0].requires_grad else ()
+        else:
+            active = tuple([position for position, item in enumerate(inputs)
+                            if item.requires_grad])
         if not active:
             return None
         for position in active:
@@ -260,6 +267,9 @@ class Recorder:
             return (FreshInput(),) if count == 1 else tuple([FreshInput() for _ in range(count)])
         fresh = source.fresh_input_key
         return tuple([Input(fresh()) for _ in range(count)])
+
+
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
 
 
 def _count_error(graph: RecordedGraph, inputs: Sequence, outputs: Sequence) -> TiduError:

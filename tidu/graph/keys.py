@@ -244,8 +244,9 @@ class FreshInput(Input):
     __slots__ = ()
     key = property(lambda self: self)
 
-    def __new__(cls) -> "FreshInput":
-        return object.__new__(cls)
+    # object's own constructor: no intern table, and no Python call (eager recording makes
+    # one key per recorded output)
+    __new__ = object.__new__
 
     def __repr__(self) -> str:
         return f"%{_display_number(self, '_key', _fresh_serials)}"

@@ -81,11 +81,11 @@ class NumpyExecutor(BackwardExecutor):
 
     def add_operands(self, a, b):
         """``a + b``, summed into ``a`` when tidu handed it over and nothing else holds it."""
-        if (_summable_in_place(a, b) and _EXACT_REFS
-                and sys.getrefcount(a) <= _HANDED_OVER_REFS + is_cached(a)):
-            return np.add(a, b, out=a)
         if type(a) is np.ndarray and type(b) is np.ndarray:
-            return _array(np.add(a, b))
+            if (a.nbytes >= buffers.MIN_BYTES and _summable_in_place(a, b) and _EXACT_REFS
+                    and sys.getrefcount(a) <= _HANDED_OVER_REFS + is_cached(a)):
+                return np.add(a, b, out=a)
+            return np.add(a, b, out=...)          # (an array even when 0-d)
         return ew.add.eval(None, [a, b])[0]
 
     def check_seed(self, seed, output) -> None:

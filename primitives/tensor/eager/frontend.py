@@ -165,7 +165,9 @@ def _register_leaf(key, leaf: "Tensor") -> None:
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = new_tensor(data, True, key, trace)
+    t = Tensor.__new__(Tensor)          # new_tensor's, inlined: the eager hot path
+    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
+    t._exposed = False
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -310,6 +312,14 @@ class Tensor(ArrayOperators, Frontend):
         """
         self.requires_grad = requires_grad
         return self
+
+    def _same_layout(self, other) -> bool:
+        # ArrayOperators' check, on the arrays: x * y on 0-d tensors is dispatch-bound
+        if type(other) is not Tensor:
+            return False
+        mine, theirs = self._data, other._data
+        return type(mine) is type(theirs) and mine.shape == theirs.shape \
+            and mine.dtype == theirs.dtype
 
     def _update_in_place(self, name: str, other) -> "Tensor | None":
         """In a ``no_grad`` block, ``x op= y`` is ``x.data op= y``: in place (ops recorded
@@ -518,18 +528,22 @@ class Tensor(ArrayOperators, Frontend):
                         # the caller's array, saved: it may write to it
                         d = data[position] = _saved_constant(d)
                     inputs[position] = EagerInput(_CONSTANT, None, False, d)
-        results = [r if type(r) is np.ndarray else _as_array(r) for r in op.eval(None, data)]
+        results = op.eval(None, data)
         try:
             recorded = _recorded[op]
         except (KeyError, TypeError):           # new, or an unhashable op
             recorded = _recorded_graph(op)
-        # current_strategy(), inlined: the eager hot path
-        trace = _recorder.record(recorded, inputs, results, None, _block.strategy or _process[0])
-        if len(results) == 1:               # the common case, without the loop
+        strategy = _block.strategy or _process[0]     # current_strategy(), inlined: hot path
+        if len(results) == 1:               # the common case, without the loops
             result = results[0]
+            if type(result) is not np.ndarray:
+                result = _as_array(result)
+            trace = _recorder.record(recorded, inputs, (result,), None, strategy)
             if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
                 return [_computed(result, trace.output_key, trace)]
             return [new_tensor(result)]     # ints, bools: no grad
+        results = [r if type(r) is np.ndarray else _as_array(r) for r in results]
+        trace = _recorder.record(recorded, inputs, results, None, strategy)
         return [_computed(result, key, trace)
                 if (result.dtype.kind in "fc" if type(result) is np.ndarray
                     else _is_inexact(result)) else new_tensor(result)

@@ -137,8 +137,7 @@ def _binary(f):
     op = _ELEMENTWISE_OPS.get(f)
     if op is not None:
         def method(self, other):
-            if type(other) is type(self) and self.shape == other.shape \
-                    and self.dtype == other.dtype:
+            if self._same_layout(other):
                 return self.bind(op, (self, other))[0]
             return f(self, other)
         return method
@@ -313,6 +312,13 @@ class ArrayOperators:
         """JAX's indexed updates, as new values: ``x.at[key].set(v)``, ``.add(v)`` and
         ``.get()`` (:class:`~primitives.tensor.numpy.manipulation.IndexUpdates`)."""
         return IndexUpdates(self)
+
+    def _same_layout(self, other) -> bool:
+        """Whether ``other`` is a value of this front end with this shape and dtype: then
+        ``self + other`` (``-``, ``*``) binds its op directly. A front end whose layout it
+        can read faster overrides it (the eager ``Tensor``)."""
+        return type(other) is type(self) and self.shape == other.shape \
+            and self.dtype == other.dtype
 
     def _update_in_place(self, name: str, other):
         """``x op= y`` (``name``: ``"__isub__"``...) done in place by the front end, returning

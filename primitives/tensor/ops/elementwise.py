@@ -271,11 +271,13 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
 
 # A dtype-keeping ufunc puts a big result in a reused buffer (:func:`.base.apply_ufunc`);
 # a small one is the ufunc's own, with no call more (0-d work is bound by Python calls).
+# ``out=...`` makes NumPy return a 0-d result as an array, not a scalar that every
+# caller would then convert (NumPy 2.3+).
 def _buffered_unary(ufunc: Callable) -> Callable:
     def buffered(x):
         if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
             return apply_ufunc(ufunc, x)
-        return ufunc(x)
+        return ufunc(x, out=...)
     return buffered
 
 
@@ -283,7 +285,7 @@ def _buffered_binary(ufunc: Callable) -> Callable:
     def buffered(x, y):
         if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
             return apply_ufunc(ufunc, x, y)
-        return ufunc(x, y)
+        return ufunc(x, y, out=...)
     return buffered
 
 
