@@ -46,13 +46,38 @@ def test_result_dtype_is_numpys_with_weak_numbers(x, y):
 @pytest.mark.parametrize("value", [2.0, 3, True, np.zeros(3), np.zeros((2, 1), np.float32),
                                    np.broadcast_to(np.zeros(1), (3,)), np.zeros(2, ">f8")])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.dtype(">f8")])
-def test_astype_of_plain_values_is_np_asarray(value, dtype):
-    got = lowering.astype(value, dtype)
+def test_as_dtype_of_plain_values_is_np_asarray(value, dtype):
+    got = lowering.as_dtype(value, dtype)
     want = np.asarray(value, dtype=dtype)
     assert type(got) is type(want) and got.dtype == want.dtype and got.dtype.str == want.dtype.str
     np.testing.assert_array_equal(got, want)
     if isinstance(value, np.ndarray):
         assert (got is value) == (want is value)
+
+
+@pytest.mark.parametrize("value", [np.zeros(3), np.zeros((2, 1), np.float32), np.zeros(2, ">f8"),
+                                   np.arange(3), np.broadcast_to(np.zeros(1), (3,))])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.dtype(">f8")])
+@pytest.mark.parametrize("copy", [True, False])
+def test_astype_of_arrays_copies_as_np_astype(value, dtype, copy):
+    got = tnp.astype(value, dtype, copy=copy)
+    want = np.astype(value, dtype, copy=copy)
+    assert type(got) is type(want) and got.dtype.str == want.dtype.str
+    np.testing.assert_array_equal(got, want)
+    assert (got is value) == (want is value)
+    assert np.shares_memory(got, value) == np.shares_memory(want, value)
+
+
+def test_astype_result_is_never_the_callers_array_to_write_to():
+    a = np.ones(3)
+    tnp.astype(a, np.float64)[0] = 5.0                  # NumPy copies: a is unchanged
+    np.testing.assert_array_equal(a, np.ones(3))
+    x = tnp.tensor(a, requires_grad=True)
+    assert tnp.astype(x, np.float64) is x              # a tensor is immutable: itself
+    assert np.astype(x, np.float32).dtype == np.float32      # NumPy's function dispatches here
+    grads = (np.astype(x, np.float32) * 2.0).sum().backward()
+    np.testing.assert_array_equal(grads.grad(x), [2.0, 2.0, 2.0])
+    assert x.astype(np.float64, copy=False) is x
 
 
 @pytest.mark.parametrize("old, new", [((2, 3), (6,)), ((2, 3), (3, 2)), ((), (1, 1)), ((1,), ()),

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from primitives.tensor.core import dtype_of
-from primitives.tensor.numpy.lowering import astype, concatenate, reshape
+from primitives.tensor.numpy.lowering import as_dtype, concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
@@ -99,14 +99,14 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
                  _at_least_float64(t), *args)
     out_leaves, out_tree = tree_flatten(flat_func.unflatten(ys))
     return tree_unflatten(out_tree, [
-        astype(out, dtype_of(leaf)) if dtype_of(leaf).kind in "fc" else out
+        as_dtype(out, dtype_of(leaf)) if dtype_of(leaf).kind in "fc" else out
         for out, leaf in zip(out_leaves, leaves)])
 
 
 def _at_least_float64(x):
     """``x`` cast to float64 (complex128) when it is a floating (complex) array of less."""
     dtype = dtype_of(x)
-    return astype(x, np.result_type(dtype, np.float64)) if dtype.kind in "fc" else x
+    return as_dtype(x, np.result_type(dtype, np.float64)) if dtype.kind in "fc" else x
 
 
 class _Flattened:

@@ -56,7 +56,7 @@ from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, divide,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, divide,
                                               filled_like, holds_frontend, is_foreign_array,
                                               is_python_scalar, multiply, operand, reshape,
                                               shape_tuple, subtract, transpose, where)
@@ -188,7 +188,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     integer_dtype = dtype is not None and np.issubdtype(numpy_dtype(dtype), np.integer)
     dtype = computed if dtype is None else numpy_dtype(dtype)
 
-    delta = subtract(astype(stop, computed), astype(start, computed))
+    delta = subtract(as_dtype(stop, computed), as_dtype(start, computed))
     ramp = np.arange(0, num, dtype=computed).reshape((-1,) + (1,) * len(shape_of(delta)))
     if div > 0:
         step = divide(delta, div)
@@ -200,12 +200,12 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     samples = add(samples, start)
     if endpoint and num > 1:
         last = (np.arange(num) == num - 1).reshape(ramp.shape)
-        samples = where(last, astype(stop, computed), samples)
+        samples = where(last, as_dtype(stop, computed), samples)
     if axis != 0:
         samples = moveaxis(samples, 0, axis)
     if integer_dtype:
         samples = floor(samples)
-    samples = astype(samples, dtype)
+    samples = as_dtype(samples, dtype)
     return (samples, step) if retstep else samples
 
 
@@ -232,7 +232,7 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
     writable and shares no memory)."""
     value = operand(fill_value, fn)
     if dtype is not None:
-        value = astype(value, dtype)
+        value = as_dtype(value, dtype)
     try:
         out = broadcast_to(value, shape)
     except TensorShapeError:
@@ -265,7 +265,7 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
     value = operand(object) if isinstance(object, (list, tuple)) and holds_frontend(object) \
         else object
     if isinstance(value, Frontend):
-        out = value if dtype is None else astype(value, dtype)
+        out = value if dtype is None else as_dtype(value, dtype)
         out = copy_array(out) if copy and out is object else out
         return _with_ndmin(out, ndmin)
     if is_foreign_array(value):                 # stays in its library, on its device
@@ -371,7 +371,7 @@ class AxisConcatenator:
             arrays.append(new)
             kinds.append(item if scalar else dtype_of(new))
         dtype = np.result_type(*kinds)
-        arrays = [_with_ndmin(astype(a, dtype), ndmin) for a in arrays]
+        arrays = [_with_ndmin(as_dtype(a, dtype), ndmin) for a in arrays]
         return concatenate(arrays, axis)
 
     @property

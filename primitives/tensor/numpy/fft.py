@@ -33,7 +33,7 @@ from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
-from primitives.tensor.numpy.lowering import (astype, concatenate, conj, first, multiply, no_out,
+from primitives.tensor.numpy.lowering import (as_dtype, concatenate, conj, first, multiply, no_out,
                                               normalize_axis, operand)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.fft import ADJOINT_NORM, NORMS, Fft, Irfft, Rfft
@@ -129,7 +129,7 @@ def _complex_dtype(x) -> np.dtype:
 def _complex_to_complex(x, lengths, axes, norm: str, fn: str, inverse: bool = False):
     if not axes:                              # NumPy returns the input as it is
         return x
-    x = astype(x, _complex_dtype(x))
+    x = as_dtype(x, _complex_dtype(x))
     if len(set(axes)) == len(axes):           # one op; the resizes commute with the transform
         for axis, n in zip(axes, lengths):
             x = _resized(x, axis, _length(x, axis, n, fn))
@@ -147,7 +147,7 @@ def _real_to_complex(x, lengths, axes, norm: str, fn: str):
     if dtype.kind == "c":
         raise TensorTypeError(f"{fn}: the input must be real, got {dtype} (as in NumPy); use "
                               "fft for complex input")
-    x = astype(x, np.finfo(_complex_dtype(x)).dtype)
+    x = as_dtype(x, np.finfo(_complex_dtype(x)).dtype)
     last = axes[-1]
     if len(set(axes)) == len(axes):
         for axis, n in zip(axes, lengths):
@@ -163,7 +163,7 @@ def _complex_to_real(x, lengths, axes, norm: str, fn: str):
         raise TensorShapeError(f"{fn}: at least one axis must be transformed")
     dtype = dtype_of(x)
     real_dtype = np.result_type(np.finfo(dtype).dtype if dtype.kind == "c" else dtype, 1.0)
-    x = astype(x, _complex_dtype(x))
+    x = as_dtype(x, _complex_dtype(x))
     last = axes[-1]
     distinct = len(set(axes)) == len(axes)
     if not distinct:
@@ -175,7 +175,7 @@ def _complex_to_real(x, lengths, axes, norm: str, fn: str):
     n = _length(x, last, lengths[-1], fn, half=True)
     x = _resized(x, last, n // 2 + 1)
     x = first(bind(Irfft(tuple(axes) if distinct else (last,), n, norm), x))
-    return astype(x, real_dtype)
+    return as_dtype(x, real_dtype)
 
 
 # --- one-dimensional ------------------------------------------------------------------------

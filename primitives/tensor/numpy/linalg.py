@@ -56,7 +56,7 @@ from primitives.tensor.core import array_below, bind, data_of, dtype_of, shape_o
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
-from primitives.tensor.numpy.lowering import (abs, astype, broadcast_to, cached_op, conj, divide,
+from primitives.tensor.numpy.lowering import (abs, as_dtype, broadcast_to, cached_op, conj, divide,
                                               dtype_name, equal, greater, imag, max, min,
                                               multiply, no_out, normalize_axis, not_equal,
                                               operand, power, real, reshape, sqrt, subtract, sum,
@@ -142,7 +142,7 @@ def _matrices(a, fn: str, square: bool = True):
     if square and shape[-1] != shape[-2]:
         raise LinAlgError(f"linalg.{fn}: Last 2 dimensions of the array must be square, got "
                           f"shape {shape}")
-    return astype(a, _linalg_dtype(dtype_of(a), fn))
+    return as_dtype(a, _linalg_dtype(dtype_of(a), fn))
 
 
 def _matrix_transpose(a, conjugate: bool = False):
@@ -175,7 +175,7 @@ def solve(a, b):
     a = _matrices(a, "solve")
     b = operand(b, "linalg.solve")
     dtype = _linalg_dtype(np.result_type(dtype_of(a), dtype_of(b)), "solve")
-    a, b = astype(a, dtype), astype(b, dtype)
+    a, b = as_dtype(a, dtype), as_dtype(b, dtype)
     n = shape_of(a)[-1]
     b_shape = shape_of(b)
     vector = len(b_shape) == 1
@@ -239,7 +239,7 @@ def lstsq(a, b, rcond=None):
         raise LinAlgError(f"linalg.lstsq: a must be 2-dimensional and b 1- or 2-dimensional, "
                           f"got shapes {shape_of(a)} and {shape_of(b)}")
     dtype = _linalg_dtype(np.result_type(dtype_of(a), dtype_of(b)), "lstsq")
-    a, b = astype(a, dtype), astype(b, dtype)
+    a, b = as_dtype(a, dtype), as_dtype(b, dtype)
     (m, n), vector = shape_of(a), len(shape_of(b)) == 1
     if shape_of(b)[0] != m:
         raise LinAlgError(f"linalg.lstsq: Incompatible dimensions {shape_of(a)} and {shape_of(b)}")
@@ -247,7 +247,7 @@ def lstsq(a, b, rcond=None):
         rcond = np.finfo(dtype).eps * builtins.max(m, n)
     s = svdvals(a)
     cutoff = multiply(max(s), rcond) if builtins.min(m, n) else 0.0
-    rank = astype(sum(greater(s, cutoff)), np.int32)
+    rank = as_dtype(sum(greater(s, cutoff)), np.int32)
     x = matmul(pinv(a, rcond), b)
     residuals = _in_library_of(np.array([], dtype=np.finfo(dtype).dtype), "lstsq", a, b)
     if m > n and bool(data_of(equal(rank, n), "linalg.lstsq: residuals are returned only for a "
@@ -497,7 +497,7 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord == -np.inf:
         return min(abs(x), axis, keepdims=keepdims)
     if ord == 0:
-        counted = astype(not_equal(x, 0), np.finfo(dtype_of(x)).dtype)
+        counted = as_dtype(not_equal(x, 0), np.finfo(dtype_of(x)).dtype)
         return sum(counted, axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis, keepdims=keepdims)
@@ -540,7 +540,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
     x = operand(x, "linalg.norm")
     if dtype_of(x).kind in "biu":       # NumPy's: other dtypes stay (float16 too; its norms
-        x = astype(x, np.float64)       # through the singular values refuse it, as NumPy's)
+        x = as_dtype(x, np.float64)       # through the singular values refuse it, as NumPy's)
     elif dtype_of(x).kind not in "fc":
         raise TensorTypeError(f"linalg.norm: array type {dtype_of(x)} is unsupported in linalg")
     nd = len(shape_of(x))

@@ -10,7 +10,7 @@ that lower to one primitive once their operands are promoted and broadcast:
   (:func:`normalize_axis`, :func:`normalize_axes`, :func:`shape_tuple`), the
   ``out=``/``where=`` arguments of reductions, constants made like an array
   (:func:`filled_like`);
-- the wrappers, each one op: ``astype`` (``convert_element_type``),
+- the wrappers, each one op: ``as_dtype`` (``convert_element_type``),
   ``broadcast_to`` (``broadcast_in_dim``), the arithmetic and transcendental
   ``add``... ``exp``..., ``maximum``/``minimum``, ``where`` (``select``), the
   comparisons, ``abs``/``real``/``imag``/``conj``, ``stop_gradient``,
@@ -204,7 +204,7 @@ def promoted(*args):
             return pair
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
-    return [astype(a, dtype) for a in args], dtype
+    return [as_dtype(a, dtype) for a in args], dtype
 
 
 def _promoted_pair(x, y) -> tuple | None:
@@ -284,9 +284,10 @@ def _broadcast_shape(shapes: list) -> tuple:
 _HELPER_CODES = frozenset(f.__code__ for f in (operand, promoted, elementwise))
 
 
-def astype(x, dtype):
-    """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes); ``dtype``
-    may be another library's (``torch.float16``)."""
+def as_dtype(x, dtype):
+    """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes), or ``x``
+    itself when it has that dtype (as ``np.asarray(x, dtype)``); ``dtype`` may be another
+    library's (``torch.float16``). Public: :func:`astype`, which copies as NumPy does."""
     dtype = numpy_dtype(dtype)
     if not isinstance(x, Frontend):
         kind = type(x)
@@ -302,6 +303,29 @@ def astype(x, dtype):
     if old == dtype:
         return x
     return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
+
+
+@implements(np.astype)
+def astype(x, dtype, /, *, copy: bool = True):
+    """``np.astype``: ``x`` converted to ``dtype``, differentiably. As in NumPy, an array
+    that has ``dtype`` already is copied unless ``copy=False`` (the result is never the
+    caller's array to write to); a tensor or traced value is immutable, so one that has
+    ``dtype`` comes back as it is.
+
+    >>> import primitives.tensor as tnp
+    >>> a = np.ones(2)
+    >>> tnp.astype(a, np.float64) is a, tnp.astype(a, np.float64, copy=False) is a
+    (False, True)
+    >>> x = tnp.tensor(a, requires_grad=True)
+    >>> tnp.astype(x, np.float32).backward(np.ones(2, np.float32)).grad(x)
+    array([1., 1.])
+    """
+    if type(x) is np.ndarray:                   # a constant: NumPy's own conversion
+        return np.astype(x, numpy_dtype(dtype), copy=copy)
+    converted = as_dtype(x, dtype)
+    if copy and converted is x and not isinstance(x, Frontend):
+        return library_of(x).copy(x)
+    return converted
 
 
 def new_value(x):
@@ -423,7 +447,7 @@ def _unary_float(op):
         if getattr(getattr(x, "dtype", None), "kind", None) in ("f", "c"):   # fast path
             return bind(op, x)[0]
         x = operand(x, op.name)
-        return first(bind(op, astype(x, float_dtype(x))))
+        return first(bind(op, as_dtype(x, float_dtype(x))))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."
     return implements(getattr(np, op.name))(fn)
@@ -482,7 +506,7 @@ def divide(x, y):
     """``np.divide`` (true division: integers divide as float64)."""
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
-        x, y = astype(x, np.float64), astype(y, np.float64)
+        x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
     return elementwise(ew.div, x, y)
 
 
@@ -501,7 +525,7 @@ def power(x, p):
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
             return first(bind(ew.IntegerPow(int(p)), x))
-        return first(bind(ew.Pow(p), astype(x, result_dtype(x, p))))
+        return first(bind(ew.Pow(p), as_dtype(x, result_dtype(x, p))))
     (x, p), dtype = promoted(x, p)
     shape = broadcast_shapes("power", shape_of(x), shape_of(p))
     return first(bind(ew.Power(shape, dtype_name(dtype)), broadcast_to(x, shape),
@@ -534,8 +558,8 @@ def where(condition, x=None, y=None):
     condition, x, y = operand(condition), operand(x), operand(y)
     dtype = result_dtype(x, y)
     shape = broadcast_shapes("where", shape_of(condition), shape_of(x), shape_of(y))
-    condition = broadcast_to(astype(condition, np.bool_), shape)
-    x, y = broadcast_to(astype(x, dtype), shape), broadcast_to(astype(y, dtype), shape)
+    condition = broadcast_to(as_dtype(condition, np.bool_), shape)
+    x, y = broadcast_to(as_dtype(x, dtype), shape), broadcast_to(as_dtype(y, dtype), shape)
     return first(bind(sel.Select(shape, dtype_name(dtype)), condition, x, y))
 
 
@@ -550,7 +574,7 @@ def _beyond_integer_range(x, y):
             info = np.iinfo(dtype_of(other))
             if not info.min <= number <= info.max:
                 bound = math.copysign(math.inf, number)
-                other = astype(other, np.float64)
+                other = as_dtype(other, np.float64)
                 return (other, bound) if number is y else (bound, other)
     return x, y
 
@@ -731,9 +755,9 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     no_out(out, "sum")
     x = operand(x)
     if dtype is not None:
-        x = astype(x, dtype)
+        x = as_dtype(x, dtype)
     elif dtype_of(x) == np.bool_:                    # NumPy sums booleans as integers
-        x = astype(x, np.int64)
+        x = as_dtype(x, np.int64)
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "sum")
@@ -742,14 +766,14 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
         result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
     if initial is NO_VALUE:
         return result
-    return add(result, astype(initial, dtype_of(result)))   # in the sum's dtype, as NumPy
+    return add(result, as_dtype(initial, dtype_of(result)))   # in the sum's dtype, as NumPy
 
 
 def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
     no_out(out, fn)
     x = operand(x)
     if initial is not NO_VALUE:
-        initial = astype(initial, dtype_of(x))       # in the array's dtype, as NumPy casts it
+        initial = as_dtype(initial, dtype_of(x))       # in the array's dtype, as NumPy casts it
     if where is not NO_VALUE:
         if initial is NO_VALUE:
             raise TensorTypeError(f"{fn}: where= needs initial= (as in NumPy): the value of "
@@ -774,7 +798,7 @@ def _initial_everywhere(x, axes: tuple, keepdims: bool, initial):
     """A reduction of ``x`` over ``axes`` where one is empty: ``initial`` in every slice, as
     a function of ``x`` all the same (an eager result is a tensor, and ``x``'s gradient
     is its empty zeros)."""
-    zeros = astype(sum(x, axes, keepdims=keepdims), dtype_of(x))     # sums of nothing
+    zeros = as_dtype(sum(x, axes, keepdims=keepdims), dtype_of(x))     # sums of nothing
     return where(np.zeros(shape_of(zeros), dtype=np.bool_), zeros, initial)
 
 

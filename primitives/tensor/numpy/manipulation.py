@@ -43,7 +43,7 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array
-from primitives.tensor.numpy.lowering import (add, astype, broadcast_to, concatenate, first,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, first,
                                               is_foreign_array, is_python_scalar,
                                               new_value, normalize_axes, normalize_axis,
                                               operand, reshape,
@@ -241,7 +241,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
     array(3.)
     """
     d = _diagonal(a, offset, axis1, axis2, "trace")
-    return sum(d if dtype is None else astype(d, dtype), axis=-1)
+    return sum(d if dtype is None else as_dtype(d, dtype), axis=-1)
 
 
 def _triangle(m, k, fn: str, lower: bool):
@@ -604,7 +604,7 @@ def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "s
         if not np.can_cast(dtype_of(a), target, casting):
             raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "
                                   f"{target} according to the rule {casting!r}")
-    return _concatenate([astype(a, target) for a in arrays], axis, fn)
+    return _concatenate([as_dtype(a, target) for a in arrays], axis, fn)
 
 
 @implements(np.hstack)
@@ -827,7 +827,7 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True):
     flat = reshape(arr, (-1,))
     dtype = dtype_of(flat)
     try:
-        values = broadcast_to(astype(operand(values, "put_along_axis"), dtype), positions.shape)
+        values = broadcast_to(as_dtype(operand(values, "put_along_axis"), dtype), positions.shape)
     except TensorShapeError:
         raise TensorShapeError(f"put_along_axis: values of shape {shape_of(values)} cannot be "
                                f"broadcast to the indexed shape {positions.shape}") from None
@@ -925,7 +925,7 @@ class _IndexedUpdate:
         shape = shape_of(x)
         positions = getitem(np.arange(math.prod(shape), dtype=np.intp).reshape(shape), self._key)
         try:
-            values = broadcast_to(astype(operand(values, what), dtype_of(x)), shape_of(positions))
+            values = broadcast_to(as_dtype(operand(values, what), dtype_of(x)), shape_of(positions))
         except TensorShapeError:
             raise TensorShapeError(f"{what}: values of shape {shape_of(values)} cannot be "
                                    f"broadcast to the indexed shape {shape_of(positions)}") \
@@ -1025,9 +1025,9 @@ def select(condlist, choicelist, default=0):
     except ValueError:
         raise TensorShapeError("select: conditions and choices cannot be broadcast together, "
                                f"shapes {[shape_of(a) for a in conditions + choices]}") from None
-    result = broadcast_to(astype(choices[-1], dtype), shape)
+    result = broadcast_to(as_dtype(choices[-1], dtype), shape)
     for condition, choice in reversed(list(zip(conditions, choices[:-1]))):
-        result = where(condition, astype(choice, dtype), result)
+        result = where(condition, as_dtype(choice, dtype), result)
     return result
 
 
@@ -1072,7 +1072,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         condlist = [condlist]
     elif isinstance(condlist, (Frontend, np.ndarray)) or is_foreign_array(condlist):
         condlist = [getitem(condlist, i) for i in range(shape_of(condlist)[0])]
-    conditions = [broadcast_to(astype(operand(c, "piecewise"), np.bool_), shape)
+    conditions = [broadcast_to(as_dtype(operand(c, "piecewise"), np.bool_), shape)
                   for c in condlist]
     functions = list(funclist)
     if len(conditions) == len(functions) - 1:          # the "otherwise" condition
@@ -1087,11 +1087,11 @@ def piecewise(x, condlist, funclist, *args, **kw):
     result = np.zeros(shape, dtype)
     for condition, function in zip(conditions, functions):
         if not callable(function):
-            result = where(condition, astype(operand(function, "piecewise"), dtype), result)
+            result = where(condition, as_dtype(operand(function, "piecewise"), dtype), result)
             continue
         mask = data_if_known(condition)
         if not isinstance(mask, np.ndarray):          # jit, vmap, other libraries: JAX's way
-            values = astype(operand(function(x, *args, **kw), "piecewise"), dtype)
+            values = as_dtype(operand(function(x, *args, **kw), "piecewise"), dtype)
             result = where(condition, values, result)
             continue
         positions = np.flatnonzero(to_host(mask))
@@ -1101,7 +1101,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         selected = first(bind(Gather(0, shape_of(flat), positions.shape), flat, positions))
         values = operand(function(selected, *args, **kw), "piecewise")
         try:
-            values = broadcast_to(astype(values, dtype), positions.shape)
+            values = broadcast_to(as_dtype(values, dtype), positions.shape)
         except TensorShapeError:
             raise TensorShapeError(f"piecewise: a function returned shape {shape_of(values)} for "
                                    f"{positions.size} selected entries") from None
@@ -1145,7 +1145,7 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
         if shape_of(result) != core:
             raise TensorShapeError(f"apply_along_axis: func1d returned shapes {core} and "
                                    f"{shape_of(result)} for different slices")
-    out = reshape(stack([astype(r, dtype_of(first)) for r in results]), outer + core)
+    out = reshape(stack([as_dtype(r, dtype_of(first)) for r in results]), outer + core)
     # the result's axes where the slice's axis was
     k = len(outer)
     return transpose(out, list(range(axis)) + list(range(k, k + len(core)))

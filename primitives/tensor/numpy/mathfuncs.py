@@ -37,7 +37,7 @@ from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
-from primitives.tensor.numpy.lowering import (abs as _abs, add, astype, divide, elementwise, equal,
+from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
                                               first, imag, less, maximum, minimum, multiply,
                                               negative, operand, power, real, result_dtype,
                                               subtract, where)
@@ -77,7 +77,7 @@ def _unary(op, numpy_fn: Callable, note: str, name: str | None = None,
         x = operand(x, name)
         dtype = dtype_of(x)
         target = _computing_dtype(numpy_fn, name, dtype)
-        return first(bind(op, x if target == dtype else astype(x, target)))
+        return first(bind(op, x if target == dtype else as_dtype(x, target)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
     __all__.append(name)
@@ -93,7 +93,7 @@ def _binary(op, numpy_fn: Callable, note: str, name: str | None = None) -> Calla
         x1, x2 = operand(x1, name), operand(x2, name)
         dtype = result_dtype(x1, x2)
         target = _computing_dtype(numpy_fn, name, dtype)
-        return elementwise(op, astype(x1, target), astype(x2, target))
+        return elementwise(op, as_dtype(x1, target), as_dtype(x2, target))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``np.{name}``; {note}"
     __all__.append(name)
@@ -285,8 +285,8 @@ def copysign(x1, x2):
     """
     x1, x2 = operand(x1, "copysign"), operand(x2, "copysign")
     dtype = _computing_dtype(np.copysign, "copysign", result_dtype(x1, x2))
-    magnitude = fabs(astype(x1, dtype))
-    return where(signbit(astype(x2, dtype)), negative(magnitude), magnitude)
+    magnitude = fabs(as_dtype(x1, dtype))
+    return where(signbit(as_dtype(x2, dtype)), negative(magnitude), magnitude)
 
 
 @implements(np.angle)
@@ -328,7 +328,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     if dtype.kind == "c":
         parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf)
                  for part in (real(x), imag(x))]
-        return add(astype(parts[0], dtype), multiply(astype(parts[1], dtype), 1j))
+        return add(as_dtype(parts[0], dtype), multiply(as_dtype(parts[1], dtype), 1j))
     largest = float(np.finfo(dtype).max)
     with np.errstate(over="ignore"):             # a replacement too large for dtype is inf
         nan, posinf, neginf = (np.asarray(value, dtype) for value in
@@ -371,8 +371,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                                f"{shape_of(knots)} and {shape_of(fp)}")
     if n == 0:
         raise TensorShapeError("interp: xp is empty")
-    fp = astype(fp, np.result_type(dtype_of(fp), np.float64))
-    x = astype(x, np.float64)
+    fp = as_dtype(fp, np.result_type(dtype_of(fp), np.float64))
+    x = as_dtype(x, np.float64)
     where_x = as_array(data_of(x, "interp: reading x to find its segments"))
     array_xp, (where_x, knots) = operands([where_x, knots])
     knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)

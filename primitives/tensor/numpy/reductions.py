@@ -41,7 +41,7 @@ from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import constant_data, implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (NO_VALUE, add, astype, broadcast_to, cached_op,
+from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
                                               concatenate, conj, divide, dtype_name, equal,
                                               filled_like, first, float_dtype, greater,
                                               is_python_scalar, masked, max, maximum, min,
@@ -92,7 +92,7 @@ def _accumulator_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _as_accumulated(x, dtype):
-    return astype(x, _accumulator_dtype(dtype_of(x)) if dtype is None else np.dtype(dtype))
+    return as_dtype(x, _accumulator_dtype(dtype_of(x)) if dtype is None else np.dtype(dtype))
 
 
 def _real_only(x, fn: str) -> None:
@@ -138,7 +138,7 @@ def _take_along(x, index, axis: int):
             along = np.arange(size, dtype=np.intp).reshape([-1 if e == d else 1
                                                             for e in range(len(shape))])
             offsets = offsets + along * strides[d]
-    positions = add(multiply(astype(index, np.intp), strides[axis]), offsets)
+    positions = add(multiply(as_dtype(index, np.intp), strides[axis]), offsets)
     flat = reshape(x, (-1,))
     return first(bind(Gather(0, shape_of(flat), shape_of(positions)), flat, positions))
 
@@ -187,7 +187,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     axes = normalize_axes(axis, len(shape), "prod")
     result = first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else x
     if initial is not None:                    # in the product's dtype, as NumPy casts it
-        result = multiply(result, astype(initial, dtype_of(x)))
+        result = multiply(result, as_dtype(initial, dtype_of(x)))
     return _keep(result, shape, axes, keepdims)
 
 
@@ -281,7 +281,7 @@ def _gradient_spacing(distances, n: int):
         raise TensorShapeError("gradient: when 1d, distances must match the length of the "
                                "corresponding dimension")
     if dtype_of(distances).kind in "iub":
-        distances = astype(distances, np.float64)
+        distances = as_dtype(distances, np.float64)
     steps = diff(distances)
     if isinstance(steps, np.ndarray) and steps.size and (steps == steps[0]).all():
         return True, steps[0]                  # (NumPy coordinates: constants)
@@ -322,7 +322,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
     otype = dtype_of(f)
     if otype.kind not in "fc":          # integers and booleans: in float64, as NumPy
         otype = np.dtype(np.float64)
-        f = astype(f, otype)
+        f = as_dtype(f, otype)
     results = []
     for ax, distances in zip(axes, spacing):
         n = shape[ax]
@@ -330,7 +330,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
             raise TensorShapeError("gradient: Shape of array too small to calculate a numerical "
                                    "gradient, at least (edge_order + 1) elements are required.")
         uniform, dx = _gradient_spacing(distances, n)
-        results.append(astype(_gradient_along(f, ax, uniform, dx, edge_order), otype))
+        results.append(as_dtype(_gradient_along(f, ax, uniform, dx, edge_order), otype))
     return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -393,11 +393,11 @@ def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO
     """``np.mean`` (``where=`` averages the selected elements only)."""
     no_out(out, "mean")
     x = operand(x)
-    x = astype(x, dtype if dtype is not None else float_dtype(x))
+    x = as_dtype(x, dtype if dtype is not None else float_dtype(x))
     if where is not NO_VALUE:
         selected = broadcast_to(operand(where, "mean"), shape_of(x))
         total = sum(x, axis, keepdims=keepdims, where=selected)
-        count = sum(astype(selected, dtype_of(total)), axis, keepdims=keepdims)
+        count = sum(as_dtype(selected, dtype_of(total)), axis, keepdims=keepdims)
         return divide(total, count)
     shape = shape_of(x)
     count = int(np.prod([shape[a] for a in normalize_axes(axis, len(shape), "mean")],
@@ -426,7 +426,7 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if b is not None or return_sign:
         return weighted_logsumexp(x, axis, b, keepdims, return_sign)
     _check_real_logsumexp(dtype_of(x))
-    x = astype(x, float_dtype(x))
+    x = as_dtype(x, float_dtype(x))
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "logsumexp")
     if not axes:
@@ -446,7 +446,7 @@ def log_softmax_over(x, axes: tuple, finite_shift: bool):
     array([   0., -999.])
     """
     x = operand(x)
-    x = astype(x, float_dtype(x))
+    x = as_dtype(x, float_dtype(x))
     return first(bind(cached_op(LogSoftmax, tuple(axes), shape_of(x), dtype_name(dtype_of(x)),
                                 finite_shift), x))
 
@@ -469,7 +469,7 @@ def weighted_logsumexp(a, axis, b, keepdims: bool, return_sign: bool):
         dtype = result_dtype(a, b)
         _check_real_logsumexp(dtype)
         dtype = float_dtype(np.zeros((), dtype))
-        a, b = astype(a, dtype), astype(b, dtype)
+        a, b = as_dtype(a, dtype), as_dtype(b, dtype)
         shape = np.broadcast_shapes(shape_of(a), shape_of(b))
         a, b = broadcast_to(a, shape), broadcast_to(b, shape)
         zero = equal(b, 0)
@@ -480,7 +480,7 @@ def weighted_logsumexp(a, axis, b, keepdims: bool, return_sign: bool):
         a = where(zero, -np.inf, a)             # SciPy: such terms add nothing, inf and NaN too
     else:
         _check_real_logsumexp(dtype_of(a))
-        a = astype(a, float_dtype(a))
+        a = as_dtype(a, float_dtype(a))
     if len(shape_of(a)) == 0:                   # SciPy: at least 1-d (so axis=0 works)
         a = reshape(a, (1,))
         b = None if b is None else reshape(b, (1,))
@@ -551,14 +551,14 @@ def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: st
         kept_count = count
     else:
         x = _choose(selected, x, 0)
-        kept_count = sum(astype(selected, count_dtype), axes, keepdims=True)
+        kept_count = sum(as_dtype(selected, count_dtype), axes, keepdims=True)
         count = kept_count if keepdims else reshape(
             kept_count, tuple(n for i, n in enumerate(shape) if i not in axes))
     if center is NO_VALUE:          # (a slice with nothing selected: any center will do)
         center = divide(sum(x, axes, keepdims=True),
                         kept_count if selected is None else maximum(kept_count, 1))
     else:
-        center = astype(operand(center, fn), dtype_of(x))
+        center = as_dtype(operand(center, fn), dtype_of(x))
     deviation = subtract(x, center)
     if selected is not None:
         deviation = _choose(selected, deviation, 0)
@@ -571,7 +571,7 @@ def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: st
 
 def _variance_operand(a, dtype, fn: str):
     x = operand(a, fn)
-    return astype(x, float_dtype(x) if dtype is None else np.dtype(dtype))
+    return as_dtype(x, float_dtype(x) if dtype is None else np.dtype(dtype))
 
 
 @implements(np.var)
@@ -644,7 +644,7 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     dtype = result_dtype(x, w)
     if dtype_of(x).kind in "biu":               # NumPy: integer or bool a averages in >= f8
         dtype = np.result_type(dtype, np.float64)
-    x, w = astype(x, dtype), astype(w, dtype)
+    x, w = as_dtype(x, dtype), as_dtype(w, dtype)
     total = sum(w, axis, keepdims=keepdims)
     result = divide(sum(multiply(x, w), axis, keepdims=keepdims), total)
     if not returned:
@@ -714,13 +714,13 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     no_out(out, "nanmean")
     x = operand(a, "nanmean")
     if dtype is not None:
-        x = astype(x, dtype)
+        x = as_dtype(x, dtype)
     if dtype_of(x).kind not in "fc":
         return mean(x, axis, keepdims=keepdims, where=where)
     present = _both(_selection(x, where, "nanmean"), equal(x, x))      # not NaN, selected
     count_dtype = dtype_of(x) if dtype_of(x).kind == "f" else np.dtype(np.float64)
     total = sum(_choose(present, x, 0), axis, keepdims=keepdims)
-    return divide(total, sum(astype(present, count_dtype), axis, keepdims=keepdims))
+    return divide(total, sum(as_dtype(present, count_dtype), axis, keepdims=keepdims))
 
 
 @implements(np.nanvar)
@@ -1029,7 +1029,7 @@ def _truth(a, axis, keepdims: bool, fn: str, count_true: bool):
     is defined on an empty slice (``all`` is then ``True``, ``any`` ``False``)."""
     a = operand(a, fn)
     nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
-    counted = sum(astype(nonzero if count_true else equal(nonzero, False), np.intp),
+    counted = sum(as_dtype(nonzero if count_true else equal(nonzero, False), np.intp),
                   axis=axis, keepdims=keepdims)
     return not_equal(counted, 0) if count_true else equal(counted, 0)
 
@@ -1085,10 +1085,10 @@ def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, 
     read from each row's count of numbers, data that ``jit`` and ``vmap`` trace; the
     derivative goes to the order statistics read, as :func:`quantile`'s."""
     n = shape_of(grouped)[-1]
-    count = sum(astype(equal(grouped, grouped), np.intp), -1, keepdims=True)
-    position = multiply(astype(subtract(count, 1), np.float64), fractions)
+    count = sum(as_dtype(equal(grouped, grouped), np.intp), -1, keepdims=True)
+    position = multiply(as_dtype(subtract(count, 1), np.float64), fractions)
     below = floor(position)
-    above = minimum(add(below, 1), astype(subtract(count, 1), np.float64))
+    above = minimum(add(below, 1), as_dtype(subtract(count, 1), np.float64))
     weight = None
     if method == "linear":
         weight = subtract(position, below)
@@ -1105,7 +1105,7 @@ def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, 
     result = take_rows(below)
     if weight is not None:
         high = take_rows(above)
-        result = add(result, multiply(subtract(high, result), astype(weight, dtype)))
+        result = add(result, multiply(subtract(high, result), as_dtype(weight, dtype)))
     return where(equal(count, 0), np.nan, result)
 
 
@@ -1130,7 +1130,7 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
         dtype = float_dtype(x)
     else:
         dtype = result_dtype(float_dtype(x).type(0), q if is_python_scalar(q) else q_data)
-    x = astype(x, dtype)
+    x = as_dtype(x, dtype)
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), fn)
     n = _count(shape, axes)
@@ -1274,7 +1274,7 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     x = _variables(m, rowvar, "cov")
     if y is not None:
         x = concatenate([x, _variables(y, rowvar, "cov")], axis=0)
-    x = astype(x, dtype if dtype is not None else np.result_type(dtype_of(x), np.float64))
+    x = as_dtype(x, dtype if dtype is not None else np.result_type(dtype_of(x), np.float64))
     n = shape_of(x)[1]
     ddof = (0 if bias else 1) if ddof is None else ddof
     centred = subtract(x, mean(x, axis=1, keepdims=True))

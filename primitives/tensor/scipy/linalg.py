@@ -64,7 +64,7 @@ from primitives.tensor import numpy as tnp
 from primitives.tensor.backends import library_of
 from primitives.tensor.core import array_below, data_if_known, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
-from primitives.tensor.numpy.lowering import astype, operand, stop_gradient
+from primitives.tensor.numpy.lowering import as_dtype, operand, stop_gradient
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "expm", "inv", "solve",
            "solve_triangular"]
@@ -104,7 +104,7 @@ def _square(a, fn: str):
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise TensorShapeError(f"scipy.linalg.{fn}: expected square matrix (or a stack of "
                                f"them), got shape {shape}")
-    return astype(a, _compute_dtype(dtype_of(a), fn))
+    return as_dtype(a, _compute_dtype(dtype_of(a), fn))
 
 
 def _with_rhs(a, b, fn: str):
@@ -113,7 +113,7 @@ def _with_rhs(a, b, fn: str):
     if not shape_of(b):
         raise TensorShapeError(f"scipy.linalg.{fn}: b must be at least 1-dimensional")
     dtype = _compute_dtype(np.result_type(dtype_of(a), dtype_of(b)), fn)
-    return astype(a, dtype), astype(b, dtype)
+    return as_dtype(a, dtype), as_dtype(b, dtype)
 
 
 def _mT(a, conjugate: bool = False):
@@ -360,7 +360,7 @@ def block_diag(*arrs):
     rows, left = [], 0
     for x in blocks:
         m, n = shape_of(x)[-2:]
-        x = tnp.broadcast_to(astype(x, dtype), batch + (m, n))
+        x = tnp.broadcast_to(as_dtype(x, dtype), batch + (m, n))
         rows.append(tnp.pad(x, [(0, 0)] * len(batch) + [(0, 0), (left, total - left - n)]))
         left += n
     return tnp.concatenate(rows, axis=-2)

@@ -32,7 +32,7 @@ from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy import fft as _fft
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (
-    astype,
+    as_dtype,
     conj,
     multiply,
     operand,
@@ -61,7 +61,7 @@ def _inputs(in1, in2, mode: str, method: str, fn: str):
     dtype = result_dtype(in1, in2)
     if dtype.kind not in "biufcO":
         raise TensorTypeError(f"signal.{fn}: expected arrays of numbers, got dtype {dtype}")
-    in1, in2 = astype(in1, dtype), astype(in2, dtype)
+    in1, in2 = as_dtype(in1, dtype), as_dtype(in2, dtype)
     s1, s2 = shape_of(in1), shape_of(in2)
     if len(s1) != len(s2):
         raise TensorShapeError(f"signal.{fn}: in1 and in2 should have the same dimensionality, "
@@ -122,7 +122,7 @@ def _by_fft(in1, kernel, starts: tuple, lengths: tuple, dtype):
         if dtype.kind in "iub":
             out = rint(out)
     window = tuple(slice(s, s + n) for s, n in zip(starts, lengths))
-    return astype(getitem(out, window), dtype)
+    return as_dtype(getitem(out, window), dtype)
 
 
 def _empty(in1, lengths: tuple):

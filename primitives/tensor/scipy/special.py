@@ -34,7 +34,7 @@ import numpy as np
 
 from primitives.tensor.numpy.lowering import (
     add,
-    astype,
+    as_dtype,
     broadcast_to,
     divide,
     elementwise,
@@ -100,7 +100,7 @@ def _real(fn: str, ufunc: str | None, *args) -> list:
     if dtype.kind not in "biuf":
         raise TensorTypeError(f"scipy.special.{fn}: input of dtype {dtype} is not supported")
     target = _computing_dtype(ufunc, dtype)
-    return [astype(a, target) for a in args]
+    return [as_dtype(a, target) for a in args]
 
 
 def _apply(op: Special, fn: str, *args, ufunc: str | None = None):

@@ -55,7 +55,7 @@ from primitives.tensor.errors import (
     TensorTypeError,
     TiduError,
 )
-from primitives.tensor.numpy.lowering import astype, operand, result_dtype, stop_gradient
+from primitives.tensor.numpy.lowering import as_dtype, operand, result_dtype, stop_gradient
 from primitives.tensor.scipy import special
 from primitives.tensor.scipy._ops import NoDerivative
 
@@ -83,7 +83,7 @@ def _floats(fn: str, *args, broadcast: bool = True) -> list:
         raise TensorTypeError(f"scipy.stats.{fn}: complex input is not supported")
     if dtype.kind != "f":
         dtype = np.dtype(np.float64)
-    return [astype(a, dtype) for a in args]
+    return [as_dtype(a, dtype) for a in args]
 
 
 def _operand(value, fn: str):
@@ -123,7 +123,7 @@ def _or(*conditions):
 def _ones(like, condition):
     """1 where ``condition`` holds, 0 elsewhere, in the dtype of ``like`` (a ``where`` of two
     Python numbers would be ``float64`` for ``float32`` data)."""
-    return astype(tnp.where(condition, 1.0, 0.0), dtype_of(like))
+    return as_dtype(tnp.where(condition, 1.0, 0.0), dtype_of(like))
 
 
 def _known(z):
@@ -155,7 +155,7 @@ def _plus(out, zeros):
     """``out`` plus the ``zeros`` of :func:`_held` (in the dtype of ``out``)."""
     for zero in zeros:
         if zero is not None:
-            out = out + astype(zero, dtype_of(out))
+            out = out + as_dtype(zero, dtype_of(out))
     return out
 
 

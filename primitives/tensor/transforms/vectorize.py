@@ -17,7 +17,7 @@ import numpy as np
 from primitives.tensor.core import data_if_known, dtype_of, shape_of
 from primitives.tensor.errors import ConcretizationError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.indexing import getitem
-from primitives.tensor.numpy.lowering import astype, broadcast_to, operand, reshape, stack
+from primitives.tensor.numpy.lowering import as_dtype, broadcast_to, operand, reshape, stack
 from primitives.tensor.transforms.vmap import vmap
 
 __all__ = ["vectorize"]
@@ -196,7 +196,7 @@ class vectorize:
                 raise                               # under jit or vmap: values are unknown
         # pyfunc reads values (Python control flow): one call per element, as NumPy
         calls = [one(*[getitem(a, i) for a in flat]) for i in range(shape_of(flat[0])[0])]
-        return [stack([astype(c[k], dtype_of(calls[0][k])) for c in calls])
+        return [stack([as_dtype(c[k], dtype_of(calls[0][k])) for c in calls])
                 for k in range(len(calls[0]))]
 
     def _outputs(self, outputs: list):
@@ -204,7 +204,7 @@ class vectorize:
             if len(self.otypes) != len(outputs):
                 raise TensorShapeError(f"vectorize: {len(outputs)} outputs for "
                                        f"{len(self.otypes)} otypes")
-            outputs = [astype(out, t) for out, t in zip(outputs, self.otypes)]
+            outputs = [as_dtype(out, t) for out, t in zip(outputs, self.otypes)]
         if self._core is not None:
             return outputs[0] if len(self._core[1]) == 1 else tuple(outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
