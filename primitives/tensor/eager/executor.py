@@ -76,7 +76,11 @@ class NumpyExecutor(BackwardExecutor):
         run = compiled(graph).runner(input_keys)
 
         def run_to_arrays(values: Sequence[Any]) -> list:
-            return [v if type(v) is np.ndarray else _array(v) for v in run(values)]
+            results = run(values)
+            for v in results:                   # (a loop, not a new list: most are arrays)
+                if type(v) is not np.ndarray:
+                    return [v if type(v) is np.ndarray else _array(v) for v in results]
+            return results
         return run_to_arrays
 
     def add_operands(self, a, b):
