@@ -213,7 +213,9 @@ def test_fresh_input_is_its_own_input_key():
     import pickle
 
     k = FreshInput()
-    assert Input(k) is k and k.key is k and isinstance(k, ValueKey)
+    assert Input(k) is k and k.key is k and isinstance(k, ValueKey) and type(k) is FreshInput
+    with pytest.raises(TypeError):
+        FreshInput("a name")                       # a fresh key has none
     assert k != FreshInput() and repr(k).startswith("%")
     builder = GraphBuilder()
     i = builder.add_input(k)                       # works as a graph input key
@@ -242,6 +244,34 @@ def test_record_returns_the_trace_or_none():
     [key] = trace.output_keys
     assert try_backward(key, trace, 1.0, ScalarExecutor()) == {key: 1.0, x.key: 2.0}
     assert recorder.record(recorded, [c, c], [4.0]) is None
+
+
+@pytest.mark.parametrize("flags", [(True,), (False,), (True, True), (True, False),
+                                   (False, True), (False, False), (True, False, True),
+                                   (False, True, False), (False, False, False)])
+def test_record_active_inputs_are_the_positions_that_require_grad(flags):
+    recorder = Recorder()
+    if len(flags) == 1:
+        recorded = RecordedGraph.from_primitive(ScalarOp.SIN, ["a"])
+    elif len(flags) == 2:
+        recorded = RecordedGraph.from_primitive(ScalarOp.MUL, ["a", "b"])
+    else:                                          # a composite graph: x * y + z
+        builder = GraphBuilder()
+        x, y, z = (builder.add_input(k) for k in "xyz")
+        [xy] = builder.add_operation(ScalarOp.MUL, [Local(x), Local(y)])
+        builder.set_outputs(builder.add_operation(ScalarOp.ADD, [Local(xy), Local(z)]))
+        graph = builder.build()
+        recorded = RecordedGraph(graph, list("xyz"), graph.output_keys)
+    inputs = [leaf(recorder, 2.0, flag) for flag in flags]
+    trace = recorder.record(recorded, inputs, [1.0])
+    want = tuple(i for i, flag in enumerate(flags) if flag)
+    if not want:
+        assert trace is None
+        return
+    assert trace.active_inputs == want
+    [key] = trace.output_keys
+    grads = try_backward(key, trace, 1.0, ScalarExecutor())
+    assert {k for k in grads if k != key} == {inputs[i].key for i in want}
 
 
 def test_record_takes_any_object_with_the_eager_input_attributes():
