@@ -78,6 +78,7 @@ def test_astype_result_is_never_the_callers_array_to_write_to():
     grads = (np.astype(x, np.float32) * 2.0).sum().backward()
     np.testing.assert_array_equal(grads.grad(x), [2.0, 2.0, 2.0])
     assert x.astype(np.float64, copy=False) is x
+    assert x.astype(dtype=np.float32).dtype == np.float32        # ndarray.astype's keyword
 
 
 @pytest.mark.parametrize("old, new", [((2, 3), (6,)), ((2, 3), (3, 2)), ((), (1, 1)), ((1,), ()),

@@ -306,7 +306,7 @@ def as_dtype(x, dtype):
 
 
 @implements(np.astype)
-def astype(x, dtype, /, *, copy: bool = True):
+def astype(x, dtype, *, copy: bool = True):
     """``np.astype``: ``x`` converted to ``dtype``, differentiably. As in NumPy, an array
     that has ``dtype`` already is copied unless ``copy=False`` (the result is never the
     caller's array to write to); a tensor or traced value is immutable, so one that has

@@ -798,10 +798,7 @@ _multiply = _buffered_binary(np.multiply)
 
 
 def _mul_conj_fn(a, b):
-    dtype = getattr(b, "dtype", None)              # _conj_if_complex, inlined: every mul's
-    if dtype.kind == "c" if dtype is not None else isinstance(b, complex):   # transpose
-        b = np.conj(b)
-    return _multiply(a, b)
+    return _multiply(a, _conj_if_complex(b))
 
 
 def _mul_conj_into(a, b, out):
