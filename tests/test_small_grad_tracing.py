@@ -325,3 +325,29 @@ def test_small_programs_give_one_gradient_bit_for_bit_at_every_call(name):
     except ImportError:
         return
     small_grad._check(name, calls[0], peer())
+
+
+def test_astype_under_jit_reads_closed_over_arrays_and_returns_fresh_results():
+    w = np.ones(2, np.float32)
+    scaled = tnp.jit(lambda x: x * tnp.astype(w, np.float64))
+    np.testing.assert_array_equal(scaled(np.ones(2)), [1.0, 1.0])
+    w[:] = 2.0                                      # written between calls: read again
+    np.testing.assert_array_equal(scaled(np.ones(2)), [2.0, 2.0])
+    same = tnp.jit(lambda x: tnp.astype(x, np.float64))
+    a = np.ones(3)
+    out = same(a)
+    out[0] = 9.0                                    # the result is not the argument
+    np.testing.assert_array_equal(a, np.ones(3))
+    np.testing.assert_array_equal(same(a), np.ones(3))
+
+
+def test_astype_composes_with_grad_and_vmap_in_both_orders():
+    def f(x):
+        return tnp.sum(tnp.sin(tnp.astype(x, np.float32)) * tnp.astype(x, np.float64))
+
+    xs = np.linspace(0.1, 1.0, 6).reshape(2, 3)
+    want = np.cos(xs.astype(np.float32)).astype(np.float64) * xs + np.sin(xs.astype(np.float32))
+    np.testing.assert_allclose(tnp.vmap(tnp.grad(f))(xs), want, rtol=1e-6)
+    summed = tnp.grad(lambda x: tnp.sum(tnp.vmap(f)(x)))
+    np.testing.assert_allclose(summed(xs), want, rtol=1e-6)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(f))(xs[0]), want[0], rtol=1e-6)

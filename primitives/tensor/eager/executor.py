@@ -45,11 +45,10 @@ _HANDED_OVER_REFS = _refs_of_argument(np.empty(0), None)
 _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-def _summable_in_place(a, b) -> bool:
-    """``a += b`` gives ``a + b`` and pays: ``a`` owns writable float memory of the sum's
-    shape and dtype, and is big (small sums cost less with a new array)."""
-    return (type(a) is np.ndarray and a.nbytes >= buffers.MIN_BYTES and type(b) is np.ndarray
-            and a.shape == b.shape and a.dtype == b.dtype and a.dtype.kind in "fc"
+def _summable_in_place(a: np.ndarray, b: np.ndarray) -> bool:
+    """For two NumPy arrays, ``a`` big (the caller checks both): ``a += b`` gives ``a + b``,
+    as ``a`` owns writable float memory of the sum's shape and dtype."""
+    return (a.shape == b.shape and a.dtype == b.dtype and a.dtype.kind in "fc"
             and a.base is None and a.flags.writeable)
 
 
@@ -86,6 +85,7 @@ class NumpyExecutor(BackwardExecutor):
     def add_operands(self, a, b):
         """``a + b``, summed into ``a`` when tidu handed it over and nothing else holds it."""
         if type(a) is np.ndarray and type(b) is np.ndarray:
+            # (a small sum costs less with a new array)
             if (a.nbytes >= buffers.MIN_BYTES and _summable_in_place(a, b) and _EXACT_REFS
                     and sys.getrefcount(a) <= _HANDED_OVER_REFS + is_cached(a)):
                 return np.add(a, b, out=a)

@@ -165,9 +165,7 @@ def _register_leaf(key, leaf: "Tensor") -> None:
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = Tensor.__new__(Tensor)          # new_tensor's, inlined: the eager hot path
-    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
-    t._exposed = False
+    t = new_tensor(data, True, key, trace)
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
