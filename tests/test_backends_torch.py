@@ -198,3 +198,31 @@ def test_a_torch_tensor_that_requires_grad_becomes_a_tidu_leaf_without_torch_his
     opt.step()                                    # writes w's data in place: no torch error
     assert torch.equal(w.data, torch.zeros(2, dtype=torch.float64))
     assert source.grad_fn is not None             # the caller's tensor is untouched
+
+
+def test_torch_products_and_arithmetic_promote_as_the_namespace_does():
+    """On operands of one dtype, ``dot_general``, ``add``, ``sub`` and ``mul`` call the
+    standard's operators (no namespace wrapper); on mixed dtypes they still promote as
+    the Array API says (a 0-d float64 with a float32 array: float64), values as NumPy's."""
+    from primitives.tensor.ops import elementwise as ew
+    from primitives.tensor.ops.dot import DotGeneral
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    matmul = DotGeneral((((1,), (0,)), ((), ())), (3, 4), (4, 5))
+    for x, y in ((a, b), (a.astype(np.float32), b), (a, b.astype(np.float32))):
+        [got] = matmul.eval(None, [torch.from_numpy(x), torch.from_numpy(y)])
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
+        np.testing.assert_allclose(got.numpy(), x @ y, rtol=1e-6)
+    batched = DotGeneral((((2,), (1,)), ((0,), (0,))), (2, 3, 4), (2, 4, 5))
+    x, y = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    [got] = batched.eval(None, [torch.from_numpy(x), torch.from_numpy(y)])
+    np.testing.assert_allclose(got.numpy(), x @ y, rtol=1e-12)
+    big = torch.ones(3, dtype=torch.float32)
+    for op, fn in ((ew.add, np.add), (ew.sub, np.subtract), (ew.mul, np.multiply)):
+        [same] = op.eval(None, [big, big * 2])
+        assert same.dtype == torch.float32
+        np.testing.assert_array_equal(same.numpy(), fn(np.ones(3), 2.0))
+        [mixed] = op.eval(None, [torch.tensor(2.5, dtype=torch.float64), big])
+        assert mixed.dtype == torch.float64           # torch's own rule would give float32
+        np.testing.assert_array_equal(mixed.numpy(), fn(2.5, np.ones(3)))

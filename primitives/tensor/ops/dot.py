@@ -59,6 +59,12 @@ def _matmul(x, y):
     return np.matmul(x, y)
 
 
+def _reshaped(xp, x, shape: tuple):
+    """``xp.reshape(x, shape)``, or ``x`` itself when it has that shape already (a 2-d
+    product's operands and result: no call through the namespace's wrapper)."""
+    return x if x.shape == shape else xp.reshape(x, shape)
+
+
 def _argsort(values) -> tuple:
     return tuple(int(i) for i in np.argsort(values, kind="stable"))
 
@@ -176,10 +182,13 @@ class DotGeneral(TensorPrimitive):
             x = xp.permute_dims(x, lperm)
         if rperm is not None:
             y = xp.permute_dims(y, rperm)
-        x, y = xp.reshape(x, lhs3), xp.reshape(y, rhs3)
+        x, y = _reshaped(xp, x, lhs3), _reshaped(xp, y, rhs3)
         if lhs3[-1] == 1:
-            return [xp.reshape(xp.multiply(x, y), out_shape)]
-        return [xp.reshape(xp.matmul(x, y), out_shape)]
+            return [_reshaped(xp, xp.multiply(x, y), out_shape)]
+        # operands of one dtype: the standard's ``@`` is ``matmul`` without the
+        # namespace wrapper's promotion work (two dtype lookups and casts a call)
+        out = x @ y if x.dtype == y.dtype else xp.matmul(x, y)
+        return [_reshaped(xp, out, out_shape)]
 
     # --- rules --------------------------------------------------------------------
 

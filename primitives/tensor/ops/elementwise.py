@@ -47,6 +47,7 @@ It imports :mod:`.base`, :mod:`.shape`, :mod:`.constants` and :mod:`.select`, of
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from functools import partial
 from typing import Callable, NamedTuple
@@ -114,6 +115,21 @@ define("round_decimals", numpy=np.round, torch=_torch_round, dask=_of("dask.arra
 def _api(name: str) -> Callable:
     """``(xp, *arrays) -> xp.<name>(*arrays)``: an op's function for non-NumPy arrays."""
     return lambda xp, *arrays: getattr(xp, name)(*arrays)
+
+
+def _operator_api(fn: Callable, name: str) -> Callable:
+    """``(xp, x, y) -> fn(x, y)`` (an ``operator`` function) on two arrays of one type and
+    dtype: the standard's ``x + y`` is its ``add``, without the namespace wrapper's
+    promotion work. Otherwise ``xp.<name>(x, y)``, which promotes as the standard says
+    (PyTorch's own operators would not: a 0-d float64 tensor times a float32 one is
+    float32 there)."""
+    by_name = _api(name)
+
+    def api(xp, x, y):
+        if type(x) is type(y) and x.dtype == y.dtype:
+            return fn(x, y)
+        return by_name(xp, x, y)
+    return api
 
 
 def _every_library(fn: Callable) -> Callable:
@@ -810,11 +826,14 @@ def _div_or_zero_api(xp, x, y):
     return xp.where(nonzero, x / xp.where(nonzero, y, 1), 0)
 
 
-add = binary("add", np.add, _add_jvp, _add_transpose, api="add", keeps_dtype=True)
-sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose, api="subtract", keeps_dtype=True)
-mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose, api="multiply", keeps_dtype=True)
+add = binary("add", np.add, _add_jvp, _add_transpose, api=_operator_api(operator.add, "add"),
+             keeps_dtype=True)
+sub = binary("sub", np.subtract, _sub_jvp, _sub_transpose,
+             api=_operator_api(operator.sub, "subtract"), keeps_dtype=True)
+_multiply_api = _operator_api(operator.mul, "multiply")
+mul = binary("mul", np.multiply, _mul_jvp, _mul_transpose, api=_multiply_api, keeps_dtype=True)
 mul_conj = binary("mul_conj", _mul_conj_fn, _mul_conj_jvp, _mul_conj_transpose,
-                  _mul_conj_into, api=lambda xp, a, b: xp.multiply(a, _conj_api(xp, b)))
+                  _mul_conj_into, api=lambda xp, a, b: _multiply_api(xp, a, _conj_api(xp, b)))
 div = binary("div", np.divide, *_quotient_rules("div"), api="divide",
              keeps_dtype=True, floating=True)
 div_conj = binary("div_conj", lambda a, b: apply_ufunc(np.divide, a, _conj_if_complex(b)),
