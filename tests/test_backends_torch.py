@@ -226,3 +226,20 @@ def test_torch_products_and_arithmetic_promote_as_the_namespace_does():
         [mixed] = op.eval(None, [torch.tensor(2.5, dtype=torch.float64), big])
         assert mixed.dtype == torch.float64           # torch's own rule would give float32
         np.testing.assert_array_equal(mixed.numpy(), fn(2.5, np.ones(3)))
+
+
+def test_torch_affine_one_minus_is_numpys_bits():
+    """``affine(-1, c)`` (``1 - y*y`` in tanh's derivative) on PyTorch floats is ``c - x``, one
+    kernel with the bits of ``-x + c`` as on NumPy; integers keep ``x * -1 + c``."""
+    from primitives.tensor.ops.elementwise import Affine
+
+    rng = np.random.default_rng(2)
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal(50).astype(dtype)
+        for op in (Affine(-1, 1), Affine(-1, 0.3), Affine(1, -2.5), Affine(2, 1)):
+            [got] = op.eval(None, [torch.from_numpy(x)])
+            [want] = op.eval(None, [x])
+            assert got.dtype == torch.from_numpy(want).dtype
+            np.testing.assert_array_equal(got.numpy(), want)
+    [ints] = Affine(-1, 1).eval(None, [torch.tensor([1, 2, 3])])
+    assert ints.dtype == torch.int64 and ints.tolist() == [0, -1, -2]

@@ -253,3 +253,41 @@ def test_a_returned_constant_cannot_be_changed_through_the_result():
     first = f(X[:3])[1]
     first[:] = -1.0                            # the caller owns what it got
     np.testing.assert_array_equal(f(X[:3])[1], np.arange(3.0))
+
+
+def test_jit_sums_a_bias_gradient_before_the_products_that_read_its_cotangent(monkeypatch):
+    """``jit`` runs each ``reduce_sum`` as soon as its operand exists (``tidu.hoisted``): a
+    layer's bias gradient reads the layer's cotangent before the weight gradient's product
+    does, the order PyTorch's autograd has; the results are those of the function."""
+    from primitives.tensor.ops.dot import DotGeneral
+    from primitives.tensor.ops.shape import ReduceSum
+
+    rng = np.random.default_rng(1)
+    ps = [rng.standard_normal((5, 4)), rng.standard_normal(4),
+          rng.standard_normal((4, 3)), rng.standard_normal(3)]
+    x = rng.standard_normal((6, 5))
+
+    def loss(ps, x):
+        h = tnp.tanh(x @ ps[0] + ps[1])
+        return tnp.sum((h @ ps[2] + ps[3]) ** 2)
+
+    expected = tnp.grad(loss)(ps, x)
+    step = tnp.jit(tnp.grad(loss))
+    step(ps, x)                                         # traced
+    order = []
+    for cls, name in ((ReduceSum, "sum"), (DotGeneral, "product")):
+        def logged(self, ctx, inputs, _eval=cls.eval, _name=name):
+            order.append((_name, inputs[-1].shape if _name == "sum" else
+                          (inputs[0].shape, inputs[1].shape)))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(ps, x)
+    monkeypatch.undo()
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+    sums = [i for i, (name, _) in enumerate(order) if name == "sum"]
+    weight_products = [i for i, (name, shapes) in enumerate(order)
+                       if name == "product" and shapes[0][0] == 6 and shapes[1][0] == 6]
+    assert len(sums) == 2 and len(weight_products) == 2
+    # each bias sum (of the (6, 3) then the (6, 4) cotangent) before its layer's xᵀ·ct
+    assert sums[0] < min(weight_products) and sums[1] < max(weight_products)

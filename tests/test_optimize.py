@@ -673,3 +673,77 @@ def test_rules_that_add_work_are_undone():
     program = optimize(g, g.output_keys)
     assert [node.operation for node in program.operations] == [Bad("grows")]
     assert optimized_values(program, {Input("x"): 0.5}) == [0.5]
+
+
+# --- hoisted: operations run as soon as their inputs exist ---------------------------------
+
+
+def _op_names(graph):
+    return [key.operation.name if isinstance(key.operation, Op) else "const"
+            for key in graph.operation_keys]
+
+
+def _is_neg(operation):
+    return operation is Op.NEG
+
+
+def test_hoisted_moves_an_operation_to_right_after_its_last_input():
+    def f(b, x, y):
+        [s] = op(b, Op.SIN, x)
+        [p] = op(b, Op.MUL, s, y)           # reads s: the "big product"
+        [q] = op(b, Op.ADD, p, x)
+        [n] = op(b, Op.NEG, s)              # reads s only: moves up, right after SIN
+        [m] = op(b, Op.NEG, n)              # reads the moved NEG: follows it
+        [k] = op(b, Op.NEG, q)              # its input is made last: stays
+        return [q, n, m, k]
+    graph = graph_of(f, "x", "y")
+    moved = tidu.hoisted(graph, _is_neg)
+    assert _op_names(moved) == ["SIN", "NEG", "NEG", "MUL", "ADD", "NEG"]
+    assert moved.input_keys == graph.input_keys and moved.output_keys == graph.output_keys
+    values = {Input("x"): 0.7, Input("y"): -1.3}
+    assert evaluate(moved, moved.output_keys, values) == evaluate(graph, graph.output_keys,
+                                                                   values)
+
+
+def test_hoisted_puts_an_operation_of_inputs_first_and_leaves_the_rest():
+    graph = graph_of(lambda b, x: [op(b, Op.SIN, x)[0], op(b, Op.NEG, x)[0]], "x")
+    assert _op_names(tidu.hoisted(graph, _is_neg)) == ["NEG", "SIN"]
+    assert tidu.hoisted(graph, lambda operation: False) is graph     # nothing moves
+    already = graph_of(lambda b, x: [op(b, Op.NEG, op(b, Op.SIN, x)[0])[0]], "x")
+    assert tidu.hoisted(already, _is_neg) is already                 # nothing could move
+
+
+@SETTINGS
+@given(tiny_programs(), st.sampled_from(["NEG", "SIN", "ADD", "SWAP"]))
+def test_hoisted_random_programs_keep_their_values_and_a_dependency_order(case, name):
+    graphs, outputs, values = case
+    expected = evaluate(graphs, outputs, values)
+    assume(all(math.isfinite(v) for v in expected))
+    program = optimize(graphs, outputs)
+    moved = tidu.hoisted(program, lambda operation: operation is Op[name])
+    assert sorted(map(id, moved.operation_keys)) == sorted(map(id, program.operation_keys))
+    made = set(moved.input_keys)
+    for op_key in moved.operation_keys:                 # every read made before it
+        assert all(key in made for key in op_key.inputs)
+        made.update(op_key.output_keys())
+        if op_key.operation is Op[name] and any(type(k) is Derived for k in op_key.inputs):
+            # right after the last producer of what it reads, or after other moved ops
+            position = moved.operation_keys.index(op_key)
+            last = max(moved.operation_keys.index(k.operation) for k in op_key.inputs
+                       if type(k) is Derived)
+            between = moved.operation_keys[last + 1:position]
+            assert all(other.operation is Op[name] for other in between)
+    assert evaluate(moved, moved.output_keys, values) == expected
+
+
+def test_hoisted_on_a_long_graph_needs_no_recursion():
+    b = GraphBuilder()
+    value = b.add_input("x")
+    sums = []
+    for _ in range(100_000):
+        [value] = b.add_operation(Op.SIN, [Local(value)])
+        sums.append(value)
+    [total] = b.add_operation(Op.NEG, [Local(sums[10])])
+    b.set_outputs([value, total])
+    moved = tidu.hoisted(b.build(), _is_neg)
+    assert moved.operation_keys[11].operation is Op.NEG

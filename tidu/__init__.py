@@ -3,7 +3,7 @@
 Downstream primitive sets implement :class:`Primitive` (JVP and transpose
 rules); :func:`linearize` and :func:`linear_transpose` turn graphs into linear
 and transposed graphs; :func:`batch` batches a graph along an axis;
-:func:`optimize` compiles what they produce;
+:func:`optimize` compiles what they produce (:func:`hoisted` reorders it);
 :mod:`tidu.eager` drives eager reverse mode.
 
 The names load on first use, so ``import tidu.graph`` stays free of the AD layer.
@@ -21,6 +21,7 @@ _LAZY = {   # public name -> the module defining it
     "linear_transpose": "tidu.transpose",
     "linear_transpose_with_builder": "tidu.transpose",
     "optimize": "tidu.compile",
+    "hoisted": "tidu.compile",
     **{name: "tidu.remat" for name in ("rematerialize", "recompute", "measure_program", "program_peak", "Rematerialized")},
     **{name: "tidu.batching" for name in (
         "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role")},
@@ -34,7 +35,7 @@ __all__ = [
     "Primitive", "PrimitiveBuilder", "PrimitiveValue", "GraphPrimitiveBuilder",
     "LinearizedGraph", "linearize", "linear_transpose", "linear_transpose_with_builder",
     "sum_tangent_terms", "tangent_key", "TangentKey", "CotangentSeed", "optimize",
-    "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role",
+    "hoisted", "batch", "BatchedGraph", "BatchedKey", "BatchAxisError", "input_role",
     "rematerialize", "recompute", "measure_program", "program_peak", "Rematerialized",
     "MemoryBudgetError",
 ]

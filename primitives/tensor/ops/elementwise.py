@@ -543,6 +543,8 @@ class Affine(TensorPrimitive):
         xp, (x,) = operands(inputs, self)
         unit = _is_real(self.scale) and self.scale == 1     # not 1+0j, which makes x complex
         if xp is not NUMPY.xp:
+            if self._one_pass_scale(x) == -1:
+                return [self.offset - x]          # one kernel, the bits of -x + offset
             return [(x if unit else x * self.scale) + self.offset]
         if self._one_pass(x):
             return [self._one_pass_into(x, buffers.output_like(x))]
@@ -565,8 +567,14 @@ class Affine(TensorPrimitive):
     def _one_pass(self, x) -> bool:
         """Whether ``x`` (a NumPy array) is real floating point and the scale is 1 or -1: then
         ``x + offset`` or ``offset - x`` is one pass with the bits of the two (``-x`` is exact)."""
-        return (x.dtype.kind == "f" and _is_real(self.offset) and _is_real(self.scale)
-                and (self.scale == 1 or self.scale == -1))
+        return self._one_pass_scale(x) is not None
+
+    def _one_pass_scale(self, x) -> int | None:
+        """The scale, 1 or -1, when :meth:`_one_pass` holds for ``x`` (of any library)."""
+        if (_is_real(self.offset) and _is_real(self.scale)
+                and (self.scale == 1 or self.scale == -1) and dtype_of(x).kind == "f"):
+            return self.scale
+        return None
 
     def _one_pass_into(self, x, out):
         """``x + offset`` or ``offset - x`` into ``out`` (``None``: a new array of ``x``'s dtype)."""
