@@ -747,3 +747,15 @@ def test_hoisted_on_a_long_graph_needs_no_recursion():
     b.set_outputs([value, total])
     moved = tidu.hoisted(b.build(), _is_neg)
     assert moved.operation_keys[11].operation is Op.NEG
+
+
+def test_hoisted_refuses_a_graph_that_reads_another_graphs_values():
+    first = graph_of(lambda b, x: [op(b, Op.SIN, x)[0]], "x")
+    b = GraphBuilder()
+    b.add_parent(first)
+    [y] = b.add_operation(Op.NEG, [External(first.output_keys[0])])
+    b.set_outputs([y])
+    with pytest.raises(InvalidArgumentError, match=r"hoisted: .* another graph"):
+        tidu.hoisted(b.build(), lambda operation: False)
+    closed = optimize(b.build(), [b.global_key(y)])         # the same work, closed
+    assert _op_names(tidu.hoisted(closed, _is_neg)) == ["SIN", "NEG"]

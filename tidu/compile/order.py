@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tidu.errors import InvalidArgumentError
 from tidu.graph import Derived, Graph
 from tidu.compile.inline import closed_graph
 
@@ -40,8 +41,9 @@ from tidu.compile.inline import closed_graph
 def hoisted(graph: Graph, early: Callable[[Any], bool]) -> Graph:
     """``graph`` with every operation ``op`` for which ``early(op)`` holds moved up to
     right after the last of its inputs is made (to the start for one reading only inputs);
-    ``graph`` itself when nothing moves. A value of another graph counts as made before
-    the first operation. See the module for an example.
+    ``graph`` itself when nothing moves. ``graph`` is closed, as :func:`~tidu.compile.optimize`
+    returns it: an operation that reads a value of another graph is an
+    :class:`~tidu.errors.InvalidArgumentError`. See the module for an example.
     """
     op_keys = graph.operation_keys
     # Each operation's place: (position of the operation that stays put, order of the
@@ -49,13 +51,20 @@ def hoisted(graph: Graph, early: Callable[[Any], bool]) -> Graph:
     places: dict = {}
     moved = 0
     for position, op_key in enumerate(op_keys):
-        if not early(op_key.operation):
+        after = (-1, 0)
+        for key in op_key.inputs:
+            if type(key) is Derived:
+                place = places.get(key.operation)
+                if place is None:
+                    raise InvalidArgumentError(
+                        f"hoisted: {key!r}, read by {op_key!r}, is a value of another graph; "
+                        "pass a closed graph (what tidu.optimize returns)")
+                after = max(after, place)
+        if early(op_key.operation):
+            moved += 1
+            places[op_key] = (after[0], moved)     # later moves of one anchor come after
+        else:
             places[op_key] = (position, 0)
-            continue
-        after = max((places.get(key.operation, (-1, 0)) for key in op_key.inputs
-                     if type(key) is Derived), default=(-1, 0))
-        moved += 1
-        places[op_key] = (after[0], moved)     # later moves of one anchor come after
     if not moved:
         return graph
     order = sorted(op_keys, key=places.__getitem__)
