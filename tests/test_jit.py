@@ -291,3 +291,36 @@ def test_jit_sums_a_bias_gradient_before_the_products_that_read_its_cotangent(mo
     assert len(sums) == 2 and len(weight_products) == 2
     # each bias sum (of the (6, 3) then the (6, 4) cotangent) before its layer's xᵀ·ct
     assert sums[0] < min(weight_products) and sums[1] < max(weight_products)
+
+
+def test_jit_with_hoisted_sums_composes_and_returns_fresh_current_results():
+    """The reordered program (sums first) under ``grad`` and ``vmap`` in both orders: the
+    values of ``grad``; a result written into changes no later call; a closed-over array
+    written between calls is read again."""
+    rng = np.random.default_rng(4)
+    ps = [rng.standard_normal((5, 4)), rng.standard_normal(4)]
+    x = rng.standard_normal((6, 5))
+    scale = np.array([2.0])
+
+    def loss(ps, x):
+        return tnp.sum(tnp.tanh(x @ ps[0] + ps[1]) * scale)
+
+    for f in (tnp.grad(tnp.jit(loss)), tnp.jit(tnp.grad(loss))):
+        expected = tnp.grad(loss)(ps, x)
+        got = f(ps, x)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        got[1][:] = 99.0                                  # a result written into
+        for g, e in zip(f(ps, x), expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        scale[0] = 3.0                                    # the closure, between calls
+        for g, e in zip(f(ps, x), tnp.grad(loss)(ps, x)):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        scale[0] = 2.0
+    xs = np.stack([x, 2 * x])
+    per_row = [tnp.grad(loss)(ps, row) for row in xs]
+    for f in (tnp.vmap(tnp.jit(tnp.grad(loss)), in_axes=(None, 0)),
+              tnp.jit(tnp.vmap(tnp.grad(loss), in_axes=(None, 0)))):
+        got = f(ps, xs)
+        for k in range(2):
+            np.testing.assert_allclose(got[k], np.stack([r[k] for r in per_row]), rtol=1e-12)

@@ -68,6 +68,6 @@ def hoisted(graph: Graph, early: Callable[[Any], bool]) -> Graph:
     if not moved:
         return graph
     order = sorted(op_keys, key=places.__getitem__)
-    if list(order) == list(op_keys):
+    if order == list(op_keys):
         return graph
     return closed_graph(graph.input_keys, order, graph.output_keys)

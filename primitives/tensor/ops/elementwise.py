@@ -543,10 +543,10 @@ class Affine(TensorPrimitive):
         xp, (x,) = operands(inputs, self)
         unit = _is_real(self.scale) and self.scale == 1     # not 1+0j, which makes x complex
         if xp is not NUMPY.xp:
-            if self._one_pass_scale(x) == -1:
+            if self.scale == -1 and self._one_pass(dtype_of(x).kind):
                 return [self.offset - x]          # one kernel, the bits of -x + offset
             return [(x if unit else x * self.scale) + self.offset]
-        if self._one_pass(x):
+        if self._one_pass(x.dtype.kind):
             return [self._one_pass_into(x, buffers.output_like(x))]
         out = np.array(x, copy=True) if unit else apply_ufunc(np.multiply, x, self.scale)
         out += self.offset           # in place on the fresh array (dtype kept, as in NumPy)
@@ -558,23 +558,18 @@ class Affine(TensorPrimitive):
         out = reusable_output(inputs, reusable) if fits else None
         if out is None:
             return self.eval(ctx, inputs)
-        if self._one_pass(out):
+        if self._one_pass(out.dtype.kind):
             return [self._one_pass_into(inputs[0], out)]
         np.multiply(inputs[0], self.scale, out=out)
         out += self.offset
         return [out]
 
-    def _one_pass(self, x) -> bool:
-        """Whether ``x`` (a NumPy array) is real floating point and the scale is 1 or -1: then
-        ``x + offset`` or ``offset - x`` is one pass with the bits of the two (``-x`` is exact)."""
-        return self._one_pass_scale(x) is not None
-
-    def _one_pass_scale(self, x) -> int | None:
-        """The scale, 1 or -1, when :meth:`_one_pass` holds for ``x`` (of any library)."""
-        if (_is_real(self.offset) and _is_real(self.scale)
-                and (self.scale == 1 or self.scale == -1) and dtype_of(x).kind == "f"):
-            return self.scale
-        return None
+    def _one_pass(self, kind: str) -> bool:
+        """Whether, for an array of dtype kind ``kind``, ``x + offset`` or ``offset - x`` is
+        one pass with the bits of the two: real floating point, a real offset and a scale of
+        1 or -1 (``-x`` is exact)."""
+        return (kind == "f" and _is_real(self.offset) and _is_real(self.scale)
+                and (self.scale == 1 or self.scale == -1))
 
     def _one_pass_into(self, x, out):
         """``x + offset`` or ``offset - x`` into ``out`` (``None``: a new array of ``x``'s dtype)."""
