@@ -229,7 +229,7 @@ def test_torch_products_and_arithmetic_promote_as_the_namespace_does():
 
 
 def test_torch_affine_one_minus_is_numpys_bits():
-    """``affine(-1, c)`` (``1 - y*y`` in tanh's derivative) on PyTorch floats is ``c - x``, one
+    """``affine(-1, c)`` (``1 - x*x`` in arcsin's derivative) on PyTorch floats is ``c - x``, one
     kernel with the bits of ``-x + c`` as on NumPy; integers keep ``x * -1 + c``."""
     from primitives.tensor.ops.elementwise import Affine
 
@@ -247,7 +247,7 @@ def test_torch_affine_one_minus_is_numpys_bits():
 
 def test_torch_jit_grad_in_both_orders_fresh_after_a_write():
     """On PyTorch tensors, ``grad(jit)`` and ``jit(grad)`` (the operator arithmetic, the
-    one-kernel ``1 - y²`` and the hoisted sums) give NumPy's ``grad``, and a result written
+    one-kernel ``tanh_backward`` and the hoisted sums) give NumPy's ``grad``, and a result written
     into changes no later call."""
     rng = np.random.default_rng(4)
     ps = [rng.standard_normal((5, 4)), rng.standard_normal(4)]
@@ -264,3 +264,71 @@ def test_torch_jit_grad_in_both_orders_fresh_after_a_write():
         got[1][:] = 99.0
         for g, e in zip(f(tps, tx), expected):
             np.testing.assert_allclose(g.numpy(), e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_torch_tanh_scaled_is_one_kernel_with_numpys_values(dtype, monkeypatch):
+    """``tanh_scaled`` (tanh's tangent and cotangent) on PyTorch tensors: ``tanh_backward``,
+    one kernel, where it computes the op (``t conj(1 - y²)``, and ``t (1 - y²)`` on reals);
+    the values of the NumPy op either way."""
+    from primitives.tensor.ops.elementwise import TanhScaled
+
+    rng = np.random.default_rng(5)
+    t = rng.standard_normal((3, 4)).astype(dtype)
+    y = np.tanh(rng.standard_normal((3, 4)).astype(dtype) + (0.3j if dtype == np.complex128
+                                                             else 0)).astype(dtype)
+    fused = []
+    real_kernel = torch.ops.aten.tanh_backward
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(torch.ops.aten, name)
+
+        def tanh_backward(self, *args):
+            fused.append(1)
+            return real_kernel(*args)
+
+    monkeypatch.setattr(torch.ops, "aten", Spy())
+    for conjugate in (False, True):
+        fused.clear()
+        [want] = TanhScaled(conjugate).eval(None, [t, y])
+        [got] = TanhScaled(conjugate).eval(None, [torch.from_numpy(t), torch.from_numpy(y)])
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.from_numpy(want).dtype
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6 if dtype == np.float32 else 1e-14)
+        assert len(fused) == (1 if conjugate or dtype != np.complex128 else 0)
+
+
+def test_torch_jit_converts_numpy_constants_once_and_returns_fresh_results(monkeypatch):
+    """A ``jit``-ed function called on PyTorch tensors converts the NumPy constants fixed
+    at its trace once (not at every op of every call); a result that is such a constant is
+    still a fresh tensor, and a closed-over array written between calls is read again."""
+    from primitives.tensor.backends import library_of
+
+    scale = np.array([3.0, 4.0])                       # read at each call: not cached
+    f = tnp.jit(lambda v: (v / 2.0 * scale + np.float64(0.5) * tnp.sum(v), np.arange(2.0)))
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    f(x)                                                # traced
+    torch_library = library_of(x)
+    converted = []
+    real = type(torch_library).from_numpy
+    monkeypatch.setattr(type(torch_library), "from_numpy",
+                        lambda self, array, like: converted.append(np.asarray(array).tolist())
+                        or real(self, array, like))
+    first = f(x)                        # the fixed constants (2.0, 0.5, arange), and scale
+    assert len(converted) == 4 and [3.0, 4.0] in converted and [0.0, 1.0] in converted
+    converted.clear()
+    second = f(x)
+    assert converted == [[3.0, 4.0]]   # the closed-over array only
+    scale[:] = [5.0, 6.0]               # new contents of a small array: traced again,
+    f(x)                                # (the trace's own result)
+    third = f(x)                        # and the new trace's constants converted once
+    converted.clear()
+    f(x)
+    assert converted == [[5.0, 6.0]]
+    monkeypatch.undo()
+    assert all(isinstance(r, torch.Tensor) for r in first + second + third)
+    np.testing.assert_allclose(first[0].numpy(), [1.5 + 1.5, 4.0 + 1.5])
+    np.testing.assert_allclose(third[0].numpy(), [2.5 + 1.5, 6.0 + 1.5])
+    first[1][:] = 99.0
+    np.testing.assert_array_equal(second[1].numpy(), [0.0, 1.0])
+    np.testing.assert_array_equal(f(x)[1].numpy(), [0.0, 1.0])

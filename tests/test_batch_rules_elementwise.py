@@ -113,6 +113,41 @@ def test_ops_with_a_parameter(op, make):
     check(op, make())
 
 
+@pytest.mark.parametrize("conjugate", [False, True])
+def test_tanh_scaled(conjugate):
+    op = ew.TanhScaled(conjugate)
+    check(op, real((2, 3)), np.tanh(real((2, 3))))
+    check(op, cplx((1, 3)), np.tanh(cplx((1, 3))), order=1)
+
+
+def test_tanh_tangents_batched_over_one_primal_form_its_factor_once(monkeypatch):
+    """Tangents batched, ``y`` not (``jacfwd``, ``vmap`` of a ``jvp``): ``1 - y²`` is formed
+    once, unbatched, and the batch of tangents multiplied by it, not the fused op run on B
+    copies of ``y``."""
+    import primitives.tensor as tnp
+
+    x = np.linspace(-1.5, 1.5, 4)
+    tangents = np.random.default_rng(2).standard_normal((3, 4))
+
+    def tangent_of_tanh(x, t):
+        return tnp.jvp(tnp.tanh, (x,), (t,))[1]
+
+    step = tnp.jit(tnp.vmap(tangent_of_tanh, in_axes=(None, 0)))
+    step(x, tangents)                                   # traced
+    ran = []
+    for cls in (ew.TanhScaled, ew.Affine):
+        def logged(self, ctx, inputs, _eval=cls.eval):
+            ran.append((type(self).__name__, inputs[0].shape))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(x, tangents)
+    monkeypatch.undo()
+    np.testing.assert_allclose(got, tangents * (1 - np.tanh(x) ** 2), rtol=1e-14)
+    np.testing.assert_allclose(tnp.jacfwd(tnp.tanh)(x), np.diag(1 - np.tanh(x) ** 2),
+                               rtol=1e-14)
+    assert ran == [("Affine", (4,))], ran
+
+
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_power_batches_its_shape(dtype):
     x = real((2, 1)) if dtype == "float64" else cplx((2, 1))

@@ -147,6 +147,74 @@ def test_binary_rules(op, dtype, shape, seed):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("conjugate", [False, True])
+@settings(SETTINGS, max_examples=5)
+@given(shape=SHAPES, seed=SEEDS)
+def test_tanh_scaled_rules(conjugate, dtype, shape, seed):
+    """``t (1 - y²)`` and ``t conj(1 - y²)`` (tanh's tangent and cotangent in one op): JVPs
+    in both inputs against finite differences, the transposes by the dot-product test, and
+    the graphs they make checked again (second order)."""
+    rng = np.random.default_rng(seed)
+    t, y = rand(rng, shape, dtype), np.tanh(rand(rng, shape, dtype))
+    check_op(ew.TanhScaled(conjugate), t, y, seed=seed)
+
+
+def test_tanh_scaled_values_in_place_and_into_a_buffer():
+    """Into ``t`` or ``y`` (a compiled program's dead inputs) or a new array: the same bits
+    as ``t * (1 - y*y)`` for reals, complex ones conjugated with ``conjugate`` (to the last
+    bit or so: NumPy's complex products differ in it from one loop to another); the inputs
+    of a plain ``eval`` are left alone."""
+
+    def same(got, want):
+        assert got.dtype == want.dtype
+        if want.dtype.kind == "c":
+            np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+        else:
+            assert got.tobytes() == want.tobytes()
+
+    rng = np.random.default_rng(3)
+    for dtype in ("float32", "float64", "complex128"):
+        t = rand(rng, (64, 1024), dtype)                   # big enough to be written in place
+        y = np.tanh(rand(rng, (64, 1024), dtype))
+        for conjugate in (False, True):
+            factor = 1 - y * y
+            want = t * (np.conj(factor) if conjugate else factor)
+            op = ew.TanhScaled(conjugate)
+            t0, y0 = t.copy(), y.copy()
+            [got] = op.eval(None, [t, y])
+            same(got, want)
+            assert np.array_equal(t, t0) and np.array_equal(y, y0)
+            for position in (0, 1):
+                inputs = [t.copy(), y.copy()]
+                [into] = op.eval_reusing(None, inputs, (position,))
+                assert into is inputs[position]
+                same(into, want)
+    assert ew.TanhScaled(False).eval(None, [2.0, np.float64(0.5)])[0].shape == ()
+
+
+def test_a_tanh_gradient_is_one_op_per_tanh(monkeypatch):
+    """``tanh``'s JVP is one ``tanh_scaled`` op (not ``mul(t, 1 - y*y)``): a ``jit``-ed
+    gradient runs one op per tanh in its backward half, its ``conjugate`` form."""
+    def loss(x):
+        return tnp.sum(tnp.tanh(tnp.tanh(x)))
+
+    x = np.linspace(-1.0, 1.0, 5)
+    step = tnp.jit(tnp.grad(loss))
+    step(x)                                             # traced
+    ran = []
+    for cls in (ew.TanhScaled, ew.Affine, ew.Binary):
+        def logged(self, ctx, inputs, _eval=cls.eval):
+            ran.append(repr(self))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(x)
+    monkeypatch.undo()
+    inner = np.tanh(x)
+    np.testing.assert_allclose(got, (1 - np.tanh(inner) ** 2) * (1 - inner ** 2), rtol=1e-14)
+    assert ran == ["tanh_scaled[conjugate=True]"] * 2, ran
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", [ew.Scale(2.5), ew.Scale(-1), ew.Affine(1, 1.5), ew.Affine(-2.0, 0.5), ew.IntegerPow(2),
                                 ew.IntegerPow(3), ew.IntegerPow(-2), ew.IntegerPow(0),
                                 ew.IntegerPow(1), ew.Pow(2.5), ew.Pow(-0.5)], ids=repr)
@@ -160,7 +228,7 @@ def test_parametrized_elementwise_rules(op, dtype, shape, seed):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("scale, offset", [(-1, 1), (-1, -0.0), (1, 0.5), (1, -0.0), (-1, 1e6)])
 def test_affine_of_unit_scale_is_one_pass_with_the_bits_of_two(dtype, scale, offset):
-    # 1 - y*y (tanh's derivative) is offset - x in one pass; its bits are (x*scale) + offset's
+    # 1 - x (in arcsin's derivative) is offset - x in one pass; its bits are (x*scale) + offset's
     edges = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e-8, 7.0], dtype)
     x = np.tile(edges, (1 << 17) // edges.nbytes + 1)   # big enough to be written in place
     two_passes = np.multiply(x, scale)

@@ -55,7 +55,7 @@ import numpy as np
 
 from tidu import MemoryBudgetError, hoisted, measure_program, optimize, recompute, rematerialize
 from tidu.graph import Program, compiled
-from primitives.tensor.backends import NUMPY, as_array, common_library, library_of
+from primitives.tensor.backends import NUMPY, as_array, common_library, device_of, library_of
 from primitives.tensor.transforms.checkpoint import saves
 from primitives.tensor.transforms.closure import Guard, external_values, same_bits, staging
 from primitives.tensor.transforms.fresh import fresh
@@ -320,6 +320,12 @@ class _Traced:
         constant_keys = list(graph.input_keys[len(leaves):])
         self.constants = [trace.values[k] for k in constant_keys]
         self.guard = Guard(externals, self.constants)
+        # NumPy constants fixed at the trace, converted once per library and device the
+        # arguments come in (not by each op at each call: a host-to-device copy on a GPU)
+        self.fixed_numpy = tuple(
+            p for p, c in enumerate(self.constants)
+            if p not in self.guard.lifted_positions and isinstance(c, (np.ndarray, np.generic)))
+        self.converted: dict = {}
         first = [trace.values[k] for k in graph.output_keys]
         self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
@@ -354,7 +360,32 @@ class _Traced:
         constants = self.guard.constants(self.constants)
         if constants is None:
             return _STALE
+        if self.fixed_numpy and not all(type(leaf) is np.ndarray for leaf in leaves):
+            constants = self._in_library_of(leaves, constants)
         return self._results(self.run(leaves + constants))
+
+    def _in_library_of(self, leaves: list, constants: list) -> list:
+        """``constants`` with the NumPy ones fixed at the trace as arrays of the arguments'
+        library and device, converted at the first call that needs them (arguments holding
+        tensors or traced values replay through their front end: left as they are)."""
+        like = None
+        for leaf in leaves:
+            if isinstance(leaf, Frontend):
+                return constants
+            if like is None and library_of(leaf) is not NUMPY:
+                like = leaf
+        if like is None:
+            return constants
+        library = library_of(like)
+        key = (library.name, device_of(like))
+        converted = self.converted.get(key)
+        if converted is None:
+            converted = [library.from_numpy(constants[p], like) for p in self.fixed_numpy]
+            self.converted[key] = converted
+        constants = list(constants)
+        for position, value in zip(self.fixed_numpy, converted):
+            constants[position] = value
+        return constants
 
     def _results(self, outs: list):
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
