@@ -189,7 +189,8 @@ def test_tanh_scaled_values_in_place_and_into_a_buffer():
                 [into] = op.eval_reusing(None, inputs, (position,))
                 assert into is inputs[position]
                 same(into, want)
-    assert ew.TanhScaled(False).eval(None, [2.0, np.float64(0.5)])[0].shape == ()
+    [scalar] = ew.TanhScaled(False).eval(None, [2.0, np.float64(0.5)])   # numbers: 0-d
+    assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar == 1.5
 
 
 def test_a_tanh_gradient_is_one_op_per_tanh(monkeypatch):
