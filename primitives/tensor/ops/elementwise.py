@@ -907,13 +907,12 @@ class TanhScaled(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         t, y = inputs
-        if type(t) is not np.ndarray or type(y) is not np.ndarray:
-            xp, (t, y) = operands(inputs, self)
-            if xp is not NUMPY.xp:
-                return [xp.tanh_scaled(t, y, self.conjugate)]
         if type(t) is np.ndarray and type(y) is np.ndarray and t.dtype == y.dtype:
             return [_tanh_scaled_numpy(t, y, self.conjugate)]
-        return [np.asarray(_tanh_scaled_generic(t, y, self.conjugate))]
+        xp, (t, y) = operands(inputs, self)
+        if xp is not NUMPY.xp:
+            return [xp.tanh_scaled(t, y, self.conjugate)]
+        return [np.asarray(_tanh_scaled_generic(t, y, self.conjugate))]   # numbers, mixed dtypes
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into an input a compiled program no longer reads, when it fits."""

@@ -361,10 +361,10 @@ class _Traced:
         if constants is None:
             return _STALE
         if self.fixed_numpy and not all(type(leaf) is np.ndarray for leaf in leaves):
-            constants = self._in_library_of(leaves, constants)
+            constants = self._constants_in_library_of(leaves, constants)
         return self._results(self.run(leaves + constants))
 
-    def _in_library_of(self, leaves: list, constants: list) -> list:
+    def _constants_in_library_of(self, leaves: list, constants: list) -> list:
         """``constants`` with the NumPy ones fixed at the trace as arrays of the arguments'
         library and device, converted at the first call that needs them (arguments holding
         tensors or traced values replay through their front end: left as they are)."""
@@ -376,11 +376,10 @@ class _Traced:
                 like = leaf
         if like is None:
             return constants
-        library = library_of(like)
-        key = (library.name, device_of(like))
+        key = (library_of(like).name, device_of(like))
         converted = self.converted.get(key)
         if converted is None:
-            converted = [library.from_numpy(constants[p], like) for p in self.fixed_numpy]
+            converted = in_library_of([constants[p] for p in self.fixed_numpy], [like])
             self.converted[key] = converted
         constants = list(constants)
         for position, value in zip(self.fixed_numpy, converted):
