@@ -298,6 +298,36 @@ def test_torch_tanh_scaled_is_one_kernel_with_numpys_values(dtype, monkeypatch):
         assert len(fused) == (1 if conjugate or dtype != np.complex128 else 0)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_log_softmax_linear_is_one_kernel_with_numpys_values(dtype, monkeypatch):
+    """``log_softmax_linear`` on PyTorch tensors: its transposed form (log_softmax's
+    cotangent map) is PyTorch's one-kernel log-softmax backward over one axis; every form
+    has the NumPy op's values."""
+    from primitives.tensor.ops.reduce import LogSoftmaxLinear
+
+    rng = np.random.default_rng(6)
+    t = rng.standard_normal((5, 4)).astype(dtype)
+    y = torch.log_softmax(torch.from_numpy(rng.standard_normal((5, 4)).astype(dtype)), 1).numpy()
+    fused = []
+    real_kernel = torch._log_softmax_backward_data
+
+    def spy(*args):
+        fused.append(args[2])
+        return real_kernel(*args)
+
+    monkeypatch.setattr(torch, "_log_softmax_backward_data", spy)
+    for axes, transposed, kernels in (((1,), True, [1]), ((0,), True, [0]),
+                                      ((1,), False, []), ((0, 1), True, [])):
+        fused.clear()
+        op = LogSoftmaxLinear(axes, (5, 4), transposed)
+        [want] = op.eval(None, [t, y])
+        [got] = op.eval(None, [torch.from_numpy(t), torch.from_numpy(y)])
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.from_numpy(want).dtype
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                                   atol=1e-6 if dtype == np.float32 else 1e-15)
+        assert fused == kernels
+
 def test_torch_jit_converts_numpy_constants_once_and_returns_fresh_results(monkeypatch):
     """A ``jit``-ed function called on PyTorch tensors converts the NumPy constants fixed
     at its trace once (not at every op of every call); a result that is such a constant is

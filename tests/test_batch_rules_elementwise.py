@@ -17,7 +17,8 @@ import pytest
 
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops import reduce as reduce_ops  # noqa: F401  registers its unary op
-from primitives.tensor.ops.reduce import Argmax, Argmin, ReduceMax, ReduceMin, ReduceProd
+from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmaxLinear, ReduceMax,
+                                          ReduceMin, ReduceProd)
 from primitives.tensor.ops.scan import (
     Argsort,
     Cumprod,
@@ -119,6 +120,14 @@ def test_tanh_scaled(conjugate):
     check(op, real((2, 3)), np.tanh(real((2, 3))))
     check(op, cplx((1, 3)), np.tanh(cplx((1, 3))), order=1)
 
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("axes", [(0,), (2,), (0, 2)])
+def test_log_softmax_linear(transposed, axes):
+    y = np.log(real())
+    y -= np.log(np.sum(np.exp(y), axis=axes, keepdims=True))
+    check(LogSoftmaxLinear(axes, SHAPE, transposed), real(), y)
 
 def test_tanh_tangents_batched_over_one_primal_form_its_factor_once(monkeypatch):
     """Tangents batched, ``y`` not (``jacfwd``, ``vmap`` of a ``jvp``): ``1 - y²`` is formed

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 
 from primitives import tensor as tnp
 from primitives.tensor import numpy as T
+from primitives.tensor.buffers import MIN_BYTES
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.indexing import Concatenate, Gather, Pad, Rev, ScatterAdd, Slice
-from primitives.tensor.ops.reduce import ReduceMax, ReduceMin
+from primitives.tensor.ops.reduce import LogSoftmaxLinear, ReduceMax, ReduceMin
 from primitives.tensor.ops.constants import Full
 from primitives.tensor.ops.elementwise import ComplexAbs, Imag, Maximum, Minimum, Real
 from primitives.tensor.ops.select import Compare, Select
@@ -214,6 +215,80 @@ def test_a_tanh_gradient_is_one_op_per_tanh(monkeypatch):
     np.testing.assert_allclose(got, (1 - np.tanh(inner) ** 2) * (1 - inner ** 2), rtol=1e-14)
     assert ran == ["tanh_scaled[conjugate=True]"] * 2, ran
 
+
+
+def _log_softmax(x, axes):
+    if not x.size:
+        return x
+    shifted = x - np.max(x, axis=axes, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("transposed", [False, True])
+@settings(SETTINGS, max_examples=5)
+@given(shape=SHAPES.filter(len), seed=SEEDS, data=st.data())
+def test_log_softmax_linear_rules(transposed, dtype, shape, seed, data):
+    """``t - sum(exp(y) t)`` and its transpose ``t - exp(y) sum(t)`` (log_softmax's tangent
+    and cotangent maps in one op), over any axes: JVPs in both inputs against finite
+    differences, the transposes by the dot-product test, the graphs they make checked
+    again (second order)."""
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    rng = np.random.default_rng(seed)
+    t, y = rand(rng, shape, dtype), _log_softmax(rand(rng, shape, dtype), axes)
+    check_op(LogSoftmaxLinear(axes, shape, transposed), t, y, seed=seed)
+
+
+def test_log_softmax_linear_values_in_place_and_into_a_buffer():
+    """Into ``t`` or ``y`` (a compiled program's dead inputs) or a new array: the bits of
+    the composite it replaces; the inputs of a plain ``eval`` are left alone."""
+    rng = np.random.default_rng(4)
+    for dtype, shape, axes in (("float32", (256, 128), (1,)), ("float64", (64, 8, 64), (0, 2)),
+                               ("float64", (3, 4), (0,))):
+        t = rand(rng, shape, dtype)
+        y = _log_softmax(rand(rng, shape, dtype), axes)
+        p = np.exp(y)
+        wants = {False: t - np.sum(t * p, axis=axes, keepdims=True),
+                 True: t - p * np.sum(t, axis=axes, keepdims=True)}
+        for transposed, want in wants.items():
+            op = LogSoftmaxLinear(axes, shape, transposed)
+            t0, y0 = t.copy(), y.copy()
+            [got] = op.eval(None, [t, y])
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            assert np.array_equal(t, t0) and np.array_equal(y, y0)
+            for position in (0, 1):
+                inputs = [t.copy(), y.copy()]
+                [into] = op.eval_reusing(None, inputs, (position,))
+                assert into.tobytes() == want.tobytes()
+                assert (into is inputs[position]) == (t.nbytes >= MIN_BYTES)  # small: new
+    [scalar] = LogSoftmaxLinear((), (), True).eval(None, [2.0, np.float64(0.0)])
+    assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar == 0.0
+
+
+def test_a_log_softmax_gradient_is_one_op(monkeypatch):
+    """``log_softmax``'s JVP is one op on real dtypes, so a ``jit``-ed gradient runs one
+    ``log_softmax_linear`` (its transposed form) in its backward half: no ``exp``, sum or
+    broadcast."""
+    w = np.random.default_rng(5).standard_normal((4, 3))
+
+    def loss(x):
+        return tnp.sum(tnp.nn.log_softmax(x, axis=1) * w)
+
+    x = np.random.default_rng(6).standard_normal((4, 3))
+    step = tnp.jit(tnp.grad(loss))
+    step(x)                                             # traced
+    ran = []
+    for cls in (LogSoftmaxLinear, ew.Unary, ew.Binary, ReduceSum):
+        def logged(self, ctx, inputs, _eval=cls.eval):
+            ran.append(repr(self))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(x)
+    monkeypatch.undo()
+    p = np.exp(_log_softmax(x, 1))
+    np.testing.assert_allclose(got, w - p * w.sum(axis=1, keepdims=True), rtol=1e-14)
+    # (mul_conj: the loss's own product with w, transposed)
+    assert ran == ["mul_conj", "log_softmax_linear[axes=(1,), shape=(4, 3), transposed=True]"], ran
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", [ew.Scale(2.5), ew.Scale(-1), ew.Affine(1, 1.5), ew.Affine(-2.0, 0.5), ew.IntegerPow(2),

@@ -336,7 +336,9 @@ def checked_indices(index, size: int, axis: int):
     array([2, 0])
     """
     index = np.asarray(index)
-    if index.size and index.dtype.kind in "iu" and 0 <= index.min() and index.max() < size:
+    # (the ufuncs' own reductions: ``index.min()`` runs NumPy's Python-level wrapper first)
+    if index.size and index.dtype.kind in "iu" and 0 <= np.minimum.reduce(index, axis=None) \
+            and np.maximum.reduce(index, axis=None) < size:
         return index.astype(np.intp)        # in range already (the usual case): a fresh copy
     bad = (index < -size) | (index >= size)
     if bad.any():

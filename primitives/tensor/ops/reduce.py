@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
-from primitives.tensor.backends import NUMPY, device_of, operands
+from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, TensorPrimitive, check_ordered, emit, \
-    is_float_dtype, not_linear, shift_axis, tensor_op, with_batch
+    is_float_dtype, linear_mask, not_linear, reusable_output, shift_axis, tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
-    reduced_before
+    batch_all_at, reduced_before
 
 
 def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
@@ -326,8 +327,11 @@ class LogSoftmax(TensorPrimitive):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         shape = tuple(self.shape)
-        kept = tuple(axis for axis in range(len(shape)) if axis not in self.axes)
         t = tangent_inputs[0]
+        if np.dtype(self.dtype).kind == "f":            # one op (and its transpose one op)
+            return [emit(builder, LogSoftmaxLinear(self.axes, shape, False),
+                         [Local(t), External(primal_outputs[0])], LIN_TF)]
+        kept = tuple(axis for axis in range(len(shape)) if axis not in self.axes)
         softmax = emit(builder, ew.exp, [External(primal_outputs[0])])
         weighted = emit(builder, ew.mul, [Local(t), Local(softmax)], LIN_TF)
         total = emit(builder, ReduceSum(self.axes, shape), [Local(weighted)], LIN)
@@ -345,6 +349,125 @@ class LogSoftmax(TensorPrimitive):
                              self.finite_shift)
         return builder.add_primitive(batched, inputs, role), [axis]
 
+
+
+# --- log_softmax's derivative, fused ---------------------------------------------------
+
+
+def _log_softmax_linear_numpy(t, y, axes: tuple, transposed: bool, out=None):
+    """:class:`LogSoftmaxLinear` on NumPy arrays of one real dtype: ``exp(y)`` in one
+    buffer, the rest into it, or into ``out`` (``t`` or ``y``, inputs a compiled program
+    no longer reads). The composite's bits: ``t - a`` for ``t + (-a)``, ``p * s`` for
+    ``p * -(-s)`` (negation is exact)."""
+    p = np.exp(y, out=y if out is y else ...)       # (out=...: a 0-d array, not a scalar)
+    if transposed:
+        total = np.add.reduce(t, axis=axes, keepdims=True)
+        np.multiply(p, total, out=p)
+        return np.subtract(t, p, out=p if out is None else out)
+    np.multiply(t, p, out=p)
+    total = np.add.reduce(p, axis=axes, keepdims=True)
+    return np.subtract(t, total, out=p if out is None else out)
+
+
+def _log_softmax_linear_api(xp, t, y, axes: tuple, transposed: bool):
+    p = xp.exp(y)
+    if transposed:
+        return t - p * xp.sum(t, axis=axes, keepdims=True)
+    return t - xp.sum(t * p, axis=axes, keepdims=True)
+
+
+def _torch_log_softmax_backward(t, y, axis: int):
+    """PyTorch's one-kernel log-softmax backward: ``t - exp(y) * sum(t, axis)``."""
+    import sys
+    return sys.modules["torch"]._log_softmax_backward_data(t, y, axis, t.dtype)
+
+
+define("log_softmax_backward", torch=_torch_log_softmax_backward)
+
+
+@tensor_op
+class LogSoftmaxLinear(TensorPrimitive):
+    """``log_softmax``'s tangent map read from its output ``y``, in one op:
+    ``t - sum(exp(y) * t)`` over ``axes`` (spread back over them); with ``transposed``,
+    its transpose ``t - exp(y) * sum(t)``, the cotangent map (PyTorch's log-softmax
+    backward, one kernel there). Linear in ``t``; real floating operands of ``shape``.
+
+    ``log_softmax``'s JVP emits it for real dtypes, so a gradient runs one op where the
+    composite ran five (``exp``, ``mul``, ``reduce_sum``, ``broadcast_in_dim``, ``sub``).
+
+    >>> y = np.log(np.array([[0.25, 0.75]]))
+    >>> LogSoftmaxLinear((1,), (1, 2), True).eval(None, [np.array([[1.0, 0.0]]), y])
+    [array([[ 0.75, -0.75]])]
+    """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
+
+    axes: tuple
+    shape: tuple
+    transposed: bool
+    name = "log_softmax_linear"
+
+    def input_count(self) -> int:
+        return 2
+
+    def floating_output(self) -> bool:
+        return True
+
+    def params(self) -> str:
+        return f"axes={self.axes}, shape={self.shape}, transposed={self.transposed}"
+
+    def eval(self, ctx, inputs):
+        t, y = inputs
+        if type(t) is np.ndarray and type(y) is np.ndarray and t.dtype == y.dtype:
+            return [_log_softmax_linear_numpy(t, y, self.axes, self.transposed)]
+        xp, (t, y) = operands(inputs, self)
+        if xp.name == "torch" and self.transposed and len(self.axes) == 1 \
+                and t.dtype == y.dtype:
+            return [xp.log_softmax_backward(t, y, self.axes[0])]
+        out = _log_softmax_linear_api(xp, t, y, self.axes, self.transposed)
+        return [np.asarray(out) if xp is NUMPY.xp else out]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into an input a compiled program no longer reads, when it fits."""
+        out = reusable_output(inputs, reusable)      # (t and y then have its shape and dtype)
+        if out is None:
+            return self.eval(ctx, inputs)
+        return [_log_softmax_linear_numpy(inputs[0], inputs[1], self.axes, self.transposed,
+                                          out)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        t_key, y_key = primal_inputs
+        dt, dy = tangent_inputs
+        terms = None if dt is None else emit(builder, self, [Local(dt), External(y_key)],
+                                             LIN_TF)
+        if dy is not None:
+            shape = tuple(self.shape)
+            kept = tuple(axis for axis in range(len(shape)) if axis not in self.axes)
+            total = ReduceSum(self.axes, shape)
+            spread = BroadcastInDim(shape, kept, tuple(shape[axis] for axis in kept))
+            t, p = ew.Sym(builder, External(t_key)), ew.Sym(builder, External(y_key)).apply(ew.exp)
+            if self.transposed:     # d(t - p sum(t)) = -p sum(t) dy
+                scaled = ew.scale_tangent(builder, dy, -(p * t.apply(total).apply(spread)))
+            else:                   # d(t - sum(p t)) = -sum(p t dy), spread
+                weighted = ew.scale_tangent(builder, dy, t * p)
+                summed = emit(builder, total, [Local(weighted)], LIN)
+                scaled = emit(builder, ew.neg, [Local(emit(builder, spread, [Local(summed)],
+                                                           LIN))], LIN)
+            terms = ew._sum_terms(builder, terms, scaled)
+        return [terms]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if linear_mask(self, role) != (True, False):
+            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
+                              f"{self.name} is linear in its first input only")
+        transpose = LogSoftmaxLinear(self.axes, self.shape, not self.transposed)
+        return [emit(builder, transpose, [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        axis = next(a for a in axes if a is not None)
+        refs = batch_all_at(builder, inputs, axes, role, axis_size, axis)
+        batched = LogSoftmaxLinear(tuple(shift_axis(self, a, axis) for a in self.axes),
+                                   with_batch(self.shape, axis, axis_size), self.transposed)
+        return builder.add_primitive(batched, refs, role), [axis]
 
 class _ArgExtremum(TensorPrimitive):
     """An integer index of an extremum along ``axis``: no tangent."""

@@ -124,12 +124,20 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     def jitted(*args, **kwargs):
         if arguments:
             static, dynamic, static_kw, kwargs = arguments.split(args, kwargs)
+            statics = (_static_key(static), _static_key(static_kw))
         else:
-            static, dynamic, static_kw = (), args, ()
+            static, dynamic, static_kw, statics = (), args, (), _NO_STATICS
         leaves, structure = tree_flatten((dynamic, kwargs))
-        leaves = [_leaf(leaf, f) for leaf in leaves]
-        signature = (structure, _static_key(static), _static_key(static_kw),
-                     tuple([(shape_of(leaf), dtype_of(leaf).str) for leaf in leaves]))
+        layouts = []
+        plain = True                    # every leaf a NumPy array (the usual call)
+        for position, leaf in enumerate(leaves):
+            if type(leaf) is np.ndarray:
+                layouts.append((leaf.shape, leaf.dtype))
+            else:
+                leaf = leaves[position] = _leaf(leaf, f)
+                layouts.append((shape_of(leaf), dtype_of(leaf)))
+                plain = plain and type(leaf) is np.ndarray
+        signature = (structure, statics, tuple(layouts))
         try:
             with lock:
                 traced = cache.get(signature)
@@ -138,9 +146,9 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
             raise FunctionalError(f"jit of {_name(f)}: a static argument is not hashable "
                                   f"({kinds})") from None
         if traced is not None:
-            result = traced(leaves)
+            result = traced(leaves, plain)
             if result is not _STALE:
-                return _in_library_of_leaves(result, leaves, f)
+                return result if plain else _in_library_of_leaves(result, leaves, f)
         # a new signature, or what f reads from outside changed in a way only a trace sees
         traced = _Traced(f, static, structure, leaves, memory_budget, previous=traced,
                          static_kwargs=static_kw)
@@ -150,7 +158,8 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
                 if len(cache) >= _CACHE_SIZE:
                     cache.pop(next(iter(cache)))
                 cache[signature] = traced
-        return _in_library_of_leaves(traced.first_result, leaves, f)
+        return traced.first_result if plain else \
+            _in_library_of_leaves(traced.first_result, leaves, f)
 
     return jitted
 
@@ -266,10 +275,9 @@ def _leaf(value, f):
 
 
 def _in_library_of_leaves(result, leaves: list, f):
-    """``result`` with NumPy arrays (constants) in the library of the arguments: arrays of two
-    libraries other than NumPy among them are a ``TensorTypeError``."""
-    if all(type(leaf) is np.ndarray for leaf in leaves):
-        return result
+    """``result`` with NumPy arrays (constants) in the library of the arguments (some leaves
+    are not NumPy arrays): arrays of two libraries other than NumPy among them are a
+    ``TensorTypeError``."""
     below = [array_below(leaf) for leaf in leaves]
     library = common_library(below, f"jit of {_name(f)}")
     if library is NUMPY:
@@ -282,6 +290,8 @@ def _in_library_of_leaves(result, leaves: list, f):
 def _name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
+
+_NO_STATICS = (_static_key(()), _static_key(()))   # a call with no static argument
 
 _STALE = object()          # what a trace answers when what f reads from outside has changed
 
@@ -356,11 +366,12 @@ class _Traced:
             all(_same_constant(old, new, n in lifted)
                 for n, (old, new) in enumerate(zip(previous.constants, self.constants)))
 
-    def __call__(self, leaves: list):
+    def __call__(self, leaves: list, plain: bool):
+        """The results for ``leaves`` (``plain``: all NumPy arrays), or ``_STALE``."""
         constants = self.guard.constants(self.constants)
         if constants is None:
             return _STALE
-        if self.fixed_numpy and not all(type(leaf) is np.ndarray for leaf in leaves):
+        if self.fixed_numpy and not plain:
             constants = self._constants_in_library_of(leaves, constants)
         return self._results(self.run(leaves + constants))
 
@@ -432,4 +443,6 @@ def _same_constant(old, new, lifted: bool) -> bool:
 
 def _result(value):
     """Top-level results are arrays (0-d arrays, not NumPy scalars) or front-end values."""
+    if type(value) is np.ndarray:           # the usual result, without the ABC check below
+        return value
     return np.asarray(value) if isinstance(value, (np.generic, numbers.Number)) else value
