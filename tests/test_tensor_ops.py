@@ -194,6 +194,19 @@ def test_tanh_scaled_values_in_place_and_into_a_buffer():
     assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar == 1.5
 
 
+
+def _ops_run(step, x, classes, monkeypatch):
+    """``step(x)`` and the ops of ``classes`` it evaluated, in order (as their reprs)."""
+    ran = []
+    for cls in classes:
+        def logged(self, ctx, inputs, _eval=cls.eval):
+            ran.append(repr(self))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(x)
+    monkeypatch.undo()
+    return got, ran
+
 def test_a_tanh_gradient_is_one_op_per_tanh(monkeypatch):
     """``tanh``'s JVP is one ``tanh_scaled`` op (not ``mul(t, 1 - y*y)``): a ``jit``-ed
     gradient runs one op per tanh in its backward half, its ``conjugate`` form."""
@@ -203,14 +216,7 @@ def test_a_tanh_gradient_is_one_op_per_tanh(monkeypatch):
     x = np.linspace(-1.0, 1.0, 5)
     step = tnp.jit(tnp.grad(loss))
     step(x)                                             # traced
-    ran = []
-    for cls in (ew.TanhScaled, ew.Affine, ew.Binary):
-        def logged(self, ctx, inputs, _eval=cls.eval):
-            ran.append(repr(self))
-            return _eval(self, ctx, inputs)
-        monkeypatch.setattr(cls, "eval", logged)
-    got = step(x)
-    monkeypatch.undo()
+    got, ran = _ops_run(step, x, (ew.TanhScaled, ew.Affine, ew.Binary), monkeypatch)
     inner = np.tanh(x)
     np.testing.assert_allclose(got, (1 - np.tanh(inner) ** 2) * (1 - inner ** 2), rtol=1e-14)
     assert ran == ["tanh_scaled[conjugate=True]"] * 2, ran
@@ -277,14 +283,8 @@ def test_a_log_softmax_gradient_is_one_op(monkeypatch):
     x = np.random.default_rng(6).standard_normal((4, 3))
     step = tnp.jit(tnp.grad(loss))
     step(x)                                             # traced
-    ran = []
-    for cls in (LogSoftmaxLinear, ew.Unary, ew.Binary, ReduceSum):
-        def logged(self, ctx, inputs, _eval=cls.eval):
-            ran.append(repr(self))
-            return _eval(self, ctx, inputs)
-        monkeypatch.setattr(cls, "eval", logged)
-    got = step(x)
-    monkeypatch.undo()
+    got, ran = _ops_run(step, x, (LogSoftmaxLinear, ew.Unary, ew.Binary, ReduceSum),
+                        monkeypatch)
     p = np.exp(_log_softmax(x, 1))
     np.testing.assert_allclose(got, w - p * w.sum(axis=1, keepdims=True), rtol=1e-14)
     # (mul_conj: the loss's own product with w, transposed)

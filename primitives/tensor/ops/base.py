@@ -118,6 +118,14 @@ def linear_mask(op, role) -> tuple:
     return role.active_mask
 
 
+def check_linear_in_first(op, role) -> None:
+    """Raise for a transpose of ``op`` (linear in its first input, the other a primal
+    operand) asked for in a role where another input is linear."""
+    if linear_mask(op, role) != (True, False):
+        raise ADRuleError(op.name, ADRuleKind.TRANSPOSE, f"{op.name} is linear in its first "
+                          "input only")
+
+
 def not_linear(op):
     """Raise for the transpose rule of ``op``, which is not linear."""
     raise ADRuleError(repr(op), ADRuleKind.TRANSPOSE, f"{op!r} is not linear")

@@ -68,6 +68,7 @@ from primitives.tensor.ops.base import (
     LinearOp,
     TensorPrimitive,
     apply_ufunc,
+    check_linear_in_first,
     check_ordered,
     emit,
     linear_mask,
@@ -938,9 +939,7 @@ class TanhScaled(TensorPrimitive):
         return [terms]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        if linear_mask(self, role) != (True, False):
-            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
-                              f"{self.name} is linear in its first input only")
+        check_linear_in_first(self, role)
         return [emit(builder, TanhScaled(not self.conjugate),
                      [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
 

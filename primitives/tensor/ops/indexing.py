@@ -30,7 +30,7 @@ import string
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind, input_role
+from tidu import input_role
 from tidu.graph import PRIMARY, External, Linearized, Local
 from primitives.tensor.backends import (NUMPY, define, device_of, library_of, numpy_dtype,
                                         operands, to_host, to_library)
@@ -41,6 +41,7 @@ from primitives.tensor.ops.base import (
     LIN_TF,
     LinearOp,
     TensorPrimitive,
+    check_linear_in_first,
     emit,
     linear_mask,
     shift_axis,
@@ -397,9 +398,7 @@ class _IndexedLinear(TensorPrimitive):
                      LIN_TF)]
 
     def _transpose(self, builder, cotangent_outputs, inputs, role, other):
-        if linear_mask(self, role) != (True, False):
-            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
-                              f"{self.name} is linear in its first input only")
+        check_linear_in_first(self, role)
         return [emit(builder, other, [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
 
     def _flat_indices(self, builder, indices, axis: int, axis_size: int) -> Local:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, TensorPrimitive, check_ordered, emit, \
-    is_float_dtype, linear_mask, not_linear, reusable_output, shift_axis, tensor_op, with_batch
+from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, TensorPrimitive, check_linear_in_first, \
+    check_ordered, emit, is_float_dtype, not_linear, reusable_output, shift_axis, tensor_op, \
+    with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
@@ -456,9 +456,7 @@ class LogSoftmaxLinear(TensorPrimitive):
         return [terms]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        if linear_mask(self, role) != (True, False):
-            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
-                              f"{self.name} is linear in its first input only")
+        check_linear_in_first(self, role)
         transpose = LogSoftmaxLinear(self.axes, self.shape, not self.transposed)
         return [emit(builder, transpose, [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
 
