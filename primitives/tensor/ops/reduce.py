@@ -1,6 +1,6 @@
 """Reductions besides ``reduce_sum``: ``reduce_max``, ``reduce_min``, ``reduce_prod``,
-``reduce_logsumexp``, ``log_softmax``, ``argmax``, ``argmin``, and the square root ``std``
-ends with.
+``reduce_logsumexp``, ``log_softmax`` (and its tangent map as one op,
+``log_softmax_linear``), ``argmax``, ``argmin``, and the square root ``std`` ends with.
 
 The JVP of ``reduce_max``/``reduce_min`` sends the tangent through the
 arg-extremum locations; ties split it evenly, as JAX does: the weights are
@@ -20,6 +20,8 @@ It imports :mod:`.base`, :mod:`.shape`, :mod:`.select`, :mod:`.elementwise` and
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -350,7 +352,6 @@ class LogSoftmax(TensorPrimitive):
         return builder.add_primitive(batched, inputs, role), [axis]
 
 
-
 # --- log_softmax's derivative, fused ---------------------------------------------------
 
 
@@ -378,7 +379,6 @@ def _log_softmax_linear_api(xp, t, y, axes: tuple, transposed: bool):
 
 def _torch_log_softmax_backward(t, y, axis: int):
     """PyTorch's one-kernel log-softmax backward: ``t - exp(y) * sum(t, axis)``."""
-    import sys
     return sys.modules["torch"]._log_softmax_backward_data(t, y, axis, t.dtype)
 
 
@@ -466,6 +466,7 @@ class LogSoftmaxLinear(TensorPrimitive):
         batched = LogSoftmaxLinear(tuple(shift_axis(self, a, axis) for a in self.axes),
                                    with_batch(self.shape, axis, axis_size), self.transposed)
         return builder.add_primitive(batched, refs, role), [axis]
+
 
 class _ArgExtremum(TensorPrimitive):
     """An integer index of an extremum along ``axis``: no tangent."""
