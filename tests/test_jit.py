@@ -324,3 +324,30 @@ def test_jit_with_hoisted_sums_composes_and_returns_fresh_current_results():
         got = f(ps, xs)
         for k in range(2):
             np.testing.assert_allclose(got[k], np.stack([r[k] for r in per_row]), rtol=1e-12)
+
+
+def test_jit_signature_tells_dtypes_and_byte_orders_apart_and_takes_numbers_as_arrays():
+    """The signature is each argument's shape and dtype: a big-endian array of a native
+    array's shape traces again (with its own result dtype and values), a Python number and
+    a 0-d array of its dtype share a trace, and each call's results are its own."""
+    traces = []
+
+    @jit
+    def f(x, s):
+        traces.append(1)
+        return x * s
+
+    native = np.arange(3.0)
+    swapped = native.astype(">f8")
+    first = f(native, 2.0)
+    np.testing.assert_array_equal(first, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(f(native, np.array(3.0)), [0.0, 3.0, 6.0])
+    assert len(traces) == 1                            # 2.0 and array(3.0): one signature
+    got = f(swapped, 2.0)
+    assert len(traces) == 2 and got.dtype == (native * 2.0).dtype
+    np.testing.assert_array_equal(got, [0.0, 2.0, 4.0])
+    again = f(native, 2.0)
+    first[...] = -1.0                                  # written into: the next call is fresh
+    np.testing.assert_array_equal(again, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(f(native, 2.0), [0.0, 2.0, 4.0])
+    assert not np.shares_memory(again, f(native, 2.0)) and len(traces) == 2

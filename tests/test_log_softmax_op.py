@@ -224,3 +224,27 @@ def test_an_eager_log_softmax_chain_of_many_ops_backward_without_recursion():
         y = nn.log_softmax(y, axis=1)
     tnp.sum(y[:, 0]).backward()
     assert np.all(np.isfinite(x.grad)) and x.grad.shape == (2, 3)
+
+
+def test_its_one_op_derivative_composes_in_both_orders():
+    """``log_softmax``'s fused derivative (``log_softmax_linear``) under ``jit``, ``vmap``
+    and ``grad`` nested either way round, and ``jacfwd`` against ``jacrev``: the same
+    per-example gradients as ``grad`` row by row, against central differences."""
+    rng = np.random.default_rng(9)
+    x, w = rng.normal(size=(3, 4)), rng.normal(size=4)
+
+    def loss(v):
+        return tnp.sum(nn.log_softmax(v, axis=0) * w)
+
+    want = np.stack([numeric_grad(lambda v: np.sum(composite(v, 0, False) * w), row)
+                     for row in x])
+    for per_row in (tnp.vmap(tnp.grad(loss)), tnp.jit(tnp.vmap(tnp.grad(loss))),
+                    tnp.vmap(tnp.grad(tnp.jit(loss))), tnp.vmap(tnp.jit(tnp.grad(loss))),
+                    tnp.jit(tnp.vmap(tnp.jit(tnp.grad(loss))))):
+        np.testing.assert_allclose(per_row(x), want, rtol=1e-7, atol=1e-8)
+    forward = tnp.jacfwd(lambda v: nn.log_softmax(v, axis=1))(x)
+    reverse = tnp.jacrev(lambda v: nn.log_softmax(v, axis=1))(x)
+    np.testing.assert_allclose(forward, reverse, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tnp.grad(tnp.jit(lambda v: tnp.sum(tnp.vmap(tnp.grad(loss))(v) ** 2)))(x),
+                               tnp.grad(lambda v: tnp.sum(tnp.vmap(tnp.grad(loss))(v) ** 2))(x),
+                               rtol=1e-12, atol=1e-14)

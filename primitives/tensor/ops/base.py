@@ -22,13 +22,16 @@ broadcast batch axes emit ops of :mod:`.shape`, and live there):
 - ``emit(builder, op, inputs, role) -> int``: a one-output op, emitted
 - ``linear_mask(op, role) -> tuple``: which inputs of a transposed op are linear
 - ``not_linear(op)``: raise for the transpose of an op that is not linear
+- ``check_linear_in_first(op, role)``: raise for the transpose of an op linear in its
+  first input only, asked for in another role
+- :class:`FusedTangent`: the base of a derivative's tangent map fused into one op
 - ``shift_axis(op, axis, batch_axis) -> int``: an axis parameter of ``op`` once a batch
   axis is at ``batch_axis`` (``ADRuleError`` for a negative one)
 - ``with_batch(shape, batch_axis, axis_size) -> tuple``: a shape parameter, batched
 - ``is_complex_dtype``, ``is_float_dtype``, ``real_dtype_name``: facts of a dtype
 
-It imports tidu, NumPy and ``primitives.tensor``'s ``buffers``, ``core`` and
-``errors``: no other module of :mod:`primitives.tensor.ops`.
+It imports tidu, NumPy and ``primitives.tensor``'s ``backends``, ``buffers``, ``core``
+and ``errors``: no other module of :mod:`primitives.tensor.ops`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import numpy as np
 from tidu import ADRuleError, ADRuleKind, Primitive, TiduError
 from tidu.graph import PRIMARY, EvaluableGraphOperation, Linearized, Local
 from primitives.tensor import buffers
+from primitives.tensor.backends import NUMPY, operands
 from primitives.tensor.buffers import output_like, unshared
 from primitives.tensor.core import dtype_of
 from primitives.tensor.errors import TensorNotSupportedError
@@ -278,6 +282,59 @@ class TensorPrimitive(Primitive, EvaluableGraphOperation):
         params = self.params()
         return f"{name}[{params}]" if params else name
 
+
+
+class FusedTangent(TensorPrimitive):
+    """A derivative's tangent (or cotangent) map as one op: linear in its first input ``t``,
+    its second ``y`` a primal value (``tanh_scaled``, ``log_softmax_linear``). On NumPy
+    arrays of one dtype it runs the subclass's ``numpy_kernel(t, y, out=None)``, into an
+    input a compiled program no longer reads when it fits; on other values its
+    ``library_kernel(xp, t, y)``. Its transpose is ``transpose_op()``, applied to the
+    cotangent with the same ``y``.
+
+    >>> from primitives.tensor.ops.elementwise import TanhScaled
+    >>> op = TanhScaled(False)
+    >>> op.transpose_op(), op.eval(None, [np.array([2.0]), np.array([0.5])])
+    (tanh_scaled[conjugate=True], [array([1.5])])
+    """
+
+    __slots__ = ()
+    memory_bound = True          # recomputed under the eager "balanced" strategy
+
+    def input_count(self) -> int:
+        return 2
+
+    def floating_output(self) -> bool:
+        return True
+
+    def numpy_kernel(self, t, y, out=None):
+        raise NotImplementedError
+
+    def library_kernel(self, xp, t, y):
+        raise NotImplementedError
+
+    def transpose_op(self) -> "FusedTangent":
+        raise NotImplementedError
+
+    def eval(self, ctx, inputs):
+        t, y = inputs
+        if type(t) is np.ndarray and type(y) is np.ndarray and t.dtype == y.dtype:
+            return [self.numpy_kernel(t, y)]
+        xp, (t, y) = operands(inputs, self)
+        out = self.library_kernel(xp, t, y)
+        return [np.asarray(out) if xp is NUMPY.xp else out]       # numbers, mixed dtypes
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into an input a compiled program no longer reads, when it fits."""
+        out = reusable_output(inputs, reusable)      # (t and y then have its shape and dtype)
+        if out is None:
+            return self.eval(ctx, inputs)
+        return [self.numpy_kernel(inputs[0], inputs[1], out)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        check_linear_in_first(self, role)
+        return [emit(builder, self.transpose_op(), [Local(cotangent_outputs[0]), inputs[1]],
+                     LIN_TF), None]
 
 def shift_axis(op, axis: int, batch_axis: int) -> int:
     """``op``'s (non-negative) axis parameter ``axis`` once a batch axis is at ``batch_axis``."""

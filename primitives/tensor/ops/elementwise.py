@@ -68,7 +68,7 @@ from primitives.tensor.ops.base import (
     LinearOp,
     TensorPrimitive,
     apply_ufunc,
-    check_linear_in_first,
+    FusedTangent,
     check_ordered,
     emit,
     linear_mask,
@@ -879,12 +879,11 @@ def _torch_tanh_scaled(t, y, conjugate: bool):
     return _tanh_scaled_generic(t, y, conjugate)
 
 
-define("tanh_scaled", numpy=partial(_tanh_scaled_numpy, out=None),
-       torch=_torch_tanh_scaled, dask=_tanh_scaled_generic, cupy=_tanh_scaled_generic)
+define("tanh_scaled", torch=_torch_tanh_scaled)
 
 
 @tensor_op
-class TanhScaled(TensorPrimitive):
+class TanhScaled(FusedTangent):
     """``t * (1 - y²)``, tanh's tangent from its output ``y`` in one op (with ``conjugate``,
     ``t * conj(1 - y²)``: its transpose, PyTorch's ``tanh_backward``). Linear in ``t``.
 
@@ -895,32 +894,19 @@ class TanhScaled(TensorPrimitive):
     >>> TanhScaled(False).eval(None, [np.array([2.0]), np.array([0.5])])
     [array([1.5])]
     """
-    memory_bound = True          # recomputed under the eager "balanced" strategy
-
     conjugate: bool
     name = "tanh_scaled"
 
-    def input_count(self) -> int:
-        return 2
+    def numpy_kernel(self, t, y, out=None):
+        return _tanh_scaled_numpy(t, y, self.conjugate, out)
 
-    def floating_output(self) -> bool:
-        return True
+    def library_kernel(self, xp, t, y):
+        if xp.name == "torch":
+            return xp.tanh_scaled(t, y, self.conjugate)
+        return _tanh_scaled_generic(t, y, self.conjugate)    # numbers, mixed dtypes, Dask
 
-    def eval(self, ctx, inputs):
-        t, y = inputs
-        if type(t) is np.ndarray and type(y) is np.ndarray and t.dtype == y.dtype:
-            return [_tanh_scaled_numpy(t, y, self.conjugate)]
-        xp, (t, y) = operands(inputs, self)
-        if xp is not NUMPY.xp:
-            return [xp.tanh_scaled(t, y, self.conjugate)]
-        return [np.asarray(_tanh_scaled_generic(t, y, self.conjugate))]   # numbers, mixed dtypes
-
-    def eval_reusing(self, ctx, inputs, reusable):
-        """``eval``, into an input a compiled program no longer reads, when it fits."""
-        out = reusable_output(inputs, reusable)      # (t and y then have its shape and dtype)
-        if out is None:
-            return self.eval(ctx, inputs)
-        return [_tanh_scaled_numpy(inputs[0], inputs[1], self.conjugate, out)]
+    def transpose_op(self) -> "TanhScaled":
+        return TanhScaled(not self.conjugate)
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         t_key, y_key = primal_inputs
@@ -937,11 +923,6 @@ class TanhScaled(TensorPrimitive):
                 scaled = scale_tangent(builder, dy, t * y * -2)
             terms = _sum_terms(builder, terms, scaled)
         return [terms]
-
-    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        check_linear_in_first(self, role)
-        return [emit(builder, TanhScaled(not self.conjugate),
-                     [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         if axes[1] is not None or axes[0] is None:

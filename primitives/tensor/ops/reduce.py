@@ -29,9 +29,8 @@ from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
-from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, TensorPrimitive, check_linear_in_first, \
-    check_ordered, emit, is_float_dtype, not_linear, reusable_output, shift_axis, tensor_op, \
-    with_batch
+from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, FusedTangent, TensorPrimitive, \
+    check_ordered, emit, is_float_dtype, not_linear, shift_axis, tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
@@ -386,7 +385,7 @@ define("log_softmax_backward", torch=_torch_log_softmax_backward)
 
 
 @tensor_op
-class LogSoftmaxLinear(TensorPrimitive):
+class LogSoftmaxLinear(FusedTangent):
     """``log_softmax``'s tangent map read from its output ``y``, in one op:
     ``t - sum(exp(y) * t)`` over ``axes`` (spread back over them); with ``transposed``,
     its transpose ``t - exp(y) * sum(t)``, the cotangent map (PyTorch's log-softmax
@@ -399,40 +398,22 @@ class LogSoftmaxLinear(TensorPrimitive):
     >>> LogSoftmaxLinear((1,), (1, 2), True).eval(None, [np.array([[1.0, 0.0]]), y])
     [array([[ 0.75, -0.75]])]
     """
-    memory_bound = True          # recomputed under the eager "balanced" strategy
-
     axes: tuple
     shape: tuple
     transposed: bool
     name = "log_softmax_linear"
 
-    def input_count(self) -> int:
-        return 2
-
-    def floating_output(self) -> bool:
-        return True
-
     def params(self) -> str:
         return f"axes={self.axes}, shape={self.shape}, transposed={self.transposed}"
 
-    def eval(self, ctx, inputs):
-        t, y = inputs
-        if type(t) is np.ndarray and type(y) is np.ndarray and t.dtype == y.dtype:
-            return [_log_softmax_linear_numpy(t, y, self.axes, self.transposed)]
-        xp, (t, y) = operands(inputs, self)
+    def numpy_kernel(self, t, y, out=None):
+        return _log_softmax_linear_numpy(t, y, self.axes, self.transposed, out)
+
+    def library_kernel(self, xp, t, y):
         if xp.name == "torch" and self.transposed and len(self.axes) == 1 \
                 and t.dtype == y.dtype:
-            return [xp.log_softmax_backward(t, y, self.axes[0])]
-        out = _log_softmax_linear_api(xp, t, y, self.axes, self.transposed)
-        return [np.asarray(out) if xp is NUMPY.xp else out]
-
-    def eval_reusing(self, ctx, inputs, reusable):
-        """``eval``, into an input a compiled program no longer reads, when it fits."""
-        out = reusable_output(inputs, reusable)      # (t and y then have its shape and dtype)
-        if out is None:
-            return self.eval(ctx, inputs)
-        return [_log_softmax_linear_numpy(inputs[0], inputs[1], self.axes, self.transposed,
-                                          out)]
+            return xp.log_softmax_backward(t, y, self.axes[0])
+        return _log_softmax_linear_api(xp, t, y, self.axes, self.transposed)
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         t_key, y_key = primal_inputs
@@ -455,10 +436,8 @@ class LogSoftmaxLinear(TensorPrimitive):
             terms = ew._sum_terms(builder, terms, scaled)
         return [terms]
 
-    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
-        check_linear_in_first(self, role)
-        transpose = LogSoftmaxLinear(self.axes, self.shape, not self.transposed)
-        return [emit(builder, transpose, [Local(cotangent_outputs[0]), inputs[1]], LIN_TF), None]
+    def transpose_op(self) -> "LogSoftmaxLinear":
+        return LogSoftmaxLinear(self.axes, self.shape, not self.transposed)
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         axis = next(a for a in axes if a is not None)
