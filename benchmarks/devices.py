@@ -19,6 +19,10 @@ Every device sits behind one seam, and this module turns it off there:
 - ``derivative reuse``: ``grad`` without ``jit`` linearizes and transposes a program
   once per structure (``functional.derivatives_of``); off = every call makes them
   anew. Workload: ``tnp.grad`` of the small tanh RNN (``benchmarks.small_grad``).
+- ``retrace``: ``grad`` without ``jit`` traces each call along the graph the last
+  call made (``transforms.retrace.RetraceBuilder``); off = every trace builds and
+  interns its graph op by op. Workload: ``tnp.grad`` of the GP marginal likelihood
+  (``benchmarks.small_grad``).
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 - ``short-row extrema``: the maximum (and minimum) over the last axis of many short
@@ -82,6 +86,12 @@ def _derivative_reuse_off() -> None:
         graph, outputs, wrt)
 
 
+def _retrace_off() -> None:
+    from primitives.tensor.transforms import functional
+    from tidu.graph import GraphBuilder
+    functional.RetraceBuilder = lambda template: GraphBuilder()
+
+
 def _grad_handover_off() -> None:
     from primitives.tensor.eager import frontend as eager
     eager._can_hand_over = lambda value: False
@@ -107,13 +117,18 @@ def _eager_backward_us_per_op(n_ops: int) -> float:
     return measure(record, backward, n_ops, 5)[1]
 
 
-def _small_grad_ms(calls: int) -> float:
-    """ms per ``tnp.grad`` call of the small RNN (``benchmarks.small_grad``), best of rounds."""
+def _small_grad_ms(calls: int, program: str = "tanh RNN") -> float:
+    """ms per ``tnp.grad`` call of a small program (``benchmarks.small_grad``), best of
+    rounds."""
     from benchmarks import small_grad
-    loss, _ = small_grad.PROGRAMS["tanh RNN"]
-    params, data = small_grad.make_problems()["tanh RNN"]
+    loss, _ = small_grad.PROGRAMS[program]
+    params, data = small_grad.make_problems()[program]
     step = small_grad.tidu_step(loss, params, data)
     return small_grad.best_ms(step, calls)
+
+
+def _gp_grad_ms(calls: int) -> float:
+    return _small_grad_ms(calls, "GP marginal likelihood")
 
 
 def _eager_mlp_ms(steps: int) -> float:
@@ -153,6 +168,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
     "referenced-only cotangents": (_referenced_only_off, _memory_ratio, (300, 30),
                                    "peak / held"),
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
+    "retrace": (_retrace_off, _gp_grad_ms, (200, 20), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
     "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }

@@ -263,6 +263,18 @@ def test_int_indices_select_what_numpy_selects(index):
     np.testing.assert_array_equal(traced, expected)
 
 
+@pytest.mark.parametrize("shape", [(3,), (1,), (3, 2), (1, 4), (2, 1, 3)])
+def test_one_int_index_makes_the_general_paths_graph(shape):
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    for i in range(-shape[0], shape[0]):
+        short = make_graph(lambda a: a[i], x)        # the row path
+        general = make_graph(lambda a: a[(i,)], x)   # the general one
+        assert len(short.graph.operation_keys) == len(general.graph.operation_keys)
+        assert all(p is q for p, q in zip(short.graph.operation_keys,
+                                          general.graph.operation_keys))
+        np.testing.assert_array_equal(getitem(x, i), x[i])
+
+
 @pytest.mark.parametrize("index", [3, -4, 2 ** 70, -(2 ** 70), (0, 4)])
 def test_an_int_index_out_of_range_is_numpys_index_error(index):
     x = np.arange(12.0).reshape(3, 4)

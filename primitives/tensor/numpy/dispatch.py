@@ -168,7 +168,7 @@ def array_function(func, args: tuple, kwargs: dict):
     in a list, as ``np.block([x, y])`` has them)."""
     impl = _IMPLEMENTATIONS.get(func)
     if impl is not None:
-        return _call(impl, _qualified(func), args, kwargs)
+        return _call(impl, lambda: _qualified(func), args, kwargs)
     name = _qualified(func)
     if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
         return _on_data(func, name, args, kwargs)
@@ -183,13 +183,18 @@ def _ufunc_module(ufunc: np.ufunc) -> str:
     return "numpy"
 
 
+def _ufunc_name(ufunc: np.ufunc, method: str) -> str:
+    """``"numpy.add"``, ``"numpy.add.reduce"``, ``"scipy.special.erf"``: for messages."""
+    return f"{_ufunc_module(ufunc)}.{ufunc.__name__}" + (
+        "" if method == "__call__" else f".{method}")
+
+
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     """NEP 13: ``ufunc`` (or its ``method``, e.g. ``reduce``) applied to tensors or tracers."""
-    module = _ufunc_module(ufunc)
-    name = f"{module}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     impl = _IMPLEMENTATIONS.get(ufunc) if method == "__call__" else None
     if impl is not None and "out" not in kwargs:
-        return _call(impl, name, inputs, kwargs)
+        return _call(impl, lambda: _ufunc_name(ufunc, method), inputs, kwargs)
+    name = _ufunc_name(ufunc, method)
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
         return _on_data(getattr(ufunc, method), name, inputs, kwargs)
     if "out" in kwargs:
@@ -199,12 +204,15 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     raise _not_supported(name, name.removeprefix("numpy."))
 
 
-def _call(impl: Callable, name: str, args: tuple, kwargs: dict):
+def _call(impl: Callable, name_of: Callable[[], str], args: tuple, kwargs: dict):
+    """``impl(*args, **kwargs)``; arguments it does not take are an error naming the NumPy
+    function (``name_of()``, asked only then) and ``impl``'s signature."""
     try:
         return impl(*args, **kwargs)
     except TypeError as error:
         import inspect
 
+        name = name_of()
         try:
             inspect.signature(impl).bind(*args, **kwargs)
         except TypeError:

@@ -140,6 +140,8 @@ def getitem(x, key):
     or boolean arrays (advanced indexing, through ``gather``)."""
     x = operand(x)
     shape = shape_of(x)
+    if type(key) is int and shape and -shape[0] <= key < shape[0]:
+        return _row(x, key, shape)
     entries = _index_entries(key, shape)
     advanced = any(kind == "array" for kind, _ in entries)
     starts, limits, strides, flips, sliced = [], [], [], [], []
@@ -192,6 +194,21 @@ def getitem(x, key):
             axis += 1
         return reshape(x, tuple(out))
     return _advanced_index(x, entries, arrays, sizes)
+
+
+def _row(x, i: int, shape: tuple):
+    """``x[i]`` for an int ``i`` in range: the ops the general path makes (a ``Slice`` of
+    axis 0, unless it takes all of it, and a reshape), without its lists.
+
+    >>> _row(np.arange(6.0).reshape(3, 2), -1, (3, 2))
+    array([4., 5.])
+    """
+    start = i + shape[0] if i < 0 else i
+    if shape[0] != 1:
+        rest = len(shape) - 1
+        x = first(bind(cached_op(Slice, (start,) + (0,) * rest, (start + 1,) + shape[1:],
+                                 (1,) * len(shape), shape), x))
+    return reshape(x, shape[1:])
 
 
 def _advanced_index(x, entries, arrays: dict, sizes: dict):

@@ -46,6 +46,7 @@ from primitives.tensor import numpy as api
 from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.transforms.fresh import fresh
+from primitives.tensor.transforms.retrace import RetraceBuilder
 from primitives.tensor.transforms.run import GraphRun, run_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
@@ -71,18 +72,20 @@ class GraphTrace:
 
     ``transform`` names the transform that records it, for errors; once it has
     traced ``f``, ``active`` is false and its tracers can no longer be used.
+    ``template``, the graph an earlier trace of ``f`` made, is followed while this
+    trace repeats it (:mod:`.retrace`); the graph built is the same either way.
     """
 
     def __init__(self, capture: Callable[[Any], bool] | None = None,
                  transform: str = "a transform", abstract: bool = False,
-                 own_constants: bool = False) -> None:
+                 own_constants: bool = False, template: Graph | None = None) -> None:
         self.level = next(_levels)
         self.own_constants = own_constants  # constants copied: the graph may outlive the call
         self.transform = transform
         self.abstract = abstract        # values not to be read: jit's trace is for any input
         self._active = False
         self.active = True
-        self.builder = GraphBuilder()
+        self.builder = GraphBuilder() if template is None else RetraceBuilder(template)
         self.values: dict = {}          # value key -> value one level below
         self._constants = itertools.count()
         self.capture = capture          # values for which lift() records the data, not the value
@@ -230,8 +233,10 @@ class Traced:
     """``f`` traced at some primals: its graph, and its linearization and transpose on demand."""
 
     def __init__(self, f: Callable, primals: Sequence, capture=None,
-                 transform: str = "make_graph", own_constants: bool = False) -> None:
-        self.trace = GraphTrace(capture, transform, own_constants=own_constants)
+                 transform: str = "make_graph", own_constants: bool = False,
+                 template: Graph | None = None) -> None:
+        self.trace = GraphTrace(capture, transform, own_constants=own_constants,
+                                template=template)
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
         try:
@@ -334,11 +339,12 @@ _kept_ops = [0]
 def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Derivatives:
     """The :class:`Derivatives` of ``output_keys`` with respect to ``wrt``: a recent one of
     the same structure when every op's rules read only its fields, else new."""
-    ops = graph.operation_keys
-    if len(ops) > _DERIVATIVES_MAX_OPS or not all(
-            getattr(k.operation, "rules_read_fields_only", False) for k in ops):
-        return Derivatives(graph, output_keys, wrt)
     key = (tuple(output_keys), tuple(wrt))
+    ops = graph.operation_keys
+    kept = _DERIVATIVES.get(key)            # (a graph kept already was read when it was kept)
+    if (kept is None or kept.graph is not graph) and (len(ops) > _DERIVATIVES_MAX_OPS or not all(
+            getattr(k.operation, "rules_read_fields_only", False) for k in ops)):
+        return Derivatives(graph, output_keys, wrt)
     with _derivatives_lock:
         found = _DERIVATIVES.pop(key, None)
         if found is None:
@@ -414,7 +420,7 @@ def _check_differentiable(primals: Sequence, what: str) -> None:
     """Differentiated inputs are floating point or complex, and arrays of one library."""
     first = None
     for position, p in enumerate(primals):
-        if not np.issubdtype(dtype_of(p), np.inexact):
+        if dtype_of(p).kind not in "fc":        # (np.inexact, without asking NumPy)
             raise FunctionalError(f"{what}: argument {position} has dtype {dtype_of(p)}; "
                                   "only floating point and complex inputs are differentiable")
         library = library_of(array_below(p))
@@ -600,6 +606,14 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     >>> vjp_fn(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
     """
+    return _vjp(f, primals, has_aux, transform)
+
+
+def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str,
+         last_graph: list | None = None):
+    """:func:`vjp`; ``last_graph``, when given, holds the graph of the previous call of the
+    function ``f`` stands for (``[None]`` at first): this trace follows it (:mod:`.retrace`),
+    and leaves its own graph there for the next."""
     flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
     # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
@@ -608,7 +622,10 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     owned = transform == "vjp"
     leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
-                    own_constants=owned)
+                    own_constants=owned, template=last_graph[0] if last_graph else None)
+    if last_graph is not None:   # (a graph too big to keep is traced anew: jit it instead)
+        small = len(traced.graph.operation_keys) <= _DERIVATIVES_MAX_OPS
+        last_graph[0] = traced.graph if small else None
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
     primal_values = _inputs_of(traced)     # the arguments, then the constants f read
@@ -644,7 +661,7 @@ def _check_argnums_differentiable(args, positions, what) -> None:
     for n in positions:
         for leaf in tree_flatten(args[n])[0]:
             dtype = dtype_of(_as_value(leaf))
-            if not np.issubdtype(dtype, np.inexact):
+            if dtype.kind not in "fc":          # (np.inexact, without asking NumPy)
                 raise FunctionalError(f"{what}: argument {n} has dtype {dtype}; only floating "
                                       "point and complex inputs are differentiable")
 
@@ -698,13 +715,15 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     >>> value, aux, g
     (array(3.), array([0., 1.]), array([0., 3.]))
     """
+    last_graph = [None]     # what the last call traced: the next call's trace follows it
+
     def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args), "value_and_grad")
         distinct = tuple(dict.fromkeys(nums))
         _check_argnums_differentiable(args, distinct, "grad")
         partial = _with_args(f, args, kwargs, distinct)
-        out, vjp_fn, *aux = vjp(partial, *[args[n] for n in distinct], has_aux=has_aux,
-                                transform="grad")
+        out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, "grad",
+                                 last_graph)
         _check_scalar(out, f, "grad")
         grads = _by_argnums(argnums, nums, distinct, vjp_fn(np.ones((), dtype=dtype_of(out))))
         if len(distinct) < len(nums):       # an argument named twice: its gradient, copied

@@ -1,0 +1,229 @@
+"""Tracing again along the last graph (``primitives/tensor/transforms/retrace.py``): a
+``RetraceBuilder`` given any template answers every call as a ``GraphBuilder`` does and
+builds the same graph, key for key; ``grad`` without ``jit`` uses it and its gradients
+are those of a trace made from scratch, bit for bit, whatever path each call takes."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import primitives.tensor as tnp
+from primitives.scalar import ScalarOp
+from primitives.tensor.transforms import functional
+from primitives.tensor.transforms.retrace import RetraceBuilder
+from tidu.errors import ArityError, UnknownValueError
+from tidu.graph import GraphBuilder, Local
+
+# TIDU_RANDOM_EXAMPLES=5000 for a long run; the default keeps the suite fast
+EXAMPLES = int(os.environ.get("TIDU_RANDOM_EXAMPLES", "60"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+OPS = [ScalarOp.SIN, ScalarOp.NEG, ScalarOp.ADD, ScalarOp.MUL, ScalarOp.SINCOS]
+
+
+# --- the builder: the same answers and the same graph as a GraphBuilder ----------------------
+
+
+@st.composite
+def programs(draw, max_steps=12):
+    """A list of builder calls: ``("input", name)`` or ``("op", op, picks)``, where each pick
+    chooses among the ids returned so far (modulo their number)."""
+    steps = [("input", draw(st.sampled_from("xyz")))]
+    for _ in range(draw(st.integers(0, max_steps))):
+        if draw(st.integers(0, 5)) == 0:
+            steps.append(("input", draw(st.sampled_from("xyz"))))
+        else:
+            op = draw(st.sampled_from(OPS))
+            picks = tuple(draw(st.integers(0, 50)) for _ in range(op.input_count()))
+            steps.append(("op", op, picks))
+    return steps
+
+
+@st.composite
+def program_pairs(draw):
+    """A template's program and a second one: the same, cut short, grown, changed at one
+    step, or a step repeated (the builder's deduplication)."""
+    first = draw(programs())
+    kind = draw(st.sampled_from(["same", "prefix", "longer", "changed", "repeated", "other"]))
+    at = draw(st.integers(0, len(first) - 1))      # (the first step stays an input)
+    if kind == "same":
+        second = list(first)
+    elif kind == "prefix":
+        second = first[:at + 1]
+    elif kind == "longer":
+        second = first + draw(programs())[1:]
+    elif kind == "changed":
+        at = max(at, 1)
+        second = first[:at] + draw(programs(max_steps=1))[-1:] + first[at + 1:]
+    elif kind == "repeated":
+        second = first[:at + 1] + [first[at]] + first[at + 1:]
+    else:
+        second = draw(programs())
+    return first, second, draw(st.integers(0, 50)), draw(st.integers(0, 50))
+
+
+def _run(builder, program, output_pick):
+    """Make ``program``'s calls on ``builder``; what each returned, and what it built."""
+    ids, answers = [], []
+    for step in program:
+        if step[0] == "input":
+            got = [builder.add_input(step[1])]
+        else:
+            _, op, picks = step
+            got = builder.add_operation(op, [Local(ids[p % len(ids)]) for p in picks])
+        answers.append((got, [builder.global_key(i) for i in got]))
+        ids.extend(got)
+    builder.set_outputs([ids[output_pick % len(ids)]])
+    return answers, builder.build()
+
+
+def _same_graph(got, want) -> None:
+    assert len(got.value_keys) == len(want.value_keys)
+    assert all(a is b for a, b in zip(got.value_keys, want.value_keys))
+    assert all(a is b for a, b in zip(got.operation_keys, want.operation_keys))
+    assert len(got.operation_keys) == len(want.operation_keys)
+    assert got.inputs == want.inputs and got.outputs == want.outputs
+    assert all(a is b for a, b in zip(got.output_keys, want.output_keys))
+
+
+@SETTINGS
+@given(program_pairs())
+def test_a_retrace_answers_and_builds_as_a_graph_builder_on_any_template(pair):
+    first, second, first_output, second_output = pair
+    _, template = _run(GraphBuilder(), first, first_output)
+    want_answers, want = _run(GraphBuilder(), second, second_output)
+    got_answers, got = _run(RetraceBuilder(template), second, second_output)
+    assert len(got_answers) == len(want_answers)
+    for (got_ids, got_keys), (want_ids, want_keys) in zip(got_answers, want_answers):
+        assert got_ids == want_ids
+        assert all(a is b for a, b in zip(got_keys, want_keys))
+    _same_graph(got, want)
+    if second == first and want.outputs == template.outputs:
+        assert got is template                  # a repeat builds nothing
+
+
+def test_a_repeated_trace_is_the_template_and_one_that_differs_is_new():
+    def trace(builder, op, output_count=1):
+        x = builder.add_input("x")
+        y = builder.add_input("y")
+        [s] = builder.add_operation(ScalarOp.SIN, [Local(x)])
+        [z] = builder.add_operation(op, [Local(s), Local(y)])
+        builder.set_outputs([z] if output_count == 1 else [z, s])
+        return builder.build()
+    template = trace(GraphBuilder(), ScalarOp.MUL)
+    assert trace(RetraceBuilder(template), ScalarOp.MUL) is template
+    for op, count in ((ScalarOp.ADD, 1), (ScalarOp.MUL, 2)):
+        got = trace(RetraceBuilder(template), op, count)
+        assert got is not template
+        _same_graph(got, trace(GraphBuilder(), op, count))
+
+
+def test_a_retrace_refuses_misuse_as_a_graph_builder_does_and_stays_usable():
+    template = GraphBuilder()
+    x = template.add_input("x")
+    template.add_operation(ScalarOp.SIN, [Local(x)])
+    template.set_outputs([x])
+    template = template.build()
+    builder = RetraceBuilder(template)
+    x = builder.add_input("x")
+    with pytest.raises(ArityError, match="SIN"):
+        builder.add_operation(ScalarOp.SIN, [Local(x), Local(x)])
+    with pytest.raises(UnknownValueError):
+        builder.global_key(7)
+    with pytest.raises(UnknownValueError):
+        builder.set_outputs([7])
+    [y] = builder.add_operation(ScalarOp.SIN, [Local(x)])
+    builder.set_outputs([y])
+    reference = GraphBuilder()
+    [want] = reference.add_operation(ScalarOp.SIN, [Local(reference.add_input("x"))])
+    reference.set_outputs([want])
+    _same_graph(builder.build(), reference.build())
+
+
+# --- grad: each call's gradient is a fresh trace's, bit for bit --------------------------------
+
+
+def _loss(x, steps, twice, scale):
+    y = x
+    for _ in range(steps):
+        y = tnp.sin(y) * y
+    if twice:                               # the same op again: the builder's deduplication
+        y = y + tnp.sin(x) * x
+    return tnp.sum(y * y) * scale
+
+
+def _fresh_gradient(x, steps, twice, scale):
+    return tnp.grad(_loss)(x, steps, twice, scale)     # a new function: no template
+
+
+CALLS = [(3, False, 1.0), (3, False, 1.0), (2, False, 1.0), (4, True, 1.0), (4, False, 2.0),
+         (3, True, 1.0), (3, True, 1.0), (0, False, 1.0), (3, False, 1.0)]
+
+
+def test_grad_follows_its_last_trace_and_gives_a_fresh_traces_gradient_on_every_path(monkeypatch):
+    repeated = []
+    build = RetraceBuilder.build
+
+    def spied(self):
+        graph = build(self)
+        repeated.append(graph is self._template)
+        return graph
+    monkeypatch.setattr(RetraceBuilder, "build", spied)
+    g = tnp.grad(_loss)
+    x = np.array([0.3, -1.2, 2.0])
+    for steps, twice, scale in CALLS:
+        got = g(x, steps, twice, scale)
+        want = _fresh_gradient(x, steps, twice, scale)
+        assert got.tobytes() == want.tobytes()
+        h = 1e-6
+        numeric = [(_loss(x + h * e, steps, twice, scale) - _loss(x - h * e, steps, twice, scale))
+                   / (2 * h) for e in np.eye(3)]
+        np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+    # the first call has no template; then a repeat of the last call's structure follows it
+    # to its end, and a change of path does not
+    assert repeated == [True, False, False, False, False, True, False, False]
+
+
+def test_grad_from_threads_gives_each_call_its_own_gradient():
+    g = tnp.value_and_grad(_loss)
+    x = np.array([0.5, 1.5])
+    results, errors = {}, []
+
+    def worker(n):
+        try:
+            for k in range(30):
+                steps, twice, scale = CALLS[(n + k) % len(CALLS)]
+                results[(n, k)] = (g(x, steps, twice, scale), (steps, twice, scale))
+        except Exception as error:              # noqa: BLE001 - reported below
+            errors.append(error)
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for (value, gradient), args in results.values():
+        want_value = _loss(x, *args)
+        assert value.tobytes() == np.asarray(want_value).tobytes()
+        assert gradient.tobytes() == _fresh_gradient(x, *args).tobytes()
+
+
+def test_grad_keeps_no_template_of_a_program_too_big_to_keep(monkeypatch):
+    made = []
+    monkeypatch.setattr(functional, "RetraceBuilder",
+                        lambda template: made.append(template) or RetraceBuilder(template))
+    g = tnp.grad(_loss)
+    x = np.array([0.3, -1.2])
+    g(x, 3, False, 1.0)
+    g(x, 3, False, 1.0)
+    assert len(made) == 1                   # the second call followed the first
+    monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", 5)
+    g(x, 3, False, 1.0)                     # follows the kept one, keeps none (8 ops)
+    got = g(x, 3, False, 1.0)
+    assert len(made) == 2
+    assert got.tobytes() == _fresh_gradient(x, 3, False, 1.0).tobytes()
