@@ -3,6 +3,7 @@
 builds the same graph, key for key; ``grad`` without ``jit`` uses it and its gradients
 are those of a trace made from scratch, bit for bit, whatever path each call takes."""
 
+import enum
 import os
 import threading
 
@@ -15,8 +16,8 @@ import primitives.tensor as tnp
 from primitives.scalar import ScalarOp
 from primitives.tensor.transforms import functional
 from primitives.tensor.transforms.retrace import RetraceBuilder
-from tidu.errors import ArityError, UnknownValueError
-from tidu.graph import GraphBuilder, Local
+from tidu.errors import ArityError, InvalidOperationError, UnknownValueError
+from tidu.graph import GraphBuilder, GraphOperation, Local
 
 # TIDU_RANDOM_EXAMPLES=5000 for a long run; the default keeps the suite fast
 EXAMPLES = int(os.environ.get("TIDU_RANDOM_EXAMPLES", "60"))
@@ -123,6 +124,14 @@ def test_a_repeated_trace_is_the_template_and_one_that_differs_is_new():
         _same_graph(got, trace(GraphBuilder(), op, count))
 
 
+class Incomplete(GraphOperation, enum.Enum):
+    """An op that does not say how many outputs it has."""
+    OP = "op"
+
+    def input_count(self):
+        return 1
+
+
 def test_a_retrace_refuses_misuse_as_a_graph_builder_does_and_stays_usable():
     template = GraphBuilder()
     x = template.add_input("x")
@@ -137,6 +146,10 @@ def test_a_retrace_refuses_misuse_as_a_graph_builder_does_and_stays_usable():
         builder.global_key(7)
     with pytest.raises(UnknownValueError):
         builder.set_outputs([7])
+    with pytest.raises(InvalidOperationError, match="Incomplete"):
+        builder.add_operation(Incomplete.OP, [Local(x)])
+    with pytest.raises(InvalidOperationError, match="hashable"):
+        builder.add_operation([ScalarOp.SIN], [Local(x)])
     [y] = builder.add_operation(ScalarOp.SIN, [Local(x)])
     builder.set_outputs([y])
     reference = GraphBuilder()

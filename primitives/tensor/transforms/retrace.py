@@ -35,7 +35,8 @@ from __future__ import annotations
 from typing import Hashable, Sequence
 
 from tidu import TiduError
-from tidu.graph import PRIMARY, Derived, Graph, GraphBuilder, Input, Local, OperationKey
+from tidu.graph import (PRIMARY, Derived, Graph, GraphBuilder, Input, Local, OperationKey,
+                        operation_counts)
 
 
 class RetraceBuilder:
@@ -137,6 +138,8 @@ class RetraceBuilder:
         if not all(type(ref) is Local and 0 <= ref < traced for ref in inputs):
             return None
         try:
+            if operation_counts(op)[0] != len(inputs):
+                return None
             op_key = OperationKey(op, [keys[ref] for ref in inputs], PRIMARY)
         except TiduError:                   # the builder's own check says what is wrong
             return None
