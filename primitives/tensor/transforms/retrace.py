@@ -71,7 +71,7 @@ class RetraceBuilder:
             local_id, keys = self._next, self._template_keys
             if local_id < len(keys):
                 found = keys[local_id]
-                if type(found) is Input and found.key == key:
+                if isinstance(found, Input) and found.key == key:
                     self._next = local_id + 1
                     return local_id
             try:                            # an input this trace has added already
@@ -156,7 +156,7 @@ class RetraceBuilder:
         local_id = 0
         while local_id < self._next:
             key = keys[local_id]
-            if type(key) is Input:
+            if isinstance(key, Input):
                 builder.add_input(key.key)
                 local_id += 1
             else:
