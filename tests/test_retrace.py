@@ -240,3 +240,34 @@ def test_grad_keeps_no_template_of_a_program_too_big_to_keep(monkeypatch):
     got = g(x, 3, False, 1.0)
     assert len(made) == 2
     assert got.tobytes() == _fresh_gradient(x, 3, False, 1.0).tobytes()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 4), st.booleans(), st.sampled_from([1.0, 2.0]),
+                          st.sampled_from([np.float64, np.float32]), st.integers(1, 3)),
+                min_size=2, max_size=6))
+def test_grad_on_any_sequence_of_paths_dtypes_and_shapes_is_a_fresh_traces(calls):
+    g = tnp.value_and_grad(_loss)
+    for steps, twice, scale, dtype, size in calls:
+        x = np.linspace(-1.0, 1.5, size).astype(dtype)
+        value, gradient = g(x, steps, twice, scale)
+        want_value, want_gradient = tnp.value_and_grad(_loss)(x, steps, twice, scale)
+        assert gradient.dtype == want_gradient.dtype == dtype
+        assert value.tobytes() == want_value.tobytes()
+        assert gradient.tobytes() == want_gradient.tobytes()
+
+
+def test_grad_with_aux_argnums_and_pytrees_follows_its_last_trace():
+    def loss(params, x, k=1.0):
+        w, b = params["w"], params["b"]
+        y = tnp.tanh(x @ w + b)
+        return tnp.sum(y * y) * k, {"y": y}
+    g = tnp.grad(loss, argnums=(0, 1), has_aux=True)
+    params = {"w": np.arange(6.0).reshape(3, 2) / 10, "b": np.array([0.1, -0.2])}
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    for k in (1.0, 1.0, 3.0, 1.0):
+        (grads, aux) = g(params, x, k=k)
+        (want, want_aux) = tnp.grad(loss, argnums=(0, 1), has_aux=True)(params, x, k=k)
+        for a, b in zip([grads[0]["w"], grads[0]["b"], grads[1], aux["y"]],
+                        [want[0]["w"], want[0]["b"], want[1], want_aux["y"]]):
+            assert a.tobytes() == b.tobytes()
