@@ -170,23 +170,43 @@ def _loss(x, steps, twice, scale):
     return tnp.sum(y * y) * scale
 
 
+def _fresh(x, steps, twice, scale):
+    """The value and gradient of a trace made from scratch (``vjp`` follows no template)."""
+    value, vjp_fn = tnp.vjp(lambda v: _loss(v, steps, twice, scale), x)
+    return value, vjp_fn(np.ones((), value.dtype))[0]
+
+
 def _fresh_gradient(x, steps, twice, scale):
-    return tnp.grad(_loss)(x, steps, twice, scale)     # a new function: no template
+    return _fresh(x, steps, twice, scale)[1]
+
+
+@pytest.fixture
+def no_templates(monkeypatch):
+    """No template kept from earlier tests: the first trace of each function is made anew."""
+    monkeypatch.setattr(functional, "_TEMPLATES", {})
+    monkeypatch.setattr(functional, "_template_ops", [0])
+
+
+@pytest.fixture
+def repeated(monkeypatch):
+    """Per retraced call, whether it followed its template to the end (built nothing)."""
+    seen = []
+    build = RetraceBuilder.build
+
+    def spied(self):
+        graph = build(self)
+        seen.append(graph is self._template)
+        return graph
+    monkeypatch.setattr(RetraceBuilder, "build", spied)
+    return seen
 
 
 CALLS = [(3, False, 1.0), (3, False, 1.0), (2, False, 1.0), (4, True, 1.0), (4, False, 2.0),
          (3, True, 1.0), (3, True, 1.0), (0, False, 1.0), (3, False, 1.0)]
 
 
-def test_grad_follows_its_last_trace_and_gives_a_fresh_traces_gradient_on_every_path(monkeypatch):
-    repeated = []
-    build = RetraceBuilder.build
-
-    def spied(self):
-        graph = build(self)
-        repeated.append(graph is self._template)
-        return graph
-    monkeypatch.setattr(RetraceBuilder, "build", spied)
+def test_grad_follows_its_last_trace_and_gives_a_fresh_traces_gradient_on_every_path(
+        no_templates, repeated):
     g = tnp.grad(_loss)
     x = np.array([0.3, -1.2, 2.0])
     for steps, twice, scale in CALLS:
@@ -226,7 +246,7 @@ def test_grad_from_threads_gives_each_call_its_own_gradient():
         assert gradient.tobytes() == _fresh_gradient(x, *args).tobytes()
 
 
-def test_grad_keeps_no_template_of_a_program_too_big_to_keep(monkeypatch):
+def test_grad_keeps_no_template_of_a_program_too_big_to_keep(no_templates, monkeypatch):
     made = []
     monkeypatch.setattr(functional, "RetraceBuilder",
                         lambda template: made.append(template) or RetraceBuilder(template))
@@ -235,10 +255,11 @@ def test_grad_keeps_no_template_of_a_program_too_big_to_keep(monkeypatch):
     g(x, 3, False, 1.0)
     g(x, 3, False, 1.0)
     assert len(made) == 1                   # the second call followed the first
+    monkeypatch.setattr(functional, "_TEMPLATES", {})
     monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", 5)
-    g(x, 3, False, 1.0)                     # follows the kept one, keeps none (8 ops)
+    g(x, 3, False, 1.0)                     # 9 ops: more than the bound, not kept
     got = g(x, 3, False, 1.0)
-    assert len(made) == 2
+    assert len(made) == 1 and not functional._TEMPLATES
     assert got.tobytes() == _fresh_gradient(x, 3, False, 1.0).tobytes()
 
 
@@ -251,7 +272,7 @@ def test_grad_on_any_sequence_of_paths_dtypes_and_shapes_is_a_fresh_traces(calls
     for steps, twice, scale, dtype, size in calls:
         x = np.linspace(-1.0, 1.5, size).astype(dtype)
         value, gradient = g(x, steps, twice, scale)
-        want_value, want_gradient = tnp.value_and_grad(_loss)(x, steps, twice, scale)
+        want_value, want_gradient = _fresh(x, steps, twice, scale)
         assert gradient.dtype == want_gradient.dtype == dtype
         assert value.tobytes() == want_value.tobytes()
         assert gradient.tobytes() == want_gradient.tobytes()
@@ -267,7 +288,50 @@ def test_grad_with_aux_argnums_and_pytrees_follows_its_last_trace():
     x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
     for k in (1.0, 1.0, 3.0, 1.0):
         (grads, aux) = g(params, x, k=k)
-        (want, want_aux) = tnp.grad(loss, argnums=(0, 1), has_aux=True)(params, x, k=k)
+        value, vjp_fn, want_aux = tnp.vjp(lambda p, v: loss(p, v, k=k), params, x,
+                                          has_aux=True)
+        want = vjp_fn(np.ones(()))
         for a, b in zip([grads[0]["w"], grads[0]["b"], grads[1], aux["y"]],
                         [want[0]["w"], want[0]["b"], want[1], want_aux["y"]]):
             assert a.tobytes() == b.tobytes()
+
+
+def test_grad_written_inline_in_a_loop_follows_the_last_trace(no_templates, repeated):
+    x = np.array([0.3, -1.2, 2.0])
+    for steps in (3, 3, 3, 2, 2):
+        got = tnp.grad(_loss)(x, steps, False, 1.0)      # a new grad function each time
+        assert got.tobytes() == _fresh_gradient(x, steps, False, 1.0).tobytes()
+    assert repeated == [True, True, False, True]
+    tnp.grad(_loss, argnums=0, has_aux=False)(x, 2, False, 1.0)
+    tnp.value_and_grad(lambda v: _loss(v, 2, False, 1.0))(x)    # another function's code
+    assert repeated == [True, True, False, True, True]
+
+
+class _Callable:
+    def __call__(self, x):
+        return tnp.sum(tnp.sin(x) * x)
+
+
+@tnp.custom_vjp
+def _sin_times(x, y):
+    return np.sin(x) * y
+
+
+_sin_times.defvjp(lambda x, y: (_sin_times(x, y), (x, y)),
+                  lambda res, ct: (ct * tnp.cos(res[0]) * res[1], ct * tnp.sin(res[0])))
+
+
+def test_templates_are_kept_within_the_op_budget_and_never_of_custom_rules(no_templates,
+                                                                          monkeypatch):
+    x = np.array([0.3, -1.2])
+    g = tnp.grad(lambda v: tnp.sum(_sin_times(v, v)))      # a custom rule: not kept
+    g(x)
+    assert not functional._TEMPLATES
+    tnp.grad(_Callable())(x)                               # no code to remember it by
+    assert not functional._TEMPLATES
+    monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", 12)
+    for argnums, steps in ((0, 1), ((0, 3), 2), (3, 3)):     # three keys, 5 + 7 + 1 ops
+        tnp.grad(_loss, argnums=argnums)(x, steps, False, 1.0)
+    kept = {key[1]: len(graph.operation_keys) for key, graph in functional._TEMPLATES.items()}
+    assert kept == {(0, 3): 7, (3,): 1}                     # the oldest went past 12
+    assert functional._template_ops[0] == 8

@@ -359,6 +359,46 @@ def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Deriva
     return found
 
 
+# The graph the last trace of each function made, for its next trace to follow
+# (:mod:`.retrace`), by the function's code and how it is differentiated: ``grad(f)(x)``
+# written in a loop makes a new function each time, and its traces still follow. A wrong
+# template costs one switch to a builder, so any key would be safe; kept, as the
+# derivative graphs are, up to 20,000 operations in all, of ops whose rules read only
+# their fields (a custom rule's closure is not held after its function has gone).
+_TEMPLATES: dict = {}
+_templates_lock = threading.Lock()
+_template_ops = [0]
+
+
+def _template_key(f: Callable):
+    """What the traces of ``f`` are remembered by: its code (a lambda made anew in a loop
+    has the same), or ``None`` for a callable without one."""
+    code = getattr(f, "__code__", None)
+    if code is None:                            # a bound method
+        code = getattr(getattr(f, "__func__", None), "__code__", None)
+    return code
+
+
+def _keep_template(key, graph: Graph) -> None:
+    """Remember ``graph`` as what the last trace under ``key`` made (the oldest forgotten
+    beyond the bound)."""
+    if key[0] is None or _TEMPLATES.get(key) is graph:
+        return
+    ops = graph.operation_keys
+    keep = len(ops) <= _DERIVATIVES_MAX_OPS and all(
+        getattr(k.operation, "rules_read_fields_only", False) for k in ops)
+    with _templates_lock:
+        old = _TEMPLATES.pop(key, None)
+        if old is not None:
+            _template_ops[0] -= len(old.operation_keys)
+        if keep:
+            _TEMPLATES[key] = graph
+            _template_ops[0] += len(ops)
+            while _template_ops[0] > _DERIVATIVES_MAX_OPS:
+                oldest = _TEMPLATES.pop(next(iter(_TEMPLATES)))
+                _template_ops[0] -= len(oldest.operation_keys)
+
+
 def _distinct(outs: list) -> list:
     """Traced outputs with a value returned twice (``return y, y``) copied the second time, so
     each output is its own value (reverse mode sums their cotangents through the copy)."""
@@ -610,10 +650,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
 
 
 def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str,
-         last_graph: list | None = None):
-    """:func:`vjp`; ``last_graph``, when given, holds the graph of the previous call of the
-    function ``f`` stands for (``[None]`` at first): this trace follows it (:mod:`.retrace`),
-    and leaves its own graph there for the next."""
+         template_key=None):
+    """:func:`vjp`; with a ``template_key`` (``grad``'s: :func:`_template_key` of the
+    function ``f`` stands for, the arguments differentiated and ``has_aux``), this trace
+    follows the graph the last trace under that key made (:mod:`.retrace`), and leaves
+    its own for the next."""
     flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
     # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
@@ -622,10 +663,9 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str,
     owned = transform == "vjp"
     leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
-                    own_constants=owned, template=last_graph[0] if last_graph else None)
-    if last_graph is not None:   # (a graph too big to keep is traced anew: jit it instead)
-        small = len(traced.graph.operation_keys) <= _DERIVATIVES_MAX_OPS
-        last_graph[0] = traced.graph if small else None
+                    own_constants=owned, template=_TEMPLATES.get(template_key))
+    if template_key is not None:
+        _keep_template(template_key, traced.graph)
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
     primal_values = _inputs_of(traced)     # the arguments, then the constants f read
@@ -715,7 +755,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     >>> value, aux, g
     (array(3.), array([0., 1.]), array([0., 3.]))
     """
-    last_graph = [None]     # what the last call traced: the next call's trace follows it
+    template_key = _template_key(f)
 
     def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args), "value_and_grad")
@@ -723,7 +763,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
         _check_argnums_differentiable(args, distinct, "grad")
         partial = _with_args(f, args, kwargs, distinct)
         out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, "grad",
-                                 last_graph)
+                                 (template_key, distinct, has_aux))
         _check_scalar(out, f, "grad")
         grads = _by_argnums(argnums, nums, distinct, vjp_fn(np.ones((), dtype=dtype_of(out))))
         if len(distinct) < len(nums):       # an argument named twice: its gradient, copied
