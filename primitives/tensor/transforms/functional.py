@@ -372,11 +372,9 @@ _template_ops = [0]
 
 def _template_key(f: Callable):
     """What the traces of ``f`` are remembered by: its code (a lambda made anew in a loop
-    has the same), or ``None`` for a callable without one."""
-    code = getattr(f, "__code__", None)
-    if code is None:                            # a bound method
-        code = getattr(getattr(f, "__func__", None), "__code__", None)
-    return code
+    has the same, and a bound method its function's), or ``None`` for a callable without
+    one (a ``functools.partial``, an object with ``__call__``)."""
+    return getattr(f, "__code__", None)
 
 
 def _keep_template(key, graph: Graph) -> None:
