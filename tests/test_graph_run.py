@@ -70,3 +70,24 @@ def test_results_never_share_memory_with_what_the_run_was_given():
     assert not np.shares_memory(first, second)
     np.testing.assert_array_equal(first, given)
     np.testing.assert_array_equal(negated, -given)
+
+
+def test_a_program_for_a_list_of_known_keys_is_the_program_for_their_set():
+    """``Program.for_values`` takes the known keys as a list too (``GraphRun`` gives one),
+    and compiles what it compiles for their set: the same loads and steps."""
+    from tidu.graph import GraphBuilder, Local, Program
+    from primitives.tensor.ops import elementwise as ew
+
+    b = GraphBuilder()
+    x, y = b.add_input("x"), b.add_input("y")
+    v = x
+    for _ in range(50):
+        [v] = b.add_operation(ew.mul, [Local(v), Local(y)])
+    b.set_outputs([v])
+    g = b.build()
+    known = list(g.input_keys)
+    by_list, by_set = Program.for_values(g.output_keys, known), Program.for_values(
+        g.output_keys, set(known))
+    assert by_list.loads == by_set.loads and by_list.outputs == by_set.outputs
+    assert [s[1:5] for s in by_list.steps] == [s[1:5] for s in by_set.steps]
+    assert by_list.run({g.input_keys[0]: 2.0, g.input_keys[1]: 1.0}) == [2.0]

@@ -335,3 +335,68 @@ def test_templates_are_kept_within_the_op_budget_and_never_of_custom_rules(no_te
     kept = {key[1]: len(graph.operation_keys) for key, graph in functional._TEMPLATES.items()}
     assert kept == {(0, 3): 7, (3,): 1}                     # the oldest went past 12
     assert functional._template_ops[0] == 8
+
+
+def _vjp_gradient(f, x):
+    value, vjp_fn = tnp.vjp(f, x)
+    return vjp_fn(np.ones((), value.dtype))[0]
+
+
+def test_retraced_results_are_fresh_and_read_closures_at_each_call():
+    x = np.array([0.3, -0.7, 1.1])
+    g = tnp.grad(_loss)
+    first = g(x, 3, False, 1.0)
+    first[:] = 99.0                                  # written into: the next call is new
+    second = g(x, 3, False, 1.0)
+    assert second.tobytes() == _fresh_gradient(x, 3, False, 1.0).tobytes()
+    assert not np.shares_memory(first, second) and not np.shares_memory(second, x)
+    w = np.array([1.0, 2.0, 3.0])
+    h = tnp.grad(lambda v: tnp.sum(tnp.sin(v) * w))
+    h(x)
+    w[:] = [5.0, 6.0, 7.0]                           # the closed-over array, changed
+    np.testing.assert_allclose(h(x), np.cos(x) * w)
+
+
+def test_retraced_grad_composes_with_grad_jit_vmap_and_tensors_in_both_orders():
+    x = np.array([0.3, -0.7, 1.1])
+    xs = np.stack([x, 2 * x])
+    second = tnp.grad(lambda v: tnp.grad(lambda u: tnp.sum(tnp.sin(u) * u))(v).sum())
+    jitted = tnp.jit(tnp.grad(lambda v: _loss(v, 2, False, 1.0)))
+    per_row = tnp.vmap(tnp.grad(lambda v: tnp.sum(tnp.sin(v) * v)))
+    of_vmap = tnp.grad(lambda v: tnp.sum(tnp.vmap(lambda r: tnp.sin(r) * r)(v)))
+    t = tnp.tensor(x, requires_grad=True)
+    for _ in range(3):                               # the later calls follow templates
+        np.testing.assert_allclose(second(x), 2 * np.cos(x) - x * np.sin(x))
+        assert jitted(x).tobytes() == _fresh_gradient(x, 2, False, 1.0).tobytes()
+        np.testing.assert_allclose(per_row(xs), np.cos(xs) * xs + np.sin(xs))
+        np.testing.assert_allclose(of_vmap(x), np.cos(x) * x + np.sin(x))
+        inner = tnp.grad(lambda v: tnp.sum(tnp.sin(v) * v))(t)       # a Tensor through grad
+        np.testing.assert_allclose(inner.sum().backward().grad(t),
+                                   2 * np.cos(x) - x * np.sin(x))
+
+
+def test_a_tracer_escaping_a_retraced_grad_still_raises():
+    leak = []
+    f = tnp.grad(lambda v: (leak.append(v), tnp.sum(v * v))[1])
+    x = np.array([0.5, 2.0])
+    f(x)
+    f(x)
+    with pytest.raises(functional.FunctionalError, match="escaped tracer"):
+        leak[-1] * 2.0
+
+
+def test_a_template_of_20_000_ops_is_followed_without_recursion():
+    """The largest graph kept as a template, followed by a second call (a 100,000-op chain,
+    never kept, runs the same loops; checked by hand, in issue 23's closing note)."""
+    import sys
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)
+    try:
+        x = np.array([0.3, -0.2])
+        g = tnp.grad(_loss)
+        first, again = g(x, 6_600, False, 1.0), g(x, 6_600, False, 1.0)     # 19,803 ops
+    finally:
+        sys.setrecursionlimit(limit)
+    assert first.tobytes() == again.tobytes()
+    assert first.tobytes() == _vjp_gradient(lambda v: _loss(v, 6_600, False, 1.0),
+                                            x).tobytes()

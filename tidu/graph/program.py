@@ -131,6 +131,8 @@ class Program:
         intermediate cuts off its producers), so :meth:`run` needs values for
         the known keys they read.
         """
+        if not isinstance(known, (Mapping, set, frozenset)):
+            known = frozenset(known)    # (a list: every membership test would scan it)
         program = object.__new__(cls)
         with gc_paused():
             program._compile(schedule(outputs, known), tuple(outputs), known)
