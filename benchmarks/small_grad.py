@@ -107,6 +107,38 @@ PROGRAMS = {
 }
 
 
+def rnn_errors(ns, w_h, data):
+    """The tanh RNN's error at each of its steps (a vector), as a function of ``W_h`` alone
+    (the other weights are fixed, in ``data["params"]``)."""
+    xp = ns.xp
+    w_in, _, b, w_out = data["params"]
+    xs, targets = data["xs"], data["targets"]
+    h = xp.zeros(w_h.shape[0])
+    errors = []
+    for t in range(xs.shape[0]):
+        h = xp.tanh(xs[t] @ w_in + h @ w_h + b)
+        errors.append(xp.sum(h * w_out) - targets[t])
+    return xp.stack(errors)
+
+
+# (function, transform, which problem's data, case)
+JACOBIAN_PROGRAMS = {
+    "GP hessian": (gp_loss, "hessian", "GP marginal likelihood",
+                   "hessian of the GP log marginal likelihood, 3 x 3"),
+    "RNN jacobian": (rnn_errors, "jacobian", "tanh RNN",
+                     "jacobian of the tanh RNN's 10 step errors in W_h (16 x 16)"),
+}
+
+
+def jacobian_problem(name: str, problems: dict) -> tuple:
+    """``(function, transform, point, data)`` of a :data:`JACOBIAN_PROGRAMS` entry."""
+    function, transform, source, _ = JACOBIAN_PROGRAMS[name]
+    params, data = problems[source]
+    if function is rnn_errors:
+        return function, transform, params[1], {**data, "params": params}
+    return function, transform, params, data
+
+
 def make_problems(seed: int = 0) -> dict:
     """``{name: (params, data)}``; params are float64 arrays (a 1-d array or a list)."""
     rng = np.random.default_rng(seed)
@@ -128,34 +160,39 @@ def make_problems(seed: int = 0) -> dict:
 # --- one grad call per library ---------------------------------------------------------------
 
 
-def tidu_step(loss, params, data):
+# each transform's name in tidu, autograd and JAX
+TRANSFORMS = {"grad": ("grad", "grad", "grad"), "hessian": ("hessian", "hessian", "hessian"),
+              "jacobian": ("jacrev", "jacobian", "jacrev")}
+
+
+def tidu_step(loss, params, data, transform: str = "grad"):
     from primitives import tensor as tnp
 
     ns = Namespace(tnp, lambda a, axis: tnp.logsumexp(a, axis=axis), tnp.linalg.cholesky,
                    tnp.linalg.solve)
-    g = tnp.grad(lambda p: loss(ns, p, data))
+    g = getattr(tnp, TRANSFORMS[transform][0])(lambda p: loss(ns, p, data))
     return lambda: g(params)
 
 
-def autograd_step(loss, params, data):
+def autograd_step(loss, params, data, transform: str = "grad"):
+    import autograd
     import autograd.numpy as anp
-    from autograd import grad
     from autograd.scipy.special import logsumexp
 
     ns = Namespace(anp, lambda a, axis: logsumexp(a, axis=axis), anp.linalg.cholesky,
                    anp.linalg.solve)
-    g = grad(lambda p: loss(ns, p, data))
+    g = getattr(autograd, TRANSFORMS[transform][1])(lambda p: loss(ns, p, data))
     return lambda: g(params)
 
 
-def jax_step(loss, params, data):
+def jax_step(loss, params, data, transform: str = "grad"):
     jax = benchmarks.start_jax()
     import jax.numpy as jnp
     from jax.scipy.special import logsumexp
 
     ns = Namespace(jnp, lambda a, axis: logsumexp(a, axis=axis), jnp.linalg.cholesky,
                    jnp.linalg.solve)
-    g = jax.grad(lambda p: loss(ns, p, data))
+    g = getattr(jax, TRANSFORMS[transform][2])(lambda p: loss(ns, p, data))
 
     def step():
         with _x64(jax):
@@ -212,18 +249,22 @@ def interleaved_medians(steps: dict, repeat: int, inner: int = INNER) -> dict:
 
 def small_grad_workload(repeat: int, inner: int = INNER) -> list[dict]:
     """One row per program: ``tnp.grad``'s median ms per call, autograd (and JAX without
-    ``jit``) as peers, timed in turns (``inner`` calls timed together a round)."""
+    ``jit``) as peers, timed in turns (``inner`` calls timed together a round); then one
+    row per :data:`JACOBIAN_PROGRAMS` entry, each library's Jacobian or Hessian the same way."""
     rows = []
     problems = make_problems()
     benchmarks.hold_threads()
-    for name, (loss, case) in PROGRAMS.items():
-        params, data = problems[name]
-        steps = {TIDU: tidu_step(loss, params, data)}
-        row = {"workload": "small grad", "case": case, "peers": {}}
+    jobs = [(name, loss, "grad", *problems[name], case)
+            for name, (loss, case) in PROGRAMS.items()]
+    jobs += [(name, *jacobian_problem(name, problems), JACOBIAN_PROGRAMS[name][3])
+             for name in JACOBIAN_PROGRAMS]
+    for name, function, transform, params, data, case in jobs:
+        steps = {TIDU: tidu_step(function, params, data, transform)}
+        row = {"workload": "small grad", "case": case, "transform": transform, "peers": {}}
         missing = []
         for peer, make in ((AUTOGRAD, autograd_step), (JAX, jax_step)):
             try:
-                steps[peer] = make(loss, params, data)
+                steps[peer] = make(function, params, data, transform)
             except ImportError:
                 missing.append(peer.split()[0])
         if missing:
@@ -249,10 +290,14 @@ def small_grad_workload(repeat: int, inner: int = INNER) -> list[dict]:
 def format_rows(rows: list[dict]) -> str:
     lines = []
     for row in rows:
+        names = TRANSFORMS[row.get("transform", "grad")]
         lines.append(f"{row['workload']}: {row['case']}")
-        lines.append(f"  {TIDU:20s} {row['tidu_ms']:9.3f} ms")
+        lines.append(f"  {'tidu tnp.' + names[0]:20s} {row['tidu_ms']:9.3f} ms")
         for peer, ms in row["peers"].items():
-            lines.append(f"  {peer:20s} {ms:9.3f} ms   ratio tidu/peer {row['tidu_ms'] / ms:6.2f}")
+            peer_name = peer if names[1] == "grad" else (
+                f"autograd {names[1]}" if peer == AUTOGRAD else f"jax {names[2]} (no jit)")
+            lines.append(f"  {peer_name:20s} {ms:9.3f} ms   ratio tidu/peer "
+                         f"{row['tidu_ms'] / ms:6.2f}")
         if "note" in row:
             lines.append(f"  {row['note']}")
     return "\n".join(lines)

@@ -284,13 +284,41 @@ class Derivatives:
     """
 
     __slots__ = ("graph", "output_keys", "wrt", "_linear", "_transposed", "_cotangents",
-                 "uses", "_lock")
+                 "uses", "_lock", "_derived")
 
     def __init__(self, graph: Graph, output_keys: Sequence, wrt: Sequence) -> None:
         self.graph, self.output_keys, self.wrt = graph, list(output_keys), list(wrt)
         self._linear = self._transposed = self._cotangents = None
         self.uses = 0                   # programs it has served
         self._lock = threading.Lock()   # threads share it: each graph is made once
+        self._derived: dict = {}        # what derived() made, by key, oldest first
+
+    def derived(self, key, make: Callable[[], Any]) -> Any:
+        """``make()``, made once for this structure under ``key`` (a hashable naming what
+        it is and what it depends on): what the Jacobians compile from these graphs, so that
+        a function's second call reuses it. The last few are kept: ``_DERIVED_KEPT``, fewer
+        for a big program (each counted as its operations, 20,000 in all)."""
+        found = self._derived.get(key)
+        if found is None:
+            found = make()              # (outside the lock: make may read self.linear)
+            kept = min(_DERIVED_KEPT,
+                       _DERIVATIVES_MAX_OPS // max(1, len(self.graph.operation_keys)))
+            with self._lock:
+                found = self._derived.setdefault(key, found)
+                while len(self._derived) > max(kept, 1):
+                    self._derived.pop(next(iter(self._derived)))
+        return found
+
+    def transposed_for(self, output: int) -> LinearizedGraph:
+        """The transpose of tangent output ``output`` of :attr:`linear` alone (the others
+        taken as zero): a row block of ``jacrev``; :attr:`transposed` when it is the only one."""
+        linear = self.linear
+        only = [tangent if j == output else None
+                for j, tangent in enumerate(linear.tangent_outputs)]
+        if only == list(linear.tangent_outputs):
+            return self.transposed
+        return self.derived(("transposed", output), lambda: linear_transpose(
+            LinearizedGraph(linear.graph, linear.tangent_inputs, only, linear.pass_id)))
 
     def cotangents(self, values: dict) -> list:
         """The transposed graph's outputs (``None`` ones left out) from ``values``: the
@@ -329,6 +357,7 @@ class Derivatives:
         return self._transposed
 
 
+_DERIVED_KEPT = 32                  # per Derivatives: Jacobian programs, output transposes
 _DERIVATIVES: dict = {}             # (output keys, wrt) -> Derivatives, oldest first
 _DERIVATIVES_KEPT = 64              # programs
 _DERIVATIVES_MAX_OPS = 20_000       # their operations in all (a bigger program: jit it)
@@ -372,15 +401,28 @@ _template_ops = [0]
 
 def _template_key(f: Callable):
     """What the traces of ``f`` are remembered by: its code (a lambda made anew in a loop
-    has the same, and a bound method its function's), or ``None`` for a callable without
-    one (a ``functools.partial``, an object with ``__call__``)."""
-    return getattr(f, "__code__", None)
+    has the same, and a bound method its function's), with the code of each function it
+    wraps (``functools.wraps``: every ``grad(g)`` shares its wrapper's code, not ``g``'s);
+    ``None`` for a callable without code (a ``functools.partial``, an object with
+    ``__call__``)."""
+    code = getattr(f, "__code__", None)
+    inner = getattr(f, "__wrapped__", None)
+    if code is None or inner is None:
+        return code
+    codes = [code]
+    while inner is not None and len(codes) < _WRAPPED_DEPTH:
+        codes.append(getattr(inner, "__code__", None))
+        inner = getattr(inner, "__wrapped__", None)
+    return tuple(codes)
+
+
+_WRAPPED_DEPTH = 8      # wrappers of wrappers read for a key (grad(grad(jacrev(f))) is 4)
 
 
 def _keep_template(key, graph: Graph) -> None:
     """Remember ``graph`` as what the last trace under ``key`` made (the oldest forgotten
-    beyond the bound)."""
-    if key[0] is None or _TEMPLATES.get(key) is graph:
+    beyond the bound); a ``key`` of ``None`` keeps nothing."""
+    if key is None or key[0] is None or _TEMPLATES.get(key) is graph:
         return
     ops = graph.operation_keys
     keep = len(ops) <= _DERIVATIVES_MAX_OPS and all(
@@ -395,6 +437,14 @@ def _keep_template(key, graph: Graph) -> None:
             while _template_ops[0] > _DERIVATIVES_MAX_OPS:
                 oldest = _TEMPLATES.pop(next(iter(_TEMPLATES)))
                 _template_ops[0] -= len(oldest.operation_keys)
+
+
+def _traced(f: Callable, primals: list, transform: str, template_key) -> Traced:
+    """``Traced(f, primals)``, following the last trace under ``template_key`` and leaving
+    its own for the next (:func:`_vjp` does the same for its trace)."""
+    traced = Traced(f, primals, transform=transform, template=_TEMPLATES.get(template_key))
+    _keep_template(template_key, traced.graph)
+    return traced
 
 
 def _distinct(outs: list) -> list:
@@ -644,15 +694,15 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     >>> vjp_fn(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
     """
-    return _vjp(f, primals, has_aux, transform)
+    return _vjp(f, primals, has_aux, transform,
+                (_template_key(f), transform, len(primals), has_aux))
 
 
-def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str,
-         template_key=None):
-    """:func:`vjp`; with a ``template_key`` (``grad``'s: :func:`_template_key` of the
-    function ``f`` stands for, the arguments differentiated and ``has_aux``), this trace
-    follows the graph the last trace under that key made (:mod:`.retrace`), and leaves
-    its own for the next."""
+def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template_key):
+    """:func:`vjp`; with a ``template_key`` (:func:`_template_key` of the function ``f``
+    stands for, then what else shapes the trace: the transform, the arguments
+    differentiated, ``has_aux``), this trace follows the graph the last trace under that
+    key made (:mod:`.retrace`), and leaves its own for the next."""
     flat = _Flat(f, primals, has_aux, transform)
     _check_differentiable([_as_value(p) for p in flat.leaves], transform)
     # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
@@ -662,8 +712,7 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str,
     leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
                     own_constants=owned, template=_TEMPLATES.get(template_key))
-    if template_key is not None:
-        _keep_template(template_key, traced.graph)
+    _keep_template(template_key, traced.graph)
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
     primal_values = _inputs_of(traced)     # the arguments, then the constants f read
@@ -801,6 +850,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     >>> jvp(tnp.sin, (np.array(0.0),), (np.array(2.0),))
     (array(0.), array(2.))
     """
+    return _jvp(f, primals, tangents, has_aux, (_template_key(f), "jvp", has_aux))
+
+
+def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, template_key):
+    """:func:`jvp`, its trace following the last one under ``template_key`` (see :func:`_vjp`)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
                               f"per argument), got {type(primals).__name__} and "
@@ -818,7 +872,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
             raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
                                    f"{shape_of(p)}")
         _check_kind(t, p, "jvp", "tangent", "primal")
-    traced = make_graph(flat, *flat.leaves, transform="jvp")
+    traced = _traced(flat, [_as_value(p) for p in flat.leaves], "jvp", template_key)
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
@@ -847,7 +901,8 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     """
     primals, tangents = list(primals), list(tangents)
     gradient = grad(f, argnums=tuple(range(len(primals))))
-    _, result = jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents)
+    _, result = _jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents, False,
+                     (_template_key(f), "hvp", len(primals)))
     return result[0] if len(primals) == 1 else tuple(result)
 
 
@@ -927,6 +982,8 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
 
 
 def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str):
+    template_key = _template_key(f)
+
     @functools.wraps(f)
     def jacobian_of_f(*args, **kwargs):
         nums = _argnums(argnums, len(args), transform)
@@ -936,7 +993,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
                      has_aux, transform)
         inputs = [_as_value(leaf) for leaf in flat.leaves]
         _check_differentiable(inputs, transform)
-        traced = make_graph(flat, *inputs, transform=transform)
+        traced = _traced(flat, inputs, transform, (template_key, transform, distinct, has_aux))
         _check_jacobian_dtypes(transform, f, holomorphic, inputs, traced.outputs)
         blocks = (_jacfwd_blocks if transform == "jacfwd" else _jacrev_blocks)(traced, inputs)
         per_output = [_by_argnums(argnums, nums, distinct,
@@ -1009,7 +1066,8 @@ def _jacfwd_blocks(traced: Traced, inputs: list) -> list:
     """``blocks[o][i]``: the Jacobian of output ``o`` with respect to input ``i``, from one
     linearization (the other inputs' tangents are zeros, for the work of input ``i``)."""
     outputs = traced.outputs
-    linear = traced.linearized(range(len(inputs)))
+    derivatives = traced.derivatives(range(len(inputs)))
+    linear = derivatives.linear
     tangent_keys = linear.tangent_input_keys
     blocks = [[None] * len(inputs) for _ in outputs]
     for i, x in enumerate(inputs):
@@ -1017,10 +1075,12 @@ def _jacfwd_blocks(traced: Traced, inputs: list) -> list:
         values.update((key, _zeros_like(other)) for j, (key, other)
                       in enumerate(zip(tangent_keys, inputs)) if j != i)
         if _size(x) >= _BATCHED_BASIS_MIN:
-            columns = _batched_basis([traced.graph, linear.graph], tangent_keys[i],
-                                     linear.tangent_output_keys, values, _identity(x))
+            columns = _batched_basis(derivatives, [traced.graph, linear.graph],
+                                     tangent_keys[i], linear.tangent_output_keys, values,
+                                     _identity(x))
         else:
-            run = _LinearMap([tangent_keys[i]], linear.tangent_output_keys, values)
+            run = _linear_map(derivatives, [tangent_keys[i]], linear.tangent_output_keys,
+                              values)
             columns = [run([_basis(x, k)]) for k in range(_size(x))]
         for o, out in enumerate(outputs):
             dtype = dtype_of(out) if np.issubdtype(dtype_of(out), np.inexact) else dtype_of(x)
@@ -1034,22 +1094,21 @@ def _jacfwd_blocks(traced: Traced, inputs: list) -> list:
 def _jacrev_blocks(traced: Traced, inputs: list) -> list:
     """``blocks[o][i]`` by reverse mode: the linear graph transposed once per output leaf."""
     outputs = traced.outputs
-    linear = traced.linearized(range(len(inputs)))
+    derivatives = traced.derivatives(range(len(inputs)))
+    linear = derivatives.linear
     blocks = []
     for o, out in enumerate(outputs):
         complex_out = _is_complex(out)
         rows = []
         if linear.tangent_outputs[o] is not None:
-            only_o = [tangent if j == o else None for j, tangent in
-                      enumerate(linear.tangent_outputs)]
-            transposed = linear_transpose(LinearizedGraph(linear.graph, linear.tangent_inputs,
-                                                          only_o, linear.pass_id))
+            transposed = derivatives.transposed_for(o)
             if _size(out) >= _BATCHED_BASIS_MIN:
                 basis = _identity(out)
                 if complex_out:
                     basis = np.concatenate([basis, 1j * basis])
                 [seed] = transposed.tangent_input_keys
-                batched = _batched_basis([traced.graph, linear.graph, transposed.graph], seed,
+                batched = _batched_basis(derivatives,
+                                         [traced.graph, linear.graph, transposed.graph], seed,
                                          transposed.tangent_output_keys, traced.trace.values,
                                          basis)
                 if complex_out:     # as below, for all rows at once
@@ -1060,8 +1119,8 @@ def _jacrev_blocks(traced: Traced, inputs: list) -> list:
                                                dtype_of(out) if complex_out else dtype_of(x))
                                for i, x in enumerate(inputs)])
                 continue
-            run = _LinearMap(transposed.tangent_input_keys, transposed.tangent_output_keys,
-                             traced.trace.values)
+            run = _linear_map(derivatives, transposed.tangent_input_keys,
+                              transposed.tangent_output_keys, traced.trace.values)
             for k in range(_size(out)):
                 unit = _basis(out, k)
                 row = run([unit])
@@ -1097,17 +1156,23 @@ def _identity(like) -> np.ndarray:
     return np.eye(n, dtype=dtype_of(like)).reshape((n,) + shape_of(like))
 
 
-def _batched_basis(graphs: list, seed_key, target_keys: Sequence, values: dict,
-                   basis: np.ndarray) -> _Batch:
+def _batched_basis(derivatives: Derivatives, graphs: list, seed_key, target_keys: Sequence,
+                   values: dict, basis: np.ndarray) -> _Batch:
     """A linear program's ``target_keys`` for every seed in ``basis`` at once: the program
     batched along the seed (:func:`tidu.batch`), run compiled on plain arrays, replayed
-    through their front end on an outer transform's values."""
+    through their front end on an outer transform's values. The batched program is made
+    once per structure (kept by ``derivatives``)."""
     targets = [key for key in target_keys if key is not None]
-    batched = batch(graphs, targets, {seed_key.key: 0}, len(basis))
+
+    def make():
+        batched = batch(graphs, targets, {seed_key.key: 0}, len(basis))
+        keys = list(dict.fromkeys([*values, batched.input_keys[0]]))
+        return batched, GraphRun(batched.output_keys, keys)
+    batched, run = derivatives.derived(
+        ("batched", seed_key, tuple(targets), len(basis), frozenset(values)), make)
     env = dict(values)
     env[batched.input_keys[0]] = basis
-    keys = list(env)
-    outs = GraphRun(batched.output_keys, keys)([env[key] for key in keys])
+    outs = run([env[key] for key in run.input_keys])
     # a target that does not read the seed is a linear map of zero seeds: zero
     found = iter(None if axis is None else out if axis == 0 else _front(out, axis)
                  for out, axis in zip(outs, batched.out_axes))
@@ -1140,38 +1205,58 @@ def _plain_or_traced(value):
 
 
 class _LinearMap:
-    """A linear (or transposed) graph's ``targets`` as a function of its ``seeds``, run once per
-    basis vector: the work that does not read the seeds is done once, and on plain arrays
-    the rest is one compiled program."""
+    """A linear (or transposed) graph's ``targets`` as a function of its ``seeds``, given the
+    values of the ``known`` keys; what depends only on keys (the seed-free work to do first,
+    the compiled program) is made once per structure (:func:`_linear_map`), and
+    :meth:`bound` does the seed-free work for one set of values, so that each basis vector
+    then costs one run of the program on plain arrays."""
 
-    def __init__(self, seed_keys: Sequence, target_keys: Sequence, values: dict) -> None:
+    def __init__(self, seed_keys: Sequence, target_keys: Sequence, known: frozenset) -> None:
         self.seed_keys = list(seed_keys)
         self.target_keys = list(target_keys)
         self.targets = [key for key in self.target_keys if key is not None]
         dependent = set(self.seed_keys)
         once: dict = {}                 # values read by seed work, computed without the seeds
-        for op_key in schedule(self.targets, set(values) | dependent):
+        for op_key in schedule(self.targets, known | dependent):
             if any(key in dependent for key in op_key.inputs):
                 dependent.update(op_key.output_keys())
                 once.update((key, None) for key in op_key.inputs
-                            if key not in dependent and key not in values)
+                            if key not in dependent and key not in known)
         once.update((key, None) for key in self.targets
-                    if key not in dependent and key not in values)
-        env = dict(values)
-        env.update(zip(once, run_graph(list(once), values)))
-        known = set(env) | set(self.seed_keys)
-        program = Program.for_values(self.targets, known)
+                    if key not in dependent and key not in known)
+        self.once = list(once)
+        self.dependent = dependent
+        program = Program.for_values(self.targets, known | set(self.seed_keys) | set(self.once))
         self.load_keys = [key for key, _ in program.loads]
         self.run = GraphRun(self.targets, self.load_keys, program)
-        self.loaded = [None if key in dependent else _plain_or_traced(env[key])
-                       for key in self.load_keys]
         self.seed_slots = [self.load_keys.index(key) if key in self.load_keys else None
                            for key in self.seed_keys]
 
-    def __call__(self, seeds: Sequence) -> list:
-        values = list(self.loaded)
-        for slot, seed in zip(self.seed_slots, seeds):
-            if slot is not None:
-                values[slot] = seed
-        results = iter(self.run(values))
-        return [None if key is None else next(results) for key in self.target_keys]
+    def bound(self, values: dict) -> Callable[[Sequence], list]:
+        """The map at ``values`` (one per known key): ``seeds -> targets``."""
+        env = values
+        if self.once:
+            env = dict(values)
+            env.update(zip(self.once, run_graph(self.once, values)))
+        loaded = [None if key in self.dependent else _plain_or_traced(env[key])
+                  for key in self.load_keys]
+
+        def linear_map(seeds: Sequence) -> list:
+            filled = list(loaded)
+            for slot, seed in zip(self.seed_slots, seeds):
+                if slot is not None:
+                    filled[slot] = seed
+            results = iter(self.run(filled))
+            return [None if key is None else next(results) for key in self.target_keys]
+        return linear_map
+
+
+def _linear_map(derivatives: Derivatives, seed_keys: Sequence, target_keys: Sequence,
+                values: dict) -> Callable[[Sequence], list]:
+    """:class:`_LinearMap` of these keys, made once per structure (kept by ``derivatives``),
+    bound to ``values``."""
+    known = frozenset(values)
+    linear_map = derivatives.derived(
+        ("linear map", tuple(seed_keys), tuple(target_keys), known),
+        lambda: _LinearMap(seed_keys, target_keys, known))
+    return linear_map.bound(values)

@@ -1,0 +1,271 @@
+"""``jacrev``, ``jacfwd`` and ``hessian`` without ``jit`` make their programs once per
+structure (``Derivatives.derived``): a second call of the same structure transposes and
+compiles nothing, and still reads every new value (arguments, closed-over arrays), gives
+fresh results, and gives a structure of its own its own programs. ``vjp``, ``jvp`` and
+``hvp`` follow their last trace (``transforms/retrace.py``) as ``grad`` does."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor.transforms import functional
+from primitives.tensor.transforms.retrace import RetraceBuilder
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """What is made per call: ``linear_transpose`` runs, compiled programs, batched graphs."""
+    counts = {"transpose": 0, "program": 0, "batch": 0}
+
+    def counting(name, real):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return call
+    monkeypatch.setattr(functional, "linear_transpose",
+                        counting("transpose", functional.linear_transpose))
+    monkeypatch.setattr(functional.Program, "for_values",
+                        counting("program", functional.Program.for_values))
+    monkeypatch.setattr(functional, "batch", counting("batch", functional.batch))
+    monkeypatch.setattr(functional, "_DERIVATIVES", {})
+    monkeypatch.setattr(functional, "_TEMPLATES", {})
+    monkeypatch.setattr(functional, "_template_ops", [0])
+    return counts
+
+
+def _numeric_jacobian(f, x, h=1e-6):
+    columns = [(np.asarray(f(x + h * e)) - np.asarray(f(x - h * e))) / (2 * h)
+               for e in np.eye(x.size).reshape(x.size, *x.shape)]
+    return np.moveaxis(np.array(columns), 0, -1).reshape(np.shape(f(x)) + x.shape)
+
+
+W = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+def _f(x):
+    return tnp.sin(W @ x) * tnp.sum(x * x)
+
+
+def _f_numpy(x):
+    return np.sin(W @ x) * np.sum(x * x)
+
+
+@pytest.mark.parametrize("jacobian", [tnp.jacrev, tnp.jacfwd])
+def test_a_second_call_makes_nothing_and_reads_new_arguments(made, jacobian):
+    j = jacobian(_f)
+    x = np.array([0.3, -1.2, 2.0])
+    first = j(x)
+    after_first = dict(made)
+    for step in range(3):
+        x = x + 0.5
+        got = j(x)
+        np.testing.assert_allclose(got, _numeric_jacobian(_f_numpy, x), rtol=1e-7, atol=1e-9)
+    assert made == after_first                  # nothing transposed or compiled again
+    assert not np.shares_memory(first, got)
+
+
+@pytest.mark.parametrize("jacobian", [tnp.jacrev, tnp.jacfwd])
+def test_a_closed_over_array_changed_in_place_is_read_at_each_call(made, jacobian):
+    w = np.array([1.0, 2.0, 3.0])
+    j = jacobian(lambda x: tnp.tanh(x * w))
+    x = np.array([0.1, 0.2, 0.3])
+    for _ in range(3):
+        w *= 1.5
+        np.testing.assert_allclose(j(x), np.diag(w / np.cosh(x * w) ** 2), rtol=1e-13)
+
+
+@pytest.mark.parametrize("jacobian", [tnp.jacrev, tnp.jacfwd])
+def test_another_structure_gets_its_own_programs(made, jacobian):
+    def f(x, branch):
+        return tnp.sin(x) if branch else tnp.exp(x) * x
+
+    x = np.array([0.4, -0.6])
+    for branch in (True, False, True, False):
+        want = np.diag(np.cos(x)) if branch else np.diag(np.exp(x) * (1 + x))
+        np.testing.assert_allclose(jacobian(f)(x, branch), want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("jacobian", [tnp.jacrev, tnp.jacfwd])
+def test_the_batched_basis_is_made_once(made, jacobian):
+    x = np.linspace(-1.0, 1.0, 40)          # 40 basis vectors: the batched path
+    j = jacobian(lambda v: tnp.sin(v) * v)
+    j(x)
+    batches = made["batch"]
+    assert batches >= 1
+    for step in range(2):
+        x = x * 0.5
+        np.testing.assert_allclose(j(x), np.diag(np.cos(x) * x + np.sin(x)), rtol=1e-14)
+    assert made["batch"] == batches
+
+
+def test_jacrev_of_several_outputs_transposes_each_once(made):
+    def f(x):
+        return tnp.sin(x), tnp.sum(x * x), x[:2] * x[1:]
+
+    j = tnp.jacrev(f)
+    x = np.array([0.5, 1.5, -2.0])
+    j(x)
+    transposes = made["transpose"]
+    for _ in range(2):
+        x = x - 0.25
+        a, b, c = j(x)
+        np.testing.assert_allclose(a, np.diag(np.cos(x)), rtol=1e-14)
+        np.testing.assert_allclose(b, 2 * x, rtol=1e-14)
+        np.testing.assert_allclose(c, _numeric_jacobian(lambda v: v[:2] * v[1:], x), rtol=1e-8)
+        assert not (np.shares_memory(a, b) or np.shares_memory(b, c))
+    assert made["transpose"] == transposes
+
+
+def test_hessian_again_agrees_with_the_first_call_and_finite_differences(made):
+    def f(x):
+        return tnp.sum(tnp.sin(x) * x[::-1]) + tnp.prod(x)
+
+    def gradient(x):
+        return np.cos(x) * x[::-1] + np.sin(x[::-1]) + np.prod(x) / x
+
+    h = tnp.hessian(f)
+    x = np.array([0.3, 0.8, -0.5])
+    for step in range(3):
+        got = h(x + step)
+        np.testing.assert_allclose(got, _numeric_jacobian(gradient, x + step), rtol=1e-6,
+                                   atol=1e-8)
+        np.testing.assert_allclose(got, got.T, rtol=1e-12)
+
+
+def test_jacobians_from_threads():
+    j = tnp.jacrev(lambda x: tnp.sin(x) * x[0])
+    results, errors = {}, []
+
+    def worker(n):
+        try:
+            x = np.array([0.1 * n + 0.5, 1.0, -0.5])
+            for _ in range(20):
+                results[n] = (x, j(x))
+        except Exception as error:      # re-raised below, in the test's thread
+            errors.append(error)
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for x, got in results.values():
+        want = np.diag(np.cos(x) * x[0])
+        want[:, 0] += np.sin(x)
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+# --- vjp, jvp and hvp follow their last trace -------------------------------------------------
+
+
+@pytest.fixture
+def followed(monkeypatch):
+    """Per retraced call, whether it followed its template to the end (built nothing)."""
+    seen = []
+    build = RetraceBuilder.build
+
+    def spied(self):
+        graph = build(self)
+        seen.append(graph is self._template)
+        return graph
+    monkeypatch.setattr(RetraceBuilder, "build", spied)
+    monkeypatch.setattr(functional, "_TEMPLATES", {})
+    monkeypatch.setattr(functional, "_template_ops", [0])
+    return seen
+
+
+def _loss(x, steps):
+    y = x
+    for _ in range(steps):
+        y = tnp.sin(y) * y
+    return tnp.sum(y * y)
+
+
+def _from_scratch(x, steps):
+    value, vjp_fn = functional._vjp(lambda v: _loss(v, steps), (x,), False, "vjp", None)
+    return value, vjp_fn(np.ones(()))[0]
+
+
+def test_vjp_follows_its_last_trace_and_gives_a_fresh_traces_cotangents(followed):
+    x = np.array([0.3, -1.2, 2.0])
+    for steps in (3, 3, 2, 2, 4):
+        value, vjp_fn = tnp.vjp(lambda v: _loss(v, steps), x)
+        want_value, want = _from_scratch(x, steps)
+        got = vjp_fn(np.ones(()))[0]
+        assert value.tobytes() == want_value.tobytes() and got.tobytes() == want.tobytes()
+        x = x + 0.1                 # a new point: the cotangents of the new call's values
+    assert followed == [True, False, True, False]
+
+
+def test_a_vjp_fn_kept_from_an_earlier_call_still_gives_its_own_cotangents(followed):
+    x1, x2 = np.array([0.5, 1.0]), np.array([-0.5, 2.0])
+    def f(v):
+        return _loss(v, 2)
+
+    _, first = tnp.vjp(f, x1)
+    _, second = tnp.vjp(f, x2)          # follows the first's graph
+    assert followed == [True]
+    assert first(np.ones(()))[0].tobytes() == _from_scratch(x1, 2)[1].tobytes()
+    assert second(np.ones(()))[0].tobytes() == _from_scratch(x2, 2)[1].tobytes()
+
+
+def test_jvp_follows_its_last_trace(followed):
+    x, t = np.array([0.3, -1.2]), np.array([1.0, 0.5])
+    for steps in (2, 2, 3):
+        out, tangent = tnp.jvp(lambda v: _loss(v, steps), (x,), (t,))
+        value, gradient = _from_scratch(x, steps)
+        assert out.tobytes() == value.tobytes()
+        np.testing.assert_allclose(tangent, gradient @ t, rtol=1e-13)
+    assert followed == [True, False]
+
+
+def test_hvp_follows_its_last_traces(followed):
+    x, t = np.array([0.3, -1.2]), np.array([1.0, 0.5])
+    h = 1e-6
+
+    def loss(v):
+        return _loss(v, 2)
+
+    for _ in range(3):
+        numeric = (_from_scratch(x + h * t, 2)[1] - _from_scratch(x - h * t, 2)[1]) / (2 * h)
+        np.testing.assert_allclose(tnp.hvp(loss, (x,), (t,)), numeric, rtol=1e-6, atol=1e-8)
+        x = x + 0.2
+    # the second and third calls: the outer jvp's trace and the grad traced inside it
+    assert followed == [True] * 4
+
+
+def test_hessians_of_two_functions_called_in_turns_each_follow_their_own_trace(followed):
+    # every jacrev(f) shares its wrapper's code: the key reads the wrapped function's too
+    def f(x):
+        return tnp.sum(tnp.sin(x) * x)
+
+    def g(x):
+        return tnp.sum(tnp.exp(x) * x[0])
+
+    hf, hg = tnp.hessian(f), tnp.hessian(g)
+    x = np.array([0.5, -1.0])
+    for _ in range(3):
+        np.testing.assert_allclose(hf(x), np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-14)
+        want = np.diag(np.exp(x) * x[0])
+        want[0, :] += np.exp(x)
+        want[:, 0] += np.exp(x)
+        np.testing.assert_allclose(hg(x), want, rtol=1e-14)
+    assert len(followed) >= 4 and all(followed)
+
+
+def test_what_a_big_program_keeps_is_bounded_by_its_operations(monkeypatch, made):
+    monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", 30)    # this program: 18 ops
+    ws = [np.full(3, 0.5 * n + 1.0) for n in range(6)]
+
+    def f(*xs):
+        return sum(tnp.sin(x * w) for x, w in zip(xs, ws))
+
+    xs = [np.linspace(0.1, 0.3, 3) + n for n in range(6)]
+    j = tnp.jacfwd(f, argnums=tuple(range(6)))
+    for _ in range(2):
+        for block, x, w in zip(j(*xs), xs, ws):
+            np.testing.assert_allclose(block, np.diag(w * np.cos(x * w)), rtol=1e-14)
+    [derivatives] = [d for d in functional._DERIVATIVES.values() if d._derived]
+    assert len(derivatives._derived) == 1
