@@ -34,7 +34,9 @@ Workloads (each peer is skipped with a note when it is not installed):
   processes of a ``LocalCluster``; and the NumPy path of this tree against the tree
   before the array backends (A/B, full runs only).
 - small grad: ``tnp.grad`` without ``jit`` on three small-array programs (a GP marginal
-  likelihood, a Gaussian mixture, a tanh RNN; ``benchmarks/small_grad.py``), against autograd.
+  likelihood, a Gaussian mixture, a tanh RNN; ``benchmarks/small_grad.py``), then
+  ``tnp.hessian`` of the GP and ``tnp.jacrev`` of the RNN's step errors, against autograd
+  (and JAX without ``jit``).
 
 Memory budgets (``jit(f, memory_budget=...)``, peak memory against time, beside
 PyTorch's and JAX's checkpointing) have a run of their own:

@@ -23,6 +23,11 @@ Every device sits behind one seam, and this module turns it off there:
   call made (``transforms.retrace.RetraceBuilder``); off = every trace builds and
   interns its graph op by op. Workload: ``tnp.grad`` of the GP marginal likelihood
   (``benchmarks.small_grad``).
+- ``jacobian programs``: ``jacrev``/``jacfwd``/``hessian`` keep what they make from a
+  program's derivative graphs (per-output transposes, compiled programs, batched
+  graphs) once per structure (``functional.Derivatives.derived``); off = every call
+  makes them anew. Workload: ``tnp.hessian`` of the GP marginal likelihood
+  (``benchmarks.small_grad``).
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 - ``short-row extrema``: the maximum (and minimum) over the last axis of many short
@@ -92,6 +97,11 @@ def _retrace_off() -> None:
     functional.RetraceBuilder = lambda template: GraphBuilder()
 
 
+def _jacobian_programs_off() -> None:
+    from primitives.tensor.transforms import functional
+    functional.Derivatives.derived = lambda self, key, make: make()
+
+
 def _grad_handover_off() -> None:
     from primitives.tensor.eager import frontend as eager
     eager._can_hand_over = lambda value: False
@@ -129,6 +139,14 @@ def _small_grad_ms(calls: int, program: str = "tanh RNN") -> float:
 
 def _gp_grad_ms(calls: int) -> float:
     return _small_grad_ms(calls, "GP marginal likelihood")
+
+
+def _gp_hessian_ms(calls: int) -> float:
+    """ms per ``tnp.hessian`` call of the GP marginal likelihood (``benchmarks.small_grad``)."""
+    from benchmarks import small_grad
+    function, transform, point, data = small_grad.jacobian_problem(
+        "GP hessian", small_grad.make_problems())
+    return small_grad.best_ms(small_grad.tidu_step(function, point, data, transform), calls)
 
 
 def _eager_mlp_ms(steps: int) -> float:
@@ -169,6 +187,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
                                    "peak / held"),
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
     "retrace": (_retrace_off, _gp_grad_ms, (200, 20), "ms"),
+    "jacobian programs": (_jacobian_programs_off, _gp_hessian_ms, (50, 5), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
     "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }

@@ -22,6 +22,12 @@ optimizer's loop): the median over rounds of the mean of 5 consecutive calls:
 - ``jax grad (no jit)``: ``jax.grad(loss)(params)`` eagerly, op by op, in float64
   (optional, skipped with a note when JAX is not installed).
 
+Two more rows time second derivatives and Jacobians the same way
+(:data:`JACOBIAN_PROGRAMS`): ``tnp.hessian`` of the GP marginal likelihood (3 x 3)
+against ``autograd.hessian`` and ``jax.hessian``, and ``tnp.jacrev`` of the RNN's error at
+each of its 10 steps with respect to ``W_h`` (16 x 16) against ``autograd.jacobian`` and
+``jax.jacrev``.
+
 Every library runs on one compute thread (``benchmarks/__init__.py``); at these sizes
 it does not matter. tidu's gradient is checked against autograd's
 (``rtol=1e-8``) before timing, and so is JAX's; the libraries are timed in turns (each

@@ -81,6 +81,13 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
     assert graphs["n_ops"] >= 25_000
     assert graphs["peak_bytes_per_op"] >= graphs["retained_bytes_per_op"] > 0
 
+    # per-call grad, hessian and jacobian of small programs, beside autograd; every device
+    small = {row.get("transform", "grad") for row in data["rows"]
+             if row["workload"] == "small grad"}
+    assert small == {"grad", "hessian", "jacobian"}
+    devices = {row["case"] for row in data["rows"] if row["workload"] == "device"}
+    assert {"retrace", "jacobian programs", "derivative reuse"} <= devices
+
 
 def _numbers(value, path=()):
     """Every float in a row (nested dicts and lists included), with its path."""
