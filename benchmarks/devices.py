@@ -28,6 +28,10 @@ Every device sits behind one seam, and this module turns it off there:
   graphs) once per structure (``functional.Derivatives.derived``); off = every call
   makes them anew. Workload: ``tnp.hessian`` of the GP marginal likelihood
   (``benchmarks.small_grad``).
+- ``vmap programs``: ``vmap`` without ``jit`` batches, optimizes and compiles a trace
+  once per structure (``vmap._batched_program``); off = nothing is kept
+  (``_PROGRAMS_MAX_OPS = 0``), every call makes them anew. Workload: per-example
+  gradients (``vmap(grad)``) of a small tanh layer, 32 examples of 8 features.
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 - ``short-row extrema``: the maximum (and minimum) over the last axis of many short
@@ -102,6 +106,11 @@ def _jacobian_programs_off() -> None:
     functional.Derivatives.derived = lambda self, key, make: make()
 
 
+def _vmap_programs_off() -> None:
+    import importlib
+    importlib.import_module("primitives.tensor.transforms.vmap")._PROGRAMS_MAX_OPS = 0
+
+
 def _grad_handover_off() -> None:
     from primitives.tensor.eager import frontend as eager
     eager._can_hand_over = lambda value: False
@@ -149,6 +158,19 @@ def _gp_hessian_ms(calls: int) -> float:
     return small_grad.best_ms(small_grad.tidu_step(function, point, data, transform), calls)
 
 
+def _small_vmap_grad_ms(calls: int) -> float:
+    """ms per ``vmap(grad(f))`` call: a tanh layer's squared output, 32 examples of 8."""
+    import numpy as np
+
+    from benchmarks.small_grad import best_ms
+    from primitives import tensor as tnp
+    rng = np.random.default_rng(0)
+    w, xs = rng.standard_normal((8, 4)), rng.standard_normal((32, 8))
+    per_example = tnp.vmap(tnp.grad(lambda x, w: tnp.sum(tnp.tanh(x @ w) ** 2), argnums=1),
+                           in_axes=(0, None))
+    return best_ms(lambda: per_example(xs, w), calls)
+
+
 def _eager_mlp_ms(steps: int) -> float:
     """ms per eager ``Tensor`` MLP step (``benchmarks.mlp``), best of rounds."""
     from benchmarks import mlp
@@ -188,6 +210,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
     "derivative reuse": (_derivative_reuse_off, _small_grad_ms, (20, 3), "ms"),
     "retrace": (_retrace_off, _gp_grad_ms, (200, 20), "ms"),
     "jacobian programs": (_jacobian_programs_off, _gp_hessian_ms, (50, 5), "ms"),
+    "vmap programs": (_vmap_programs_off, _small_vmap_grad_ms, (200, 20), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
     "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }

@@ -86,7 +86,7 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
              if row["workload"] == "small grad"}
     assert small == {"grad", "hessian", "jacobian"}
     devices = {row["case"] for row in data["rows"] if row["workload"] == "device"}
-    assert {"retrace", "jacobian programs", "derivative reuse"} <= devices
+    assert {"retrace", "jacobian programs", "vmap programs", "derivative reuse"} <= devices
 
 
 def _numbers(value, path=()):

@@ -918,7 +918,9 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     inside (a tuple over ``argnums`` when it is a tuple). Keyword arguments pass
     through; ``has_aux=True`` returns ``(jacobian, aux)``. ``f`` is traced and
     linearized once; the linear program runs on all basis tangents at once, batched
-    (as ``vmap`` would), or once per basis tangent for fewer than 32 of them.
+    (as ``vmap`` would), or once per basis tangent for fewer than 32 of them. That
+    program is compiled once per structure of ``f``'s trace: a later call that traces
+    the same structure only runs it.
 
     Complex numbers, as JAX: inputs must be real unless ``holomorphic=True``
     (then inputs and outputs are complex and the result is the derivative along

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -53,9 +54,11 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ``out_axes`` likewise for the result. Negative axes count from the end.
     Keyword arguments are batched along axis 0. ``axis_size`` (as in JAX) gives the
     batch size: needed when no argument is batched, checked against them otherwise.
-    ``f`` runs once per call (there
-    is no cache: wrap it in ``jit`` for that). Complex values follow tidu's
-    convention in every transform composed with it.
+    ``f`` runs once per call (Python
+    control flow and what ``f`` closes over are read at each call); the batched
+    program is made and compiled once per structure of that trace, so a later call of
+    the same structure traces and runs (``jit`` takes the trace away too). Complex
+    values follow tidu's convention in every transform composed with it.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
@@ -234,14 +237,14 @@ class _Call:
     def result(self):
         graph, trace, out_structure, leaf_inputs = self._trace()
         in_axes = {("arg", i): axis for i, axis in enumerate(self.axes) if axis is not None}
-        batched = batch(graph, graph.output_keys, in_axes, self.axis_size)
+        batched, run = _batched_program(graph, in_axes, self.axis_size)
         values = {key: trace.values[key] for key in graph.input_keys
                   if key.key[0] == "constant"}    # what f closed over
         values.update((Input(("arg", i)), self.leaves[i]) for i in leaf_inputs
                       if self.axes[i] is None)
         for (key, _), input_key in zip(batched.inputs, batched.input_keys):
             values[input_key] = self.leaves[key[1]]
-        outputs = self._run(graph, batched, values)
+        outputs = self._run(run, values)
         specs: list = []
         _leaf_specs(self.out_axes, tree_unflatten(out_structure, outputs), "the output",
                     specs, self.f, "out_axes")
@@ -277,12 +280,10 @@ class _Call:
             trace.active = False
         return trace.build(outs), trace, out_structure, leaf_inputs
 
-    def _run(self, graph, batched, values: dict) -> list:
-        keys = batched.output_keys
-        program = optimize([graph, batched.graph], keys)
-        inputs = list(program.input_keys)
-        outs = GraphRun(keys, inputs)([values[k] for k in inputs], held=values.values())
+    def _run(self, run: GraphRun, values: dict) -> list:
+        outs = run([values[k] for k in run.input_keys], held=values.values())
         return in_library_of(outs, self.leaves)
+
 
     def _placed(self, out, axis: int | None, path: str, want):
         """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""
@@ -312,3 +313,36 @@ class _Call:
             return moveaxis(out, axis, want)
         xp, (out,) = operands([out])
         return xp.moveaxis(out, axis, want)
+
+
+_PROGRAMS: dict = {}            # structure -> (batched, run, operations), oldest first
+_PROGRAMS_MAX_OPS = 20_000      # traced operations of the kept programs, in all
+_programs_lock = threading.Lock()
+_kept_ops = [0]
+
+
+def _batched_program(graph, in_axes: dict, axis_size: int) -> tuple:
+    """``(batched, run)``: ``graph`` batched along ``in_axes`` (:func:`tidu.batch`) and its
+    optimized program, made once per structure and kept (tidu's keys are structural: the
+    output keys, the batch axes and the size name the program). Kept, the most recent up
+    to 20,000 traced operations in all, only when every op's rules read only its fields: a
+    custom rule runs user code, which may read what changed since."""
+    key = (graph.output_keys, tuple(sorted(in_axes.items())), axis_size)
+    found = _PROGRAMS.get(key)
+    if found is not None:
+        return found[0], found[1]
+    batched = batch(graph, graph.output_keys, in_axes, axis_size)
+    program = optimize([graph, batched.graph], batched.output_keys)
+    run = GraphRun(batched.output_keys, list(program.input_keys))
+    ops = len(graph.operation_keys)
+    if ops <= _PROGRAMS_MAX_OPS and all(getattr(k.operation, "rules_read_fields_only", False)
+                                        for k in graph.operation_keys):
+        with _programs_lock:
+            old = _PROGRAMS.pop(key, None)
+            if old is not None:
+                _kept_ops[0] -= old[2]
+            _PROGRAMS[key] = (batched, run, ops)
+            _kept_ops[0] += ops
+            while _kept_ops[0] > _PROGRAMS_MAX_OPS:
+                _kept_ops[0] -= _PROGRAMS.pop(next(iter(_PROGRAMS)))[2]
+    return batched, run
