@@ -162,3 +162,40 @@ def test_threads_share_one_set_of_derivatives(monkeypatch):
                 np.testing.assert_allclose(got, expected, rtol=1e-13)
     finally:
         sys.setswitchinterval(old)
+
+
+def test_jvp_compiles_its_tangent_program_from_the_second_use_same_bits(monkeypatch,
+                                                                       linearizations):
+    compiled_runs = []
+    real_tangents = functional.Derivatives.tangents
+
+    def op_by_op(self, values):
+        keys = [k for k in self.linear.tangent_output_keys if k is not None]
+        return functional.run_graph(keys, values)
+
+    def spied(self, values):
+        compiled_runs.append(self.uses >= 2)
+        return real_tangents(self, values)
+
+    w = np.array([0.5, -1.0, 2.0])
+
+    def f(x):
+        return tnp.tanh(x * w) * tnp.sum(x * x), tnp.exp(x[:2])
+
+    t = np.array([1.0, 0.25, -0.5])
+    for step in range(4):
+        x = np.linspace(-1.0, 1.0, 3) + 0.3 * step
+        w[:] = w + 0.1                              # read at each call, compiled or not
+        monkeypatch.setattr(functional.Derivatives, "tangents", spied)
+        out, tangent = tnp.jvp(f, (x,), (t,))
+        monkeypatch.setattr(functional.Derivatives, "tangents", op_by_op)
+        want_out, want = tnp.jvp(f, (x,), (t,))
+        for got, expected in zip(tangent, want):
+            assert got.tobytes() == expected.tobytes()
+        h = 1e-6
+        numeric = [(a - b) / (2 * h) for a, b in zip(f(x + h * t), f(x - h * t))]
+        np.testing.assert_allclose(tangent[0], numeric[0], rtol=1e-6)
+        np.testing.assert_allclose(tangent[1], numeric[1], rtol=1e-6)
+        assert not np.shares_memory(tangent[0], out[0])
+    assert compiled_runs == [False, True, True, True]
+    assert len(linearizations) == 1

@@ -283,12 +283,12 @@ class Derivatives:
     them, and only tracing and running are paid per call.
     """
 
-    __slots__ = ("graph", "output_keys", "wrt", "_linear", "_transposed", "_cotangents",
-                 "uses", "_lock", "_derived")
+    __slots__ = ("graph", "output_keys", "wrt", "_linear", "_transposed", "uses", "_lock",
+                 "_derived")
 
     def __init__(self, graph: Graph, output_keys: Sequence, wrt: Sequence) -> None:
         self.graph, self.output_keys, self.wrt = graph, list(output_keys), list(wrt)
-        self._linear = self._transposed = self._cotangents = None
+        self._linear = self._transposed = None
         self.uses = 0                   # programs it has served
         self._lock = threading.Lock()   # threads share it: each graph is made once
         self._derived: dict = {}        # what derived() made, by key, oldest first
@@ -324,10 +324,18 @@ class Derivatives:
         """The transposed graph's outputs (``None`` ones left out) from ``values``: the
         traced values and the cotangent seeds. Op by op the first time; compiled once the
         structure is seen again (see :mod:`.run`)."""
-        outputs = [k for k in self.transposed.tangent_output_keys if k is not None]
+        return self._outputs(self.transposed, "cotangents", values)
+
+    def tangents(self, values: dict) -> list:
+        """The linear graph's outputs (``None`` ones left out) from ``values``: the traced
+        values and the tangent seeds (``jvp``); as :meth:`cotangents`."""
+        return self._outputs(self.linear, "tangents", values)
+
+    def _outputs(self, derivative: LinearizedGraph, kind: str, values: dict) -> list:
+        outputs = [k for k in derivative.tangent_output_keys if k is not None]
         if self.uses < 2:
             return run_graph(outputs, values)
-        run = self._cotangents
+        run = self._derived.get(kind)
         if run is None:
             # what every program of this structure has traced: what its outputs need (the
             # first one may hold more: a dead op, a constant it lifted and did not use)
@@ -335,8 +343,8 @@ class Derivatives:
             for op_key in schedule(self.output_keys, set(self.graph.input_keys)):
                 traced.update(op_key.inputs)
                 traced.update(op_key.output_keys())
-            run = self._cotangents = GraphRun(outputs, [*self.transposed.tangent_input_keys,
-                                                        *traced])
+            run = self.derived(kind, lambda: GraphRun(
+                outputs, [*derivative.tangent_input_keys, *traced]))
         return run([values[k] for k in run.input_keys])
 
     @property
@@ -878,7 +886,7 @@ def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, temp
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
         values[key] = _cast_like(_as_value(t), p)
     keys = linear.tangent_output_keys
-    computed = iter(run_graph([k for k in keys if k is not None], values))
+    computed = iter(traced.derivatives(range(len(flat.leaves))).tangents(values))
     tangent_out = [result_array(_zeros_like(o) if k is None else next(computed))
                    for k, o in zip(keys, traced.outputs)]
     out = _fresh_tree((tree_unflatten(flat.out_tree,
