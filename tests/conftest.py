@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from primitives.tensor.ops import elementwise as ew
+from primitives.tensor.transforms import functional
+from primitives.tensor.transforms.retrace import RetraceBuilder
 
 
 @pytest.fixture
@@ -34,3 +36,25 @@ def jx():
         yield jax, jax.numpy
     finally:
         jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture
+def no_templates(monkeypatch):
+    """No retrace template kept from earlier tests: the first trace of each function is made
+    anew (``transforms/retrace.py``)."""
+    monkeypatch.setattr(functional, "_TEMPLATES", {})
+    monkeypatch.setattr(functional, "_template_ops", [0])
+
+
+@pytest.fixture
+def repeated(monkeypatch):
+    """Per retraced call, whether it followed its template to the end (built nothing)."""
+    seen = []
+    build = RetraceBuilder.build
+
+    def spied(self):
+        graph = build(self)
+        seen.append(graph is self._template)
+        return graph
+    monkeypatch.setattr(RetraceBuilder, "build", spied)
+    return seen

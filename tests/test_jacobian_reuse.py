@@ -11,7 +11,6 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.transforms import functional
-from primitives.tensor.transforms.retrace import RetraceBuilder
 
 
 @pytest.fixture
@@ -160,22 +159,6 @@ def test_jacobians_from_threads():
 # --- vjp, jvp and hvp follow their last trace -------------------------------------------------
 
 
-@pytest.fixture
-def followed(monkeypatch):
-    """Per retraced call, whether it followed its template to the end (built nothing)."""
-    seen = []
-    build = RetraceBuilder.build
-
-    def spied(self):
-        graph = build(self)
-        seen.append(graph is self._template)
-        return graph
-    monkeypatch.setattr(RetraceBuilder, "build", spied)
-    monkeypatch.setattr(functional, "_TEMPLATES", {})
-    monkeypatch.setattr(functional, "_template_ops", [0])
-    return seen
-
-
 def _loss(x, steps):
     y = x
     for _ in range(steps):
@@ -188,7 +171,7 @@ def _from_scratch(x, steps):
     return value, vjp_fn(np.ones(()))[0]
 
 
-def test_vjp_follows_its_last_trace_and_gives_a_fresh_traces_cotangents(followed):
+def test_vjp_follows_its_last_trace_and_gives_a_fresh_traces_cotangents(no_templates, repeated):
     x = np.array([0.3, -1.2, 2.0])
     for steps in (3, 3, 2, 2, 4):
         value, vjp_fn = tnp.vjp(lambda v: _loss(v, steps), x)
@@ -196,32 +179,32 @@ def test_vjp_follows_its_last_trace_and_gives_a_fresh_traces_cotangents(followed
         got = vjp_fn(np.ones(()))[0]
         assert value.tobytes() == want_value.tobytes() and got.tobytes() == want.tobytes()
         x = x + 0.1                 # a new point: the cotangents of the new call's values
-    assert followed == [True, False, True, False]
+    assert repeated == [True, False, True, False]
 
 
-def test_a_vjp_fn_kept_from_an_earlier_call_still_gives_its_own_cotangents(followed):
+def test_a_vjp_fn_kept_from_an_earlier_call_still_gives_its_own_cotangents(no_templates, repeated):
     x1, x2 = np.array([0.5, 1.0]), np.array([-0.5, 2.0])
     def f(v):
         return _loss(v, 2)
 
     _, first = tnp.vjp(f, x1)
     _, second = tnp.vjp(f, x2)          # follows the first's graph
-    assert followed == [True]
+    assert repeated == [True]
     assert first(np.ones(()))[0].tobytes() == _from_scratch(x1, 2)[1].tobytes()
     assert second(np.ones(()))[0].tobytes() == _from_scratch(x2, 2)[1].tobytes()
 
 
-def test_jvp_follows_its_last_trace(followed):
+def test_jvp_follows_its_last_trace(no_templates, repeated):
     x, t = np.array([0.3, -1.2]), np.array([1.0, 0.5])
     for steps in (2, 2, 3):
         out, tangent = tnp.jvp(lambda v: _loss(v, steps), (x,), (t,))
         value, gradient = _from_scratch(x, steps)
         assert out.tobytes() == value.tobytes()
         np.testing.assert_allclose(tangent, gradient @ t, rtol=1e-13)
-    assert followed == [True, False]
+    assert repeated == [True, False]
 
 
-def test_hvp_follows_its_last_traces(followed):
+def test_hvp_follows_its_last_traces(no_templates, repeated):
     x, t = np.array([0.3, -1.2]), np.array([1.0, 0.5])
     h = 1e-6
 
@@ -233,10 +216,11 @@ def test_hvp_follows_its_last_traces(followed):
         np.testing.assert_allclose(tnp.hvp(loss, (x,), (t,)), numeric, rtol=1e-6, atol=1e-8)
         x = x + 0.2
     # the second and third calls: the outer jvp's trace and the grad traced inside it
-    assert followed == [True] * 4
+    assert repeated == [True] * 4
 
 
-def test_hessians_of_two_functions_called_in_turns_each_follow_their_own_trace(followed):
+def test_hessians_of_two_functions_called_in_turns_each_follow_their_own_trace(no_templates,
+                                                                               repeated):
     # every jacrev(f) shares its wrapper's code: the key reads the wrapped function's too
     def f(x):
         return tnp.sum(tnp.sin(x) * x)
@@ -252,7 +236,7 @@ def test_hessians_of_two_functions_called_in_turns_each_follow_their_own_trace(f
         want[0, :] += np.exp(x)
         want[:, 0] += np.exp(x)
         np.testing.assert_allclose(hg(x), want, rtol=1e-14)
-    assert len(followed) >= 4 and all(followed)
+    assert len(repeated) >= 4 and all(repeated)
 
 
 def test_what_a_big_program_keeps_is_bounded_by_its_operations(monkeypatch, made):

@@ -185,27 +185,6 @@ def _fresh_gradient(x, steps, twice, scale):
     return _fresh(x, steps, twice, scale)[1]
 
 
-@pytest.fixture
-def no_templates(monkeypatch):
-    """No template kept from earlier tests: the first trace of each function is made anew."""
-    monkeypatch.setattr(functional, "_TEMPLATES", {})
-    monkeypatch.setattr(functional, "_template_ops", [0])
-
-
-@pytest.fixture
-def repeated(monkeypatch):
-    """Per retraced call, whether it followed its template to the end (built nothing)."""
-    seen = []
-    build = RetraceBuilder.build
-
-    def spied(self):
-        graph = build(self)
-        seen.append(graph is self._template)
-        return graph
-    monkeypatch.setattr(RetraceBuilder, "build", spied)
-    return seen
-
-
 CALLS = [(3, False, 1.0), (3, False, 1.0), (2, False, 1.0), (4, True, 1.0), (4, False, 2.0),
          (3, True, 1.0), (3, True, 1.0), (0, False, 1.0), (3, False, 1.0)]
 
