@@ -284,7 +284,6 @@ class _Call:
         outs = run([values[k] for k in run.input_keys], held=values.values())
         return in_library_of(outs, self.leaves)
 
-
     def _placed(self, out, axis: int | None, path: str, want):
         """``out`` with its batch axis (``axis``, or none) where ``out_axes`` asks."""
         if want is None:
