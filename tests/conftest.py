@@ -58,3 +58,4 @@ def repeated(monkeypatch):
         return graph
     monkeypatch.setattr(RetraceBuilder, "build", spied)
     return seen
+

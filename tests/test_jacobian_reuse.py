@@ -4,13 +4,13 @@ compiles nothing, and still reads every new value (arguments, closed-over arrays
 fresh results, and gives a structure of its own its own programs. ``vjp``, ``jvp`` and
 ``hvp`` follow their last trace (``transforms/retrace.py``) as ``grad`` does."""
 
-import threading
 
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.transforms import functional
+from thread_helpers import run_threads
 
 
 @pytest.fixture
@@ -135,21 +135,14 @@ def test_hessian_again_agrees_with_the_first_call_and_finite_differences(made):
 
 def test_jacobians_from_threads():
     j = tnp.jacrev(lambda x: tnp.sin(x) * x[0])
-    results, errors = {}, []
+    results = {}
 
     def worker(n):
-        try:
-            x = np.array([0.1 * n + 0.5, 1.0, -0.5])
-            for _ in range(20):
-                results[n] = (x, j(x))
-        except Exception as error:      # re-raised below, in the test's thread
-            errors.append(error)
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        x = np.array([0.1 * n + 0.5, 1.0, -0.5])
+        for _ in range(20):
+            results[n] = (x, j(x))
+    run_threads(worker, 4)
+    assert len(results) == 4
     for x, got in results.values():
         want = np.diag(np.cos(x) * x[0])
         want[:, 0] += np.sin(x)

@@ -5,7 +5,6 @@ are those of a trace made from scratch, bit for bit, whatever path each call tak
 
 import enum
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ import primitives.tensor as tnp
 from primitives.scalar import ScalarOp
 from primitives.tensor.transforms import functional
 from primitives.tensor.transforms.retrace import RetraceBuilder
+from thread_helpers import run_threads
 from tidu.errors import ArityError, InvalidOperationError, UnknownValueError
 from tidu.graph import GraphBuilder, GraphOperation, Local
 
@@ -209,21 +209,14 @@ def test_grad_follows_its_last_trace_and_gives_a_fresh_traces_gradient_on_every_
 def test_grad_from_threads_gives_each_call_its_own_gradient():
     g = tnp.value_and_grad(_loss)
     x = np.array([0.5, 1.5])
-    results, errors = {}, []
+    results = {}
 
     def worker(n):
-        try:
-            for k in range(30):
-                steps, twice, scale = CALLS[(n + k) % len(CALLS)]
-                results[(n, k)] = (g(x, steps, twice, scale), (steps, twice, scale))
-        except Exception as error:              # noqa: BLE001 - reported below
-            errors.append(error)
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        for k in range(30):
+            steps, twice, scale = CALLS[(n + k) % len(CALLS)]
+            results[(n, k)] = (g(x, steps, twice, scale), (steps, twice, scale))
+    run_threads(worker, 4)
+    assert len(results) == 120
     for (value, gradient), args in results.values():
         want_value = _loss(x, *args)
         assert value.tobytes() == np.asarray(want_value).tobytes()

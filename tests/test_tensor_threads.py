@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
 
 import numpy as np
 import pytest
 
 from primitives import tensor as tnp
 from primitives.tensor import buffers, tensor
+from thread_helpers import run_threads
 
 THREADS = 8
 
@@ -29,27 +29,6 @@ def tiny_switch_interval():
         yield
     finally:
         sys.setswitchinterval(old)
-
-
-def run_threads(work, count: int = THREADS) -> list:
-    """Run ``work(i)`` in ``count`` threads started together; re-raise the first error."""
-    barrier = threading.Barrier(count)
-    results, errors = [None] * count, []
-
-    def target(i):
-        try:
-            barrier.wait()
-            results[i] = work(i)
-        except BaseException as error:      # noqa: BLE001 - reported in the main thread
-            errors.append(error)
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
 
 
 class _RunsPythonWhenCollected:

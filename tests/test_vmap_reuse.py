@@ -4,12 +4,12 @@ closed-over array and Python branch is read, and results are fresh; a custom rul
 program is batched anew at each call."""
 
 import importlib
-import threading
 
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
+from thread_helpers import run_threads
 vmap_module = importlib.import_module("primitives.tensor.transforms.vmap")   # (the package
 # exports the function under the module's name)
 
@@ -122,20 +122,13 @@ def test_kept_programs_are_bounded_by_their_operations(monkeypatch, made):
 
 def test_vmap_from_threads():
     g = tnp.vmap(_f, in_axes=(0, None))
-    errors, results = [], {}
+    results = {}
 
     def worker(n):
-        try:
-            for _ in range(20):
-                xs = np.full((3, 4), 0.1 * n)
-                results[n] = (xs, g(xs, W))
-        except Exception as error:          # re-raised below, in the test's thread
-            errors.append(error)
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        for _ in range(20):
+            xs = np.full((3, 4), 0.1 * n)
+            results[n] = (xs, g(xs, W))
+    run_threads(worker, 4)
+    assert len(results) == 4
     for xs, got in results.values():
         np.testing.assert_allclose(got, _f_numpy(xs, W), rtol=1e-13)
