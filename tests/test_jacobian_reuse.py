@@ -233,7 +233,7 @@ def test_hessians_of_two_functions_called_in_turns_each_follow_their_own_trace(n
 
 
 def test_what_a_big_program_keeps_is_bounded_by_its_operations(monkeypatch, made):
-    monkeypatch.setattr(functional, "_DERIVATIVES_MAX_OPS", 30)    # this program: 18 ops
+    monkeypatch.setattr(functional, "_DERIVED_MAX_OPS", 30)    # this program: 18 ops
     ws = [np.full(3, 0.5 * n + 1.0) for n in range(6)]
 
     def f(*xs):

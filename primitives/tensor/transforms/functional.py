@@ -297,12 +297,13 @@ class Derivatives:
         """``make()``, made once for this structure under ``key`` (a hashable naming what
         it is and what it depends on): what the Jacobians compile from these graphs, so that
         a function's second call reuses it. The last few are kept: ``_DERIVED_KEPT``, fewer
-        for a big program (each counted as its operations, 20,000 in all)."""
+        for a bigger program (each counted as its operations, ``_DERIVED_MAX_OPS`` in all,
+        so that the 64 programs :func:`derivatives_of` keeps hold a bounded amount)."""
         found = self._derived.get(key)
         if found is None:
             found = make()              # (outside the lock: make may read self.linear)
             kept = min(_DERIVED_KEPT,
-                       _DERIVATIVES_MAX_OPS // max(1, len(self.graph.operation_keys)))
+                       _DERIVED_MAX_OPS // max(1, len(self.graph.operation_keys)))
             with self._lock:
                 found = self._derived.setdefault(key, found)
                 while len(self._derived) > max(kept, 1):
@@ -366,6 +367,8 @@ class Derivatives:
 
 
 _DERIVED_KEPT = 32                  # per Derivatives: Jacobian programs, output transposes
+_DERIVED_MAX_OPS = 2_500            # per Derivatives: what they keep, each counted as its
+                                    # program's operations (a 100-op program keeps 25)
 _DERIVATIVES: dict = {}             # (output keys, wrt) -> Derivatives, oldest first
 _DERIVATIVES_KEPT = 64              # programs
 _DERIVATIVES_MAX_OPS = 20_000       # their operations in all (a bigger program: jit it)
