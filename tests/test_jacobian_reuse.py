@@ -5,6 +5,8 @@ fresh results, and gives a structure of its own its own programs. ``vjp``, ``jvp
 ``hvp`` follow their last trace (``transforms/retrace.py``) as ``grad`` does."""
 
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -246,3 +248,73 @@ def test_what_a_big_program_keeps_is_bounded_by_its_operations(monkeypatch, made
             np.testing.assert_allclose(block, np.diag(w * np.cos(x * w)), rtol=1e-14)
     [derivatives] = [d for d in functional._DERIVATIVES.values() if d._derived]
     assert len(derivatives._derived) == 1
+
+
+# --- composition, both orders, over repeated calls ---------------------------------------------
+
+A = np.array([[0.5, -1.0], [2.0, 0.3], [1.0, 1.0]])
+XS = np.array([[0.3, -0.2], [1.0, 0.5], [-0.7, 0.1]])
+
+
+def _g(x):
+    return tnp.tanh(A @ x) * tnp.sum(x * x)
+
+
+def _g_jacobian(x):
+    t = np.tanh(A @ x)
+    return ((1 - t * t) * np.sum(x * x))[:, None] * A + 2 * np.outer(t, x)
+
+
+@pytest.mark.parametrize("name", ["vmap(jacrev)", "vmap(jacfwd)", "jit(vmap(jacrev))",
+                                  "vmap(jit(jacfwd))", "jacrev(vmap)", "jacfwd(jit)"])
+def test_kept_programs_compose_both_ways_and_results_stay_fresh(name):
+    make = {"vmap(jacrev)": lambda: tnp.vmap(tnp.jacrev(_g)),
+            "vmap(jacfwd)": lambda: tnp.vmap(tnp.jacfwd(_g)),
+            "jit(vmap(jacrev))": lambda: tnp.jit(tnp.vmap(tnp.jacrev(_g))),
+            "vmap(jit(jacfwd))": lambda: tnp.vmap(tnp.jit(tnp.jacfwd(_g))),
+            "jacrev(vmap)": lambda: tnp.jacrev(tnp.vmap(_g)),
+            "jacfwd(jit)": lambda: tnp.vmap(tnp.jacfwd(tnp.jit(_g)))}[name]
+    g = make()
+    for step in range(3):
+        xs = XS + 0.1 * step
+        got = g(xs)
+        for i, x in enumerate(xs):
+            block = got[i, :, i, :] if name == "jacrev(vmap)" else got[i]
+            np.testing.assert_allclose(block, _g_jacobian(x), rtol=1e-12, atol=1e-14)
+        got[...] = 99.0                     # written into: the next call is not
+        assert not np.shares_memory(got, xs)
+
+
+def test_a_tensor_through_a_kept_jacobian_gets_its_gradient():
+    for step in range(3):
+        x = XS[0] + 0.1 * step
+        t = tnp.tensor(x.copy(), requires_grad=True)
+        got = tnp.sum(tnp.jacrev(_g)(t)).backward().grad(t)
+        h = 1e-6
+        want = [(_g_jacobian(x + h * e).sum() - _g_jacobian(x - h * e).sum()) / (2 * h)
+                for e in np.eye(2)]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_jit_of_jacrev_reads_a_closed_over_array_written_between_calls():
+    w = np.array([1.0, 2.0])
+    j = tnp.jit(tnp.jacrev(lambda x: tnp.sin(x * w)))
+    for s in (1.0, 2.0, 3.0):
+        w[:] = [s, 2 * s]
+        np.testing.assert_allclose(j(XS[0]), np.diag(w * np.cos(XS[0] * w)), rtol=1e-14)
+
+
+def test_long_chains_need_no_recursion():
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        def chain(x):
+            for _ in range(10_000):             # 30,000 ops
+                x = tnp.sin(x) * 0.999 + 0.001
+            return x
+        for _ in range(2):
+            jacobian = tnp.jacfwd(chain)(np.array([0.3, 0.4]))
+            assert jacobian[0, 1] == 0 and np.isfinite(jacobian).all()
+            assert tnp.vmap(chain)(XS).shape == (3, 2)
+    finally:
+        sys.setrecursionlimit(old)
