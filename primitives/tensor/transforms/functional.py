@@ -336,16 +336,16 @@ class Derivatives:
         outputs = [k for k in derivative.tangent_output_keys if k is not None]
         if self.uses < 2:
             return run_graph(outputs, values)
-        run = self._derived.get(kind)
-        if run is None:
+
+        def make() -> GraphRun:
             # what every program of this structure has traced: what its outputs need (the
             # first one may hold more: a dead op, a constant it lifted and did not use)
             traced = set(self.output_keys)
             for op_key in schedule(self.output_keys, set(self.graph.input_keys)):
                 traced.update(op_key.inputs)
                 traced.update(op_key.output_keys())
-            run = self.derived(kind, lambda: GraphRun(
-                outputs, [*derivative.tangent_input_keys, *traced]))
+            return GraphRun(outputs, [*derivative.tangent_input_keys, *traced])
+        run = self.derived(kind, make)
         return run([values[k] for k in run.input_keys])
 
     @property
@@ -376,14 +376,22 @@ _derivatives_lock = threading.Lock()
 _kept_ops = [0]
 
 
+def keepable(graph: Graph) -> bool:
+    """Whether what is made from ``graph`` may be kept for the later calls of its structure:
+    it has at most 20,000 operations, and every op's rules read only its fields (a custom
+    rule runs user code, which may read what changed since; its closure is not held)."""
+    ops = graph.operation_keys
+    return len(ops) <= _DERIVATIVES_MAX_OPS and all(
+        getattr(k.operation, "rules_read_fields_only", False) for k in ops)
+
+
 def derivatives_of(graph: Graph, output_keys: Sequence, wrt: Sequence) -> Derivatives:
     """The :class:`Derivatives` of ``output_keys`` with respect to ``wrt``: a recent one of
     the same structure when every op's rules read only its fields, else new."""
     key = (tuple(output_keys), tuple(wrt))
     ops = graph.operation_keys
     kept = _DERIVATIVES.get(key)            # (a graph kept already was read when it was kept)
-    if (kept is None or kept.graph is not graph) and (len(ops) > _DERIVATIVES_MAX_OPS or not all(
-            getattr(k.operation, "rules_read_fields_only", False) for k in ops)):
+    if (kept is None or kept.graph is not graph) and not keepable(graph):
         return Derivatives(graph, output_keys, wrt)
     with _derivatives_lock:
         found = _DERIVATIVES.pop(key, None)
@@ -436,8 +444,7 @@ def _keep_template(key, graph: Graph) -> None:
     if key is None or key[0] is None or _TEMPLATES.get(key) is graph:
         return
     ops = graph.operation_keys
-    keep = len(ops) <= _DERIVATIVES_MAX_OPS and all(
-        getattr(k.operation, "rules_read_fields_only", False) for k in ops)
+    keep = keepable(graph)
     with _templates_lock:
         old = _TEMPLATES.pop(key, None)
         if old is not None:

@@ -36,7 +36,8 @@ from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     function_name, in_library_of, result_array)
+                                                     function_name, in_library_of, keepable,
+                                                     result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
@@ -324,8 +325,7 @@ def _batched_program(graph, in_axes: dict, axis_size: int) -> tuple:
     """``(batched, run)``: ``graph`` batched along ``in_axes`` (:func:`tidu.batch`) and its
     optimized program, made once per structure and kept (tidu's keys are structural: the
     output keys, the batch axes and the size name the program). Kept, the most recent up
-    to 20,000 traced operations in all, only when every op's rules read only its fields: a
-    custom rule runs user code, which may read what changed since."""
+    to 20,000 traced operations in all, only for a :func:`~.functional.keepable` graph."""
     key = (graph.output_keys, tuple(sorted(in_axes.items())), axis_size)
     found = _PROGRAMS.get(key)
     if found is not None:
@@ -334,8 +334,7 @@ def _batched_program(graph, in_axes: dict, axis_size: int) -> tuple:
     program = optimize([graph, batched.graph], batched.output_keys)
     run = GraphRun(batched.output_keys, list(program.input_keys))
     ops = len(graph.operation_keys)
-    if ops <= _PROGRAMS_MAX_OPS and all(getattr(k.operation, "rules_read_fields_only", False)
-                                        for k in graph.operation_keys):
+    if ops <= _PROGRAMS_MAX_OPS and keepable(graph):
         with _programs_lock:
             old = _PROGRAMS.pop(key, None)
             if old is not None:
