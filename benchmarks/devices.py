@@ -34,6 +34,9 @@ Every device sits behind one seam, and this module turns it off there:
   gradients (``vmap(grad)``) of a small tanh layer, 32 examples of 8 features.
 - ``.grad handover``: a leaf's first gradient becomes its ``.grad`` without a copy
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
+- ``broadcast add``: ``add`` of an operand and one broadcast to its shape (a bias) is one
+  op, ``AddBroadcast`` (``lowering.BROADCAST_ADD``); off = ``broadcast_in_dim``, then
+  ``add``. Workload: the eager MLP step.
 - ``short-row extrema``: the maximum (and minimum) over the last axis of many short
   rows is taken on a copy with that axis first (``reduce._many_short_rows``); off =
   NumPy's row-by-row loop. Workload: ``tnp.logsumexp`` and ``tnp.max`` over the
@@ -114,6 +117,11 @@ def _vmap_programs_off() -> None:
 def _grad_handover_off() -> None:
     from primitives.tensor.eager import frontend as eager
     eager._can_hand_over = lambda value: False
+
+
+def _broadcast_add_off() -> None:
+    from primitives.tensor.numpy import lowering
+    lowering.BROADCAST_ADD = False
 
 
 def _short_rows_off() -> None:
@@ -212,6 +220,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
     "jacobian programs": (_jacobian_programs_off, _gp_hessian_ms, (50, 5), "ms"),
     "vmap programs": (_vmap_programs_off, _small_vmap_grad_ms, (200, 20), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
+    "broadcast add": (_broadcast_add_off, _eager_mlp_ms, (10, 2), "ms"),
     "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }
 

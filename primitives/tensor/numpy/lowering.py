@@ -257,8 +257,16 @@ def _agree(first, second=None, *rest) -> bool:
         return False
 
 
+BROADCAST_ADD = True
+"""Whether :func:`elementwise` makes ``add`` with one broadcast operand one op (the
+*broadcast add* device of ``benchmarks/devices.py``; ``False``: ``broadcast_in_dim``, then
+``add``)."""
+
+
 def elementwise(op, *args):
-    """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``."""
+    """Promote ``args`` to one dtype and broadcast them to one shape, then apply ``op``.
+    ``add`` of an operand of the result's shape and one broadcast to it is one op,
+    :class:`~primitives.tensor.ops.elementwise.AddBroadcast` (a bias added to a batch)."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
     args, _ = promoted(*args)
@@ -268,6 +276,11 @@ def elementwise(op, *args):
     except ValueError:
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
                                f"{' '.join(str(shape) for shape in shapes)}") from None
+    if op is ew.add and BROADCAST_ADD and shapes[0] != shapes[1] and shape in shapes:
+        full = shapes.index(shape)              # (x + b is b + x, exactly)
+        other = 1 - full
+        return first(bind(cached_op(ew.AddBroadcast, shape, shapes[other]),
+                          args[full], args[other]))
     return first(bind(op, *[broadcast_operand(a, shape) for a in args]))
 
 

@@ -2,8 +2,9 @@
 
 Tensor primitives follow JAX's ``lax``: elementwise ops take operands of one
 shape and one dtype (the NumPy-named functions insert ``broadcast_in_dim`` and
-``convert_element_type``), and every op carries the static parameters (shapes,
-axes, dtypes) its rules need, so rules never look at data. Ops are frozen
+``convert_element_type``; ``add_broadcast``, a bias added to a batch, is the one op
+that broadcasts an operand itself), and every op carries the static parameters
+(shapes, axes, dtypes) its rules need, so rules never look at data. Ops are frozen
 dataclasses: immutable, hashable, equal by value.
 
 >>> from primitives.tensor.ops import elementwise as ew
@@ -85,7 +86,8 @@ def _same_layout(other, x) -> bool:
     return type(other) in (int, float)
 
 
-def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
+def reusable_output(inputs: list, reusable: tuple, fits: Callable | None = None
+                    ) -> np.ndarray | None:
     """An input array an elementwise op may write its result into, or ``None``.
 
     ``reusable`` are positions a compiled program will not read again
@@ -95,7 +97,8 @@ def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
     references it (no register, view or tensor: :func:`..buffers.unshared`), it
     owns writable floating-point memory, and every input is an array of its shape
     and dtype or a real Python number, so that a dtype-keeping ufunc's result
-    has its shape and dtype too.
+    has its shape and dtype too. An op that broadcasts its other operands passes
+    ``fits(operand, out)``, the test each input must pass in place of that one.
 
     >>> big = np.ones(1 << 15)
     >>> reusable_output([big, np.ones(1 << 15)], (1,)) is not None
@@ -110,7 +113,7 @@ def reusable_output(inputs: list, reusable: tuple) -> np.ndarray | None:
             continue
         out = inputs[i]
         if (out.base is None and out.flags.writeable and out.dtype.kind in "fc"
-                and all(_same_layout(o, out) for o in inputs)):
+                and all((fits or _same_layout)(o, out) for o in inputs)):
             return out
     return None
 

@@ -32,7 +32,9 @@ reads through ``floating_output()``.
 
 Every op here batches (:func:`tidu.batch`): its operands have one shape, so they
 share the first batched operand's batch axis, and an unbatched operand is
-broadcast along it (:func:`.shape.batch_elementwise`).
+broadcast along it (:func:`.shape.batch_elementwise`). The exception is
+:class:`AddBroadcast`, ``x + b`` with ``b`` broadcast by NumPy's rules (a bias added
+to a batch, one op where it would be two); it batches as that pair.
 
 Every op computes on the arrays of its inputs' library (:mod:`..backends`): NumPy
 arrays through NumPy's ufuncs (into reused buffers where they fit), other
@@ -54,7 +56,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind
+from tidu import ADRuleError, ADRuleKind, input_role
 from tidu.graph import External, Local
 from primitives.exact import exact_identity
 from primitives.tensor import buffers
@@ -80,7 +82,7 @@ from primitives.tensor.ops.base import (
 )
 from primitives.tensor.ops.constants import Full
 from primitives.tensor.ops.select import Compare, Select
-from primitives.tensor.ops.shape import batch_all_at, batch_elementwise
+from primitives.tensor.ops.shape import BroadcastInDim, batch_all_at, batch_elementwise
 
 
 # --- functions outside the Array API standard, with NumPy's semantics -------------------
@@ -851,6 +853,86 @@ div_or_zero = binary("div_or_zero", _div_or_zero_fn, *_quotient_rules("div_or_ze
 div_or_zero_conj = binary("div_or_zero_conj", lambda a, b: _div_or_zero_fn(a, _conj_if_complex(b)),
                           *_quotient_rules("div_or_zero_conj"),
                           api=lambda xp, a, b: _div_or_zero_api(xp, a, _conj_api(xp, b)))
+
+
+# --- add with a broadcast operand, one op -------------------------------------------
+
+
+@tensor_op
+class AddBroadcast(TensorPrimitive):
+    """``x + b`` where ``x`` has ``shape`` and ``b`` has ``operand_shape``, which NumPy's
+    broadcasting stretches to ``shape`` (axes aligned from the right). It is ``add`` after
+    ``broadcast_in_dim`` as one op: a bias added to a batch records one node, and a program
+    runs one step, with NumPy broadcasting ``b`` itself (:func:`..numpy.lowering.elementwise`
+    makes it for ``add``, the one elementwise op that takes operands of two shapes). Its
+    transpose gives ``b`` the cotangent summed over the broadcast axes.
+
+    >>> AddBroadcast((2, 3), (3,)).eval(None, [np.zeros((2, 3)), np.arange(3.0)])
+    [array([[0., 1., 2.],
+           [0., 1., 2.]])]
+    """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
+
+    shape: tuple
+    operand_shape: tuple
+    name = "add_broadcast"
+
+    def params(self) -> str:
+        return f"{self.operand_shape}->{self.shape}"
+
+    def input_count(self) -> int:
+        return 2
+
+    def spread(self) -> BroadcastInDim:
+        """The ``broadcast_in_dim`` that takes ``b`` to ``shape``."""
+        rank = len(self.shape)
+        return BroadcastInDim(self.shape, tuple(range(rank - len(self.operand_shape), rank)),
+                              self.operand_shape)
+
+    def eval(self, ctx, inputs):
+        x, b = inputs
+        if type(x) is not np.ndarray or type(b) is not np.ndarray or x.dtype != b.dtype:
+            xp, (x, b) = operands(inputs, self)
+            if xp is not NUMPY.xp:
+                return [_BINARY["add"].api(xp, x, b)]
+            return [np.add(x, b, out=...)]
+        out = buffers.output_like(x)          # (b has x's dtype: the result has x's layout)
+        return [np.add(x, b, out=... if out is None else out)]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into ``x`` when a compiled program no longer reads it."""
+        out = reusable_output(inputs, (0,) if 0 in reusable else (), _same_dtype)
+        return self.eval(ctx, inputs) if out is None else [np.add(out, inputs[1], out=out)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        tx, tb = tangent_inputs
+        if tb is None:
+            return [tx]
+        if tx is None:
+            return [emit(builder, self.spread(), [Local(tb)], LIN)]
+        return [emit(builder, self, [Local(tx), Local(tb)], LIN_TT)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        x_linear, b_linear = linear_mask(self, role)
+        ct = cotangent_outputs[0]
+        return [ct if x_linear else None,
+                self.spread().sum_back(builder, ct) if b_linear else None]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # b broadcast to x's shape first, then ``add`` batches as elementwise ops do
+        x, b = inputs
+        x_axis, b_axis = axes
+        spread, b_role = self.spread(), input_role(role, 1)
+        if b_axis is None:
+            b = Local(emit(builder, spread, [b], b_role))
+        else:
+            [b], [b_axis] = spread.batch_rule(builder, [b], [b_axis], b_role, axis_size, ctx)
+            b = Local(b)
+        return batch_elementwise(add, builder, [x, b], [x_axis, b_axis], role, axis_size, ctx)
+
+
+def _same_dtype(operand, out) -> bool:
+    return type(operand) is np.ndarray and operand.dtype == out.dtype
 
 
 # --- tanh's derivative, fused --------------------------------------------------------

@@ -71,17 +71,21 @@ class BroadcastInDim(LinearOp):
         return [xp.broadcast_to(xp.reshape(x, expanded), self.shape)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        return [self.sum_back(builder, cotangent_outputs[0])]
+
+    def sum_back(self, builder, ct: int) -> int:
+        """The broadcast's transpose applied to ``ct`` (an id of the result's shape): summed
+        over the axes the broadcast made or widened, reshaped to the operand's shape."""
         kept = set(self.broadcast_dimensions)
         summed = [axis for axis in range(len(self.shape)) if axis not in kept]
         summed += [axis for axis, size in zip(self.broadcast_dimensions, self.operand_shape)
                    if size == 1 and self.shape[axis] != 1]
-        ct = cotangent_outputs[0]
         if summed:
             ct = emit(builder, ReduceSum(tuple(sorted(summed)), self.shape), [Local(ct)], LIN)
         reduced = tuple(size for axis, size in enumerate(self.shape) if axis not in summed)
         if reduced != tuple(self.operand_shape):
             ct = emit(builder, Reshape(tuple(self.operand_shape), reduced), [Local(ct)], LIN)
-        return [ct]
+        return ct
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         # the result's batch axis goes right after the result axis of the operand axis
