@@ -36,7 +36,9 @@ Every device sits behind one seam, and this module turns it off there:
   (``frontend._can_hand_over``); off = it is copied. Workload: the eager MLP step.
 - ``broadcast add``: ``add`` of an operand and one broadcast to its shape (a bias) is one
   op, ``AddBroadcast`` (``lowering.BROADCAST_ADD``); off = ``broadcast_in_dim``, then
-  ``add``. Workload: the eager MLP step.
+  ``add``. Workload: an eager layer step, ``sum(tanh(x @ w + b))`` and its backward, on
+  a (64, 32) batch: small enough that the op count shows (in the MLP step it is about
+  1% of the step, below what fresh processes resolve).
 - ``short-row extrema``: the maximum (and minimum) over the last axis of many short
   rows is taken on a copy with that axis first (``reduce._many_short_rows``); off =
   NumPy's row-by-row loop. Workload: ``tnp.logsumexp`` and ``tnp.max`` over the
@@ -188,6 +190,23 @@ def _eager_mlp_ms(steps: int) -> float:
     return best_ms(step, steps)
 
 
+def _eager_layer_us(steps: int) -> float:
+    """µs per eager ``sum(tanh(x @ w + b)).backward()`` on a (64, 32) float32 batch."""
+    import numpy as np
+
+    from benchmarks.small_grad import best_ms
+    from primitives import tensor as tnp
+    rng = np.random.default_rng(0)
+    x = tnp.tensor(rng.standard_normal((64, 32)).astype(np.float32))
+    w, b = (tnp.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+            for shape in ((32, 32), (32,)))
+
+    def step():
+        tnp.sum(tnp.tanh(x @ w + b)).backward()
+        w.grad = b.grad = None
+    return 1e3 * best_ms(step, steps)
+
+
 def _short_rows_us(calls: int) -> float:
     """µs per ``tnp.logsumexp`` and ``tnp.max`` over the classes of (256, 10) float32 scores."""
     import numpy as np
@@ -220,7 +239,7 @@ DEVICES = {   # name -> (switch off, workload, its sizes (full, quick), what the
     "jacobian programs": (_jacobian_programs_off, _gp_hessian_ms, (50, 5), "ms"),
     "vmap programs": (_vmap_programs_off, _small_vmap_grad_ms, (200, 20), "ms"),
     ".grad handover": (_grad_handover_off, _eager_mlp_ms, (10, 2), "ms"),
-    "broadcast add": (_broadcast_add_off, _eager_mlp_ms, (10, 2), "ms"),
+    "broadcast add": (_broadcast_add_off, _eager_layer_us, (500, 50), "µs"),
     "short-row extrema": (_short_rows_off, _short_rows_us, (2_000, 200), "µs"),
 }
 

@@ -86,6 +86,12 @@ def _same_layout(other, x) -> bool:
     return type(other) in (int, float)
 
 
+def same_dtype(operand, out) -> bool:
+    """Whether ``operand`` is a NumPy array of ``out``'s dtype: the ``fits`` test of
+    :func:`reusable_output` for ops that broadcast their other operands."""
+    return type(operand) is np.ndarray and operand.dtype == out.dtype
+
+
 def reusable_output(inputs: list, reusable: tuple, fits: Callable | None = None
                     ) -> np.ndarray | None:
     """An input array an elementwise op may write its result into, or ``None``.

@@ -77,6 +77,7 @@ from primitives.tensor.ops.base import (
     not_linear,
     real_dtype_name,
     reusable_output,
+    same_dtype,
     tensor_op,
     with_batch,
 )
@@ -901,7 +902,7 @@ class AddBroadcast(TensorPrimitive):
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into ``x`` when a compiled program no longer reads it."""
-        out = reusable_output(inputs, (0,) if 0 in reusable else (), _same_dtype)
+        out = reusable_output(inputs, (0,) if 0 in reusable else (), same_dtype)
         return self.eval(ctx, inputs) if out is None else [np.add(out, inputs[1], out=out)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
@@ -929,10 +930,6 @@ class AddBroadcast(TensorPrimitive):
             [b], [b_axis] = spread.batch_rule(builder, [b], [b_axis], b_role, axis_size, ctx)
             b = Local(b)
         return batch_elementwise(add, builder, [x, b], [x_axis, b_axis], role, axis_size, ctx)
-
-
-def _same_dtype(operand, out) -> bool:
-    return type(operand) is np.ndarray and operand.dtype == out.dtype
 
 
 # --- tanh's derivative, fused --------------------------------------------------------

@@ -25,16 +25,18 @@ import sys
 
 import numpy as np
 
+from tidu import input_role
 from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, FusedTangent, TensorPrimitive, \
-    check_ordered, emit, is_float_dtype, not_linear, shift_axis, tensor_op, with_batch
+    check_ordered, emit, is_float_dtype, not_linear, reusable_output, same_dtype, shift_axis, \
+    tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
-    batch_all_at, reduced_before
+    batch_all_at, batch_elementwise, reduced_before
 
 
 def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
@@ -237,6 +239,88 @@ def _numpy_logsumexp(x: np.ndarray, axes: tuple, out_shape: tuple) -> np.ndarray
 
 
 @tensor_op
+class ExpShifted(TensorPrimitive):
+    """``exp(x - y)``: ``x`` of ``shape`` and ``y`` of that shape without ``axes``, broadcast
+    back along them. With ``y = logsumexp(x)`` over ``axes`` it is the softmax that
+    :class:`ReduceLogSumExp`'s JVP weighs the tangent with: one op (one program step, one
+    pass writing memory) where ``broadcast_in_dim``, ``sub`` and ``exp`` were three, with
+    their values bit for bit.
+
+    >>> x, y = np.log(np.array([[1.0, 3.0]])), np.log(np.array([4.0]))
+    >>> ExpShifted((1,), (1, 2)).eval(None, [x, y])
+    [array([[0.25, 0.75]])]
+    """
+    memory_bound = True          # recomputed under the eager "balanced" strategy
+
+    axes: tuple
+    shape: tuple
+    name = "exp_shifted"
+
+    def params(self) -> str:
+        return f"axes={self.axes}, shape={self.shape}"
+
+    def input_count(self) -> int:
+        return 2
+
+    def floating_output(self) -> bool:
+        return True
+
+    def spread(self) -> BroadcastInDim:
+        """The ``broadcast_in_dim`` that takes ``y`` back to ``shape``."""
+        kept = tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)
+        return BroadcastInDim(tuple(self.shape), kept, tuple(self.shape[a] for a in kept))
+
+    def _with_ones(self) -> tuple:
+        """``y``'s shape with a 1 at each of ``axes``: NumPy broadcasts it to ``shape``."""
+        return tuple(1 if axis in self.axes else size for axis, size in enumerate(self.shape))
+
+    def eval(self, ctx, inputs):
+        x, y = inputs
+        if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype:
+            out = np.subtract(x, y.reshape(self._with_ones()), out=...)
+            return [np.exp(out, out=out)]
+        xp, (x, y) = operands(inputs, self)
+        out = xp.exp(x - xp.reshape(y, self._with_ones()))
+        return [np.asarray(out) if xp is NUMPY.xp else out]
+
+    def eval_reusing(self, ctx, inputs, reusable):
+        """``eval``, into ``x`` when a compiled program no longer reads it."""
+        out = reusable_output(inputs, (0,) if 0 in reusable else (), same_dtype)
+        if out is None:
+            return self.eval(ctx, inputs)
+        np.subtract(out, inputs[1].reshape(self._with_ones()), out=out)
+        return [np.exp(out, out=out)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        # d exp(x - y) = exp(x - y) (dx - dy), dy broadcast back
+        tx, ty = tangent_inputs
+        if ty is not None:
+            spread_ty = emit(builder, self.spread(), [Local(ty)], LIN)
+            tx = (emit(builder, ew.neg, [Local(spread_ty)], LIN) if tx is None
+                  else emit(builder, ew.sub, [Local(tx), Local(spread_ty)], LIN_TT))
+        if tx is None:
+            return [None]
+        return [emit(builder, ew.mul, [Local(tx), External(primal_outputs[0])], LIN_TF)]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        not_linear(self)
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        # as the three ops it fuses: y broadcast back, subtracted, exponentiated
+        x, y = inputs
+        x_axis, y_axis = axes
+        spread, y_role = self.spread(), input_role(role, 1)
+        if y_axis is None:
+            y = Local(emit(builder, spread, [y], y_role))
+        else:
+            [y], [y_axis] = spread.batch_rule(builder, [y], [y_axis], y_role, axis_size, ctx)
+            y = Local(y)
+        [shifted], [axis] = batch_elementwise(ew.sub, builder, [x, y], [x_axis, y_axis], role,
+                                              axis_size, ctx)
+        return builder.add_primitive(ew.exp, [Local(shifted)], role), [axis]
+
+
+@tensor_op
 class ReduceLogSumExp(_Reduction):
     """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
     shifted by the maximum for stability (an infinite or NaN maximum shifts by 0). One op, so
@@ -269,10 +353,8 @@ class ReduceLogSumExp(_Reduction):
         return [np.asarray(out) if xp is NUMPY.xp else out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
-        back = BroadcastInDim(tuple(self.shape), self.kept_axes(), self.out_shape())
-        y = emit(builder, back, [External(primal_outputs[0])])
-        shifted = emit(builder, ew.sub, [External(primal_inputs[0]), Local(y)])
-        softmax = emit(builder, ew.exp, [Local(shifted)])
+        softmax = emit(builder, ExpShifted(self.axes, tuple(self.shape)),
+                       [External(primal_inputs[0]), External(primal_outputs[0])])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
         return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
 
