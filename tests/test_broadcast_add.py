@@ -209,3 +209,27 @@ def test_operands_that_share_memory_and_closed_over_arrays(expr):
         assert not any(np.shares_memory(got, a) for a in (x, c, bias))
         c += 1.0                                           # read again at the next call
         bias -= 1.0
+
+
+@pytest.mark.parametrize("strategy", ["none", "balanced"])
+def test_double_backward_and_checkpoint_strategies_through_a_bias_add(strategy):
+    """``backward(create_graph=True)`` through a bias add and ``logsumexp``, then backward
+    again: ``2 H g`` from ``tnp.hessian``; the "balanced" strategy (which recomputes
+    memory-bound results, ``add_broadcast``'s among them) gives the same gradients."""
+    from primitives.tensor.eager.strategy import checkpoint_strategy
+
+    rng = np.random.default_rng(6)
+    x_data, b_data = rng.standard_normal((5, 3)), rng.standard_normal(3)
+
+    def loss(x, b):
+        return tnp.sum(tnp.logsumexp(tnp.tanh(x + b), axis=1) ** 2)
+
+    hessian = tnp.hessian(lambda b: loss(x_data, b))(b_data)
+    gradient = tnp.grad(lambda b: loss(x_data, b))(b_data)
+    with checkpoint_strategy(strategy):
+        x, b = tnp.tensor(x_data, requires_grad=True), tnp.tensor(b_data, requires_grad=True)
+        g = loss(x, b).backward(create_graph=True).grad(b)
+        twice = tnp.sum(g * g).backward().grad(b)
+    np.testing.assert_allclose(np.asarray(g.detach() if hasattr(g, "detach") else g),
+                               gradient, rtol=1e-13)
+    np.testing.assert_allclose(twice, 2 * hessian @ gradient, rtol=1e-12)
