@@ -59,3 +59,17 @@ def warm_call_peak(step, *args):
     peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     return peak, result
+
+
+def ops_run(step, args: tuple, classes, monkeypatch):
+    """``step(*args)`` and the ops of ``classes`` it evaluated, in order (as their reprs);
+    ``monkeypatch`` is undone afterwards."""
+    ran = []
+    for cls in classes:
+        def logged(self, ctx, inputs, _eval=cls.eval):
+            ran.append(repr(self))
+            return _eval(self, ctx, inputs)
+        monkeypatch.setattr(cls, "eval", logged)
+    got = step(*args)
+    monkeypatch.undo()
+    return got, ran

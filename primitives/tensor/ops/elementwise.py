@@ -56,7 +56,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from tidu import ADRuleError, ADRuleKind, input_role
+from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.exact import exact_identity
 from primitives.tensor import buffers
@@ -83,7 +83,8 @@ from primitives.tensor.ops.base import (
 )
 from primitives.tensor.ops.constants import Full
 from primitives.tensor.ops.select import Compare, Select
-from primitives.tensor.ops.shape import BroadcastInDim, batch_all_at, batch_elementwise
+from primitives.tensor.ops.shape import (BroadcastInDim, batch_all_at, batch_elementwise,
+                                         batch_spread)
 
 
 # --- functions outside the Array API standard, with NumPy's semantics -------------------
@@ -922,14 +923,8 @@ class AddBroadcast(TensorPrimitive):
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         # b broadcast to x's shape first, then ``add`` batches as elementwise ops do
         x, b = inputs
-        x_axis, b_axis = axes
-        spread, b_role = self.spread(), input_role(role, 1)
-        if b_axis is None:
-            b = Local(emit(builder, spread, [b], b_role))
-        else:
-            [b], [b_axis] = spread.batch_rule(builder, [b], [b_axis], b_role, axis_size, ctx)
-            b = Local(b)
-        return batch_elementwise(add, builder, [x, b], [x_axis, b_axis], role, axis_size, ctx)
+        b, b_axis = batch_spread(builder, self.spread(), b, axes[1], role, 1, axis_size, ctx)
+        return batch_elementwise(add, builder, [x, b], [axes[0], b_axis], role, axis_size, ctx)
 
 
 # --- tanh's derivative, fused --------------------------------------------------------

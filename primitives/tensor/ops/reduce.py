@@ -25,7 +25,6 @@ import sys
 
 import numpy as np
 
-from tidu import input_role
 from tidu.graph import External, Local
 from primitives.tensor.backends import NUMPY, define, device_of, operands
 from primitives.tensor.core import dtype_of
@@ -36,7 +35,7 @@ from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, FusedTangent, Tensor
 from primitives.tensor.ops.scan import Cumprod, previous_along
 from primitives.tensor.ops.select import Compare
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
-    batch_all_at, batch_elementwise, reduced_before
+    batch_all_at, batch_elementwise, batch_spread, reduced_before
 
 
 def _batch_reduction(self, builder, inputs, axes, role, axis_size, ctx):
@@ -308,14 +307,8 @@ class ExpShifted(TensorPrimitive):
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         # as the three ops it fuses: y broadcast back, subtracted, exponentiated
         x, y = inputs
-        x_axis, y_axis = axes
-        spread, y_role = self.spread(), input_role(role, 1)
-        if y_axis is None:
-            y = Local(emit(builder, spread, [y], y_role))
-        else:
-            [y], [y_axis] = spread.batch_rule(builder, [y], [y_axis], y_role, axis_size, ctx)
-            y = Local(y)
-        [shifted], [axis] = batch_elementwise(ew.sub, builder, [x, y], [x_axis, y_axis], role,
+        y, y_axis = batch_spread(builder, self.spread(), y, axes[1], role, 1, axis_size, ctx)
+        [shifted], [axis] = batch_elementwise(ew.sub, builder, [x, y], [axes[0], y_axis], role,
                                               axis_size, ctx)
         return builder.add_primitive(ew.exp, [Local(shifted)], role), [axis]
 

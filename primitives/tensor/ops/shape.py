@@ -342,6 +342,18 @@ def batch_all_at(builder, inputs, axes, role, axis_size: int, axis: int) -> list
             for i, (ref, from_axis) in enumerate(zip(inputs, axes))]
 
 
+def batch_spread(builder, spread: "BroadcastInDim", ref, axis, role, index: int,
+                 axis_size: int, ctx) -> tuple:
+    """Input ``index`` (``ref``, batched at ``axis``, or ``None``: unbatched) of an op with
+    ``role``, broadcast by ``spread`` in the batched graph: ``(ref, axis)`` of the result.
+    Ops that fuse a ``broadcast_in_dim`` into their work batch as the unfused ops with it."""
+    role = input_role(role, index)
+    if axis is None:
+        return Local(emit(builder, spread, [ref], role)), None
+    [out], [axis] = spread.batch_rule(builder, [ref], [axis], role, axis_size, ctx)
+    return Local(out), axis
+
+
 def batch_elementwise(self, builder, inputs, axes, role, axis_size, ctx):
     """The batch rule of an elementwise op whose operands have one shape (this set's
     contract): every operand batched along the first batched operand's axis."""
