@@ -225,3 +225,20 @@ def test_double_backward_and_checkpoint_strategies_through_a_bias_add(strategy):
     np.testing.assert_allclose(np.asarray(g.detach() if hasattr(g, "detach") else g),
                                gradient, rtol=1e-13)
     np.testing.assert_allclose(twice, 2 * hessian @ gradient, rtol=1e-12)
+
+
+def test_compositions_both_orders_agree():
+    """``jit(vmap(grad))``, ``vmap(jit(grad))``, ``vmap(grad)`` and ``grad(vmap)`` of a bias
+    add feeding ``logsumexp`` (both new ops) give the per-example gradients one by one."""
+    rng = np.random.default_rng(7)
+    xs, b = rng.standard_normal((4, 5, 3)), rng.standard_normal(3)
+
+    def f(x, b):
+        return tnp.sum(tnp.logsumexp(tnp.tanh(x + b), axis=1))
+    g = tnp.grad(f, argnums=1)
+    want = np.stack([g(x, b) for x in xs])
+    for composed in (tnp.jit(tnp.vmap(g, in_axes=(0, None))), tnp.vmap(tnp.jit(g), in_axes=(0, None)),
+                     tnp.vmap(g, in_axes=(0, None))):
+        np.testing.assert_allclose(composed(xs, b), want, rtol=1e-14)
+    summed = tnp.grad(lambda b: tnp.sum(tnp.vmap(lambda x: f(x, b))(xs)))(b)
+    np.testing.assert_allclose(summed, want.sum(0), rtol=1e-13)
