@@ -237,8 +237,9 @@ def test_compositions_both_orders_agree():
         return tnp.sum(tnp.logsumexp(tnp.tanh(x + b), axis=1))
     g = tnp.grad(f, argnums=1)
     want = np.stack([g(x, b) for x in xs])
-    for composed in (tnp.jit(tnp.vmap(g, in_axes=(0, None))), tnp.vmap(tnp.jit(g), in_axes=(0, None)),
-                     tnp.vmap(g, in_axes=(0, None))):
+    batched = (0, None)
+    for composed in (tnp.jit(tnp.vmap(g, in_axes=batched)), tnp.vmap(tnp.jit(g), in_axes=batched),
+                     tnp.vmap(g, in_axes=batched)):
         np.testing.assert_allclose(composed(xs, b), want, rtol=1e-14)
     summed = tnp.grad(lambda b: tnp.sum(tnp.vmap(lambda x: f(x, b))(xs)))(b)
     np.testing.assert_allclose(summed, want.sum(0), rtol=1e-13)
