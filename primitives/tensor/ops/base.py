@@ -92,7 +92,7 @@ def same_dtype(operand, out) -> bool:
     return type(operand) is np.ndarray and operand.dtype == out.dtype
 
 
-def reusable_output(inputs: list, reusable: tuple, fits: Callable | None = None
+def reusable_output(inputs: list, reusable: tuple, fits: Callable = _same_layout
                     ) -> np.ndarray | None:
     """An input array an elementwise op may write its result into, or ``None``.
 
@@ -119,7 +119,7 @@ def reusable_output(inputs: list, reusable: tuple, fits: Callable | None = None
             continue
         out = inputs[i]
         if (out.base is None and out.flags.writeable and out.dtype.kind in "fc"
-                and all((fits or _same_layout)(o, out) for o in inputs)):
+                and all(fits(o, out) for o in inputs)):
             return out
     return None
 
