@@ -72,6 +72,64 @@ def test_log_ndtr_derivatives_match_mpmath():
                                        rtol=1e-10)
 
 
+# --- scipy.special: the scaled Bessel functions far out -------------------------------------
+
+FAR = np.array([1e10, -1e12, 1e17, -1e17, 1e300, np.inf, -np.inf])
+
+
+def _mp_ive(mp, n: int, x: float):
+    if math.isinf(x):
+        return mp.mpf(0)
+    return mp.besseli(n, x) * mp.exp(-abs(mp.mpf(x)))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_ive_past_scipys_range_matches_mpmath(n):
+    # SciPy's ive(n, x) is NaN from |x| ~ 1e10 and at ±inf; the derivatives of i1e (and the
+    # second of i0e) read ive(2, x), so they were NaN there
+    mp = pytest.importorskip("mpmath", reason="mpmath gives the reference values")
+    mp.mp.dps = 40
+    got = special.Special("ive", n).eval(None, [FAR])[0]
+    expected = np.array([float(_mp_ive(mp, n, x)) for x in FAR])
+    np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
+    assert np.all(np.signbit(got[-2:]) == [False, n % 2 == 1])      # ±0 at ±inf, as sign**n
+    assert np.isnan(special.Special("ive", n).eval(None, [np.array([np.nan])])[0][0])
+
+
+def test_ive_series_agrees_with_scipy_where_scipy_is_right():
+    from primitives.tensor.scipy._ops import _ive_far, scipy_special
+    x = np.array([1e6, -1e7, 3e8, 1e9])
+    for n in range(2, 11):
+        np.testing.assert_allclose(_ive_far(np, n, x), scipy_special().ive(n, x), rtol=5e-15)
+
+
+def test_i1e_and_i0e_derivatives_are_finite_far_out():
+    mp = pytest.importorskip("mpmath", reason="mpmath gives the reference derivatives")
+    mp.mp.dps = 60
+    first = tnp.vmap(tnp.grad(special.i1e))(FAR)
+    second = tnp.jit(tnp.vmap(_nth_grad(special.i0e, 2)))(FAR)
+    assert np.all(np.isfinite(first)) and np.all(np.isfinite(second))    # were NaN
+    for x, d1, d2 in zip(FAR, first, second):
+        if math.isinf(x):
+            assert d1 == 0.0 and d2 == 0.0
+            continue
+        s = mp.sign(x)
+        i0e, i1e, i2e = (_mp_ive(mp, k, x) for k in (0, 1, 2))
+        # i1e' = (i0e + ive2)/2 - sign i1e, i0e'' = (i0e + ive2)/2 - 2 sign i1e + i0e; both
+        # cancel to far below the values, so the bound is set by the values' own rounding
+        scale = float(i0e) * 1e-15
+        assert abs(d1 - float((i0e + i2e) / 2 - s * i1e)) <= scale
+        assert abs(d2 - float((i0e + i2e) / 2 - 2 * s * i1e + i0e)) <= scale
+
+
+def test_i1e_derivative_far_out_agrees_with_jax(jx):
+    jax, _ = jx
+    from jax.scipy.special import i1e as jax_i1e
+    expected = np.asarray(jax.vmap(jax.grad(jax_i1e))(FAR[:-1]))
+    np.testing.assert_allclose(tnp.vmap(tnp.grad(special.i1e))(FAR[:-1]), expected,
+                               rtol=0, atol=1e-21)
+
+
 # --- random: the axis argument of Generator.permutation and choice -----------------------------
 
 

@@ -38,7 +38,9 @@ op                     derivative
 ``logit``              ``1 / (x (1 - x))``
 ``iv[n]``              ``I_n' = (I_{n-1} + I_{n+1}) / 2`` (``I_0' = I_1``); so
                        ``i1' = i0 - i1/x`` is ``(i0 + iv[2]) / 2``, 1/2 at 0
-``ive[n]``             ``(ive[n-1] + ive[n+1]) / 2 - sign(x) ive[n]``
+``ive[n]``             ``(ive[n-1] + ive[n+1]) / 2 - sign(x) ive[n]``; ``ive[n]`` for
+                       ``n >= 2`` by its asymptotic series where SciPy's is NaN
+                       (``|x| >= 1e10``, ``±inf``)
 ``betaln``             ``digamma(a) - digamma(a + b)``, and in ``b`` alike
 ``xlogy``              ``log(y)`` in ``x``; ``x / y`` in ``y``, 0 where ``x == 0``
 ``xlog1py``            ``log1p(y)`` in ``x``; ``x / (1 + y)`` in ``y``, 0 where ``x == 0``
@@ -305,10 +307,30 @@ logit = register("logit", 1, _by_name("logit"), lambda n, x, y: 1 / (x * (1 - x)
 
 def _bessel(plain: tuple, general: str) -> Callable:
     """``compute`` of ``iv[n]`` / ``ive[n]``: SciPy's ``i0``/``i1`` (``i0e``/``i1e``) for
-    orders 0 and 1, ``iv(n, x)`` (``ive``) above."""
+    orders 0 and 1, ``iv(n, x)`` (``ive``) above; ``ive`` by its asymptotic series where
+    SciPy's gives NaN for a number (``|x|`` from about 1e10, and ``±inf``)."""
     def compute(sp, xp, n, x):
-        return getattr(sp, plain[n])(x) if n < 2 else getattr(sp, general)(n, x)
+        if n < 2:
+            return getattr(sp, plain[n])(x)
+        y = getattr(sp, general)(n, x)
+        if general == "ive":
+            lost = xp.isnan(y) & ~xp.isnan(x)
+            if bool(xp.any(lost)):
+                y = xp.where(lost, _ive_far(xp, n, xp.where(lost, x, xp.ones_like(x))), y)
+        return y
     return compute
+
+
+def _ive_far(xp, n: int, x):
+    """``ive(n, x)`` at large ``|x|``: ``sign(x)**n / sqrt(2 pi |x|)`` times the first four
+    terms of ``1 - (m-1)/(8|x|) + (m-1)(m-9)/(2! (8|x|)**2) - ...``, ``m = 4 n**2``; 0 at
+    ``±inf``. Where SciPy's gives NaN (``|x| >= 1e10``) the terms left out are below 1e-25
+    of it for ``n`` up to 100; from 1e6 on it agrees with SciPy's to 5e-15 for ``n`` up to 10."""
+    ax = xp.abs(x)
+    m = 4.0 * n * n
+    u = 1 / (8 * ax)
+    series = 1 - (m - 1) * u * (1 - (m - 9) * u / 2 * (1 - (m - 25) * u / 3))
+    return xp.sign(x) ** n * series / xp.sqrt(2 * math.pi * ax)
 
 
 def _iv_partial(n, x, y):
