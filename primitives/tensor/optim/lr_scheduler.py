@@ -1,7 +1,8 @@
 """torch.optim.lr_scheduler's schedulers for the eager optimizers of
 :mod:`primitives.tensor.optim`: :class:`LRScheduler` (the base), :class:`LambdaLR`,
-:class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`, :class:`CosineAnnealingLR`.
-They act through the optimizer's ``param_groups``.
+:class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`, :class:`CosineAnnealingLR`,
+and :class:`ReduceLROnPlateau`, which follows a metric. They act through the optimizer's
+``param_groups``.
 
 >>> import primitives.tensor as tnp
 >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
@@ -26,7 +27,7 @@ from primitives.tensor.optim.eager import Optimizer
 from primitives.tensor.optim.functional import OptimizerError
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR"]
+           "CosineAnnealingLR", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -322,3 +323,147 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base_lr - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base_lr in self.base_lrs]
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """torch's ``ReduceLROnPlateau``: ``step(metric)`` (once an epoch, with the validation
+    loss, say) multiplies every group's ``"lr"`` by ``factor`` once the metric has not
+    improved for more than ``patience`` epochs, then waits ``cooldown`` epochs before
+    counting again; never below ``min_lr`` (one number, or one per group), and not when the
+    change would be ``eps`` or less. The metric improves when it beats the best so far by
+    ``threshold``: relatively (``"rel"``: below ``best * (1 - threshold)`` in ``"min"``
+    mode, above ``best * (1 + threshold)`` in ``"max"``) or absolutely (``"abs"``). The
+    metric is a number or a one-element array or ``Tensor``, read as a value (a loss
+    tensor's gradient is not needed).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    >>> for loss in [1.0, 0.9, 0.95, 0.97]:      # two epochs without improving: halve
+    ...     opt.step(); scheduler.step(loss)
+    >>> scheduler.get_last_lr()
+    [0.5]
+    """
+
+    def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr=0.0, eps: float = 1e-8) -> None:
+        what = "ReduceLROnPlateau"
+        if not isinstance(optimizer, Optimizer):
+            raise TensorTypeError(f"lr_scheduler.{what} schedules an optimizer of tnp.optim "
+                                  f"(SGD, Adam, ...), got a {type(optimizer).__name__}")
+        _scheduler_check(what, "factor", factor)
+        if not factor < 1.0:
+            raise OptimizerError(f"lr_scheduler.{what}: factor must be below 1, got {factor!r}")
+        _scheduler_check(what, "patience", patience, integer=True)
+        _scheduler_check(what, "cooldown", cooldown, integer=True)
+        _scheduler_check(what, "threshold", threshold)
+        _scheduler_check(what, "eps", eps)
+        groups = optimizer.param_groups
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(groups):
+                raise OptimizerError(f"lr_scheduler.{what}: min_lr has {len(min_lr)} values "
+                                     f"for {len(groups)} parameter groups")
+            for value in min_lr:
+                _scheduler_check(what, "min_lr", value)
+            self.default_min_lr, self.min_lrs = None, list(min_lr)
+        else:
+            _scheduler_check(what, "min_lr", min_lr)
+            self.default_min_lr, self.min_lrs = min_lr, [min_lr] * len(groups)
+        self.optimizer = optimizer
+        self.factor, self.patience, self.cooldown, self.eps = factor, patience, cooldown, eps
+        self._set_comparison(mode, threshold, threshold_mode)
+        self.last_epoch = 0
+        self._last_lr = [group["lr"] for group in groups]
+        self.best = self.mode_worse
+        self.num_bad_epochs = 0
+        self.cooldown_counter = 0
+
+    def _set_comparison(self, mode: str, threshold: float, threshold_mode: str) -> None:
+        if mode not in ("min", "max"):
+            raise OptimizerError(f"lr_scheduler.ReduceLROnPlateau: mode must be 'min' or "
+                                 f"'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise OptimizerError(f"lr_scheduler.ReduceLROnPlateau: threshold_mode must be "
+                                 f"'rel' or 'abs', got {threshold_mode!r}")
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+
+    @property
+    def in_cooldown(self) -> bool:
+        """Whether the scheduler is waiting out a cooldown (bad epochs are not counted)."""
+        return self.cooldown_counter > 0
+
+    def _improves(self, value: float) -> bool:
+        best, threshold = self.best, self.threshold
+        if self.mode == "min":
+            return value < (best * (1 - threshold) if self.threshold_mode == "rel"
+                            else best - threshold)
+        return value > (best * (1 + threshold) if self.threshold_mode == "rel"
+                        else best + threshold)
+
+    def step(self, metrics, epoch: int | None = None) -> None:
+        """Take this epoch's ``metrics`` (see the class) and reduce the rates if it is time."""
+        value = _metric_value(metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
+                          "PyTorch): call `scheduler.step(metrics)` without it", UserWarning,
+                          stacklevel=2)
+        self.last_epoch = epoch
+        if self._improves(value):
+            self.best, self.num_bad_epochs = value, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0             # bad epochs in a cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce()
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _reduce(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise OptimizerError(
+                    f"lr_scheduler.ReduceLROnPlateau: the optimizer has {len(groups)} "
+                    f"parameter groups, min_lr gives {len(self.min_lrs)} (a group was added "
+                    "after the scheduler was made): set its min_lrs to one value per group")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, min_lr)
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the attributes a :meth:`state_dict` saved (copies), checked as the
+        constructor checks ``mode`` and ``threshold_mode``."""
+        super().load_state_dict(state_dict)
+        self._set_comparison(self.mode, self.threshold, self.threshold_mode)
+
+    def __repr__(self) -> str:
+        return (f"ReduceLROnPlateau(mode={self.mode!r}, best={self.best}, "
+                f"num_bad_epochs={self.num_bad_epochs})")
+
+
+def _metric_value(metrics) -> float:
+    """``ReduceLROnPlateau.step``'s metric as a float: a real number, or a one-element array
+    or ``Tensor`` (read with ``item()``, as a value)."""
+    try:
+        value = metrics.item() if hasattr(metrics, "item") else metrics
+        if isinstance(value, complex):
+            raise TypeError("a complex number has no order")
+        return float(value)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise OptimizerError(f"lr_scheduler.ReduceLROnPlateau.step: the metric must be a real "
+                             f"number or an array or Tensor of one element, got "
+                             f"{_describe(metrics)} ({error})") from None
+
+
+def _describe(value) -> str:
+    shape = getattr(value, "shape", None)
+    return type(value).__name__ + ("" if shape is None else f" of shape {tuple(shape)}")
