@@ -9,7 +9,8 @@ inputs: reverse mode is the adjoint under the real inner product ``Re<a, b>``
 (PyTorch's and ChainRules' convention), so ``grad``, ``vjp`` and the rows of
 ``jacrev`` for a real output are the complex conjugate of what JAX returns
 (``jax_grad == np.conj(tidu_grad)``). Forward mode (``jvp``, ``jacfwd``) agrees with
-JAX, and so do holomorphic Jacobians (``holomorphic=True``).
+JAX, and so do holomorphic derivatives (``holomorphic=True`` of ``grad``,
+``value_and_grad`` and the Jacobians).
 
 A transformed function must return arrays or numbers (``grad``: a real float
 scalar), and traced values must not outlive their transform ("escaped tracers"):
@@ -771,11 +772,37 @@ def _check_argnums_differentiable(args, positions, what) -> None:
                                       "point and complex inputs are differentiable")
 
 
-def _check_scalar(out, f, transform: str):
-    if shape_of(out) != () or dtype_of(out).kind != "f":
+def _check_scalar(out, f, transform: str, holomorphic: bool = False):
+    if holomorphic:
+        if shape_of(out) != () or dtype_of(out).kind != "c":
+            raise FunctionalError(f"{transform} with holomorphic=True: {function_name(f)} must "
+                                  f"return a complex scalar; it returned shape {shape_of(out)}, "
+                                  f"dtype {dtype_of(out)}")
+    elif shape_of(out) != () or dtype_of(out).kind != "f":
+        hint = (" (for the derivative f'(z) of a holomorphic f, pass holomorphic=True)"
+                if shape_of(out) == () and dtype_of(out).kind == "c" else "")
         raise FunctionalError(f"{transform}: {function_name(f)} must return a real floating "
                               f"point scalar; it returned shape {shape_of(out)}, dtype "
-                              f"{dtype_of(out)}")
+                              f"{dtype_of(out)}{hint}")
+
+
+def _check_complex_arguments(args, positions, f, transform: str) -> None:
+    """``holomorphic=True``: every differentiated argument holds complex arrays (as JAX)."""
+    for n in positions:
+        for leaf in tree_flatten(args[n])[0]:
+            dtype = dtype_of(_as_value(leaf))
+            if dtype.kind != "c":
+                raise FunctionalError(f"{transform} of {function_name(f)} with holomorphic=True: "
+                                      f"argument {n} has dtype {dtype}; a holomorphic function "
+                                      "takes complex arrays")
+
+
+def _conjugated(tree):
+    """``tree`` with every leaf conjugated: a NumPy array into a new array (0-d stays an
+    array), anything else by ``tnp.conj`` (a traced value under an outer transform too)."""
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [np.conjugate(leaf, out=...) if type(leaf) is np.ndarray
+                                      else api.conj(leaf) for leaf in leaves])
 
 
 def _argnums(argnums, count: int, transform: str) -> tuple:
@@ -802,7 +829,7 @@ def _by_argnums(argnums, nums: tuple, distinct: tuple, values: Sequence):
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Callable:
+                   has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """``(f(x), df/dx)`` with JAX's semantics: ``argnums`` an int gives one gradient,
     a tuple gives a tuple (an argument named twice gets its gradient twice).
 
@@ -810,6 +837,9 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
     ``((value, aux), gradient)``, ``aux`` as plain values (no derivatives).
     For complex inputs the gradient is the conjugate of ``jax.grad``'s (see :func:`vjp`).
+    With ``holomorphic=True``, ``f`` takes complex arguments and returns a complex scalar,
+    and the result is its complex derivative ``f'(z)``, as ``jax.grad(f, holomorphic=True)``
+    (the conjugate of tidu's cotangent for the seed 1).
 
     >>> import numpy as np
     >>> from primitives.tensor import numpy as tnp
@@ -826,29 +856,38 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
         nums = _argnums(argnums, len(args), "value_and_grad")
         distinct = tuple(dict.fromkeys(nums))
         _check_argnums_differentiable(args, distinct, "grad")
+        if holomorphic:
+            _check_complex_arguments(args, distinct, f, "grad")
         partial = _with_args(f, args, kwargs, distinct)
         out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, "grad",
                                  (template_key, distinct, has_aux))
-        _check_scalar(out, f, "grad")
-        grads = _by_argnums(argnums, nums, distinct, vjp_fn(np.ones((), dtype=dtype_of(out))))
+        _check_scalar(out, f, "grad", holomorphic)
+        cotangents = vjp_fn(np.ones((), dtype=dtype_of(out)))
+        if holomorphic:             # tidu's cotangent is conj(f'(z)) for the seed 1
+            cotangents = [_conjugated(tree) for tree in cotangents]
+        grads = _by_argnums(argnums, nums, distinct, cotangents)
         if len(distinct) < len(nums):       # an argument named twice: its gradient, copied
             grads = _fresh_tree(grads, [])
         return ((out, aux[0]) if has_aux else out), grads
     return wrapped
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable:
     """The gradient of a real scalar function (``jax.grad``; for complex inputs its conjugate,
     PyTorch's convention). Keyword arguments pass through to ``f`` undifferentiated; with
-    ``has_aux=True`` it returns ``(gradient, aux)``.
+    ``has_aux=True`` it returns ``(gradient, aux)``. With ``holomorphic=True``, the
+    derivative ``f'(z)`` of a complex scalar function of complex arguments, as JAX's.
 
     >>> import numpy as np
     >>> from primitives.tensor import numpy as tnp
     >>> grad(lambda a, b, k=1.0: tnp.sum(k * a * b), argnums=(1, 0))(
     ...     np.array([1.0, 2.0]), np.array([3.0, 4.0]), k=2.0)
     (array([2., 4.]), array([6., 8.]))
+    >>> grad(lambda z: z ** 3, holomorphic=True)(np.complex128(1 + 1j))     # 3 z**2
+    array(0.+6.j)
     """
-    value_and_grad_f = value_and_grad(f, argnums, has_aux)
+    value_and_grad_f = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
