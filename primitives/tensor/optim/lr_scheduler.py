@@ -1,7 +1,8 @@
 """torch.optim.lr_scheduler's schedulers for the eager optimizers of
 :mod:`primitives.tensor.optim`: :class:`LRScheduler` (the base), :class:`LambdaLR`,
 :class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`, :class:`CosineAnnealingLR`,
-and :class:`ReduceLROnPlateau`, which follows a metric. They act through the optimizer's
+the warm-ups :class:`ConstantLR` and :class:`LinearLR`, and :class:`ReduceLROnPlateau`,
+which follows a metric. They act through the optimizer's
 ``param_groups``.
 
 >>> import primitives.tensor as tnp
@@ -27,7 +28,7 @@ from primitives.tensor.optim.eager import Optimizer
 from primitives.tensor.optim.functional import OptimizerError
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "ReduceLROnPlateau"]
+           "CosineAnnealingLR", "ConstantLR", "LinearLR", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -323,6 +324,88 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base_lr - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base_lr in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """torch's ``ConstantLR``: the learning rates times ``factor`` for the first
+    ``total_iters`` epochs, then back to where they were (a constant warm-up).
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = ConstantLR(opt, factor=0.25, total_iters=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(opt.param_groups[0]["lr"]); opt.step(); scheduler.step()
+    >>> lrs
+    [0.25, 0.25, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        _scheduler_check("ConstantLR", "factor", factor, positive=True)
+        if factor > 1:
+            raise OptimizerError(f"lr_scheduler.ConstantLR: factor must be in (0, 1], got "
+                                 f"{factor!r} (0 would leave no rate to go back to)")
+        _scheduler_check("ConstantLR", "total_iters", total_iters, integer=True, positive=True)
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in groups]
+        if self.last_epoch != self.total_iters:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * (1.0 / self.factor) for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        back = self.last_epoch >= self.total_iters
+        return [base_lr * (self.factor + back * (1 - self.factor)) for base_lr in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """torch's ``LinearLR``: the learning rates times a factor that goes linearly from
+    ``start_factor`` to ``end_factor`` over ``total_iters`` epochs, then stays (a linear
+    warm-up, or decay), computed as torch does, from the groups' current rates.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> scheduler = LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(round(opt.param_groups[0]["lr"], 12)); opt.step(); scheduler.step()
+    >>> lrs
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
+        _scheduler_check("LinearLR", "start_factor", start_factor, positive=True)
+        _scheduler_check("LinearLR", "end_factor", end_factor)
+        if start_factor > 1 or not 0 <= end_factor <= 1:
+            raise OptimizerError(f"lr_scheduler.LinearLR: start_factor must be in (0, 1] and "
+                                 f"end_factor in [0, 1], got {start_factor!r} and "
+                                 f"{end_factor!r}")
+        _scheduler_check("LinearLR", "total_iters", total_iters, integer=True, positive=True)
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups, epoch = self.optimizer.param_groups, self.last_epoch
+        if epoch == 0:
+            return [group["lr"] * self.start_factor for group in groups]
+        if self._is_initial or epoch > self.total_iters:
+            return [group["lr"] for group in groups]
+        change = self.end_factor - self.start_factor
+        ratio = 1.0 + change / (self.total_iters * self.start_factor + (epoch - 1) * change)
+        return [group["lr"] * ratio for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        # (in torch's order of operations: the same floats)
+        factor = (self.start_factor + (self.end_factor - self.start_factor)
+                  * min(self.total_iters, self.last_epoch) / self.total_iters)
+        return [base_lr * factor for base_lr in self.base_lrs]
 
 
 class ReduceLROnPlateau(LRScheduler):
