@@ -473,29 +473,22 @@ def test_schedulers_set_torchs_learning_rates(name):
     _assert_params_close(ts, ps)
 
 
-def test_two_schedulers_compose_as_torchs():
-    ts, ps = _ours(), _theirs()
-    ours, theirs = _two_group_optimizers(ts, ps, "Adam")
-    ours_s = [lr_scheduler.ExponentialLR(ours, 0.9), lr_scheduler.MultiStepLR(ours, [3, 6])]
-    theirs_s = [torch.optim.lr_scheduler.ExponentialLR(theirs, 0.9),
-                torch.optim.lr_scheduler.MultiStepLR(theirs, [3, 6])]
-    for _ in range(10):
-        _step_ours(ours, ts)
-        _step_theirs(theirs, ps)
-        for s in ours_s + theirs_s:
-            s.step()
-        assert [g["lr"] for g in ours.param_groups] == [g["lr"] for g in theirs.param_groups]
-    _assert_params_close(ts, ps)
+COMPOSED = {    # schedulers stepping one optimizer together; the epochs to run
+    "exponential_and_multistep": (
+        lambda m, opt: [m.ExponentialLR(opt, 0.9), m.MultiStepLR(opt, [3, 6])], 10),
+    "linear_warm_up_and_cosine": (
+        lambda m, opt: [m.LinearLR(opt, 0.1, total_iters=4), m.CosineAnnealingLR(opt, T_max=10)],
+        12),
+}
 
 
-def test_a_linear_warm_up_composes_with_cosine_annealing_as_torchs():
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_schedulers_compose_as_torchs(name):
+    make, epochs = COMPOSED[name]
     ts, ps = _ours(), _theirs()
     ours, theirs = _two_group_optimizers(ts, ps, "Adam")
-    ours_s = [lr_scheduler.LinearLR(ours, 0.1, total_iters=4),
-              lr_scheduler.CosineAnnealingLR(ours, T_max=10)]
-    theirs_s = [torch.optim.lr_scheduler.LinearLR(theirs, 0.1, total_iters=4),
-                torch.optim.lr_scheduler.CosineAnnealingLR(theirs, T_max=10)]
-    for _ in range(12):
+    ours_s, theirs_s = make(lr_scheduler, ours), make(torch.optim.lr_scheduler, theirs)
+    for _ in range(epochs):
         _step_ours(ours, ts)
         _step_theirs(theirs, ps)
         for s in ours_s + theirs_s:
