@@ -1,8 +1,8 @@
 """torch.optim.lr_scheduler's schedulers for the eager optimizers of
 :mod:`primitives.tensor.optim`: :class:`LRScheduler` (the base), :class:`LambdaLR`,
 :class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`, :class:`CosineAnnealingLR`,
-the warm-ups :class:`ConstantLR` and :class:`LinearLR`, and :class:`ReduceLROnPlateau`,
-which follows a metric. They act through the optimizer's
+the warm-ups :class:`ConstantLR` and :class:`LinearLR`, the 1cycle policy
+:class:`OneCycleLR`, and :class:`ReduceLROnPlateau`, which follows a metric. They act through the optimizer's
 ``param_groups``.
 
 >>> import primitives.tensor as tnp
@@ -28,7 +28,7 @@ from primitives.tensor.optim.eager import Optimizer
 from primitives.tensor.optim.functional import OptimizerError
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "ConstantLR", "LinearLR", "ReduceLROnPlateau"]
+           "CosineAnnealingLR", "ConstantLR", "LinearLR", "OneCycleLR", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -406,6 +406,133 @@ class LinearLR(LRScheduler):
         factor = (self.start_factor + (self.end_factor - self.start_factor)
                   * min(self.total_iters, self.last_epoch) / self.total_iters)
         return [base_lr * factor for base_lr in self.base_lrs]
+
+
+class OneCycleLR(LRScheduler):
+    """torch's ``OneCycleLR`` (the 1cycle policy), stepped once a batch: the learning rates
+    rise from ``max_lr / div_factor`` to ``max_lr`` over the first ``pct_start`` of
+    ``total_steps`` (or ``epochs * steps_per_epoch``), then fall to ``initial_lr /
+    final_div_factor``; ``anneal_strategy`` ``"cos"`` or ``"linear"``. With
+    ``cycle_momentum`` the momentum (SGD's, RMSprop's ``momentum``; Adam's first beta) goes
+    the other way, between ``max_momentum`` and ``base_momentum``. ``three_phase``: up,
+    back down to the initial rate, then to the final one. Stepping past ``total_steps``
+    raises, as in torch.
+
+    >>> import primitives.tensor as tnp
+    >>> opt = tnp.optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> scheduler = OneCycleLR(opt, max_lr=1.0, total_steps=10, anneal_strategy="linear")
+    >>> lrs = []
+    >>> for _ in range(10):
+    ...     lrs.append(round(opt.param_groups[0]["lr"], 4)); opt.step(); scheduler.step()
+    >>> lrs                                   # up over 30% of the steps, then down
+    [0.04, 0.52, 1.0, 0.8571, 0.7143, 0.5714, 0.4286, 0.2857, 0.1429, 0.0]
+    """
+
+    def __init__(self, optimizer, max_lr, total_steps: int | None = None,
+                 epochs: int | None = None, steps_per_epoch: int | None = None,
+                 pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1) -> None:
+        what = "OneCycleLR"
+        if not isinstance(optimizer, Optimizer):
+            raise TensorTypeError(f"lr_scheduler.{what} schedules an optimizer of tnp.optim "
+                                  f"(SGD, Adam, ...), got a {type(optimizer).__name__}")
+        if total_steps is not None:
+            _scheduler_check(what, "total_steps", total_steps, integer=True, positive=True)
+        elif epochs is not None and steps_per_epoch is not None:
+            _scheduler_check(what, "epochs", epochs, integer=True, positive=True)
+            _scheduler_check(what, "steps_per_epoch", steps_per_epoch, integer=True,
+                             positive=True)
+            total_steps = epochs * steps_per_epoch
+        else:
+            raise OptimizerError(f"lr_scheduler.{what}: give total_steps, or epochs and "
+                                 "steps_per_epoch")
+        _scheduler_check(what, "pct_start", pct_start)
+        if not 0 <= pct_start <= 1:
+            raise OptimizerError(f"lr_scheduler.{what}: pct_start must be in [0, 1], got "
+                                 f"{pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise OptimizerError(f"lr_scheduler.{what}: anneal_strategy must be 'cos' or "
+                                 f"'linear', got {anneal_strategy!r}")
+        _scheduler_check(what, "div_factor", div_factor, positive=True)
+        _scheduler_check(what, "final_div_factor", final_div_factor, positive=True)
+        groups = optimizer.param_groups
+        self.optimizer, self.total_steps = optimizer, total_steps
+        self.anneal_strategy, self.cycle_momentum = anneal_strategy, cycle_momentum
+        up = float(pct_start * total_steps) - 1
+        if three_phase:       # (end step, start and end of the rate, of the momentum)
+            self._phases = [(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                            (float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr",
+                             "base_momentum", "max_momentum"),
+                            (total_steps - 1, "initial_lr", "min_lr", "max_momentum",
+                             "max_momentum")]
+        else:
+            self._phases = [(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                            (total_steps - 1, "max_lr", "min_lr", "base_momentum",
+                             "max_momentum")]
+        max_lrs = _per_group(what, "max_lr", max_lr, groups)
+        if last_epoch == -1:
+            for group, top in zip(groups, max_lrs):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        if cycle_momentum:
+            defaults = optimizer.defaults
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise OptimizerError(f"lr_scheduler.{what}: cycle_momentum needs an optimizer "
+                                     f"with a momentum or betas, {type(optimizer).__name__} "
+                                     "has neither (pass cycle_momentum=False)")
+            self.use_beta1 = "betas" in defaults
+            tops = _per_group(what, "max_momentum", max_momentum, groups)
+            bases = _per_group(what, "base_momentum", base_momentum, groups)
+            if last_epoch == -1:
+                for group, top, base in zip(groups, tops, bases):
+                    self._set_momentum(group, top)
+                    group["max_momentum"], group["base_momentum"] = top, base
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group: dict, momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise OptimizerError(f"lr_scheduler.OneCycleLR: stepped {step} times, past its "
+                                 f"total_steps of {self.total_steps}")
+        rates = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, (end_step, lr_from, lr_to, momentum_from, momentum_to) in \
+                    enumerate(self._phases):
+                if step <= end_step or i == len(self._phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    rates.append(self._anneal(group[lr_from], group[lr_to], pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(group[momentum_from],
+                                                               group[momentum_to], pct))
+                    break
+                start_step = end_step
+        return rates
+
+
+def _per_group(what: str, name: str, value, groups: list) -> list:
+    """``value`` for each parameter group: a list of one per group, or one for all."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * len(groups)
+    if len(values) != len(groups):
+        raise OptimizerError(f"lr_scheduler.{what}: {name} has {len(values)} values for "
+                             f"{len(groups)} parameter groups")
+    for v in values:
+        _scheduler_check(what, name, v)
+    return values
 
 
 class ReduceLROnPlateau(LRScheduler):
