@@ -138,3 +138,14 @@ def test_agrees_with_jax(jx, name):
         expected = complex(jax.grad(jax_f, holomorphic=True)(jnp.complex128(z)))
         np.testing.assert_allclose(tnp.grad(f, holomorphic=True)(np.complex128(z)), expected,
                                    rtol=1e-13)
+
+
+def test_composes_with_jit_and_vmap_in_both_orders():
+    f, first, _ = FUNCTIONS["sin_times_z"]
+    zs = np.array([0.3 + 0.7j, -0.9 + 0.2j])
+    np.testing.assert_allclose(tnp.grad(tnp.jit(f), holomorphic=True)(zs[0]), first(zs[0]),
+                               rtol=1e-12)
+    summed = tnp.grad(lambda v: tnp.sum(tnp.vmap(f)(v)), holomorphic=True)(zs)
+    np.testing.assert_allclose(summed, first(zs), rtol=1e-12)
+    np.testing.assert_allclose(tnp.vmap(tnp.jit(tnp.grad(f, holomorphic=True)))(zs), first(zs),
+                               rtol=1e-12)

@@ -122,6 +122,14 @@ def test_i1e_and_i0e_derivatives_are_finite_far_out():
         assert abs(d2 - float((i0e + i2e) / 2 - 2 * s * i1e + i0e)) <= scale
 
 
+def test_i1e_derivatives_far_out_compose_with_jit_and_vmap_in_both_orders():
+    direct = tnp.vmap(tnp.grad(special.i1e))(FAR)
+    np.testing.assert_array_equal(tnp.jit(tnp.vmap(tnp.grad(special.i1e)))(FAR), direct)
+    np.testing.assert_array_equal(tnp.grad(lambda v: tnp.sum(tnp.vmap(special.i1e)(v)))(FAR),
+                                  direct)
+    assert np.all(np.isfinite(direct))
+
+
 def test_i1e_derivative_far_out_agrees_with_jax(jx):
     jax, _ = jx
     from jax.scipy.special import i1e as jax_i1e
