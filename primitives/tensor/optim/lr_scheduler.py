@@ -43,9 +43,7 @@ class LRScheduler:
 
     def __init__(self, optimizer, last_epoch: int = -1) -> None:
         what = f"lr_scheduler.{type(self).__name__}"
-        if not isinstance(optimizer, Optimizer):
-            raise TensorTypeError(f"{what} schedules an optimizer of tnp.optim (SGD, Adam, ...), "
-                                  f"got a {type(optimizer).__name__}")
+        _check_optimizer(type(self).__name__, optimizer)
         if not isinstance(last_epoch, numbers.Integral) or isinstance(last_epoch, bool) \
                 or last_epoch < -1:
             raise OptimizerError(f"{what}: last_epoch must be an integer >= -1 (-1 starts), got "
@@ -125,6 +123,12 @@ class LRScheduler:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(last_epoch={self.last_epoch})"
+
+
+def _check_optimizer(what: str, optimizer) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TensorTypeError(f"lr_scheduler.{what} schedules an optimizer of tnp.optim (SGD, "
+                              f"Adam, ...), got a {type(optimizer).__name__}")
 
 
 def _scheduler_check(what: str, name: str, value, *, integer: bool = False,
@@ -435,9 +439,7 @@ class OneCycleLR(LRScheduler):
                  div_factor: float = 25.0, final_div_factor: float = 1e4,
                  three_phase: bool = False, last_epoch: int = -1) -> None:
         what = "OneCycleLR"
-        if not isinstance(optimizer, Optimizer):
-            raise TensorTypeError(f"lr_scheduler.{what} schedules an optimizer of tnp.optim "
-                                  f"(SGD, Adam, ...), got a {type(optimizer).__name__}")
+        _check_optimizer(what, optimizer)
         if total_steps is not None:
             _scheduler_check(what, "total_steps", total_steps, integer=True, positive=True)
         elif epochs is not None and steps_per_epoch is not None:
@@ -559,9 +561,7 @@ class ReduceLROnPlateau(LRScheduler):
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
                  min_lr=0.0, eps: float = 1e-8) -> None:
         what = "ReduceLROnPlateau"
-        if not isinstance(optimizer, Optimizer):
-            raise TensorTypeError(f"lr_scheduler.{what} schedules an optimizer of tnp.optim "
-                                  f"(SGD, Adam, ...), got a {type(optimizer).__name__}")
+        _check_optimizer(what, optimizer)
         _scheduler_check(what, "factor", factor)
         if not factor < 1.0:
             raise OptimizerError(f"lr_scheduler.{what}: factor must be below 1, got {factor!r}")
@@ -570,16 +570,9 @@ class ReduceLROnPlateau(LRScheduler):
         _scheduler_check(what, "threshold", threshold)
         _scheduler_check(what, "eps", eps)
         groups = optimizer.param_groups
-        if isinstance(min_lr, (list, tuple)):
-            if len(min_lr) != len(groups):
-                raise OptimizerError(f"lr_scheduler.{what}: min_lr has {len(min_lr)} values "
-                                     f"for {len(groups)} parameter groups")
-            for value in min_lr:
-                _scheduler_check(what, "min_lr", value)
-            self.default_min_lr, self.min_lrs = None, list(min_lr)
-        else:
-            _scheduler_check(what, "min_lr", min_lr)
-            self.default_min_lr, self.min_lrs = min_lr, [min_lr] * len(groups)
+        self.min_lrs = _per_group(what, "min_lr", min_lr, groups)
+        # (one min_lr for all groups also covers groups added later; one per group does not)
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
         self.optimizer = optimizer
         self.factor, self.patience, self.cooldown, self.eps = factor, patience, cooldown, eps
         self._set_comparison(mode, threshold, threshold_mode)

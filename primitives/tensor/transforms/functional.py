@@ -761,8 +761,9 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
     return out, vjp_fn
 
 
-def _check_argnums_differentiable(args, positions, what) -> None:
-    """Differentiated arguments hold floating point or complex arrays; an error names the
+def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> None:
+    """Differentiated arguments hold floating point or complex arrays (complex only for
+    ``holomorphic_f``, the function of ``holomorphic=True``, as JAX); an error names the
     argument by its position among all arguments (``argnums=1`` names argument 1)."""
     for n in positions:
         for leaf in tree_flatten(args[n])[0]:
@@ -770,6 +771,10 @@ def _check_argnums_differentiable(args, positions, what) -> None:
             if dtype.kind not in "fc":          # (np.inexact, without asking NumPy)
                 raise FunctionalError(f"{what}: argument {n} has dtype {dtype}; only floating "
                                       "point and complex inputs are differentiable")
+            if holomorphic_f is not None and dtype.kind != "c":
+                raise FunctionalError(f"{what} of {function_name(holomorphic_f)} with "
+                                      f"holomorphic=True: argument {n} has dtype {dtype}; a "
+                                      "holomorphic function takes complex arrays")
 
 
 def _check_scalar(out, f, transform: str, holomorphic: bool = False):
@@ -784,17 +789,6 @@ def _check_scalar(out, f, transform: str, holomorphic: bool = False):
         raise FunctionalError(f"{transform}: {function_name(f)} must return a real floating "
                               f"point scalar; it returned shape {shape_of(out)}, dtype "
                               f"{dtype_of(out)}{hint}")
-
-
-def _check_complex_arguments(args, positions, f, transform: str) -> None:
-    """``holomorphic=True``: every differentiated argument holds complex arrays (as JAX)."""
-    for n in positions:
-        for leaf in tree_flatten(args[n])[0]:
-            dtype = dtype_of(_as_value(leaf))
-            if dtype.kind != "c":
-                raise FunctionalError(f"{transform} of {function_name(f)} with holomorphic=True: "
-                                      f"argument {n} has dtype {dtype}; a holomorphic function "
-                                      "takes complex arrays")
 
 
 def _conjugated(tree):
@@ -855,9 +849,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args), "value_and_grad")
         distinct = tuple(dict.fromkeys(nums))
-        _check_argnums_differentiable(args, distinct, "grad")
-        if holomorphic:
-            _check_complex_arguments(args, distinct, f, "grad")
+        _check_argnums_differentiable(args, distinct, "grad", f if holomorphic else None)
         partial = _with_args(f, args, kwargs, distinct)
         out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, "grad",
                                  (template_key, distinct, has_aux))
