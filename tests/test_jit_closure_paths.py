@@ -366,6 +366,44 @@ def test_a_counter_f_steps_while_traced_does_not_trace_again():
     assert counts["traces"] == model.traced == 1
 
 
+def test_class_attributes_and_slots_rebound_or_written_are_read():
+    class Config:
+        W = np.array([1.0, 1.0])
+        scale = 2.0
+
+    class Slotted:
+        __slots__ = ("w",)
+
+    class Net:
+        shift = 0.5
+
+        def __call__(self, x):
+            return x * self.shift
+
+    holder = Slotted()
+    holder.w = np.array([1.0, 3.0])
+    f = lambda x: x * Config.W * Config.scale + holder.w        # noqa: E731
+    jf, net = tnp.jit(f), Net()
+    jnet = tnp.jit(net)
+    _same(jnet, net, X)
+    changes = [
+        lambda: setattr(Config, "W", np.array([8.0, 1.0])),     # a class's array rebound
+        lambda: setattr(Config, "scale", 5.0),                  # a class's number rebound
+        lambda: setattr(holder, "w", np.array([4.0, 0.0])),     # a slot rebound
+        lambda: Config.W.__setitem__(1, -1.0),                  # written in place
+        lambda: holder.w.__setitem__(0, 1.0),
+    ]
+    for change in changes:                          # one at a time: no retrace hides another
+        _same(jf, f, X)
+        change()
+        _same(jf, f, X)
+    np.testing.assert_array_equal(jf(X), [41.0, -10.0])
+    Net.shift = 7.0                                 # a class attribute read through self
+    np.testing.assert_array_equal(jnet(X), [7.0, 14.0])
+    net.shift = 9.0                                 # the instance's own now hides the class's
+    np.testing.assert_array_equal(jnet(X), [9.0, 18.0])
+
+
 # --- random nestings ------------------------------------------------------------------------
 
 
@@ -380,10 +418,21 @@ def _wrap(kind: str, inner, level: int):
         return [0, inner]
     if kind == "tuple":
         return (0, inner)
-    box = _Box()
+    if kind == "class":                         # an attribute of a class itself
+        return type(f"Class{level}", (), {f"a{level}": inner, "other": 0})
+    if kind == "class of object":               # an instance reading its class's attribute
+        return type(f"Class{level}", (), {f"a{level}": inner, "other": 0})()
+    box = _slotted(level)() if kind == "slots" else _Box()
     setattr(box, f"a{level}", inner)
     box.other = 0
     return box
+
+
+def _slotted(level: int) -> type:
+    return type(f"Slotted{level}", (), {"__slots__": (f"a{level}", "other")})
+
+
+_ATTRIBUTE_KINDS = ("object", "slots", "class", "class of object")
 
 
 def _access(kind: str, level: int) -> str:
@@ -403,20 +452,23 @@ def _node(root, kinds: list, level: int):
     """The value at ``level`` of the nesting (0: the root, ``len(kinds)``: the leaf)."""
     node = root
     for at in range(level):
-        node = getattr(node, f"a{at}") if kinds[at] == "object" else \
+        node = getattr(node, f"a{at}") if kinds[at] in _ATTRIBUTE_KINDS else \
             node[f"k{at}" if kinds[at] == "dict" else 1]
     return node
 
 
 def _set(parent, kind: str, level: int, value) -> None:
-    if kind == "object":
+    if kind == "class of object":               # rebinding the class's attribute
+        setattr(type(parent), f"a{level}", value)
+    elif kind in _ATTRIBUTE_KINDS:
         setattr(parent, f"a{level}", value)
     else:
         parent[f"k{level}" if kind == "dict" else 1] = value
 
 
 @settings(max_examples=60, deadline=None, database=None)
-@given(kinds=st.lists(st.sampled_from(["dict", "list", "tuple", "object"]), min_size=1,
+@given(kinds=st.lists(st.sampled_from(["dict", "list", "tuple", "object", "slots", "class",
+                                        "class of object"]), min_size=1,
                       max_size=4),
        leaf=st.sampled_from(["tnp array", "numpy array", "number"]),
        where=st.sampled_from(["global", "closure"]),

@@ -20,10 +20,12 @@ names, its default arguments (``__defaults__``, ``__kwdefaults__``), a bound
 method's object, a ``functools.partial``'s arguments and the jitted object
 itself:
 
-- the items of lists, tuples and dicts and the attributes (``__dict__``) of
-  objects, nested up to :data:`_MAX_DEPTH` (6) steps below the root, and the
-  attributes the code names of a module a variable holds (``cfg.W`` after
-  ``import cfg``); an object found along two paths is followed along both;
+- the items of lists, tuples and dicts and the attributes of objects (their
+  ``__dict__`` and ``__slots__``), nested up to :data:`_MAX_DEPTH` (6) steps
+  below the root, and the attributes the code names of a module or a class a
+  variable holds (``cfg.W`` after ``import cfg``, ``Config.W``) or of an object's
+  class (``self.scale`` held by the class); an object found along two paths is
+  followed along both;
 - the functions reached on the way, whose own roots are followed in turn: a
   global function, an object's ``__call__`` and the methods and properties the
   code names (``self.forward``), ``grad(loss)``'s ``loss``, a ``custom_jvp``
@@ -309,11 +311,15 @@ class _Scan:
             if key not in self.found and (where.steps or where.key[0] != "constant"):
                 self.found[key] = (_which_reference(where, value), where.needs)
         if isinstance(value, (list, tuple, dict)) or callable(value) or \
-                hasattr(value, "__dict__"):
+                hasattr(value, "__dict__") or hasattr(type(value), "__slots__"):
             self.pending.append((value, where))
 
     def _visit(self, obj, where: _Location) -> None:
-        if isinstance(obj, (type, Frontend)):
+        if isinstance(obj, type):
+            if not _is_library(obj) and _visit_once(self, obj, where):
+                self.named.append([obj, where, set()])      # its attributes the code names
+            return
+        if isinstance(obj, Frontend):
             return
         if isinstance(obj, types.FunctionType):     # found anywhere, read the same way
             if id(obj) not in self.seen:
@@ -321,11 +327,8 @@ class _Scan:
                 self.visits += 1
                 self._function(obj)
             return
-        visit = (id(obj), where.key, where.steps)   # an object found by two paths: both
-        if visit in self.seen or id(obj) in where.holders:
+        if not _visit_once(self, obj, where):
             return
-        self.seen.add(visit)
-        self.visits += 1
         if isinstance(obj, types.ModuleType):
             if not _is_library_module(obj):
                 self.named.append([obj, where, set()])
@@ -414,6 +417,10 @@ class _Scan:
         for attr, value in list(attributes.items()):
             if not _data_descriptor(type(obj), attr):   # else obj.attr is not this value
                 self._add(value, where.attribute(obj, attr))
+        for attr in _slot_names(type(obj)):
+            value = getattr(obj, attr, _MISSING)
+            if value is not _MISSING:
+                self._add(value, where.attribute(obj, attr))
 
     def _follow_named(self) -> bool:
         """Follow what the code reached names of the modules and objects found: a module's
@@ -428,10 +435,18 @@ class _Scan:
                     value = vars(holder).get(name, _MISSING)
                     if value is not _MISSING and len(where.steps) < _MAX_DEPTH:
                         self._add(value, where.attribute(holder, name))
-                else:
-                    method = _method(type(holder), name)
-                    if method is not None:
-                        self.pending.append((method, where))
+                    continue
+                cls = holder if isinstance(holder, type) else type(holder)
+                method = _method(cls, name)
+                if method is not None:
+                    self.pending.append((method, where))
+                    continue
+                # a class attribute read as cls.name, or as obj.name where obj's own
+                # attributes (its __dict__, its slots) do not hold it: read at each call
+                value = _class_attribute(cls, name)
+                if value is not _MISSING and len(where.steps) < _MAX_DEPTH and (
+                        isinstance(holder, type) or not _own_attribute(holder, name)):
+                    self._add(value, where.attribute(holder, name))
         return len(self.pending) > before
 
 
@@ -517,6 +532,44 @@ def _code_vocabulary(code) -> set:
                 words.update(c for c in constant if isinstance(c, (str, int, bytes)))
                 words.add(constant)
     return words
+
+
+def _visit_once(scan: _Scan, obj, where: _Location) -> bool:
+    """Whether ``obj``, found at ``where``, is visited now: an object found by two paths is
+    visited along both, but once along each and never inside itself (a cycle)."""
+    visit = (id(obj), where.key, where.steps)
+    if visit in scan.seen or id(obj) in where.holders:
+        return False
+    scan.seen.add(visit)
+    scan.visits += 1
+    return True
+
+
+def _slot_names(cls: type) -> list:
+    """The names of the ``__slots__`` attributes of ``cls`` and its bases (their values are
+    not in an instance's ``__dict__``)."""
+    names = []
+    for klass in cls.__mro__:
+        slots = vars(klass).get("__slots__", ())
+        names.extend([slots] if isinstance(slots, str) else
+                     [name for name in slots if name not in ("__dict__", "__weakref__")])
+    return names
+
+
+def _class_attribute(cls: type, name: str):
+    """The plain value ``name`` names in the class ``cls`` or its bases (not a descriptor:
+    a method, a property or a slot compute theirs), else ``_MISSING``."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return _MISSING if hasattr(type(value), "__get__") else value
+    return _MISSING
+
+
+def _own_attribute(obj, name: str) -> bool:
+    """Whether ``obj`` holds ``name`` itself (in its ``__dict__``), overriding its class's."""
+    attributes = getattr(obj, "__dict__", None)
+    return isinstance(attributes, dict) and name in attributes
 
 
 def _data_descriptor(cls: type, attr: str) -> bool:
