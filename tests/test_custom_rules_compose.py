@@ -817,3 +817,86 @@ def test_a_rule_on_a_closed_over_array_under_grad_of_jit(kind):
     for transform in (tnp.grad(loss), tnp.jit(tnp.grad(loss)), tnp.grad(tnp.jit(loss)),
                       tnp.jit(tnp.grad(tnp.jit(loss)))):
         np.testing.assert_array_equal(transform(X[0]), want)
+
+
+# --- second order through a surrogate bwd: fwd's code, whatever lies between -------------
+#
+# When ``bwd`` is not the derivative of ``fwd`` (a straight-through estimator, a surrogate
+# gradient), the second derivative tells whether fwd's outputs were differentiated through
+# fwd's code (JAX's rule, and tidu's for grad(grad)) or through the custom rule again. A
+# vmap or a jit (its trace cached by an earlier plain call) between the two grads must not
+# change which.
+
+
+@tnp.custom_vjp
+def exp_surrogate(a):
+    return tnp.exp(a)
+
+
+exp_surrogate.defvjp(lambda a: (tnp.exp(a), (tnp.exp(a),)),
+                     lambda res, ct: (3.0 * ct * res[0],))      # 3x the true derivative
+
+
+def _surrogate_inner(a):                # e^a (3a + 1): bwd's 3 e^a a, and fwd's e^a
+    return tnp.grad(lambda r: tnp.sum(exp_surrogate(r) * r))(a)
+
+
+def _second_order_compositions(grad, vmap, jit, jacrev, hessian, inner, f_sum):
+    cached = jit(inner)
+    cached(np.array([0.1, 0.2]))          # its trace made on plain arrays first
+    column = lambda a: a[:, None]                                  # noqa: E731
+    return {
+        "grad(grad)": lambda a: grad(lambda b: (inner(b)).sum())(a),
+        "grad(jit(grad)), jit traced on plain arrays first":
+            lambda a: grad(lambda b: cached(b).sum())(a),
+        "grad(vmap(grad))": lambda a: grad(lambda b: vmap(inner)(b).sum())(column(a)).ravel(),
+        "jit(grad(vmap(grad)))":
+            lambda a: jit(grad(lambda b: vmap(inner)(b).sum()))(column(a)).ravel(),
+        "jacrev(vmap(grad))":
+            lambda a: jacrev(lambda b: vmap(inner)(b))(column(a)).reshape(a.size, a.size)
+            .diagonal(),
+        "vmap(grad(grad))": lambda a: vmap(grad(lambda b: inner(b).sum()))(column(a)).ravel(),
+        "grad(vmap(vmap(grad)))":
+            lambda a: grad(lambda b: vmap(vmap(inner))(b).sum())(a[:, None, None]).ravel(),
+        "hessian": lambda a: hessian(f_sum)(a).diagonal(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_second_order_compositions(
+    tnp.grad, tnp.vmap, tnp.jit, tnp.jacrev, tnp.hessian, _surrogate_inner, None)))
+def test_second_order_through_a_surrogate_bwd_is_fwds_code_in_every_composition(name):
+    a = np.array([0.3, -0.5])
+    f_sum = lambda r: tnp.sum(exp_surrogate(r) * r)                # noqa: E731
+    got = _second_order_compositions(tnp.grad, tnp.vmap, tnp.jit, tnp.jacrev, tnp.hessian,
+                                     _surrogate_inner, f_sum)[name](a)
+    # d/da [3 e^a a (bwd's code) + e^a (fwd's code)]; the custom rule again would give 6 + 3a
+    np.testing.assert_allclose(got, np.exp(a) * (4.0 + 3.0 * a), rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", list(_second_order_compositions(
+    tnp.grad, tnp.vmap, tnp.jit, tnp.jacrev, tnp.hessian, _surrogate_inner, None)))
+def test_second_order_through_a_straight_through_estimator_agrees_with_jax(name):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+
+    @jax.custom_vjp
+    def ste_jax(x):
+        return jnp.round(x)
+    ste_jax.defvjp(lambda x: (jnp.round(x), None), lambda res, ct: (ct,))
+
+    @tnp.custom_vjp
+    def ste(x):
+        return tnp.round(x)
+    ste.defvjp(lambda x: (tnp.round(x), None), lambda res, ct: (ct,))
+
+    a = np.array([0.3, 1.7, -2.2])
+    with jax.enable_x64(True):
+        want = _second_order_compositions(
+            jax.grad, jax.vmap, jax.jit, jax.jacrev, jax.hessian,
+            jax.grad(lambda x: jnp.sum(ste_jax(x) * x)), lambda x: jnp.sum(ste_jax(x) * x)
+        )[name](jnp.asarray(a))
+    got = _second_order_compositions(
+        tnp.grad, tnp.vmap, tnp.jit, tnp.jacrev, tnp.hessian,
+        tnp.grad(lambda x: tnp.sum(ste(x) * x)), lambda x: tnp.sum(ste(x) * x))[name](a)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-13)
+    np.testing.assert_allclose(got, np.ones(3))     # round's derivative 0 in fwd's code

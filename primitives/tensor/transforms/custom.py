@@ -43,9 +43,12 @@ Those ops are differentiated like any others, so:
   and ``bwd``, so those must be written with tnp functions (a custom function
   they call, such as ``f`` itself in ``fwd``, is differentiated by its own rule;
   forward mode over it, as in ``hessian = jacfwd(jacrev(f))``, then raises).
-  Where the call stays one op whose residuals are differentiated again
-  (``grad`` of ``vmap(grad(f))``, ``Tensor.backward(create_graph=True)``), their
-  derivative is reverse mode through ``fwd``'s code, likewise.
+  A ``vmap`` or ``jit`` between the two (``grad(vmap(grad(f)))``, ``grad`` of a
+  ``jit(grad(f))`` traced before on plain arrays) changes nothing: ``fwd``'s code
+  runs in their trace where a transform outside differentiates it. The eager
+  ``Tensor.backward(create_graph=True)`` follows PyTorch instead: the call stays
+  one op, its outputs are differentiated by ``bwd`` again, and its residuals
+  by reverse mode through ``fwd``'s code.
 - ``vmap`` of a call runs the function once per example (its code is opaque and
   may not batch), while its rules are batched like the rest of the graph
   (:func:`tidu.batch` of the traced rule), so derivatives of the batched call do
@@ -116,8 +119,8 @@ from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
 from primitives.tensor.transforms.closure import Guard, external_values, staging, unstaged
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, Tracer,
-                                                     check_output, vjp)
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
+                                                     is_differentiated, vjp)
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,
@@ -737,7 +740,7 @@ class _VJPRule(_Rule):
         ``fwd``'s own code runs there, as in JAX: that transform differentiates the
         outputs and residuals through it. Otherwise the op is recorded below too.
         """
-        if not any(_differentiated(value) for value in below):
+        if not any(is_differentiated(value) for value in below):
             return bind_below(self.op, below)
         return self.fwd_code(below)
 
@@ -1000,16 +1003,6 @@ def _leaf_count(tree: TreeDef) -> int:
     if tree.kind == "leaf":
         return 1
     return sum(_leaf_count(child) for child in tree.children)
-
-
-def _differentiated(value) -> bool:
-    """Whether a transform will differentiate through ``value``: it, or what it stands for at
-    a lower level (under a ``jit``, which does not differentiate), carries a gradient."""
-    while isinstance(value, Frontend):
-        if value.carries_gradient and not (isinstance(value, Tracer) and value.graph_trace.abstract):
-            return True
-        value = value.value_below
-    return False
 
 
 def outside_values_refused(tree, function: str, hint: str):

@@ -92,6 +92,9 @@ class GraphTrace:
         self.capture = capture          # values for which lift() records the data, not the value
         self.captured: dict = {}        # input key -> captured value
         self.checkpointed: dict = {}    # value key -> (op, policy), made in a checkpointed block
+        # abstract traces: the local ids of values a transform outside differentiates (they
+        # depend on one of its traced values), for custom_vjp's second order (is_differentiated)
+        self.differentiated: set = set()
 
     @property
     def active(self) -> bool:
@@ -104,9 +107,14 @@ class GraphTrace:
             (open_trace if value else close_trace)(self)
         self._active = value
 
-    def new_input(self, key, value) -> "Tracer":
+    def new_input(self, key, value, differentiated: bool = False) -> "Tracer":
+        """An input of the graph, standing for ``value`` one level below; ``differentiated``:
+        a transform outside this abstract trace differentiates it (``value`` being the data
+        below the value it differentiates)."""
         local_id = self.builder.add_input(key)
         self.values[self.builder.global_key(local_id)] = value
+        if self.abstract and (differentiated or is_differentiated(value)):
+            self.differentiated.add(local_id)
         return Tracer(self, local_id, value)
 
     def lift(self, value) -> "Tracer":
@@ -191,6 +199,9 @@ class Tracer(ArrayOperators, Frontend):
             results = bind_below(op, below)
         builder, values = trace.builder, trace.values
         ids = builder.add_operation(op, refs)
+        marked = trace.differentiated
+        if marked and any(ref.id in marked for ref in refs):
+            marked.update(ids)
         if trace.abstract and checkpoint_scope.policy is not None:   # jit: marks for remat
             for local_id in ids:
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
@@ -218,6 +229,27 @@ class Tracer(ArrayOperators, Frontend):
         raise FunctionalError(f"pickling a value traced by {self.graph_trace.transform}: it "
                               "exists only while the transform traces; return it from the "
                               "function and pickle the result instead")
+
+
+def is_differentiated(value) -> bool:
+    """Whether a transform will differentiate through ``value``: it, or what it stands for at
+    a lower level, carries a gradient; a value of an abstract trace (``jit``, ``vmap``) counts
+    when it depends on a value a transform outside that trace differentiates.
+
+    >>> import primitives.tensor as tnp
+    >>> seen = []
+    >>> _ = tnp.grad(lambda x: seen.append(is_differentiated(x)) or x)(1.0)
+    >>> seen, is_differentiated(1.0)
+    ([True], False)
+    """
+    while isinstance(value, Frontend):
+        if isinstance(value, Tracer) and value.graph_trace.abstract:
+            if value.id in value.graph_trace.differentiated:
+                return True
+        elif value.carries_gradient:
+            return True
+        value = value.value_below
+    return False
 
 
 def unmark_checkpointed(values) -> None:

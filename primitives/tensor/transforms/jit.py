@@ -63,7 +63,7 @@ from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     in_library_of)
+                                                     in_library_of, is_differentiated)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
@@ -135,7 +135,10 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
                 layouts.append((leaf.shape, leaf.dtype))
             else:
                 leaf = leaves[position] = _leaf(leaf, f)
-                layouts.append((shape_of(leaf), dtype_of(leaf)))
+                # a trace under a transform that differentiates the leaf may differ (a
+                # custom_vjp call differentiated again runs fwd's code): not shared with others
+                layout = (shape_of(leaf), dtype_of(leaf))
+                layouts.append(layout + (True,) if is_differentiated(leaf) else layout)
                 plain = plain and type(leaf) is np.ndarray
         signature = (structure, statics, tuple(layouts))
         try:

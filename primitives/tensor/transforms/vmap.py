@@ -36,8 +36,8 @@ from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     function_name, in_library_of, keepable,
-                                                     result_array)
+                                                     function_name, in_library_of,
+                                                     is_differentiated, keepable, result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
@@ -267,7 +267,7 @@ class _Call:
                 data = data[(slice(None),) * axis + (0,)] if self.axis_size else \
                     library_of(data).xp.zeros(shape[:axis] + shape[axis + 1:],
                                               dtype=dtype_of(data), device=device_of(data))
-            inputs[i] = trace.new_input(("arg", i), data)
+            inputs[i] = trace.new_input(("arg", i), data, is_differentiated(leaf))
             leaf_inputs.append(i)
         args, kwargs = tree_unflatten(self.structure, inputs)
         try:
