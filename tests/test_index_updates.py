@@ -173,3 +173,12 @@ def test_transforms_compose_in_both_orders():
                                rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(tnp.grad(h)(X[0]), numeric_grad(lambda x: float(h(tnp.tensor(x))),
                                                                  X[0]), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["multiply", "divide", "power", "min", "max", "apply"])
+def test_jax_updates_tidu_does_not_have_raise_by_name_and_leave_the_rest_working(method):
+    x = tnp.tensor(np.zeros(3), requires_grad=True)
+    with pytest.raises(tidu.TiduError, match=rf"x\.at\[\.\.\.\]\.{method} is not supported"):
+        getattr(x.at[1], method)
+    assert not hasattr(x.at[1], "no_such_method")          # an AttributeError, as usual
+    np.testing.assert_array_equal(x.at[1].set(2.0).detach().numpy(), [0.0, 2.0, 0.0])

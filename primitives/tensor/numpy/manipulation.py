@@ -862,7 +862,9 @@ class IndexUpdates:
       (``np.add.at``'s semantics, JAX's ``.add``).
 
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
-    has no ``.at``).
+    has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
+    are not here: each raises a ``TensorNotSupportedError`` saying how to write it with
+    ``set`` where positions do not repeat.
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
@@ -905,6 +907,14 @@ class _IndexedUpdate:
     def get(self):
         return getitem(self._array, self._key)
 
+    def __getattr__(self, name: str):
+        if name not in _JAX_ONLY_UPDATES:
+            raise AttributeError(f"x.at[...] has no attribute {name!r}")
+        raise TensorNotSupportedError(
+            f"x.at[...].{name} is not supported: tidu's indexed updates are get(), set(values) "
+            "and add(values); for positions that do not repeat, x.at[key].multiply(v) is "
+            "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
+
     def set(self, values):
         flat, positions, values, shape = self._operands(values, "set")
         return reshape(_put_flat(flat, positions, values), shape)
@@ -931,6 +941,9 @@ class _IndexedUpdate:
                                    f"broadcast to the indexed shape {shape_of(positions)}") \
                 from None
         return reshape(x, (-1,)), positions, values, shape
+
+
+_JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
 
 
 def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
