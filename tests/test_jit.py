@@ -326,10 +326,11 @@ def test_jit_with_hoisted_sums_composes_and_returns_fresh_current_results():
             np.testing.assert_allclose(got[k], np.stack([r[k] for r in per_row]), rtol=1e-12)
 
 
-def test_jit_signature_tells_dtypes_and_byte_orders_apart_and_takes_numbers_as_arrays():
+def test_jit_signature_tells_dtypes_byte_orders_and_python_numbers_apart():
     """The signature is each argument's shape and dtype: a big-endian array of a native
-    array's shape traces again (with its own result dtype and values), a Python number and
-    a 0-d array of its dtype share a trace, and each call's results are its own."""
+    array's shape traces again (with its own result dtype and values), a Python number
+    traces apart from a 0-d array (it promotes as a number), and each call's results are
+    its own."""
     traces = []
 
     @jit
@@ -341,13 +342,68 @@ def test_jit_signature_tells_dtypes_and_byte_orders_apart_and_takes_numbers_as_a
     swapped = native.astype(">f8")
     first = f(native, 2.0)
     np.testing.assert_array_equal(first, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(f(native, 3.0), [0.0, 3.0, 6.0])
+    assert len(traces) == 1                            # 2.0 and 3.0: one signature
     np.testing.assert_array_equal(f(native, np.array(3.0)), [0.0, 3.0, 6.0])
-    assert len(traces) == 1                            # 2.0 and array(3.0): one signature
+    assert len(traces) == 2                            # a 0-d array: another
+    traces.clear()
     got = f(swapped, 2.0)
-    assert len(traces) == 2 and got.dtype == (native * 2.0).dtype
+    assert len(traces) == 1 and got.dtype == (native * 2.0).dtype
     np.testing.assert_array_equal(got, [0.0, 2.0, 4.0])
     again = f(native, 2.0)
     first[...] = -1.0                                  # written into: the next call is fresh
     np.testing.assert_array_equal(again, [0.0, 2.0, 4.0])
     np.testing.assert_array_equal(f(native, 2.0), [0.0, 2.0, 4.0])
-    assert not np.shares_memory(again, f(native, 2.0)) and len(traces) == 2
+    assert not np.shares_memory(again, f(native, 2.0)) and len(traces) == 1
+
+
+# Python numbers as arguments promote as numbers (NEP 50), as f's own call does
+
+_WEAK_CASES = [
+    ("float32 * float", lambda v, c: v * c, np.ones(3, np.float32), 2.5),
+    ("float32 / int", lambda v, c: v / c, np.ones(3, np.float32), 3),
+    ("float32 * complex", lambda v, c: v * c, np.ones(3, np.float32), 1j),
+    ("int8 * int wraps", lambda v, c: v * c, np.array([100, -3], np.int8), 2),
+    ("int32 + int", lambda v, c: v + c, np.arange(3, dtype=np.int32), 1),
+    ("uint8 - int", lambda v, c: v - c, np.array([1, 9], np.uint8), 2),
+    ("float16 where", lambda v, c: tnp.where(v > 0, v, c), np.array([1, -1], np.float16), 3.0),
+    ("number arithmetic first", lambda v, c: v * (c * 2) / c + c ** 2 - abs(-c),
+     np.ones(2, np.float32), 2.5),
+    ("number alone", lambda v, c: c * 2 + v, np.ones(2, np.float32), 3),
+    ("a tnp function of a number is a NumPy scalar", lambda v, c: v * tnp.sin(c),
+     np.ones(2, np.float32), 0.5),
+    ("float64 array and float", lambda v, c: v - c, np.arange(3.0), 0.25),
+    ("bool", lambda v, c: v + c, np.array([1, 2], np.int8), True),
+]
+
+
+@pytest.mark.parametrize("name, f, v, c", _WEAK_CASES, ids=[case[0] for case in _WEAK_CASES])
+def test_a_python_number_argument_promotes_as_without_jit(name, f, v, c):
+    want = np.asarray(f(v, c))
+    got = jit(f)(v, c)
+    assert got.dtype == want.dtype, name
+    np.testing.assert_array_equal(got, want)
+    got = jit(f)(v, c + c)                          # another number: same trace, read anew
+    np.testing.assert_array_equal(got, np.asarray(f(v, c + c)))
+
+
+def test_a_python_integer_out_of_range_of_the_arrays_integers_raises_as_numpy():
+    add = jit(lambda v, n: v + n)
+    v = np.array([1, 2], np.int8)
+    np.testing.assert_array_equal(add(v, 100), v + 100)
+    for n in (200, 300, -129):                      # out of int8, like NumPy's own error
+        with pytest.raises(OverflowError, match=f"Python integer {n} out of bounds for int8"):
+            v + n
+        with pytest.raises(OverflowError, match=f"Python integer {n} out of bounds for int8"):
+            add(v, n)
+    np.testing.assert_array_equal(add(v, -128), v + -128)
+    np.testing.assert_array_equal(add(np.array([1, 2], np.int64), 300), [301, 302])
+
+
+def test_python_number_arguments_under_grad_keep_the_arrays_precision():
+    loss = lambda w, scale, n: tnp.sum((w * scale) ** 2) / n      # noqa: E731
+    w = np.array([1.0, -2.0], np.float32)
+    g = jit(tnp.grad(loss))(w, 0.5, 4)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, tnp.grad(loss)(w, 0.5, 4), rtol=1e-6)
+    np.testing.assert_allclose(g, 2 * 0.25 * w / 4, rtol=1e-6)

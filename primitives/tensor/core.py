@@ -30,6 +30,7 @@ class Frontend:
     __slots__ = ()
     level = 0
     is_tracer = False       # a value of a functional transform's trace (not an eager Tensor)
+    weak = False            # a traced Python number: promotes as one (NEP 50), jit's argument
 
     @property
     def carries_gradient(self) -> bool:

@@ -190,7 +190,13 @@ def result_dtype(*args) -> np.dtype:
                         return dtype
                 elif not is_python_scalar(y) and dtype_of(y) == dtype:
                     return dtype            # two arrays of one dtype
-    return np.result_type(*[a if is_python_scalar(a) else dtype_of(a) for a in args])
+    return np.result_type(*[a if is_python_scalar(a) else
+                            _WEAK_KINDS[a.dtype.kind] if isinstance(a, Frontend) and a.weak
+                            else dtype_of(a) for a in args])
+
+
+# a traced Python number (``Frontend.weak``, jit's argument) promotes as a number of its kind
+_WEAK_KINDS = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 
 _REAL_SCALARS = frozenset((float, int, bool))     # the Python numbers, but complex
@@ -204,7 +210,20 @@ def promoted(*args):
             return pair
     args = [operand(a) for a in args]
     dtype = result_dtype(*args)
+    for a in args:
+        if isinstance(a, Frontend) and a.weak:
+            _check_weak_fits(a, dtype)
     return [as_dtype(a, dtype) for a in args], dtype
+
+
+def _check_weak_fits(number, dtype: np.dtype) -> None:
+    """NumPy's ``OverflowError`` for a traced Python integer out of range of the integer
+    dtype it promotes to (``int8_array + 300``), as for the number itself. (jit traces again
+    when a new integer fits other integer dtypes, so the check holds for the trace.)"""
+    if dtype.kind in "iu" and number.dtype.kind in "iu":
+        value, bounds = int(array_below(number)), np.iinfo(dtype)
+        if not bounds.min <= value <= bounds.max:
+            raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
 
 
 def _promoted_pair(x, y) -> tuple | None:

@@ -44,6 +44,7 @@ import numpy as np
 from tidu import LinearizedGraph, TiduError, batch, linear_transpose, linearize
 from tidu.graph import Derived, Graph, GraphBuilder, Local, Program, schedule
 from primitives.tensor import numpy as api
+from primitives.tensor.numpy.lowering import is_python_scalar
 from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.errors import TensorShapeError
 from primitives.tensor.transforms.fresh import fresh
@@ -229,6 +230,36 @@ class Tracer(ArrayOperators, Frontend):
         raise FunctionalError(f"pickling a value traced by {self.graph_trace.transform}: it "
                               "exists only while the transform traces; return it from the "
                               "function and pickle the result instead")
+
+
+class WeakTracer(Tracer):
+    """A traced Python number (``jit``'s argument): it promotes as NumPy takes Python numbers
+    (NEP 50), so ``float32_array * it`` stays float32, as when ``f`` runs without ``jit``.
+    Python's arithmetic between it and numbers keeps it weak, as a Python number stays one;
+    a ``tnp`` function of it gives an ordinary value, as NumPy's give NumPy scalars."""
+
+    __slots__ = ()
+    weak = True
+
+
+def _keeps_weak(name: str):
+    arithmetic = getattr(Tracer, name)
+
+    def weak_arithmetic(self, *other):
+        result = arithmetic(self, *other)
+        if isinstance(result, Tracer) and all(is_python_scalar(o) or (
+                isinstance(o, Frontend) and o.weak) for o in other):
+            return WeakTracer(result.graph_trace, result.id, result.value_below)
+        return result
+    weak_arithmetic.__name__ = name
+    return weak_arithmetic
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+              "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__"):
+    setattr(WeakTracer, _name, _keeps_weak(_name))
+del _name
 
 
 def is_differentiated(value) -> bool:

@@ -62,8 +62,9 @@ from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.ops.shape import ReduceSum
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     in_library_of, is_differentiated)
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, WeakTracer,
+                                                     check_output, in_library_of,
+                                                     is_differentiated)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
@@ -86,6 +87,11 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     (``True``, ``1``, ``1.0``) are different signatures. A static argument is part of the
     signature, so frozen by design (as in JAX): unlike what ``f`` reads from its
     closure, what is written into it later is not read again.
+
+    A Python number argument (``float``, ``int``, ``complex``) is traced, not static,
+    and promotes as a number, as in ``f``'s own call (NumPy's NEP 50, JAX's weak
+    types): ``jit(f)(float32_array, 2.5)`` computes in float32, and an integer out of
+    range of an array's integer dtype raises NumPy's ``OverflowError``.
 
     ``memory_budget`` (bytes) bounds what the compiled program holds at once of
     the values it makes (intermediates and results; the arguments are the
@@ -133,6 +139,9 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         for position, leaf in enumerate(leaves):
             if type(leaf) is np.ndarray:
                 layouts.append((leaf.shape, leaf.dtype))
+            elif type(leaf) in _WEAK_NUMBERS:
+                layouts.append(_weak_layout(leaf))
+                leaves[position] = np.asarray(leaf)
             else:
                 leaf = leaves[position] = _leaf(leaf, f)
                 # a trace under a transform that differentiates the leaf may differ (a
@@ -154,7 +163,8 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
                 return result if plain else _in_library_of_leaves(result, leaves, f)
         # a new signature, or what f reads from outside changed in a way only a trace sees
         traced = _Traced(f, static, structure, leaves, memory_budget, previous=traced,
-                         static_kwargs=static_kw)
+                         static_kwargs=static_kw,
+                         weak_leaves=tuple(layout[0] == "weak" for layout in layouts))
         if traced.reusable:
             with lock:
                 cache.pop(signature, None)
@@ -264,6 +274,21 @@ def _static_position(n, count: int, f) -> int:
     return int(n) % count
 
 
+_WEAK_NUMBERS = (float, int, complex)
+_NARROW_INTEGERS = [np.iinfo(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                          np.uint32)]
+
+
+def _weak_layout(number) -> tuple:
+    """The signature of a Python number argument: traced as a number (:class:`WeakTracer`:
+    ``float32_array * 2.5`` stays float32, as without ``jit``), apart from a 0-d array; an
+    integer also by the narrow integer dtypes it fits (``int8_array + n`` overflows as NumPy's
+    does, checked when traced)."""
+    if type(number) is int:
+        return ("weak", int, tuple(b.min <= number <= b.max for b in _NARROW_INTEGERS))
+    return ("weak", type(number))
+
+
 def _leaf(value, f):
     if type(value) is np.ndarray:       # the usual argument: taken as it is
         return value
@@ -309,9 +334,11 @@ class _Traced:
 
     def __init__(self, f, static: tuple, structure, leaves: list,
                  memory_budget: int | None = None, previous: "_Traced | None" = None,
-                 static_kwargs: tuple = ()) -> None:
+                 static_kwargs: tuple = (), weak_leaves: tuple = ()) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
         tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
+        tracers = [WeakTracer(trace, t.id, t.value_below) if weak else t
+                   for t, weak in zip(tracers, weak_leaves)]
         dynamic, kwargs = tree_unflatten(structure, tracers)
         args = list(dynamic)
         for position, value in static:
