@@ -12,6 +12,7 @@ import pytest
 from primitives import tensor as tnp
 from primitives.tensor import optim
 from primitives.tensor.optim import OptimizerError, lr_scheduler
+from lr_helpers import rates_and_momenta
 
 OneCycle = lr_scheduler.OneCycleLR
 STARTS = [np.array([1.0, -2.0]), np.array([0.5])]
@@ -21,21 +22,10 @@ def _cos(start, end, pct):
     return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
 
 
-def _rates_and_momenta(opt, scheduler, steps):
-    rates, momenta = [], []
-    for _ in range(steps):
-        group = opt.param_groups[0]
-        rates.append(group["lr"])
-        momenta.append(group["betas"][0] if "betas" in group else group["momentum"])
-        opt.step()
-        scheduler.step()
-    return rates, momenta
-
-
 def test_two_phases_follow_the_cosine_formula():
     opt = optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=0.1, momentum=0.9)
     scheduler = OneCycle(opt, max_lr=2.0, total_steps=20, pct_start=0.25)
-    rates, momenta = _rates_and_momenta(opt, scheduler, 20)
+    rates, momenta = rates_and_momenta(opt, scheduler, 20)
     initial, top = 2.0 / 25, 2.0
     final = initial / 1e4
     up = 0.25 * 20 - 1                                 # the step at which the rate peaks
@@ -53,7 +43,7 @@ def test_two_phases_follow_the_cosine_formula():
 def test_epochs_times_steps_per_epoch_is_total_steps():
     def run(**kwargs):
         opt = optim.Adam([tnp.tensor([1.0], requires_grad=True)], lr=0.1)
-        return _rates_and_momenta(opt, OneCycle(opt, max_lr=0.5, **kwargs), 12)
+        return rates_and_momenta(opt, OneCycle(opt, max_lr=0.5, **kwargs), 12)
     assert run(total_steps=12) == run(epochs=3, steps_per_epoch=4)
 
 

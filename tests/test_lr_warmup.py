@@ -9,32 +9,24 @@ import pytest
 from primitives import tensor as tnp
 from primitives.tensor import optim
 from primitives.tensor.optim import OptimizerError, lr_scheduler
+from lr_helpers import run
 
 
 def _optimizer(lr=0.5):
     return optim.SGD([tnp.tensor([1.0], requires_grad=True)], lr=lr)
 
 
-def _run(scheduler, epochs: int) -> list:
-    rates = [scheduler.get_last_lr()[0]]
-    for _ in range(epochs):
-        scheduler.optimizer.step()
-        scheduler.step()
-        rates.append(scheduler.get_last_lr()[0])
-    return rates
-
-
 @pytest.mark.parametrize("start, end, total", [(0.1, 1.0, 4), (1.0, 0.05, 7), (0.5, 0.5, 3),
                                                (1.0, 0.0, 2)])
 def test_linear_rates_follow_the_line_then_stay(start, end, total):
-    rates = _run(lr_scheduler.LinearLR(_optimizer(), start, end, total), total + 4)
+    rates = run(lr_scheduler.LinearLR(_optimizer(), start, end, total), total + 4)
     expected = [0.5 * (start + (end - start) * min(epoch, total) / total)
                 for epoch in range(total + 5)]
     assert rates == pytest.approx(expected, rel=1e-13, abs=1e-15)
 
 
 def test_constant_warm_up_then_back():
-    assert _run(lr_scheduler.ConstantLR(_optimizer(), 0.1, 3), 5) == \
+    assert run(lr_scheduler.ConstantLR(_optimizer(), 0.1, 3), 5) == \
         pytest.approx([0.05, 0.05, 0.05, 0.5, 0.5, 0.5], rel=1e-15)
 
 

@@ -43,9 +43,11 @@ the next step), ``add_param_group``, ``state`` (keyed by tensor),
 ``state_dict()`` / ``load_state_dict()`` (torch's layout, copies both ways: a
 resumed run is bit-identical to one that went on), and the learning-rate
 schedulers of :mod:`~primitives.tensor.optim.lr_scheduler` (``StepLR``, ``MultiStepLR``,
-``ExponentialLR``, ``CosineAnnealingLR``, ``LambdaLR``, the warm-ups ``ConstantLR`` and
-``LinearLR``, the 1cycle policy ``OneCycleLR``, and ``ReduceLROnPlateau``, which follows a
-metric: torch's, rate for rate), which act through ``param_groups``. Between ``backward()`` and ``step()``,
+``ExponentialLR``, ``CosineAnnealingLR``, ``CosineAnnealingWarmRestarts``, ``PolynomialLR``,
+``LambdaLR``, the warm-ups ``ConstantLR`` and ``LinearLR``, the 1cycle policy
+``OneCycleLR``, ``CyclicLR``, ``ReduceLROnPlateau``, which follows a metric, and
+``SequentialLR`` and ``ChainedScheduler``, which combine others: torch's, rate for rate),
+which act through ``param_groups``. Between ``backward()`` and ``step()``,
 ``torch.nn.utils``' :func:`clip_grad_norm_` and :func:`clip_grad_value_` clip the
 ``.grad`` of tensors (assigning new arrays: arrays held elsewhere keep their values).
 
