@@ -265,7 +265,10 @@ class Tensor(ArrayOperators, Frontend):
     def data(self, value) -> None:
         if value is self._data:               # p.data -= x: the handle t.data gave out
             return
-        if isinstance(value, Tensor):
+        # another tensor's array is shared, not handed out: the getter copies it before
+        # anyone may write to it (that tensor, and what recorded ops saved of it, keep theirs)
+        held_by_caller = not isinstance(value, Tensor)
+        if not held_by_caller:
             value = _owned_data(value)
         array = as_array(value) if library_of(value) is not NUMPY else np.asarray(value)
         if self._requires_grad and not _can_require_grad(dtype_of(array)):
@@ -273,13 +276,13 @@ class Tensor(ArrayOperators, Frontend):
                                   f"data, got dtype {dtype_of(array)}")
         if type(array) is not np.ndarray:
             self._data = library_of(array).copy(array) if is_view(array) else array
-            self._exposed = True              # the caller holds it
+            self._exposed = held_by_caller
             return
         if array.base is not None or not array.flags.writeable:
             array = array.copy()              # a view: its base stays writable elsewhere
             self._exposed = False
         else:
-            self._exposed = True              # the caller holds it
+            self._exposed = held_by_caller
         self._data = array
 
     @property
@@ -780,6 +783,7 @@ def _checked_seed(t: Tensor, seed) -> np.ndarray:
 # takes a copy, so the two never alias. Most Gradients are dropped at once (loss.backward()),
 # and then nothing is copied. Leaf key -> weak reference to the Gradients sharing its .grad.
 _shared_grads: dict = {}
+_shared_grads_limit = [1024]    # size at which entries of dropped Gradients are next removed
 
 
 def _unshare(leaf: "Tensor") -> None:
@@ -803,6 +807,12 @@ def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
             raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is "
                                 f"{dtype_of(value)} of shape {shape_of(value)} but the tensor is now {leaf.dtype} of "
                                 f"shape {leaf.shape} (its .data was replaced after it was used)")
+        grad = leaf._grad
+        if grad is not None and (shape_of(grad) != leaf.shape or dtype_of(grad) != leaf.dtype):
+            raise BackwardError(f"backward: the .grad of leaf {leaf.key!r} is {dtype_of(grad)} "
+                                f"of shape {shape_of(grad)} but the tensor is now {leaf.dtype} "
+                                f"of shape {leaf.shape} (its .data was replaced): set its .grad "
+                                "to None (or zero_grad(set_to_none=True)) first")
         updates.append((leaf, value))
     with _grad_lock:
         # .grad never aliases another leaf's .grad, nor (once read) the Gradients: a first
@@ -824,6 +834,11 @@ def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
                 _shared_grads[leaf._key] = weakref.ref(gradients)
                 gradients._shared.add(leaf._key)
             leaf._grad = grad
+        if len(_shared_grads) > _shared_grads_limit[0]:     # leaves made and dropped in a loop
+            for key, ref in list(_shared_grads.items()):
+                if ref() is None:
+                    del _shared_grads[key]
+            _shared_grads_limit[0] = max(1024, 2 * len(_shared_grads))
 
 
 def _can_hand_over(value) -> bool:
@@ -933,7 +948,14 @@ def _copied(data, dtype, requires_grad: bool):
     if dtype is not None:
         dtype = numpy_dtype(dtype)            # a library's dtype (torch.float16) too
     if library is NUMPY:
-        array = np.array(data, dtype=dtype)
+        try:
+            array = np.array(data, dtype=dtype)
+        except ValueError as error:           # ragged nesting, a string that is no number
+            raise TensorShapeError(f"tensor() of a {type(data).__name__}: {error}") from error
+        if array.dtype.kind not in "biufc":
+            raise TensorTypeError(f"tensor() holds numbers (bool, integer, floating point, "
+                                  f"complex); a {type(data).__name__} gives dtype "
+                                  f"{array.dtype}")
         if not array.dtype.isnative:          # (">f8" on this machine): what NumPy computes in
             array = array.astype(array.dtype.newbyteorder("="))
     else:
@@ -964,7 +986,9 @@ def checkpoint(f: Callable, policy=None) -> Callable:
     the operation returning whether to keep its result
     (:mod:`primitives.tensor.transforms.checkpoint`). Every ``Tensor`` leaf of
     the arguments, and every one ``f`` closes over, gets its gradient through the
-    node; array leaves are constants. Under the functional transforms ``f`` runs
+    node; array leaves are constants. Its gradient is ``f``'s: what ``f`` computes in
+    a ``no_grad`` block is a constant there too, and inside ``no_grad`` the call is
+    ``f``'s, recording nothing. Under the functional transforms ``f`` runs
     as it is, and ``jit`` compiles a program that recomputes what the block made
     and the policy does not save (docs/guides/memory.md).
 
@@ -989,6 +1013,8 @@ def checkpoint(f: Callable, policy=None) -> Callable:
                 out = f(*args, **kwargs)
             unmark_checkpointed(out)
             return out
+        if not _grad_mode.enabled:          # nothing is recorded: f itself, as in PyTorch
+            return f(*args, **kwargs)
         return _checkpointed_on_tensors(f, policy, leaves, in_tree)
 
     return wrapped
@@ -1017,8 +1043,10 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
     # Tensors the function closes over are captured as inputs of the node too. (The scope
     # marks what f binds down to an enclosing jit, should f read a value it traces.)
     with checkpoint_scope(policy):
+        # a no_grad block inside f makes constants, as when f runs on tensors
         traced = Traced(flat, [_owned_data(t) for t in tensors],
-                        capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
+                        capture=lambda v: isinstance(v, Tensor), transform="checkpoint",
+                        constant_when=lambda: not _grad_mode.enabled)
     if not traced.outputs:                       # f returned no array: nothing to record
         return tree_unflatten(out_tree[0], [])
     graph = traced.graph

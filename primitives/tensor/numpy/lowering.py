@@ -334,6 +334,11 @@ def as_dtype(x, dtype):
     old = dtype_of(x)
     if old == dtype:
         return x
+    if dtype.kind not in "biufc":       # object, str...: the values would leave the graph
+        raise TensorTypeError(
+            f"astype({dtype}) of a {type(x).__name__}: tensors and traced values hold numbers "
+            "(bool, integer, floating point, complex); a cast to another dtype would drop the "
+            "derivative; take the values out on purpose first (.detach().numpy())")
     return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
 
 

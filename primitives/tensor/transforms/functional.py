@@ -96,6 +96,9 @@ class GraphTrace:
         # abstract traces: the local ids of values a transform outside differentiates (they
         # depend on one of its traced values), for custom_vjp's second order (is_differentiated)
         self.differentiated: set = set()
+        # while it answers true, what this trace records is constant (its derivative stopped):
+        # the eager no_grad block inside a checkpointed function
+        self.constant_when: Callable[[], bool] | None = None
 
     @property
     def active(self) -> bool:
@@ -206,7 +209,7 @@ class Tracer(ArrayOperators, Frontend):
         if trace.abstract and checkpoint_scope.policy is not None:   # jit: marks for remat
             for local_id in ids:
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
-        if len(ids) == 1:                           # the common case, without the loop
+        if len(ids) == 1 and trace.constant_when is None:   # the common case, without loops
             [local_id], [result] = ids, results
             values[builder.global_key(local_id)] = result
             return [Tracer(trace, local_id, result)]
@@ -214,6 +217,9 @@ class Tracer(ArrayOperators, Frontend):
         for local_id, result in zip(ids, results):
             values[builder.global_key(local_id)] = result
             outs.append(Tracer(trace, local_id, result))
+        if trace.constant_when is not None and op is not ew.stop_gradient and \
+                trace.constant_when():
+            outs = [api.stop_gradient(out) if out.dtype.kind in "fc" else out for out in outs]
         return outs
 
     def __repr__(self) -> str:
@@ -298,9 +304,11 @@ class Traced:
 
     def __init__(self, f: Callable, primals: Sequence, capture=None,
                  transform: str = "make_graph", own_constants: bool = False,
-                 template: Graph | None = None) -> None:
+                 template: Graph | None = None,
+                 constant_when: Callable[[], bool] | None = None) -> None:
         self.trace = GraphTrace(capture, transform, own_constants=own_constants,
                                 template=template)
+        self.trace.constant_when = constant_when
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
         try:
