@@ -138,3 +138,28 @@ def test_tensor_of_what_holds_no_numbers_raises_by_name(data, error):
         tnp.tensor(data)
     assert isinstance(raised.value, error)
     np.testing.assert_array_equal(tnp.tensor([1, 2]).numpy(), [1, 2])
+
+
+def _detached_inside(v):
+    c = v.detach() * 10.0                       # eager code: a constant
+    return (v * c).sum()
+
+
+def test_eager_code_calling_detach_runs_under_checkpoint_and_the_transforms():
+    w = tnp.tensor(W, requires_grad=True)
+    want = 10.0 * W
+    np.testing.assert_allclose(_detached_inside(w).backward().grad(w), want)
+    np.testing.assert_allclose(tnp.checkpoint(_detached_inside)(w).backward().grad(w), want)
+    np.testing.assert_allclose(tnp.grad(_detached_inside)(W), want)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(_detached_inside))(W), want)
+
+
+@pytest.mark.parametrize("name", ["numpy", "grad", "backward", "requires_grad", "data"])
+def test_the_eager_only_api_on_a_traced_value_says_what_to_use(name):
+    w = tnp.tensor(W, requires_grad=True)
+    with pytest.raises(AttributeError, match=rf"'{name}' of a traced value: inside checkpoint"):
+        tnp.checkpoint(lambda v: getattr(v, name))(w)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        tnp.jit(lambda v: v.no_such_name)(W)
+    np.testing.assert_allclose(tnp.checkpoint(lambda v: (v * v).sum())(w).item(),
+                               float(W @ W))

@@ -225,6 +225,20 @@ class Tracer(ArrayOperators, Frontend):
     def __repr__(self) -> str:
         return f"Tracer(shape={self.shape}, dtype={self.dtype})"
 
+    def detach(self) -> "Tracer":
+        """A constant of this value: ``tnp.stop_gradient`` (an eager ``Tensor``'s
+        ``detach()``, for eager code run under a transform, as ``torch.func`` does)."""
+        return api.stop_gradient(self)
+
+    def __getattr__(self, name: str):
+        if name in _EAGER_ONLY:
+            raise AttributeError(
+                f"{name!r} of a traced value: inside {self.graph_trace.transform} a Tensor "
+                "argument is traced, and the eager Tensor's own API (.grad, .backward(), "
+                ".requires_grad, .data, .numpy()...) is not there; use tnp functions "
+                "(tnp.stop_gradient(x) or x.detach() for a constant)")
+        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
+
     # A traced value is immutable: a copy is the value itself, with its derivative (as in JAX).
     def __copy__(self) -> "Tracer":
         return self
@@ -266,6 +280,11 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__"):
     setattr(WeakTracer, _name, _keeps_weak(_name))
 del _name
+
+
+_EAGER_ONLY = frozenset(("data", "grad", "requires_grad", "requires_grad_", "is_leaf",
+                         "backward", "grad_fn", "numpy", "retain_grad", "register_hook",
+                         "clone", "zero_"))
 
 
 def is_differentiated(value) -> bool:
