@@ -560,20 +560,27 @@ def _assert_same(ours, theirs, mine, yours):
     assert getattr(mine, "last_epoch", None) == getattr(yours, "last_epoch", None)
 
 
-@pytest.mark.parametrize("cls", sorted(OPTIMIZERS))
-@pytest.mark.parametrize("name", sorted(MAKERS))
-def test_rates_momenta_and_parameters_match_torch(name, cls):
-    torch = pytest.importorskip("torch", reason="the peer: torch.optim.lr_scheduler")
-    ts, ps, ours, theirs = _pair(torch, cls)
-    mine, yours = MAKERS[name](lr_scheduler, ours), MAKERS[name](torch.optim.lr_scheduler, theirs)
+def _steps_agree(steps, torch, ts, ps, ours, theirs, mine, yours):
+    """``steps`` training steps of both, each scheduler stepped after its optimizer, the
+    rates and momenta compared before each and after the last; the rates seen."""
     seen = set()
-    for _ in range(40):
+    for _ in range(steps):
         _assert_same(ours, theirs, mine, yours)
         seen.add(tuple(mine.get_last_lr()))
         _step_both(torch, ts, ps, ours, theirs)
         mine.step()
         yours.step()
     _assert_same(ours, theirs, mine, yours)
+    return seen
+
+
+@pytest.mark.parametrize("cls", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_rates_momenta_and_parameters_match_torch(name, cls):
+    torch = pytest.importorskip("torch", reason="the peer: torch.optim.lr_scheduler")
+    ts, ps, ours, theirs = _pair(torch, cls)
+    mine, yours = MAKERS[name](lr_scheduler, ours), MAKERS[name](torch.optim.lr_scheduler, theirs)
+    seen = _steps_agree(40, torch, ts, ps, ours, theirs, mine, yours)
     assert len(seen) > 3                                    # the rates did move
     for t, p in zip(ts, ps):
         np.testing.assert_allclose(t.data, p.detach().numpy(), rtol=1e-12, atol=1e-15)
@@ -599,12 +606,7 @@ def test_a_torch_state_dict_loads_and_continues_as_torch(name):
         for key in group.keys() & theirs_group.keys() - {"params"}:
             group[key] = theirs_group[key]     # what the optimizer's state dict would bring
     mine.load_state_dict(yours.state_dict())
-    for _ in range(20):
-        _assert_same(ours, theirs, mine, yours)
-        _step_both(torch, ts, ps, ours, theirs)
-        mine.step()
-        yours.step()
-    _assert_same(ours, theirs, mine, yours)
+    _steps_agree(20, torch, ts, ps, ours, theirs, mine, yours)
 
 
 @pytest.mark.parametrize("name", ["PolynomialLR", "CosineAnnealingWarmRestarts",
@@ -699,12 +701,7 @@ def test_cyclic_matches_torch_over_settings(up, down, mode, gamma, scale, cycle_
     base, top = ([0.01, 0.002], [0.3, 0.05]) if per_group else (0.01, 0.2)
     mine = lr_scheduler.CyclicLR(ours, base, top, **kwargs)
     yours = torch.optim.lr_scheduler.CyclicLR(theirs, base, top, **kwargs)
-    for _ in range(steps):
-        _assert_same(ours, theirs, mine, yours)
-        _step_both(torch, ts, ps, ours, theirs)
-        mine.step()
-        yours.step()
-    _assert_same(ours, theirs, mine, yours)
+    _steps_agree(steps, torch, ts, ps, ours, theirs, mine, yours)
     for t, p in zip(ts, ps):
         np.testing.assert_allclose(t.data, p.detach().numpy(), rtol=1e-12, atol=1e-15)
 
@@ -737,10 +734,5 @@ def test_sequences_and_chains_match_torch(data, chained, cls):
                 else m.SequentialLR(opt, children, milestones))
 
     mine, yours = make(lr_scheduler, ours), make(torch.optim.lr_scheduler, theirs)
-    for _ in range(30):
-        _assert_same(ours, theirs, mine, yours)
-        _step_both(torch, ts, ps, ours, theirs)
-        mine.step()
-        yours.step()
-    _assert_same(ours, theirs, mine, yours)
+    _steps_agree(30, torch, ts, ps, ours, theirs, mine, yours)
     assert _keys(mine.state_dict()) == _keys(yours.state_dict())
