@@ -230,14 +230,6 @@ class Tracer(ArrayOperators, Frontend):
         ``detach()``, for eager code run under a transform, as ``torch.func`` does)."""
         return api.stop_gradient(self)
 
-    def __getattr__(self, name: str):
-        if name in _EAGER_ONLY:
-            raise AttributeError(
-                f"{name!r} of a traced value: inside {self.graph_trace.transform} a Tensor "
-                "argument is traced, and the eager Tensor's own API (.grad, .backward(), "
-                ".requires_grad, .data, .numpy()...) is not there; use tnp functions "
-                "(tnp.stop_gradient(x) or x.detach() for a constant)")
-        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
     # A traced value is immutable: a copy is the value itself, with its derivative (as in JAX).
     def __copy__(self) -> "Tracer":
@@ -282,9 +274,22 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 del _name
 
 
-_EAGER_ONLY = frozenset(("data", "grad", "requires_grad", "requires_grad_", "is_leaf",
-                         "backward", "grad_fn", "numpy", "retain_grad", "register_hook",
-                         "clone", "zero_"))
+def _eager_only(name: str) -> property:
+    """The eager ``Tensor``'s ``name`` on a traced value: an ``AttributeError`` saying why
+    (a property, not ``__getattr__``, which would slow every attribute of every tracer)."""
+    def missing(self):
+        raise AttributeError(
+            f"{name!r} of a traced value: inside {self.graph_trace.transform} a Tensor "
+            "argument is traced, and the eager Tensor's own API (.grad, .backward(), "
+            ".requires_grad, .data, .numpy()...) is not there; use tnp functions "
+            "(tnp.stop_gradient(x) or x.detach() for a constant)")
+    return property(missing)
+
+
+for _name in ("data", "grad", "requires_grad", "requires_grad_", "is_leaf", "backward",
+              "grad_fn", "numpy", "retain_grad", "register_hook", "clone", "zero_"):
+    setattr(Tracer, _name, _eager_only(_name))
+del _name
 
 
 def is_differentiated(value) -> bool:
