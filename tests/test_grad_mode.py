@@ -193,3 +193,60 @@ def test_requires_grad_underscore():
         (_leaf([1.0]) * 2).requires_grad_(False)
     with pytest.raises(tnp.TensorTypeError, match="floating point"):
         tnp.tensor(np.array([1, 2])).requires_grad_()
+
+
+def _constant_block(v):
+    with tnp.no_grad():
+        c = v * 10.0                    # made in a no_grad block inside f: a constant
+    return tnp.sum(v * c)
+
+
+W3 = np.array([0.5, -1.2, 2.0])
+
+
+@pytest.mark.parametrize("outer_no_grad", [False, True])
+def test_a_no_grad_block_inside_a_traced_function_makes_constants_in_every_transform(
+        outer_no_grad):
+    """As torch.func: a block inside f is respected, one around the transform is not."""
+    jitted = tnp.jit(tnp.grad(_constant_block))
+    block = tnp.no_grad() if outer_no_grad else tnp.enable_grad()
+    with block:
+        got = {
+            "grad": tnp.grad(_constant_block)(W3),
+            "jit(grad)": jitted(W3),
+            "vmap(grad)": tnp.vmap(tnp.grad(_constant_block))(np.stack([W3, -W3]))[0],
+            "jacrev": tnp.jacrev(_constant_block)(W3),
+            "vjp": tnp.vjp(_constant_block, W3)[1](1.0)[0],
+        }
+        tangent = tnp.jvp(_constant_block, (W3,), (np.ones(3),))[1]
+        hessian = tnp.hessian(_constant_block)(W3)
+    for name, value in got.items():
+        np.testing.assert_allclose(value, 10.0 * W3, err_msg=name)
+    np.testing.assert_allclose(tangent, 10.0 * W3.sum())
+    np.testing.assert_array_equal(hessian, np.zeros((3, 3)))
+    np.testing.assert_allclose(jitted(W3), 10.0 * W3)       # its trace, either way
+    np.testing.assert_allclose(tnp.grad(lambda v: tnp.sum(v ** 3))(W3), 3 * W3 ** 2)
+
+
+def test_enable_grad_inside_an_inner_no_grad_block_differentiates_again():
+    def f(v):
+        with tnp.no_grad():
+            with tnp.enable_grad():
+                c = v * 10.0
+        return tnp.sum(v * c)
+    np.testing.assert_allclose(tnp.grad(f)(W3), 20.0 * W3)
+
+
+def test_an_inner_no_grad_block_agrees_with_torch_func():
+    torch = pytest.importorskip("torch")
+    from torch.func import grad as torch_grad
+
+    def torch_f(v):
+        with torch.no_grad():
+            c = v * 10.0
+        return (v * c).sum()
+    want = torch_grad(torch_f)(torch.tensor(W3)).numpy()
+    np.testing.assert_allclose(tnp.grad(_constant_block)(W3), want)
+    with tnp.no_grad(), torch.no_grad():
+        np.testing.assert_allclose(tnp.grad(_constant_block)(W3),
+                                   torch_grad(torch_f)(torch.tensor(W3)).numpy())

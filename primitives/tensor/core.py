@@ -46,6 +46,16 @@ def level_of(value) -> int:
     return value.level if isinstance(value, Frontend) else 0
 
 
+class _GradMode(threading.local):
+    enabled = True              # this thread's grad mode (primitives.tensor.eager.grad_mode)
+    stack: list | None = None   # the modes the open blocks replaced, innermost last
+
+
+grad_mode = _GradMode()
+"""This thread's grad mode, kept here so that the traces of the transforms read it too: a
+``no_grad`` block entered inside a traced function makes constants there."""
+
+
 class _Staging(threading.local):
     lift: Callable | None = None
 

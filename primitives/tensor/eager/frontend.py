@@ -1043,10 +1043,8 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
     # Tensors the function closes over are captured as inputs of the node too. (The scope
     # marks what f binds down to an enclosing jit, should f read a value it traces.)
     with checkpoint_scope(policy):
-        # a no_grad block inside f makes constants, as when f runs on tensors
         traced = Traced(flat, [_owned_data(t) for t in tensors],
-                        capture=lambda v: isinstance(v, Tensor), transform="checkpoint",
-                        constant_when=lambda: not _grad_mode.enabled)
+                        capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
     if not traced.outputs:                       # f returned no array: nothing to record
         return tree_unflatten(out_tree[0], [])
     graph = traced.graph

@@ -5,8 +5,9 @@ In a ``no_grad()`` block (this thread's) ops on tensors that require grad run wi
 being recorded: their results require no grad and have no history. ``x op= y`` on a
 tensor there updates its values in place, as ``x.data op= y`` does (ops recorded
 before keep the old values), so an optimizer step written PyTorch's way,
-``p -= lr * p.grad``, keeps ``p`` the leaf it was. The functional transforms are not
-affected: ``tnp.grad`` differentiates inside a ``no_grad`` block, as ``torch.func.grad``.
+``p -= lr * p.grad``, keeps ``p`` the leaf it was. The functional transforms, as
+``torch.func``'s: called inside a ``no_grad`` block they still differentiate, and a
+``no_grad`` block inside the function they trace makes constants there.
 
 >>> import numpy as np
 >>> from primitives.tensor.eager.frontend import tensor
@@ -19,25 +20,18 @@ array([2., 4.])
 >>> w, w.is_leaf, y.requires_grad
 (tensor([0.5, 1. ], requires_grad=True), True, False)
 
-Room: the eager package; imports only the tensor set's errors.
+Room: the eager package; imports the tensor set's errors and the mode's state, which
+:mod:`primitives.tensor.core` keeps for the transforms' traces.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from typing import Callable
 
+from primitives.tensor.core import grad_mode as mode
 from primitives.tensor.errors import TensorTypeError
-
-
-class _Mode(threading.local):
-    enabled = True              # this thread's grad mode
-    stack: list | None = None   # the modes the open blocks replaced, innermost last
-
-
-mode = _Mode()
 
 
 def is_grad_enabled() -> bool:

@@ -57,7 +57,7 @@ from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
 from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
-                                    open_trace, shape_of)
+                                    grad_mode, open_trace, shape_of)
 from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.errors import TensorTypeError
 
@@ -96,9 +96,10 @@ class GraphTrace:
         # abstract traces: the local ids of values a transform outside differentiates (they
         # depend on one of its traced values), for custom_vjp's second order (is_differentiated)
         self.differentiated: set = set()
-        # while it answers true, what this trace records is constant (its derivative stopped):
-        # the eager no_grad block inside a checkpointed function
-        self.constant_when: Callable[[], bool] | None = None
+        # grad mode when the trace began: a no_grad block entered after that, inside the
+        # traced function, makes constants (as torch.func); one around the transform does not
+        self._grad_enabled_at_start = grad_mode.enabled
+        self._grad_blocks_at_start = len(grad_mode.stack or ())
 
     @property
     def active(self) -> bool:
@@ -110,6 +111,11 @@ class GraphTrace:
         if self.abstract and value != self._active:
             (open_trace if value else close_trace)(self)
         self._active = value
+
+    def in_inner_no_grad(self) -> bool:
+        """Whether grad mode, now off, was switched off inside the traced function."""
+        return not grad_mode.enabled and (self._grad_enabled_at_start or
+                                          len(grad_mode.stack or ()) > self._grad_blocks_at_start)
 
     def new_input(self, key, value, differentiated: bool = False) -> "Tracer":
         """An input of the graph, standing for ``value`` one level below; ``differentiated``:
@@ -209,7 +215,9 @@ class Tracer(ArrayOperators, Frontend):
         if trace.abstract and checkpoint_scope.policy is not None:   # jit: marks for remat
             for local_id in ids:
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
-        if len(ids) == 1 and trace.constant_when is None:   # the common case, without loops
+        constant = not grad_mode.enabled and op is not ew.stop_gradient and \
+            trace.in_inner_no_grad()
+        if len(ids) == 1 and not constant:          # the common case, without the loop
             [local_id], [result] = ids, results
             values[builder.global_key(local_id)] = result
             return [Tracer(trace, local_id, result)]
@@ -217,8 +225,7 @@ class Tracer(ArrayOperators, Frontend):
         for local_id, result in zip(ids, results):
             values[builder.global_key(local_id)] = result
             outs.append(Tracer(trace, local_id, result))
-        if trace.constant_when is not None and op is not ew.stop_gradient and \
-                trace.constant_when():
+        if constant:                                # made in a no_grad block inside f
             outs = [api.stop_gradient(out) if out.dtype.kind in "fc" else out for out in outs]
         return outs
 
@@ -328,11 +335,9 @@ class Traced:
 
     def __init__(self, f: Callable, primals: Sequence, capture=None,
                  transform: str = "make_graph", own_constants: bool = False,
-                 template: Graph | None = None,
-                 constant_when: Callable[[], bool] | None = None) -> None:
+                 template: Graph | None = None) -> None:
         self.trace = GraphTrace(capture, transform, own_constants=own_constants,
                                 template=template)
-        self.trace.constant_when = constant_when
         self.input_keys = [("arg", i) for i in range(len(primals))]
         tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
         try:
