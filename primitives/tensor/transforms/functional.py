@@ -237,7 +237,6 @@ class Tracer(ArrayOperators, Frontend):
         ``detach()``, for eager code run under a transform, as ``torch.func`` does)."""
         return api.stop_gradient(self)
 
-
     # A traced value is immutable: a copy is the value itself, with its derivative (as in JAX).
     def __copy__(self) -> "Tracer":
         return self
