@@ -316,7 +316,7 @@ class _Scan:
 
     def _visit(self, obj, where: _Location) -> None:
         if isinstance(obj, type):
-            if not _is_library(obj) and _visit_once(self, obj, where):
+            if not _is_library(obj) and self._visit_once(obj, where):
                 self.named.append([obj, where, set()])      # its attributes the code names
             return
         if isinstance(obj, Frontend):
@@ -327,7 +327,7 @@ class _Scan:
                 self.visits += 1
                 self._function(obj)
             return
-        if not _visit_once(self, obj, where):
+        if not self._visit_once(obj, where):
             return
         if isinstance(obj, types.ModuleType):
             if not _is_library_module(obj):
@@ -341,6 +341,16 @@ class _Scan:
             self._container(obj, where)
         else:
             self._object(obj, where)
+
+    def _visit_once(self, obj, where: _Location) -> bool:
+        """Whether ``obj``, found at ``where``, is visited now: an object found by two paths
+        is visited along both, but once along each and never inside itself (a cycle)."""
+        visit = (id(obj), where.key, where.steps)
+        if visit in self.seen or id(obj) in where.holders:
+            return False
+        self.seen.add(visit)
+        self.visits += 1
+        return True
 
     def _function(self, fn: types.FunctionType) -> None:
         name = _name(fn)
@@ -532,17 +542,6 @@ def _code_vocabulary(code) -> set:
                 words.update(c for c in constant if isinstance(c, (str, int, bytes)))
                 words.add(constant)
     return words
-
-
-def _visit_once(scan: _Scan, obj, where: _Location) -> bool:
-    """Whether ``obj``, found at ``where``, is visited now: an object found by two paths is
-    visited along both, but once along each and never inside itself (a cycle)."""
-    visit = (id(obj), where.key, where.steps)
-    if visit in scan.seen or id(obj) in where.holders:
-        return False
-    scan.seen.add(visit)
-    scan.visits += 1
-    return True
 
 
 def _slot_names(cls: type) -> list:
