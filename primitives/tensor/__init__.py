@@ -32,9 +32,11 @@ from primitives.tensor.errors import (
     BackwardError,
     ConcretizationError,
     SolverError,
+    TensorAttributeError,
     TensorAxisError,
     TensorIndexError,
     TensorNotSupportedError,
+    TensorOverflowError,
     TensorShapeError,
     TensorTypeError,
 )
@@ -72,8 +74,9 @@ from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
 
 __all__ = [
-    "BackwardError", "ConcretizationError", "SolverError", "TensorAxisError",
-    "TensorIndexError", "TensorNotSupportedError", "TensorShapeError", "TensorTypeError",
+    "BackwardError", "ConcretizationError", "SolverError", "TensorAttributeError",
+    "TensorAxisError", "TensorIndexError", "TensorNotSupportedError", "TensorOverflowError",
+    "TensorShapeError", "TensorTypeError",
     "release_cached_arrays", "retain_freed_memory", "set_cache_limit",
     "FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
     "jacobian", "jacrev", "jit", "jvp", "ravel_pytree", "value_and_grad", "vectorize", "vjp",

@@ -24,6 +24,16 @@ class TensorIndexError(TiduError, IndexError):
     """An index that does not fit the array (an ``IndexError``, as in NumPy)."""
 
 
+class TensorOverflowError(TiduError, OverflowError):
+    """A Python integer out of range of the integer dtype it meets (NumPy's ``OverflowError``,
+    raised where ``jit`` traces the number)."""
+
+
+class TensorAttributeError(TiduError, AttributeError):
+    """An eager ``Tensor``'s own attribute asked of a traced value (an ``AttributeError``, so
+    ``hasattr`` stays false)."""
+
+
 class TensorAxisError(TiduError, np.exceptions.AxisError):
     """An axis out of range for the array (NumPy's ``AxisError``)."""
 

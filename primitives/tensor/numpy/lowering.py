@@ -40,8 +40,8 @@ import numpy as np
 
 from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, array_below, bind, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (TensorAxisError, TensorNotSupportedError, TensorShapeError,
-                                      TensorTypeError)
+from primitives.tensor.errors import (TensorAxisError, TensorNotSupportedError,
+                                      TensorOverflowError, TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops import select as sel
@@ -223,7 +223,8 @@ def _check_weak_fits(number, dtype: np.dtype) -> None:
     if dtype.kind in "iu" and number.dtype.kind in "iu":
         value, bounds = int(array_below(number)), np.iinfo(dtype)
         if not bounds.min <= value <= bounds.max:
-            raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+            raise TensorOverflowError(f"Python integer {value} out of bounds for {dtype.name} "
+                                      "(a traced Python number: jit's argument)")
 
 
 def _promoted_pair(x, y) -> tuple | None:

@@ -46,7 +46,7 @@ from tidu.graph import Derived, Graph, GraphBuilder, Local, Program, schedule
 from primitives.tensor import numpy as api
 from primitives.tensor.numpy.lowering import is_python_scalar
 from primitives.tensor.numpy.methods import ArrayOperators
-from primitives.tensor.errors import TensorShapeError
+from primitives.tensor.errors import TensorAttributeError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.retrace import RetraceBuilder
 from primitives.tensor.transforms.run import GraphRun, run_graph
@@ -59,7 +59,6 @@ from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, o
 from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
                                     grad_mode, open_trace, shape_of)
 from primitives.tensor.numpy.creation import zeros_like
-from primitives.tensor.errors import TensorTypeError
 
 _levels = itertools.count(2)
 
@@ -284,7 +283,7 @@ def _eager_only(name: str) -> property:
     """The eager ``Tensor``'s ``name`` on a traced value: an ``AttributeError`` saying why
     (a property, not ``__getattr__``, which would slow every attribute of every tracer)."""
     def missing(self):
-        raise AttributeError(
+        raise TensorAttributeError(
             f"{name!r} of a traced value: inside {self.graph_trace.transform} a Tensor "
             "argument is traced, and the eager Tensor's own API (.grad, .backward(), "
             ".requires_grad, .data, .numpy()...) is not there; use tnp functions "

@@ -91,7 +91,8 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     A Python number argument (``float``, ``int``, ``complex``) is traced, not static,
     and promotes as a number, as in ``f``'s own call (NumPy's NEP 50, JAX's weak
     types): ``jit(f)(float32_array, 2.5)`` computes in float32, and an integer out of
-    range of an array's integer dtype raises NumPy's ``OverflowError``.
+    range of an array's integer dtype raises an ``OverflowError`` as NumPy does (a
+    ``TensorOverflowError``).
 
     ``memory_budget`` (bytes) bounds what the compiled program holds at once of
     the values it makes (intermediates and results; the arguments are the
