@@ -408,3 +408,22 @@ def test_python_number_arguments_under_grad_keep_the_arrays_precision():
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, tnp.grad(loss)(w, 0.5, 4), rtol=1e-6)
     np.testing.assert_allclose(g, 2 * 0.25 * w / 4, rtol=1e-6)
+
+
+def test_python_number_arguments_compose_with_vmap_and_grad_in_both_orders():
+    f = lambda v, c: v * c + c ** 2                                   # noqa: E731
+    x = np.array([1.0, 2.0], np.float32)
+    xs = np.stack([x, -x])
+    jf = jit(f)
+    for got, want in [(tnp.vmap(jf, in_axes=(0, None))(xs, 2.5), f(xs, 2.5)),
+                      (jit(lambda v, c: tnp.vmap(lambda a: a * c)(v))(xs, 2.5), xs * 2.5),
+                      (tnp.grad(lambda v, c: tnp.sum(jf(v, c)))(x, 2.5), np.full(2, 2.5)),
+                      (jit(tnp.grad(lambda v, c: tnp.sum(f(v, c))))(x, 2.5), np.full(2, 2.5))]:
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # the number differentiated through jit: d/dc (c * sum(v) + 2 c^2) = sum(v) + 4 c
+    np.testing.assert_allclose(tnp.grad(lambda v, c: tnp.sum(jf(v, c)), argnums=1)(x, 2.5),
+                               3.0 + 10.0, rtol=1e-6)
+    first = jf(x, 2.5)
+    first[...] = -7.0                               # a result written into: the next is fresh
+    np.testing.assert_allclose(jf(x, 2.5), f(x, 2.5))
