@@ -246,6 +246,34 @@ def test_record_returns_the_trace_or_none():
     assert recorder.record(recorded, [c, c], [4.0]) is None
 
 
+class _NamedKeys:
+    """A key source of named keys, not the counter's fresh ones."""
+
+    def __init__(self):
+        self.count = 0
+
+    def fresh_input_key(self):
+        self.count += 1
+        return ("named", self.count)
+
+
+@pytest.mark.parametrize("key_source", [None, _NamedKeys()])
+def test_record_active_is_record_without_the_checks(key_source):
+    recorder = Recorder(key_source)
+    recorded = RecordedGraph.from_primitive(ScalarOp.SINCOS, ["a"])
+    x = leaf(recorder, 0.5)
+    by_record = recorder.record(recorded, [x], [math.sin(0.5), math.cos(0.5)])
+    by_active = recorder.record_active(recorded, (x,), (0,), (math.sin(0.5), math.cos(0.5)))
+    assert by_active.active_inputs == by_record.active_inputs == (0,)
+    assert by_active.output_data == by_record.output_data
+    assert len(set(by_record.output_keys + by_active.output_keys)) == 4   # all fresh
+    if key_source is not None:
+        assert [k.key for k in by_active.output_keys] == [("named", 4), ("named", 5)]
+    [s, c] = by_active.output_keys
+    grads = try_backward(s, by_active, 1.0, ScalarExecutor())
+    assert grads[x.key] == pytest.approx(math.cos(0.5))
+
+
 @pytest.mark.parametrize("flags", [(True,), (False,), (True, True), (True, False),
                                    (False, True), (False, False), (True, False, True),
                                    (False, True, False), (False, False, False)])

@@ -294,9 +294,9 @@ def test_no_trace_when_nothing_requires_grad(monkeypatch):
     class CountingRecorder:
         key_source = real.key_source
 
-        def record(self, *args, **kwargs):
+        def record_active(self, *args, **kwargs):
             calls.append(1)
-            return real.record(*args, **kwargs)
+            return real.record_active(*args, **kwargs)
 
     monkeypatch.setattr(eager, "_recorder", CountingRecorder())
     a = tensor(np.array([1.0, 2.0]))

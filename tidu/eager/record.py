@@ -254,12 +254,34 @@ class Recorder:
             if not isinstance(key, ValueKey):
                 raise InvalidKeyError(f"input {position} of {graph!r}: EagerInput.key "
                                       f"{key!r} is not a ValueKey")
+        return self.record_active(graph, tuple(inputs), active, tuple(outputs), retained_values,
+                                  strategy)
+
+    def record_active(self, graph: RecordedGraph, inputs: tuple, active: tuple, outputs: tuple,
+                      retained_values: Mapping[ValueKey, Any] | None = None, strategy=None
+                      ) -> Trace:
+        """:meth:`record` for a frontend that knows which inputs require grad, unchecked.
+
+        ``active`` holds the positions of the inputs that require grad, in order,
+        at least one; ``inputs`` and ``outputs`` are tuples of the graph's counts,
+        and every active input's ``key`` is a ``ValueKey``. :meth:`record` checks
+        all of that and calls this; a frontend that builds its inputs itself calls
+        it directly (the eager ``Tensor`` does, per op).
+
+        >>> from tidu.example_ops import Op
+        >>> recorder = Recorder()
+        >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 0.5)
+        >>> recorded = RecordedGraph.from_primitive(Op.NEG, ["a"])
+        >>> recorder.record_active(recorded, (x,), (0,), (-0.5,)).active_inputs
+        (0,)
+        """
+        if len(outputs) == 1 and type(self.key_source) is CounterKeySource:
+            keys = (FreshInput(),)                  # _fresh_keys, inlined: the hot path
+        else:
+            keys = self._fresh_keys(len(outputs))
         if strategy is not None:
-            return strategy.trace(graph, tuple(inputs), active,
-                                  self._fresh_keys(graph.output_count), tuple(outputs),
-                                  retained_values)
-        return Trace(graph, tuple(inputs), active, self._fresh_keys(graph.output_count),
-                     tuple(outputs), retained_values)
+            return strategy.trace(graph, inputs, active, keys, outputs, retained_values)
+        return Trace(graph, inputs, active, keys, outputs, retained_values)
 
     def _fresh_keys(self, count: int) -> tuple:
         source = self.key_source

@@ -165,7 +165,9 @@ def _register_leaf(key, leaf: "Tensor") -> None:
 
 def _computed(data: np.ndarray, key, trace) -> "Tensor":
     """The tensor of a recorded op's output ``key``, weakly referenced for backward."""
-    t = new_tensor(data, True, key, trace)
+    t = Tensor.__new__(Tensor)                      # new_tensor, inlined: the hot path
+    t._data, t._requires_grad, t._grad, t._key, t._trace = data, True, None, key, trace
+    t._exposed = False
     _referenced[key] = weakref.ref(t)
     if len(_referenced) > _referenced_limit[0]:
         _drop_dead_references()
@@ -494,12 +496,31 @@ class Tensor(ArrayOperators, Frontend):
 
     @classmethod
     def bind(cls, op, args) -> list:
+        # The common case first, without the general loop: one or two tensors that require
+        # grad and hold NumPy arrays no handle was given out for, in grad mode.
+        if len(args) == 1:
+            a = args[0]
+            if (type(a) is Tensor and a._requires_grad and not a._exposed
+                    and type(a._data) is np.ndarray and _grad_mode.enabled):
+                d, key = a._data, a._key
+                return _recorded_outputs(op, op.eval(None, [d]), (
+                    EagerInput(a.key if key is None else key, a._trace, True, d),), _FIRST)
+        elif len(args) == 2:
+            a, b = args
+            if (type(a) is Tensor and type(b) is Tensor and a._requires_grad
+                    and b._requires_grad and not a._exposed and not b._exposed
+                    and type(a._data) is np.ndarray and type(b._data) is np.ndarray
+                    and _grad_mode.enabled):
+                d, e, key_a, key_b = a._data, b._data, a._key, b._key
+                return _recorded_outputs(op, op.eval(None, [d, e]), (
+                    EagerInput(a.key if key_a is None else key_a, a._trace, True, d),
+                    EagerInput(b.key if key_b is None else key_b, b._trace, True, e)), _BOTH)
         data = []
         inputs = []                     # per argument: its EagerInput if it requires grad
+        active = []                     # the positions of the arguments that require grad
         differentiated = None           # the type of the first array that requires grad
         mixed = False
-        constants = False               # an argument that does not require grad
-        for a in args:
+        for position, a in enumerate(args):
             if isinstance(a, Tensor):
                 d = _owned_data(a) if a._exposed else a._data
                 data.append(d)
@@ -510,16 +531,16 @@ class Tensor(ArrayOperators, Frontend):
                         mixed = True
                     key = a._key
                     inputs.append(EagerInput(a.key if key is None else key, a._trace, True, d))
+                    active.append(position)
                     continue
             else:
                 data.append(a if type(a) is np.ndarray else as_array(a))
             inputs.append(None)
-            constants = True
         if differentiated is None or not _grad_mode.enabled:
             return [new_tensor(r if type(r) is np.ndarray else _as_array(r)) for r in op.eval(None, data)]
         if mixed:
             _check_one_library(op, args, data)
-        if constants:                       # recorded as such
+        if len(active) < len(args):         # constants, recorded as such
             for position, a in enumerate(args):
                 if inputs[position] is None:
                     d = data[position]
@@ -529,26 +550,7 @@ class Tensor(ArrayOperators, Frontend):
                         # the caller's array, saved: it may write to it
                         d = data[position] = _saved_constant(d)
                     inputs[position] = EagerInput(_CONSTANT, None, False, d)
-        results = op.eval(None, data)
-        try:
-            recorded = _recorded[op]
-        except (KeyError, TypeError):           # new, or an unhashable op
-            recorded = _recorded_graph(op)
-        strategy = _block.strategy or _process[0]     # current_strategy(), inlined: hot path
-        if len(results) == 1:               # the common case, without the loops
-            result = results[0]
-            if type(result) is not np.ndarray:
-                result = _as_array(result)
-            trace = _recorder.record(recorded, inputs, (result,), None, strategy)
-            if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
-                return [_computed(result, trace.output_key, trace)]
-            return [new_tensor(result)]     # ints, bools: no grad
-        results = [r if type(r) is np.ndarray else _as_array(r) for r in results]
-        trace = _recorder.record(recorded, inputs, results, None, strategy)
-        return [_computed(result, key, trace)
-                if (result.dtype.kind in "fc" if type(result) is np.ndarray
-                    else _is_inexact(result)) else new_tensor(result)
-                for result, key in zip(results, trace.output_keys)]   # ints, bools: no grad
+        return _recorded_outputs(op, op.eval(None, data), tuple(inputs), tuple(active))
 
     def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
@@ -592,6 +594,33 @@ class Tensor(ArrayOperators, Frontend):
         gradients = Gradients(cotangents)
         _accumulate_into_leaves(cotangents, gradients)
         return gradients
+
+
+_FIRST, _BOTH = (0,), (0, 1)
+
+
+def _recorded_outputs(op, results, inputs: tuple, active: tuple) -> list:
+    """The tensors of ``op``'s ``results``, its node recorded on ``inputs`` (the positions
+    ``active`` require grad): floating point and complex outputs require grad."""
+    try:
+        recorded = _recorded[op]
+    except (KeyError, TypeError):           # new, or an unhashable op
+        recorded = _recorded_graph(op)
+    strategy = _block.strategy or _process[0]     # current_strategy(), inlined: hot path
+    if len(results) == 1:                   # the common case, without the loops
+        result = results[0]
+        if type(result) is not np.ndarray:
+            result = _as_array(result)
+        trace = _recorder.record_active(recorded, inputs, active, (result,), None, strategy)
+        if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
+            return [_computed(result, trace.output_key, trace)]
+        return [new_tensor(result)]         # ints, bools: no grad
+    results = tuple([r if type(r) is np.ndarray else _as_array(r) for r in results])
+    trace = _recorder.record_active(recorded, inputs, active, results, None, strategy)
+    return [_computed(result, key, trace)
+            if (result.dtype.kind in "fc" if type(result) is np.ndarray
+                else _is_inexact(result)) else new_tensor(result)
+            for result, key in zip(results, trace.output_keys)]   # ints, bools: no grad
 
 
 def _distinct(cotangents: dict) -> dict:
