@@ -101,3 +101,17 @@ def test_vjp_fn_is_not_changed_by_writing_to_what_f_closed_over():
     _, vjp_fn = tnp.vjp(lambda v: tnp.sum(tnp.reshape(v, (2,)) * c), np.ones(2))
     c[0] = 100.0                      # reshape's view and the product both read c's old values
     np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], [3.0, 4.0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: tnp.zeros(n), lambda n: tnp.ones((n, 2)), lambda n: tnp.empty([2, n]),
+    lambda n: tnp.full(n, 1.0), lambda n: tnp.reshape(tnp.ones(4), (n, -1))])
+@pytest.mark.parametrize("transform", ["jit", "vmap"])
+def test_a_traced_shape_raises_a_concretization_error_naming_the_function(make, transform):
+    # NumPy's own TypeError ("expected a sequence of integers") did not say why
+    function = getattr(tnp, transform)(make)
+    with pytest.raises(ConcretizationError, match=rf"^\w+: a dimension of the shape.*{transform}"):
+        function(np.array(2) if transform == "jit" else np.array([2, 2]))
+    # concrete values (a 0-d tensor, grad's traced values) are still shapes
+    assert tnp.zeros(tnp.tensor(2)).shape == (2,)
+    assert tnp.grad(lambda x: tnp.sum(tnp.ones_like(make(np.int64(2))) * x))(1.0) == make(2).size

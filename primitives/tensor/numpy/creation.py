@@ -64,7 +64,7 @@ from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, s
 from primitives.tensor.numpy.mathfuncs import floor
 from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
-    zeros, ones, empty, eye, identity, arange, logspace, geomspace, tri,
+    eye, identity, arange, logspace, geomspace, tri,
     indices, diag_indices, tril_indices, triu_indices, result_type, promote_types, can_cast,
     finfo, iinfo, issubdtype, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
@@ -152,7 +152,24 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     if _carries_values(fill_value):
         return _broadcast_fill(fill_value, shape_tuple(shape, "full"),
                                None if dtype is None else numpy_dtype(dtype), "full")
-    return np.full(shape, fill_value, dtype=dtype, order=order, device=device, like=like)
+    return np.full(shape_tuple(shape, "full"), fill_value, dtype=dtype, order=order,
+                   device=device, like=like)
+
+
+def _with_shape_read(np_fn):
+    """``np_fn`` (``zeros``, ``ones``, ``empty``) with its shape read as :func:`full` reads
+    it: a dimension traced by ``jit`` or ``vmap`` raises a ``ConcretizationError`` naming
+    the function (NumPy's own ``TypeError`` would not say why)."""
+    name = np_fn.__name__
+
+    def fn(shape, *args, **kwargs):
+        return np_fn(shape_tuple(shape, name), *args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``np.{name}``: a constant array of ``shape`` (NumPy's own, the shape checked)."
+    return fn
+
+
+zeros, ones, empty = map(_with_shape_read, (np.zeros, np.ones, np.empty))
 
 
 @implements(np.linspace)

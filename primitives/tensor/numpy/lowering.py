@@ -40,7 +40,8 @@ import numpy as np
 
 from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, array_below, bind, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (TensorAxisError, TensorNotSupportedError,
+from primitives.tensor.errors import (ConcretizationError, TensorAxisError,
+                                      TensorNotSupportedError,
                                       TensorOverflowError, TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.ops import elementwise as ew
@@ -427,9 +428,14 @@ def shape_tuple(shape, fn: str) -> tuple:
     """A shape argument as a tuple of Python ints (an int is a 1-d shape)."""
     if type(shape) is tuple and all([type(d) is int for d in shape]):     # the common case
         return shape
+    if isinstance(shape, Frontend) and not shape.shape:
+        shape = (shape,)                    # a 0-d tensor or traced value: one dimension
     try:
         dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-        return tuple(operator.index(d) for d in dims)
+        return tuple(operator.index(data_of(d, f"{fn}: a dimension of the shape"))
+                     if isinstance(d, Frontend) else operator.index(d) for d in dims)
+    except ConcretizationError:
+        raise
     except TypeError:
         raise TensorTypeError(f"{fn}: a shape must be an integer or a sequence of integers, "
                               f"got {shape!r}") from None
