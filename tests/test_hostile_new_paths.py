@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
-from primitives.tensor import ConcretizationError, TensorTypeError
+from primitives.tensor import ConcretizationError, TensorShapeError, TensorTypeError
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 from tidu import TiduError
 
 XS = np.arange(6.0).reshape(3, 2)
@@ -115,3 +116,14 @@ def test_a_traced_shape_raises_a_concretization_error_naming_the_function(make, 
     # concrete values (a 0-d tensor, grad's traced values) are still shapes
     assert tnp.zeros(tnp.tensor(2)).shape == (2,)
     assert tnp.grad(lambda x: tnp.sum(tnp.ones_like(make(np.int64(2))) * x))(1.0) == make(2).size
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_tree_unflatten_with_the_wrong_number_of_leaves_names_itself(count):
+    # fewer leaves raised StopIteration, more a bare ValueError
+    _, structure = tree_flatten((1.0, [2.0]))
+    with pytest.raises(TensorShapeError, match=f"tree_unflatten: {count} leaves"):
+        tree_unflatten(structure, [0.0] * count)
+    with pytest.raises(TensorTypeError, match="tree_unflatten: the structure must be a TreeDef"):
+        tree_unflatten((1.0, [2.0]), [0.0, 0.0])
+    assert tree_unflatten(structure, [3.0, 4.0]) == (3.0, [4.0])

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from primitives.tensor.errors import TensorTypeError
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
 
 
 class TreeDef(NamedTuple):
@@ -91,11 +91,26 @@ def _sorted_keys(tree: dict) -> tuple:
 
 
 def tree_unflatten(tree: TreeDef, leaves) -> Any:
-    """The pytree of structure ``tree`` with ``leaves`` in order."""
+    """The pytree of structure ``tree`` with ``leaves`` in order.
+
+    >>> tree_unflatten(tree_flatten((1, [2]))[1], [3])
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorShapeError: tree_unflatten: 1 leaves for the structure (*, [*]), which holds more
+    """
+    if not isinstance(tree, TreeDef):
+        raise TensorTypeError(f"tree_unflatten: the structure must be a TreeDef (what "
+                              f"tree_flatten returns), got {type(tree).__name__}")
+    leaves = list(leaves)
     it = iter(leaves)
-    out = _unflatten(tree, it)
+    try:
+        out = _unflatten(tree, it)
+    except StopIteration:
+        raise TensorShapeError(f"tree_unflatten: {len(leaves)} leaves for the structure "
+                               f"{tree!r}, which holds more") from None
     if next(it, _END) is not _END:
-        raise ValueError(f"tree_unflatten: more leaves than the structure {tree!r} holds")
+        raise TensorShapeError(f"tree_unflatten: {len(leaves)} leaves for the structure "
+                               f"{tree!r}, which holds fewer")
     return out
 
 
