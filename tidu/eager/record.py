@@ -275,10 +275,7 @@ class Recorder:
         >>> recorder.record_active(recorded, (x,), (0,), (-0.5,)).active_inputs
         (0,)
         """
-        if len(outputs) == 1 and type(self.key_source) is CounterKeySource:
-            keys = (FreshInput(),)                  # _fresh_keys, inlined: the hot path
-        else:
-            keys = self._fresh_keys(len(outputs))
+        keys = self._fresh_keys(len(outputs))
         if strategy is not None:
             return strategy.trace(graph, inputs, active, keys, outputs, retained_values)
         return Trace(graph, inputs, active, keys, outputs, retained_values)
