@@ -427,3 +427,32 @@ def test_python_number_arguments_compose_with_vmap_and_grad_in_both_orders():
     first = jf(x, 2.5)
     first[...] = -7.0                               # a result written into: the next is fresh
     np.testing.assert_allclose(jf(x, 2.5), f(x, 2.5))
+
+
+def test_a_python_number_differentiated_promotes_as_in_f_itself():
+    # grad, vjp, jvp and the Jacobians trace a Python number as one (NEP 50), so f's value
+    # keeps its arrays' precision; the number's own derivative is of its dtype (float64), as
+    # in JAX with x64. Before, the number was a float64 array and f computed in float64.
+    a32 = np.array([1.0, 2.0, 3.0], np.float32)
+    f = lambda x: tnp.sum(a32 * x ** 2)                               # noqa: E731
+    assert np.asarray(f(2.0)).dtype == np.float32
+    value, g = tnp.value_and_grad(f)(2.0)
+    assert (value.dtype, g.dtype) == (np.float32, np.float64)
+    np.testing.assert_allclose([value, g], [24.0, 24.0], rtol=1e-6)
+    out, tangent = tnp.jvp(f, (2.0,), (1.0,))
+    assert out.dtype == tangent.dtype == np.float32
+    np.testing.assert_allclose(tangent, 24.0, rtol=1e-6)
+    out, vjp_fn = tnp.vjp(lambda z: a32 * z, 1j)
+    assert out.dtype == np.complex64 and vjp_fn(np.ones(3, np.complex64))[0].dtype == complex
+    row = lambda x: a32 * x                                           # noqa: E731
+    assert tnp.jacrev(row)(2.0).dtype == np.float64 and tnp.jacfwd(row)(2.0).dtype == np.float32
+    np.testing.assert_allclose(tnp.hessian(f)(2.0), 12.0, rtol=1e-6)
+
+
+def test_a_python_number_differentiated_gives_jaxs_dtypes(jx):
+    jax, jnp = jx
+    j32 = jnp.asarray(np.array([1.0, 2.0, 3.0], np.float32))
+    value, g = jax.value_and_grad(lambda x: jnp.sum(j32 * x ** 2))(2.0)
+    assert (value.dtype, g.dtype) == (np.float32, np.float64)      # as tidu's, above
+    assert jax.jacrev(lambda x: j32 * x)(2.0).dtype == np.float64
+    assert jax.jacfwd(lambda x: j32 * x)(2.0).dtype == np.float32

@@ -249,6 +249,21 @@ class Tracer(ArrayOperators, Frontend):
                               "function and pickle the result instead")
 
 
+WEAK_NUMBERS = (float, int, complex)
+"""The types of arguments traced as numbers (:class:`WeakTracer`), not as 0-d arrays."""
+
+
+def weak_numbers(leaves: Sequence) -> tuple:
+    """Per leaf, whether it is a Python number, to be traced as one (:func:`weakened`)."""
+    return tuple(type(leaf) in WEAK_NUMBERS for leaf in leaves)
+
+
+def weakened(tracers: list, weak: Sequence[bool]) -> list:
+    """``tracers`` with those marked in ``weak`` made :class:`WeakTracer` s."""
+    return [WeakTracer(t.graph_trace, t.id, t.value_below) if is_weak else t
+            for t, is_weak in zip(tracers, weak)] + tracers[len(weak):]
+
+
 class WeakTracer(Tracer):
     """A traced Python number (``jit``'s argument): it promotes as NumPy takes Python numbers
     (NEP 50), so ``float32_array * it`` stays float32, as when ``f`` runs without ``jit``.
@@ -333,11 +348,12 @@ class Traced:
 
     def __init__(self, f: Callable, primals: Sequence, capture=None,
                  transform: str = "make_graph", own_constants: bool = False,
-                 template: Graph | None = None) -> None:
+                 template: Graph | None = None, weak: Sequence[bool] = ()) -> None:
         self.trace = GraphTrace(capture, transform, own_constants=own_constants,
                                 template=template)
         self.input_keys = [("arg", i) for i in range(len(primals))]
-        tracers = [self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)]
+        tracers = weakened([self.trace.new_input(k, p) for k, p in zip(self.input_keys, primals)],
+                           weak)
         try:
             out = f(*tracers)
             self.single_output = not isinstance(out, (tuple, list))
@@ -556,10 +572,12 @@ def _keep_template(key, graph: Graph) -> None:
                 _template_ops[0] -= len(oldest.operation_keys)
 
 
-def _traced(f: Callable, primals: list, transform: str, template_key) -> Traced:
-    """``Traced(f, primals)``, following the last trace under ``template_key`` and leaving
-    its own for the next (:func:`_vjp` does the same for its trace)."""
-    traced = Traced(f, primals, transform=transform, template=_TEMPLATES.get(template_key))
+def _traced(f: Callable, leaves: list, transform: str, template_key) -> Traced:
+    """``Traced(f, leaves)``, following the last trace under ``template_key`` and leaving
+    its own for the next (:func:`_vjp` does the same for its trace); a Python number is
+    traced as a number (NEP 50), as ``f``'s own call takes it."""
+    traced = Traced(f, [_as_value(leaf) for leaf in leaves], transform=transform,
+                    template=_TEMPLATES.get(template_key), weak=weak_numbers(leaves))
     _keep_template(template_key, traced.graph)
     return traced
 
@@ -595,7 +613,8 @@ def make_graph(f: Callable, *primals, transform: str = "make_graph") -> Traced:
     >>> len(traced.transposed((0,)).graph.operations)     # the VJP: 3 products and a sum
     4
     """
-    return Traced(f, [_as_value(p) for p in primals], transform=transform)
+    return Traced(f, [_as_value(p) for p in primals], transform=transform,
+                  weak=weak_numbers(primals))
 
 
 def function_name(f) -> str:
@@ -828,7 +847,8 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
     owned = transform == "vjp"
     leaves = [_owned(leaf) for leaf in flat.leaves] if owned else flat.leaves
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform=transform,
-                    own_constants=owned, template=_TEMPLATES.get(template_key))
+                    own_constants=owned, template=_TEMPLATES.get(template_key),
+                    weak=weak_numbers(flat.leaves))
     _keep_template(template_key, traced.graph)
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
@@ -1019,7 +1039,7 @@ def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, temp
             raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
                                    f"{shape_of(p)}")
         _check_kind(t, p, "jvp", "tangent", "primal")
-    traced = _traced(flat, [_as_value(p) for p in flat.leaves], "jvp", template_key)
+    traced = _traced(flat, flat.leaves, "jvp", template_key)
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
@@ -1142,7 +1162,8 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
                      has_aux, transform)
         inputs = [_as_value(leaf) for leaf in flat.leaves]
         _check_differentiable(inputs, transform)
-        traced = _traced(flat, inputs, transform, (template_key, transform, distinct, has_aux))
+        traced = _traced(flat, flat.leaves, transform,
+                         (template_key, transform, distinct, has_aux))
         _check_jacobian_dtypes(transform, f, holomorphic, inputs, traced.outputs)
         blocks = (_jacfwd_blocks if transform == "jacfwd" else _jacrev_blocks)(traced, inputs)
         per_output = [_by_argnums(argnums, nums, distinct,

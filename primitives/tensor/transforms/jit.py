@@ -62,9 +62,9 @@ from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.ops.shape import ReduceSum
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, WeakTracer,
+from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
                                                      check_output, in_library_of,
-                                                     is_differentiated)
+                                                     is_differentiated, weakened)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
@@ -140,7 +140,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         for position, leaf in enumerate(leaves):
             if type(leaf) is np.ndarray:
                 layouts.append((leaf.shape, leaf.dtype))
-            elif type(leaf) in _WEAK_NUMBERS:
+            elif type(leaf) in WEAK_NUMBERS:
                 layouts.append(_weak_layout(leaf))
                 leaves[position] = np.asarray(leaf)
             else:
@@ -275,7 +275,6 @@ def _static_position(n, count: int, f) -> int:
     return int(n) % count
 
 
-_WEAK_NUMBERS = (float, int, complex)
 _NARROW_INTEGERS = [np.iinfo(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32,
                                           np.uint32)]
 
@@ -337,9 +336,8 @@ class _Traced:
                  memory_budget: int | None = None, previous: "_Traced | None" = None,
                  static_kwargs: tuple = (), weak_leaves: tuple = ()) -> None:
         trace = GraphTrace(transform=f"jit of {_name(f)}", abstract=True)
-        tracers = [trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)]
-        tracers = [WeakTracer(trace, t.id, t.value_below) if weak else t
-                   for t, weak in zip(tracers, weak_leaves)]
+        tracers = weakened([trace.new_input(("arg", i), leaf) for i, leaf in enumerate(leaves)],
+                           weak_leaves)
         dynamic, kwargs = tree_unflatten(structure, tracers)
         args = list(dynamic)
         for position, value in static:
