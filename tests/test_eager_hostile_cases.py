@@ -1,7 +1,8 @@
 """Eager ``Tensor`` cases a hostile user found (each was a silent wrong gradient, a shared
 array, a leak or a raw NumPy error): a ``no_grad`` block inside a checkpointed function,
 ``t.data = other_tensor``, a ``.grad`` older than a replaced ``.data``, casts to non-numeric
-dtypes, one bookkeeping entry per dropped leaf, and ``tensor()`` of what holds no numbers."""
+dtypes, one bookkeeping entry per dropped leaf, ``tensor()`` of what holds no numbers, and
+the backward of a complex scalar without a seed."""
 
 from __future__ import annotations
 
@@ -164,3 +165,17 @@ def test_the_eager_only_api_on_a_traced_value_says_what_to_use(name):
         tnp.jit(lambda v: v.no_such_name)(W)
     np.testing.assert_allclose(tnp.checkpoint(lambda v: (v * v).sum())(w).item(),
                                float(W @ W))
+
+
+def test_backward_of_a_complex_scalar_needs_a_seed_as_in_pytorch():
+    # a seed of 1 differentiated the real part only, silently
+    x = tnp.tensor(np.array(1.0 + 1.0j), requires_grad=True)
+    z = x * (1.0 + 2.0j)
+    with pytest.raises(tnp.BackwardError, match=r"complex tensor \(complex128\) needs a seed"):
+        z.backward()
+    np.testing.assert_allclose(z.backward(seed=1.0).grad(x), 1.0 - 2.0j)   # asked for
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="only for real scalar outputs"):
+        (torch.tensor(1.0 + 1.0j, requires_grad=True) * (1.0 + 2.0j)).backward()
+    np.testing.assert_allclose(tnp.abs(z).backward().grad(x),    # a real loss: |x| |1 + 2i|
+                               (1.0 + 1.0j) / abs(1.0 + 1.0j) * abs(1.0 + 2.0j))

@@ -555,8 +555,8 @@ class Tensor(ArrayOperators, Frontend):
     def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
 
-        A tensor of one element defaults to a seed of 1; any other needs a ``seed``
-        of its shape, real for a real tensor (a Tensor's value is used as a
+        A real tensor of one element defaults to a seed of 1; any other (a complex
+        one too, as in PyTorch) needs a ``seed`` of its shape, real for a real tensor (a Tensor's value is used as a
         constant, unless ``create_graph`` is set). Every ``.grad`` is updated only
         once all gradients are known.
 
@@ -790,6 +790,11 @@ def _checked_seed(t: Tensor, seed) -> np.ndarray:
         if math.prod(t.shape) != 1:
             raise BackwardError(f"backward of a tensor of shape {t.shape} needs a seed (only "
                                 "one-element tensors default to a seed of 1)")
+        if t.dtype.kind == "c":
+            raise BackwardError(f"backward of a complex tensor ({t.dtype}) needs a seed: a "
+                                "seed of 1 would differentiate its real part only (PyTorch "
+                                "refuses too); pass seed=1 if that is meant, or take a real "
+                                "loss first (abs(z) ** 2, z.real)")
         if type(t._data) is not np.ndarray:
             return library_of(t._data).xp.ones_like(t._data)
         return np.ones_like(t._data)
