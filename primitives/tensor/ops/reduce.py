@@ -318,7 +318,7 @@ class ReduceLogSumExp(_Reduction):
     """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
     shifted by the maximum for stability (an infinite or NaN maximum shifts by 0). One op, so
     eager recording and programs pay for one, not a dozen; its JVP is the softmax,
-    ``t -> sum(exp(x - y) * t)``, read from the output ``y``.
+    ``t -> sum(e * t) / sum(e)`` with ``e = exp(x - y)`` read from the output ``y``.
 
     >>> op = ReduceLogSumExp(axes=(1,), shape=(1, 2), dtype="float64")
     >>> op.eval(None, [np.array([[1000.0, 1000.0]])])        # 1000 + log 2, no overflow
@@ -346,10 +346,16 @@ class ReduceLogSumExp(_Reduction):
         return [np.asarray(out) if xp is NUMPY.xp else out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        # sum(t * e) / sum(e), e = exp(x - y): the division (on the reduced shape) makes the
+        # weights sum to 1 when y lost log(n) to rounding (|x| ~ 1e8 in float32, 1e17 in
+        # float64), where e alone would weigh each of n equal maxima by 1, not 1/n
+        total = ReduceSum(self.axes, tuple(self.shape))
         softmax = emit(builder, ExpShifted(self.axes, tuple(self.shape)),
                        [External(primal_inputs[0]), External(primal_outputs[0])])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
-        return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
+        mass = emit(builder, total, [Local(softmax)])
+        return [emit(builder, ew.div, [Local(emit(builder, total, [Local(weighted)], LIN)),
+                                       Local(mass)], LIN_TF)]
 
 
 @tensor_op
