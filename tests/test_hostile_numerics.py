@@ -32,3 +32,24 @@ def test_logsumexp_gradient_sums_to_one_where_the_output_rounds(x):
     hess = tnp.hessian(lambda v: tnp.scipy.special.logsumexp(v))(x.reshape(-1))
     want_h = jax.hessian(jax.scipy.special.logsumexp)(x.reshape(-1).astype(np.float64))
     np.testing.assert_allclose(hess, want_h, rtol=1e-6, atol=1e-7)
+
+
+# --- linalg.norm ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ord", [0.5, -1, -2])
+@pytest.mark.parametrize("x", [[0.0, 3.0, -4.0], [0.0, 0.0]])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vector_norm_below_one_has_gradient_zero_in_zero_entries(ord, x, dtype):
+    """``norm(x, ord)`` for ``ord < 1`` with an entry 0: PyTorch's subgradient (0), not NaN."""
+    torch = pytest.importorskip("torch")
+    x = np.array(x, dtype)
+
+    def f(v):
+        return tnp.linalg.norm(v, ord)
+    t = torch.tensor(x, requires_grad=True)
+    torch.linalg.vector_norm(t, ord).backward()
+    for got in (tnp.grad(f)(x), tnp.jit(tnp.grad(f))(x)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(f(x), np.linalg.norm(x, ord), rtol=1e-6)
