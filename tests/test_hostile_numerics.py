@@ -53,3 +53,37 @@ def test_vector_norm_below_one_has_gradient_zero_in_zero_entries(ord, x, dtype):
         assert got.dtype == dtype
         np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-5)
     np.testing.assert_allclose(f(x), np.linalg.norm(x, ord), rtol=1e-6)
+
+
+# --- scipy.stats at the edges of the support -----------------------------------------------------
+
+
+_stats = tnp.scipy.stats
+
+
+@pytest.mark.parametrize("method, args, x, want", [
+    # log(cdf) is -inf at and below the support: derivative 0 there (JAX's), not NaN
+    (_stats.gamma.logcdf, (0.5,), 0.0, 0.0),
+    (_stats.gamma.logcdf, (2.0,), 0.0, 0.0),
+    (_stats.chi2.logcdf, (1.0,), 0.0, 0.0),
+    (_stats.beta.logcdf, (0.5, 2.0), 0.0, 0.0),
+    (_stats.beta.logsf, (2.0, 0.5), 1.0, 0.0),
+    # log(sf) at 0 where the density is infinite: -pdf/sf = -inf (JAX's), not NaN
+    (_stats.gamma.logsf, (0.5,), 0.0, -np.inf),
+    (_stats.chi2.logsf, (1.0,), 0.0, -np.inf),
+    (_stats.beta.logsf, (0.5, 2.0), 0.0, -np.inf),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_log_cdf_and_sf_derivatives_at_the_support_edge_are_not_nan(method, args, x, want,
+                                                                     dtype):
+    x = np.array([x, 0.25], dtype)
+
+    def f(v):
+        return tnp.sum(method(v, *args))
+    for got in (tnp.grad(f)(x), tnp.jit(tnp.grad(f))(x)):
+        assert got.dtype == dtype
+        assert got[0] == want
+        step = 1e-6 * np.float64(x[1])                  # the interior: central differences
+        x64 = x.astype(np.float64)
+        fd = (float(method(x64[1] + step, *args)) - float(method(x64[1] - step, *args))) / (2 * step)
+        np.testing.assert_allclose(got[1], fd, rtol=1e-4 if dtype == np.float64 else 1e-3)
