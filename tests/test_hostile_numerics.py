@@ -87,3 +87,11 @@ def test_log_cdf_and_sf_derivatives_at_the_support_edge_are_not_nan(method, args
         x64 = x.astype(np.float64)
         fd = (float(method(x64[1] + step, *args)) - float(method(x64[1] - step, *args))) / (2 * step)
         np.testing.assert_allclose(got[1], fd, rtol=1e-4 if dtype == np.float64 else 1e-3)
+
+
+def test_logsumexp_gradient_with_an_entry_plus_inf_keeps_the_others_zero():
+    """``logsumexp([inf, 0])``: NaN in the ``+inf`` entry, 0 in the other (JAX's, PyTorch's)."""
+    x = np.array([[np.inf, 0.0], [0.0, 1.0]])
+    got = tnp.grad(lambda v: tnp.sum(tnp.logsumexp(v, axis=1)))(x)
+    assert np.isnan(got[0, 0]) and got[0, 1] == 0
+    np.testing.assert_allclose(got[1], np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum())

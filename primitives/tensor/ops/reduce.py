@@ -33,7 +33,8 @@ from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, FusedTangent, Tensor
     check_ordered, emit, is_float_dtype, not_linear, reusable_output, same_dtype, shift_axis, \
     tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
-from primitives.tensor.ops.select import Compare
+from primitives.tensor.ops.constants import Full
+from primitives.tensor.ops.select import Compare, Select
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
     batch_all_at, batch_elementwise, batch_spread, reduced_before
 
@@ -353,7 +354,11 @@ class ReduceLogSumExp(_Reduction):
         softmax = emit(builder, ExpShifted(self.axes, tuple(self.shape)),
                        [External(primal_inputs[0]), External(primal_outputs[0])])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
-        mass = emit(builder, total, [Local(softmax)])
+        mass = Local(emit(builder, total, [Local(softmax)]))
+        # a NaN mass (exp(inf - inf) of an entry +inf) divides by 1: the other weights stay 0
+        shape, known = self.out_shape(), Local(emit(builder, Compare("eq"), [mass, mass]))
+        one = Local(emit(builder, Full(shape, self.dtype, 1), []))
+        mass = emit(builder, Select(shape, self.dtype), [known, mass, one])
         return [emit(builder, ew.div, [Local(emit(builder, total, [Local(weighted)], LIN)),
                                        Local(mass)], LIN_TF)]
 
