@@ -501,9 +501,12 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
         return sum(counted, axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis, keepdims=keepdims)
-    total = sum(power(abs(x), ord), axis, keepdims=keepdims)
-    if ord < 1:                 # (not differentiable where an entry is 0: |x|**ord is not)
+    if ord < 1:                 # |x|**ord has no derivative at 0: PyTorch's subgradient 0 there
+        nonzero = not_equal(x, 0)
+        terms = power(where(nonzero, abs(x), 1), ord)
+        total = sum(where(nonzero, terms, 0 if ord > 0 else np.inf), axis, keepdims=keepdims)
         return power(total, 1.0 / ord)
+    total = sum(power(abs(x), ord), axis, keepdims=keepdims)
     zero = equal(total, 0)      # derivative 0 at the zero vector, as the 2-norm's (not NaN)
     return where(zero, 0, power(where(zero, 1, total), 1.0 / ord))
 
@@ -535,7 +538,7 @@ def _matrix_norm(x, ord, axes: tuple, keepdims: bool):
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """``np.linalg.norm``: every ``ord`` NumPy has, over one axis (vector) or two (matrix).
     Derivatives: 0 at the zero vector for the vector norms of ``ord > 1`` (PyTorch's
-    subgradient; the 2-norm's too); ties of ``inf``/``-inf`` norms and of
+    subgradient; the 2-norm's too), and in the zero entries for ``ord < 1``; ties of ``inf``/``-inf`` norms and of
     ``2``/``-2`` matrix norms share the derivative; ``2``, ``-2`` and ``"nuc"`` go through the
     singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
     x = operand(x, "linalg.norm")

@@ -33,7 +33,8 @@ from primitives.tensor.ops.base import LIN, LIN_TF, LIN_TT, FusedTangent, Tensor
     check_ordered, emit, is_float_dtype, not_linear, reusable_output, same_dtype, shift_axis, \
     tensor_op, with_batch
 from primitives.tensor.ops.scan import Cumprod, previous_along
-from primitives.tensor.ops.select import Compare
+from primitives.tensor.ops.constants import Full
+from primitives.tensor.ops.select import Compare, Select
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose, \
     batch_all_at, batch_elementwise, batch_spread, reduced_before
 
@@ -318,7 +319,7 @@ class ReduceLogSumExp(_Reduction):
     """``log(sum(exp(x)))`` over ``axes`` of a real floating operand of ``shape`` and ``dtype``,
     shifted by the maximum for stability (an infinite or NaN maximum shifts by 0). One op, so
     eager recording and programs pay for one, not a dozen; its JVP is the softmax,
-    ``t -> sum(exp(x - y) * t)``, read from the output ``y``.
+    ``t -> sum(e * t) / sum(e)`` with ``e = exp(x - y)`` read from the output ``y``.
 
     >>> op = ReduceLogSumExp(axes=(1,), shape=(1, 2), dtype="float64")
     >>> op.eval(None, [np.array([[1000.0, 1000.0]])])        # 1000 + log 2, no overflow
@@ -346,10 +347,20 @@ class ReduceLogSumExp(_Reduction):
         return [np.asarray(out) if xp is NUMPY.xp else out]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        # sum(t * e) / sum(e), e = exp(x - y): the division (on the reduced shape) makes the
+        # weights sum to 1 when y lost log(n) to rounding (|x| ~ 1e8 in float32, 1e17 in
+        # float64), where e alone would weigh each of n equal maxima by 1, not 1/n
+        total = ReduceSum(self.axes, tuple(self.shape))
         softmax = emit(builder, ExpShifted(self.axes, tuple(self.shape)),
                        [External(primal_inputs[0]), External(primal_outputs[0])])
         weighted = emit(builder, ew.mul, [Local(tangent_inputs[0]), Local(softmax)], LIN_TF)
-        return [emit(builder, ReduceSum(self.axes, tuple(self.shape)), [Local(weighted)], LIN)]
+        mass = Local(emit(builder, total, [Local(softmax)]))
+        # a NaN mass (exp(inf - inf) of an entry +inf) divides by 1: the other weights stay 0
+        shape, known = self.out_shape(), Local(emit(builder, Compare("eq"), [mass, mass]))
+        one = Local(emit(builder, Full(shape, self.dtype, 1), []))
+        mass = emit(builder, Select(shape, self.dtype), [known, mass, one])
+        return [emit(builder, ew.div, [Local(emit(builder, total, [Local(weighted)], LIN)),
+                                       Local(mass)], LIN_TF)]
 
 
 @tensor_op

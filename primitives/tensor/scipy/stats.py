@@ -176,7 +176,10 @@ def _log_probability(p, q, zero=None):
     branch reads a harmless value where the other is taken, so neither makes a NaN
     derivative. ``zero`` marks where ``p`` is 0 by the support (``cdf`` below it): ``-inf``
     there, with derivative 0 in forward mode as in reverse (``log`` would divide a zero
-    tangent by 0)."""
+    tangent by 0). ``q`` differentiates as ``-p``: the branch not taken then multiplies no
+    infinite derivative of its own by 0 (``gamma.sf`` at 0 for ``a < 1``: NaN, not ``-inf``).
+    """
+    q = stop_gradient(q) + (stop_gradient(p) - p)
     low = p < 0.5
     high = tnp.logical_not(low)
     if zero is not None:
@@ -678,9 +681,10 @@ class gamma_gen(_Distribution):
         >>> float(gamma.logcdf(2.0, 1.0))
         -0.14541345786885906
         """
-        _, _, valid, _, inside = self._parts("gamma.logcdf", x, a, loc, scale)
-        below = _and(valid, tnp.logical_not(inside))
-        return _log_probability(self.cdf(x, a, loc, scale), self.sf(x, a, loc, scale), below)
+        z, _, valid, _, inside = self._parts("gamma.logcdf", x, a, loc, scale)
+        zero = _at_or_below(valid, z, inside)
+        x = _away(zero, x, loc + scale)
+        return _log_probability(self.cdf(x, a, loc, scale), self.sf(x, a, loc, scale), zero)
 
     def sf(self, x, a, loc=0, scale=1):
         """``gammaincc(a, z)``, accurate where small.
@@ -714,6 +718,13 @@ def _at_or_below(valid, z, inside):
     """Where the CDF of a distribution on ``z >= 0`` is 0 by the support (``z <= 0``), for
     :func:`_log_probability`'s ``zero``."""
     return _and(valid, tnp.logical_not(_and(inside, z > 0)))
+
+
+def _away(zero, x, point):
+    """``x``, moved to ``point`` inside the support where ``zero`` marks a log-probability
+    ``-inf`` by the support: the probability's derivative there may be infinite (``gamma``
+    of ``a < 1`` at 0), and the zero cotangent of ``-inf`` times it would be NaN."""
+    return tnp.where(zero, point, x)
 
 
 class expon_gen(_Distribution):
@@ -984,8 +995,9 @@ class chi2_gen(_Distribution):
         -0.4586751453870821
         """
         z, _, valid, _, inside = self._parts("chi2.logcdf", x, df, loc, scale, [])
-        return _log_probability(self.cdf(x, df, loc, scale), self.sf(x, df, loc, scale),
-                                _at_or_below(valid, z, inside))
+        zero = _at_or_below(valid, z, inside)
+        x = _away(zero, x, loc + scale)
+        return _log_probability(self.cdf(x, df, loc, scale), self.sf(x, df, loc, scale), zero)
 
     def sf(self, x, df, loc=0, scale=1):
         """``gammaincc(df/2, z/2)`` (``chdtrc``), accurate where small.
@@ -1062,8 +1074,10 @@ class beta_gen(_Distribution):
         -0.6931471805599453
         """
         _, raw, _, valid, *_ = self._parts("beta.logcdf", x, a, b, loc, scale)
+        zero = _and(valid, raw <= 0)
+        x = _away(zero, x, loc + 0.5 * scale)
         return _log_probability(self.cdf(x, a, b, loc, scale), self.sf(x, a, b, loc, scale),
-                                _and(valid, raw < 0))
+                                zero)
 
     def sf(self, x, a, b, loc=0, scale=1):
         """``1 - cdf``, as ``betainc(b, a, 1 - z)``.
@@ -1082,8 +1096,10 @@ class beta_gen(_Distribution):
         -0.6931471805599453
         """
         _, raw, _, valid, *_ = self._parts("beta.logsf", x, a, b, loc, scale)
+        zero = _and(valid, raw >= 1)
+        x = _away(zero, x, loc + 0.5 * scale)
         return _log_probability(self.sf(x, a, b, loc, scale), self.cdf(x, a, b, loc, scale),
-                                _and(valid, raw > 1))
+                                zero)
 
 
 class uniform_gen(_Distribution):
