@@ -85,7 +85,8 @@ def test_log_cdf_and_sf_derivatives_at_the_support_edge_are_not_nan(method, args
         assert got[0] == want
         step = 1e-6 * np.float64(x[1])                  # the interior: central differences
         x64 = x.astype(np.float64)
-        fd = (float(method(x64[1] + step, *args)) - float(method(x64[1] - step, *args))) / (2 * step)
+        fd = (float(method(x64[1] + step, *args))
+              - float(method(x64[1] - step, *args))) / (2 * step)
         np.testing.assert_allclose(got[1], fd, rtol=1e-4 if dtype == np.float64 else 1e-3)
 
 

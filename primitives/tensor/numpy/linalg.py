@@ -538,9 +538,10 @@ def _matrix_norm(x, ord, axes: tuple, keepdims: bool):
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """``np.linalg.norm``: every ``ord`` NumPy has, over one axis (vector) or two (matrix).
     Derivatives: 0 at the zero vector for the vector norms of ``ord > 1`` (PyTorch's
-    subgradient; the 2-norm's too), and in the zero entries for ``ord < 1``; ties of ``inf``/``-inf`` norms and of
-    ``2``/``-2`` matrix norms share the derivative; ``2``, ``-2`` and ``"nuc"`` go through the
-    singular values (``"nuc"`` needs them nonzero, as ``|x|`` needs ``x != 0``)."""
+    subgradient; the 2-norm's too), and in the zero entries for ``ord < 1``; ties of
+    ``inf``/``-inf`` norms and of ``2``/``-2`` matrix norms share the derivative; ``2``,
+    ``-2`` and ``"nuc"`` go through the singular values (``"nuc"`` needs them nonzero, as
+    ``|x|`` needs ``x != 0``)."""
     x = operand(x, "linalg.norm")
     if dtype_of(x).kind in "biu":       # NumPy's: other dtypes stay (float16 too; its norms
         x = as_dtype(x, np.float64)       # through the singular values refuse it, as NumPy's)
