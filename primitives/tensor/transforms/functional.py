@@ -762,12 +762,14 @@ class _Flat:
         shares memory with one of ``held`` (the arguments, the constants, the other results)
         or with another aux array is copied: writing into ``aux`` changes nothing else."""
         leaves, tree = tree_flatten(self.aux)
-        leaves = [result_array(v.value_below) if isinstance(v, Tracer) and
-                  v.graph_trace is trace else v for v in leaves]
+        traced = [isinstance(v, Tracer) and v.graph_trace is trace for v in leaves]
+        leaves = [result_array(v.value_below) if t else v for v, t in zip(leaves, traced)]
         arrays = [n for n, v in enumerate(leaves) if _is_plain_array(v)]
         for n, v in zip(arrays, fresh([leaves[n] for n in arrays],
                                       [h for h in held if _is_plain_array(h)])):
-            leaves[n] = v
+            # an array f returns as it is (not computed in the trace) may be one f holds (a
+            # closure's, a global, an attribute): the caller gets a copy of it
+            leaves[n] = v if traced[n] or v is not leaves[n] else library_of(v).copy(v)
         return tree_unflatten(tree, leaves)
 
 
