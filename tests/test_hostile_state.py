@@ -7,7 +7,6 @@ import pytest
 
 import primitives.tensor as tnp
 
-
 # --- has_aux: aux arrays f returns as they are -----------------------------------------
 
 _W = np.array([5.0, 6.0])
@@ -221,3 +220,51 @@ def test_a_state_dict_saved_without_the_new_options_loads():
     again.load_state_dict(saved)
     assert again.param_groups[0]["decoupled_weight_decay"] is True
     assert again.param_groups[0]["maximize"] is False
+
+
+# --- vjp on eager Tensors: vjp_fn differentiates at the values of the call ------------
+
+_X0 = np.array([0.3, 0.7])
+
+
+def _written_in_place(t):
+    with tnp.no_grad():
+        t += 1.0
+
+
+def test_vjp_of_a_tensor_written_in_place_afterwards():
+    x = tnp.tensor(_X0.copy(), requires_grad=True)
+    out, vjp_fn = tnp.vjp(lambda v: tnp.sin(v) * v, x)
+    _written_in_place(x)
+    (ct,) = vjp_fn(np.ones(2))
+    # before: cos(x_new) * x_new + sin(x_old), a mix of the two points
+    np.testing.assert_allclose(ct.data, np.cos(_X0) * _X0 + np.sin(_X0))
+
+
+def test_vjp_of_a_tensor_whose_data_is_rebound_afterwards():
+    x = tnp.tensor(_X0.copy(), requires_grad=True)
+    out, vjp_fn = tnp.vjp(lambda v: tnp.sin(v) * v, x)
+    x.data = np.array([5.0, 5.0])
+    np.testing.assert_allclose(vjp_fn(np.ones(2))[0].data, np.cos(_X0) * _X0 + np.sin(_X0))
+
+
+def test_vjp_output_tensor_written_in_place_afterwards():
+    x = tnp.tensor(_X0.copy(), requires_grad=True)
+    out, vjp_fn = tnp.vjp(tnp.exp, x)          # exp's derivative is its output
+    _written_in_place(out)
+    np.testing.assert_allclose(vjp_fn(np.ones(2))[0].data, np.exp(_X0))
+
+
+def test_vjp_closed_over_tensor_written_in_place_afterwards():
+    x = tnp.tensor(_X0.copy(), requires_grad=True)
+    w = tnp.tensor([2.0, 3.0], requires_grad=True)
+    out, vjp_fn = tnp.vjp(lambda v: tnp.sin(v * w), x)
+    _written_in_place(w)
+    wv = np.array([2.0, 3.0])
+    (ct,) = vjp_fn(np.ones(2))
+    np.testing.assert_allclose(ct.data, np.cos(_X0 * wv) * wv)
+    # the copies vjp works on still carry derivatives back to x and w
+    tnp.sum(ct + out).backward()
+    np.testing.assert_allclose(x.grad, -np.sin(_X0 * wv) * wv ** 2 + np.cos(_X0 * wv) * wv)
+    np.testing.assert_allclose(w.grad, -np.sin(_X0 * wv) * _X0 * wv + np.cos(_X0 * wv)
+                               + np.cos(_X0 * wv) * _X0)
