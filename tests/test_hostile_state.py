@@ -268,3 +268,25 @@ def test_vjp_closed_over_tensor_written_in_place_afterwards():
     np.testing.assert_allclose(x.grad, -np.sin(_X0 * wv) * wv ** 2 + np.cos(_X0 * wv) * wv)
     np.testing.assert_allclose(w.grad, -np.sin(_X0 * wv) * _X0 * wv + np.cos(_X0 * wv)
                                + np.cos(_X0 * wv) * _X0)
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adam", {}), ("SGD", {"momentum": 0.9}),
+                                         ("RMSprop", {"centered": True})])
+def test_step_after_data_rebound_to_another_shape_raises_before_updating(name, kwargs):
+    # before: the (1,)-shaped state broadcast silently over the 3 new elements
+    w = tnp.tensor([1.0], requires_grad=True)
+    v = tnp.tensor([1.0, 1.0], requires_grad=True)
+    opt = getattr(tnp.optim, name)([v, w], lr=0.1, **kwargs)
+    tnp.sum(w * w + tnp.sum(v * v)).backward()
+    opt.step()
+    w.data = np.array([1.0, 2.0, 3.0])
+    opt.zero_grad()
+    tnp.sum(w * w).backward()
+    tnp.sum(v * v).backward()
+    before = v.data.copy()
+    with pytest.raises(tnp.optim.OptimizerError, match="shape"):
+        opt.step()
+    np.testing.assert_array_equal(v.data, before)      # nothing half-done
+    opt.state[w].clear()
+    opt.step()                                          # a fresh state: usable again
+    assert np.all(w.data < [1.0, 2.0, 3.0])

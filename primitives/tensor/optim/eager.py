@@ -210,6 +210,11 @@ class Optimizer:
         result returned, as in torch."""
         loss = closure() if closure is not None else None
         states, update, as_pairs = self.state, self._update, self._complex_as_pairs
+        for group in self.param_groups:         # all checked before any tensor is updated
+            for t in group["params"]:
+                state = states.get(t)
+                if state and t.grad is not None:
+                    self._check_state_shapes(t, state)
         for group in self.param_groups:
             for t in group["params"]:
                 if t.grad is None:
@@ -234,6 +239,20 @@ class Optimizer:
 
     def _update(self, data, grad, state, group):
         raise NotImplementedError
+
+    def _check_state_shapes(self, t, state: dict) -> None:
+        """A tensor's state arrays have its shape: after ``t.data = other`` of another shape
+        they would broadcast into a state shared between elements (PyTorch raises there)."""
+        shape = shape_of(t.data)
+        if self._complex_as_pairs and dtype_of(t.data).kind == "c":
+            shape = shape + (2,)
+        for key, value in state.items():
+            if _is_array(value) and tuple(value.shape) != shape:
+                raise OptimizerError(
+                    f"{self._name}.step: the state {key!r} of a tensor has shape "
+                    f"{tuple(value.shape)}, the tensor now has shape {shape_of(t.data)} (was its "
+                    ".data rebound to another shape?); start its state anew with "
+                    "opt.state[t].clear() (or del opt.state[t])")
 
     def state_dict(self) -> dict:
         """torch's: ``{"state": {index: state}, "param_groups": [group]}``, the tensors
