@@ -8,7 +8,7 @@ exactly those results and leaves every other one as it is (no cost).
 
 >>> a = np.arange(3.0)
 >>> out = fresh([a[1:], a + 1], held=[a])
->>> np.sharesmemory_of(out[0], a), out[0].tolist()
+>>> np.shares_memory(out[0], a), out[0].tolist()
 (False, [1.0, 2.0])
 
 Room: the bottom of the transforms package; imports :mod:`..backends` and :mod:`..core`.
