@@ -152,7 +152,7 @@ def test_a_list_of_tensors_is_one_group_and_a_single_tensor_is_a_group():
     assert [id(t) for t in opt.param_groups[0]["params"]] == [id(t) for t in ts]
     hyper = {k: v for k, v in opt.param_groups[0].items() if k != "params"}
     assert hyper == {"lr": 0.1, "momentum": 0.9, "dampening": 0.0, "weight_decay": 0.0,
-                     "nesterov": False}
+                     "nesterov": False, "maximize": False}
     opt = optim.SGD([{"params": ts[0]}, {"params": ts[1:], "lr": 0.5}], lr=0.1)
     assert opt.param_groups[0]["params"][0] is ts[0]
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.backends import library_of, to_host
+from primitives.tensor.backends import library_of, to_host, to_library
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.eager.frontend import Tensor
@@ -105,6 +105,10 @@ class Optimizer:
     _complex_as_pairs = False       # whether a complex tensor is updated as (real, imag) pairs
 
     _name = "optim"                 # how errors name the optimizer
+
+    # options added after state dicts were first saved: one saved without them loads with
+    # their defaults
+    _added_options = ("maximize", "amsgrad", "decoupled_weight_decay")
 
     def __init__(self, tensors, defaults: dict) -> None:
         what = self._name
@@ -206,6 +210,11 @@ class Optimizer:
         result returned, as in torch."""
         loss = closure() if closure is not None else None
         states, update, as_pairs = self.state, self._update, self._complex_as_pairs
+        for group in self.param_groups:         # all checked before any tensor is updated
+            for t in group["params"]:
+                state = states.get(t)
+                if state and t.grad is not None:
+                    self._check_state_shapes(t, state)
         for group in self.param_groups:
             for t in group["params"]:
                 if t.grad is None:
@@ -215,6 +224,8 @@ class Optimizer:
                     state = states[t] = {}
                 data = t.data                   # a writable handle (copy-on-write)
                 grad = _values(t.grad)
+                if group.get("maximize"):       # torch's maximize: ascend, -grad from here on
+                    grad = -grad
                 if as_pairs and dtype_of(data).kind == "c":
                     # as torch (view_as_real): the real and imaginary parts are two parameters
                     data -= _from_pairs(update(_pairs(data), _pairs(grad), state, group))
@@ -228,6 +239,20 @@ class Optimizer:
 
     def _update(self, data, grad, state, group):
         raise NotImplementedError
+
+    def _check_state_shapes(self, t, state: dict) -> None:
+        """A tensor's state arrays have its shape: after ``t.data = other`` of another shape
+        they would broadcast into a state shared between elements (PyTorch raises there)."""
+        shape = shape_of(t.data)
+        if self._complex_as_pairs and dtype_of(t.data).kind == "c":
+            shape = shape + (2,)
+        for key, value in state.items():
+            if _is_array(value) and tuple(value.shape) != shape:
+                raise OptimizerError(
+                    f"{self._name}.step: the state {key!r} of a tensor has shape "
+                    f"{tuple(value.shape)}, the tensor now has shape {shape_of(t.data)} (was its "
+                    ".data rebound to another shape?); start its state anew with "
+                    "opt.state[t].clear() (or del opt.state[t])")
 
     def state_dict(self) -> dict:
         """torch's: ``{"state": {index: state}, "param_groups": [group]}``, the tensors
@@ -268,11 +293,14 @@ class Optimizer:
                 raise OptimizerError(f"{what}: param_groups[{i}] has {len(saved['params'])} "
                                      f"tensors in the state dict, {len(group['params'])} here")
             tensor_of.update(zip(saved["params"], group["params"]))
-            missing = sorted(set(self.defaults) - set(saved))
+            missing = sorted(set(self.defaults) - set(saved) - set(self._added_options))
             if missing:
                 raise OptimizerError(f"{what}: param_groups[{i}] lacks {missing}: was the state "
                                      f"dict saved by another optimizer than {self._name}?")
             loaded = {key: _copied(value) for key, value in saved.items() if key != "params"}
+            for key in self._added_options:     # a state dict saved before they existed
+                if key in self.defaults:
+                    loaded.setdefault(key, self.defaults[key])
             self._check_group(loaded, f" (param_groups[{i}] of the state dict)")
             groups.append({"params": group["params"], **loaded})
         state = _TensorStates(self.param_groups)
@@ -290,6 +318,16 @@ class Optimizer:
         value = _copied(value)
         if not _is_array(value):
             return value
+        library = library_of(t.data)
+        if library_of(value) is not library:
+            # a state saved over another library's tensors (PyTorch's own state dict, say):
+            # its arrays become arrays of this tensor's library, a 0-d one (PyTorch's "step")
+            # a number; what has the wrong shape then raises below
+            host = to_host(value)
+            if host.shape == () and shape_of(t.data) != ():
+                number = host.item()
+                return int(number) if float(number).is_integer() else number
+            value = to_library(np.array(host), library, t.data)
         shape, dtype = shape_of(t.data), dtype_of(t.data)
         if self._complex_as_pairs and dtype.kind == "c":
             shape, dtype = shape + (2,), np.empty(0, dtype).real.dtype
@@ -335,11 +373,14 @@ class SGD(Optimizer):
     dampening = _GroupValue()
     weight_decay = _GroupValue()
     nesterov = _GroupValue()
+    maximize = _GroupValue()
 
     def __init__(self, tensors, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False) -> None:
+                 weight_decay: float = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False) -> None:
         super().__init__(tensors, {"lr": lr, "momentum": momentum, "dampening": dampening,
-                                   "weight_decay": weight_decay, "nesterov": nesterov})
+                                   "weight_decay": weight_decay, "nesterov": nesterov,
+                                   "maximize": maximize})
 
     def _check_group(self, group: dict, where: str) -> None:
         self._check(where, lr=(group["lr"], 0.0, None), momentum=(group["momentum"], 0.0, None),
@@ -367,7 +408,10 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """``torch.optim.Adam`` over leaf Tensors: ``m = b1 m + (1 - b1) g``,
     ``v = b2 v + (1 - b2) |g|^2``, ``t -= lr / (1 - b1^k) * m / (sqrt(v / (1 - b2^k)) + eps)``
-    at step ``k``; ``weight_decay`` adds ``weight_decay * t`` to the gradient (L2, as torch).
+    at step ``k``; ``weight_decay`` adds ``weight_decay * t`` to the gradient (L2, as torch),
+    or with ``decoupled_weight_decay=True`` scales ``t`` by ``1 - lr * weight_decay`` (AdamW).
+    ``amsgrad=True`` divides by the largest ``v`` so far (``state["max_exp_avg_sq"]``);
+    ``maximize=True`` (every optimizer here, as torch's) ascends: the gradient is negated.
 
     >>> import primitives.tensor as tnp
     >>> w = tnp.tensor([1.0, -1.0], requires_grad=True)
@@ -385,11 +429,17 @@ class Adam(Optimizer):
     betas = _GroupValue()
     eps = _GroupValue()
     weight_decay = _GroupValue()
+    amsgrad = _GroupValue()
+    maximize = _GroupValue()
+    decoupled_weight_decay = _GroupValue()
 
     def __init__(self, tensors, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 maximize: bool = False, decoupled_weight_decay: bool = False) -> None:
         super().__init__(tensors, {"lr": lr, "betas": betas, "eps": eps,
-                                   "weight_decay": weight_decay})
+                                   "weight_decay": weight_decay, "amsgrad": amsgrad,
+                                   "maximize": maximize,
+                                   "decoupled_weight_decay": decoupled_weight_decay})
 
     def _check_group(self, group: dict, where: str) -> None:
         betas = group["betas"]
@@ -405,12 +455,11 @@ class Adam(Optimizer):
                     beta1=(betas[0], 0.0, 1.0), beta2=(betas[1], 0.0, 1.0),
                     weight_decay=(group["weight_decay"], 0.0, None))
 
-    def _decay(self, data, grad, group):
-        weight_decay = group["weight_decay"]
-        return grad + weight_decay * data if weight_decay else grad
-
     def _update(self, data, grad, state, group):
-        grad = self._decay(data, grad, group)
+        weight_decay = group["weight_decay"]
+        decoupled = group.get("decoupled_weight_decay")
+        if weight_decay and not decoupled:
+            grad = grad + weight_decay * data               # L2: into the gradient
         b1, b2 = group["betas"]
         if not state:
             state.update(step=0, exp_avg=zeros_like(data), exp_avg_sq=zeros_like(data))
@@ -418,9 +467,19 @@ class Adam(Optimizer):
         step = state["step"]
         state["exp_avg"] = state["exp_avg"] + (1 - b1) * (grad - state["exp_avg"])
         state["exp_avg_sq"] = b2 * state["exp_avg_sq"] + (1 - b2) * _abs_sq_array(grad)
+        second = state["exp_avg_sq"]
+        if group.get("amsgrad"):
+            # torch's AMSGrad: the largest second moment so far (bias-corrected at this step)
+            kept = state.get("max_exp_avg_sq")
+            second = state["max_exp_avg_sq"] = \
+                library_of(second).copy(second) if kept is None else \
+                library_of(second).xp.maximum(kept, second)
         step_size = group["lr"] / (1 - b1 ** step)
-        denom = state["exp_avg_sq"] ** 0.5 / math.sqrt(1 - b2 ** step) + group["eps"]
-        return step_size * state["exp_avg"] / denom
+        denom = second ** 0.5 / math.sqrt(1 - b2 ** step) + group["eps"]
+        update = step_size * state["exp_avg"] / denom
+        if weight_decay and decoupled:                      # AdamW's: t *= 1 - lr * wd
+            update = group["lr"] * weight_decay * data + update
+        return update
 
 
 class AdamW(Adam):
@@ -438,16 +497,10 @@ class AdamW(Adam):
     _name = "optim.AdamW"
 
     def __init__(self, tensors, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:
-        super().__init__(tensors, lr, betas, eps, weight_decay)
-
-    def _decay(self, data, grad, group):
-        return grad
-
-    def _update(self, data, grad, state, group):
-        step = super()._update(data, grad, state, group)
-        weight_decay = group["weight_decay"]
-        return group["lr"] * weight_decay * data + step if weight_decay else step
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(tensors, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
 
 
 class RMSprop(Optimizer):
@@ -472,13 +525,14 @@ class RMSprop(Optimizer):
     weight_decay = _GroupValue()
     momentum = _GroupValue()
     centered = _GroupValue()
+    maximize = _GroupValue()
 
     def __init__(self, tensors, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False) -> None:
+                 centered: bool = False, *, maximize: bool = False) -> None:
         super().__init__(tensors, {"lr": lr, "alpha": alpha, "eps": eps,
                                    "weight_decay": weight_decay, "momentum": momentum,
-                                   "centered": centered})
+                                   "centered": centered, "maximize": maximize})
 
     def _check_group(self, group: dict, where: str) -> None:
         self._check(where, lr=(group["lr"], 0.0, None), alpha=(group["alpha"], 0.0, None),

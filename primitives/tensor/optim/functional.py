@@ -132,6 +132,8 @@ def chain(*transformations: GradientTransformation) -> GradientTransformation:
             raise OptimizerError(f"chain update: the state must be the tuple init made (one "
                                  f"state per transformation, {len(transformations)}), got "
                                  f"{type(state).__name__}")
+        if not transformations:         # the identity: new arrays, not the caller's grads
+            return _tree_map("optim.chain", api.copy, updates), ()
         new_states = []
         for t, s in zip(transformations, state):
             updates, s = t.update(updates, s, params)

@@ -251,12 +251,13 @@ class _Location:
         return _path_reader(self.root, self.steps) if self.steps else self.root
 
 
-def external_values(f: Callable) -> list[Reference]:
+def external_values(f: Callable, warn: bool = True) -> list[Reference]:
     """The arrays and numbers ``f`` reads from outside, and the functions, strings, lengths
     and keys that decide what it does, found without running it, each with the path to
     read it along again (see the module docstring for what is followed, and when a number
     counts). Library functions (tidu's, NumPy's...) are passed through, but
-    their globals are not read.
+    their globals are not read. ``warn=False``: no warning when ``f`` reaches more than the
+    scan follows (for a caller that only looks for arrays a function may return).
 
     >>> def affine(params):
     ...     return lambda x: x * params["layer"]["w"]
@@ -264,7 +265,7 @@ def external_values(f: Callable) -> list[Reference]:
     >>> [ref for ref in refs if isinstance(ref.value, np.ndarray)]
     [Reference(closure variable 'params' of affine.<locals>.<lambda>['layer']['w'])]
     """
-    return _Scan(f).references()
+    return _Scan(f).references(warn)
 
 
 class _Scan:
@@ -279,14 +280,14 @@ class _Scan:
         self.name = _name(f)
         self.pending = collections.deque([(f, _Location.constant(f, self.name))])
 
-    def references(self) -> list[Reference]:
+    def references(self, warn: bool = True) -> list[Reference]:
         while True:
             while self.pending and self.visits < _MAX_OBJECTS:
                 self._visit(*self.pending.popleft())
             # the code is known now: the module attributes and methods it names
             if self.visits >= _MAX_OBJECTS or not self._follow_named():
                 break
-        if self.pending and self.visits >= _MAX_OBJECTS:
+        if warn and self.pending and self.visits >= _MAX_OBJECTS:
             warnings.warn(
                 f"{self.name} reaches more than {_MAX_OBJECTS} functions, objects and "
                 "containers from its closure and globals: the arrays and numbers beyond them "

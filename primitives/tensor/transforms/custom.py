@@ -118,6 +118,8 @@ from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
 from primitives.tensor.transforms.closure import Guard, external_values, staging, unstaged
+from primitives.tensor.transforms.closure import _is_array as _is_outside_array
+from primitives.tensor.transforms.fresh import memory_of
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
                                                      is_differentiated, vjp)
@@ -413,6 +415,7 @@ class _Rule:
         self._traced: dict = {}              # rule name -> what its _trace_<name> gave
         self._pending: dict = {}             # rule name -> what its _trace_<name> reads
         self._guards: dict = {}              # rule name -> (Guard, the constants it reads)
+        self._outside: dict = {}             # f or fwd -> readers of the arrays it holds
 
     # --- the traced rules, made on demand -----------------------------------------------
 
@@ -529,19 +532,35 @@ class _Rule:
                     f"{shape_of(value)} and dtype {dtype_of(value)}, expected {shape} and "
                     f"{dtype} (the first call's, for these argument types)")
 
-    def _own_results(self, arrays: list, inputs: list) -> list:
+    def _outside_arrays(self, function) -> set:
+        """The memory (:func:`.fresh.memory_of`) of the arrays ``function`` (``f`` or
+        ``fwd``) reads from outside now: its closure, globals, attributes (:mod:`.closure`;
+        the paths are found once per signature, read at each call, so a rebinding is seen)."""
+        readers = self._outside.get(function)
+        if readers is None:
+            readers = [ref.read for ref in external_values(function, warn=False)
+                       if _array_memory(ref.value) is not None]
+            self._outside[function] = readers
+        return {_array_memory(read()) for read in readers} - {None}
+
+    def _own_results(self, arrays: list, inputs: list, function=None) -> list:
         """Results that alias an input or are NumPy views are copied: ops own their outputs.
-        On arrays of another library, NumPy results (of NumPy code in the function) become
-        arrays of that library, as any op's results."""
+        So are results that are arrays ``function`` holds (its closure's, a global, an
+        attribute), returned as they are: an output or a residual the caller writes into
+        later (or ``f`` itself, at its next call) would change the recorded value and so
+        the gradient. On arrays of another library, NumPy results (of NumPy code in the
+        function) become arrays of that library, as any op's results."""
         like = _foreign_array(inputs)
+        outside = self._outside_arrays(function) if function is not None else ()
         owned = []
         for array in arrays:
+            held = bool(outside) and memory_of(array) in outside
             if type(array) is np.ndarray:
-                if array.base is not None or any(array is i for i in inputs):
+                if held or array.base is not None or any(array is i for i in inputs):
                     array = array.copy()
                 if like is not None:
                     array = to_library(array, library_of(like), like)
-            elif any(array is i for i in inputs):
+            elif held or any(array is i for i in inputs):
                 array = library_of(array).copy(array)
             owned.append(array)
         return owned
@@ -632,7 +651,8 @@ class _JVPRule(_Rule):
     def run(self, inputs: list) -> list:
         leaves, tree = tree_flatten(self.custom.fun(*self.args(inputs)))
         return self._own_results(
-            self._arrays(leaves, tree, self.out_tree, self.out_avals, "its result"), inputs)
+            self._arrays(leaves, tree, self.out_tree, self.out_avals, "its result"), inputs,
+            self.custom.fun)
 
     def _trace_jvp(self, data: list) -> RuleGraph:
         """``jvp_fn`` traced at the first call's primals and zero tangents, checked: a graph
@@ -731,7 +751,7 @@ class _VJPRule(_Rule):
         outs = self._arrays(outs, out_tree, self.out_tree, self.out_avals, "fwd's out")
         residuals = self._arrays(residuals, res_tree, self.res_tree, self.res_avals,
                                  "fwd's residuals")
-        return self._own_results(outs + residuals, inputs)
+        return self._own_results(outs + residuals, inputs, self.fwd_fn)
 
     def values_below(self, below: list) -> list:
         """The call's outputs one level below a differentiating trace that records it.
@@ -956,6 +976,14 @@ class _BatchedVJPRule(_Batched, _VJPRule):
 
 _JVPRule.batched_class = _BatchedJVPRule
 _VJPRule.batched_class = _BatchedVJPRule
+
+
+def _array_memory(value):
+    """:func:`.fresh.memory_of` an array (of any library), ``None`` for anything else (a
+    class such as ``torch.Tensor`` has a ``shape`` too)."""
+    if isinstance(value, type) or not _is_outside_array(value):
+        return None
+    return memory_of(value)
 
 
 def _foreign_array(inputs: list):

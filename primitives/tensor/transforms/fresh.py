@@ -24,7 +24,7 @@ from primitives.tensor.backends import library_of
 from primitives.tensor.core import Frontend
 
 
-def _memory(value):
+def memory_of(value):
     """A token for the memory block under an array (its owner's identity for NumPy, the
     storage pointer for PyTorch), or ``None`` for values that are not arrays."""
     if type(value) is np.ndarray:
@@ -48,18 +48,18 @@ def fresh(outputs: list, held: Iterable) -> list:
     """
     taken = set()
     for h in held:
-        if type(h) is np.ndarray:                   # _memory's common case, inline
+        if type(h) is np.ndarray:                   # memory_of's common case, inline
             taken.add(id(h if h.base is None else h.base))
         else:
-            taken.add(_memory(h))
+            taken.add(memory_of(h))
     taken.discard(None)
     result = []
     for out in outputs:
-        memory = _memory(out)
+        memory = memory_of(out)
         if memory is not None:
             if memory in taken:
                 out = library_of(out).copy(out)
-                memory = _memory(out)
+                memory = memory_of(out)
             taken.add(memory)
         result.append(out)
     return result

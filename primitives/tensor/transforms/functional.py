@@ -667,9 +667,13 @@ def _as_value(x):
 
 
 def _owned(x):
-    """``x`` where writing to the caller's array cannot change it: tensors and traced values
-    (tidu owns them) as they are, arrays copied (:func:`..backends.owned_copy`)."""
-    return x if isinstance(x, Frontend) else owned_copy(_as_value(x))
+    """``x`` where writing to the caller's array cannot change it: traced values (immutable)
+    as they are, arrays copied (:func:`..backends.owned_copy`), and an eager ``Tensor``
+    (which the caller may update in place in a ``no_grad`` block, or rebind ``.data`` of) as
+    a recorded copy (``tnp.copy``): a derivative still flows back to it."""
+    if isinstance(x, Frontend):
+        return x if x.is_tracer else api.copy(x)
+    return owned_copy(_as_value(x))
 
 
 def result_array(x):
@@ -781,12 +785,14 @@ class _Flat:
         shares memory with one of ``held`` (the arguments, the constants, the other results)
         or with another aux array is copied: writing into ``aux`` changes nothing else."""
         leaves, tree = tree_flatten(self.aux)
-        leaves = [result_array(v.value_below) if isinstance(v, Tracer) and
-                  v.graph_trace is trace else v for v in leaves]
+        traced = [isinstance(v, Tracer) and v.graph_trace is trace for v in leaves]
+        leaves = [result_array(v.value_below) if t else v for v, t in zip(leaves, traced)]
         arrays = [n for n, v in enumerate(leaves) if _is_plain_array(v)]
         for n, v in zip(arrays, fresh([leaves[n] for n in arrays],
                                       [h for h in held if _is_plain_array(h)])):
-            leaves[n] = v
+            # an array f returns as it is (not computed in the trace) may be one f holds (a
+            # closure's, a global, an attribute): the caller gets a copy of it
+            leaves[n] = v if traced[n] or v is not leaves[n] else library_of(v).copy(v)
         return tree_unflatten(tree, leaves)
 
 
@@ -873,9 +879,16 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
         return tuple(flat.unflatten_inputs(leaves))
 
     out_leaves = fresh(in_library_of(list(traced.output()), primal_values), primal_values)
+    if owned:   # the eager Tensors vjp_fn reads: the caller gets copies, to write into
+        out_leaves = [_owned(v) if isinstance(v, Frontend) else v for v in out_leaves]
     out = tree_unflatten(flat.out_tree, out_leaves)
     if has_aux:
-        return out, vjp_fn, flat.aux_result(traced.trace, primal_values + out_leaves)
+        aux = flat.aux_result(traced.trace, primal_values + out_leaves)
+        if owned:
+            leaves, tree = tree_flatten(aux)
+            aux = tree_unflatten(tree, [_owned(v) if isinstance(v, Frontend) else v
+                                        for v in leaves])
+        return out, vjp_fn, aux
     return out, vjp_fn
 
 
