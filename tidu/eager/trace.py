@@ -19,28 +19,53 @@ class Trace:
     ``output_keys`` are the eager keys of the node's outputs. A one-output node
     (the common case) keeps its key as ``output_key`` and no tuple: every object
     a trace keeps alive is one more for each full collection of the garbage
-    collector to walk, so long recordings are faster with fewer.
+    collector to walk, so long recordings are faster with fewer. For the same
+    reason a one-output node is also the :class:`~tidu.eager.EagerInput` of its
+    output (``key``, ``trace``, ``requires_grad``, ``data``; ``data`` is ``None``
+    when the node did not keep it): a frontend may pass it as the input of the
+    next op instead of a new record.
+
+    >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+    >>> from tidu.example_ops import Op
+    >>> recorder = Recorder()
+    >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 0.5)
+    >>> node = recorder.record(RecordedGraph.from_primitive(Op.SIN, ["a"]), [x], [0.25])
+    >>> (node.key, node.trace, node.requires_grad, node.data) == (node.output_key, node, True, 0.25)
+    True
+    >>> later = recorder.record(RecordedGraph.from_primitive(Op.NEG, ["a"]), [node], [-0.25])
+    >>> later.inputs[0] is node
+    True
     """
 
     __slots__ = ("recorded", "inputs", "active_inputs", "output_key", "_output_keys",
-                 "output_data", "retained", "serial", "dropped", "__weakref__")
+                 "output_data", "retained", "serial", "dropped", "key", "data", "__weakref__")
+
+    requires_grad = True
 
     def __init__(self, recorded, inputs: tuple, active_inputs: tuple, output_keys: tuple,
                  output_data: tuple, retained: Mapping | None, dropped: tuple | None = None
                  ) -> None:
         self.recorded = recorded            # the RecordedGraph
-        self.inputs = inputs                # EagerInput per graph input
+        self.inputs = inputs                # EagerInput (or one-output Trace) per input
         self.active_inputs = active_inputs  # positions of the inputs that require grad
         if len(output_keys) == 1:
-            self.output_key, self._output_keys = output_keys[0], None
+            self.output_key = self.key = output_keys[0]
+            self._output_keys = None
+            self.data = output_data[0]
         else:
-            self.output_key, self._output_keys = None, output_keys
+            self.output_key = self.key = self.data = None
+            self._output_keys = output_keys
         self.output_data = output_data
         self.retained = dict(retained) if retained else None
         self.serial = next(_serials)        # recording order: inputs' traces come first
         # None, or per output a weak reference to its value when a checkpoint strategy did
         # not keep it (None: kept, or not weakly referable); inputs' data not kept is None
         self.dropped = dropped
+
+    @property
+    def trace(self) -> "Trace":
+        """The node itself, as the trace of its output's record (see the class)."""
+        return self
 
     @property
     def output_keys(self) -> tuple:

@@ -502,19 +502,19 @@ class Tensor(ArrayOperators, Frontend):
             a = args[0]
             if (type(a) is Tensor and a._requires_grad and not a._exposed
                     and type(a._data) is np.ndarray and _grad_mode.enabled):
-                d, key = a._data, a._key
+                d, tr = a._data, a._trace          # (_input_record's test, inlined)
                 return _recorded_outputs(op, op.eval(None, [d]), (
-                    EagerInput(a.key if key is None else key, a._trace, True, d),), _FIRST)
+                    tr if tr is not None and tr.data is d else _input_record(a, d),), _FIRST)
         elif len(args) == 2:
             a, b = args
             if (type(a) is Tensor and type(b) is Tensor and a._requires_grad
                     and b._requires_grad and not a._exposed and not b._exposed
                     and type(a._data) is np.ndarray and type(b._data) is np.ndarray
                     and _grad_mode.enabled):
-                d, e, key_a, key_b = a._data, b._data, a._key, b._key
+                d, e, ta, tb = a._data, b._data, a._trace, b._trace
                 return _recorded_outputs(op, op.eval(None, [d, e]), (
-                    EagerInput(a.key if key_a is None else key_a, a._trace, True, d),
-                    EagerInput(b.key if key_b is None else key_b, b._trace, True, e)), _BOTH)
+                    ta if ta is not None and ta.data is d else _input_record(a, d),
+                    tb if tb is not None and tb.data is e else _input_record(b, e)), _BOTH)
         data = []
         inputs = []                     # per argument: its EagerInput if it requires grad
         active = []                     # the positions of the arguments that require grad
@@ -529,8 +529,7 @@ class Tensor(ArrayOperators, Frontend):
                         differentiated = type(d)
                     elif type(d) is not differentiated:
                         mixed = True
-                    key = a._key
-                    inputs.append(EagerInput(a.key if key is None else key, a._trace, True, d))
+                    inputs.append(_input_record(a, d))
                     active.append(position)
                     continue
             else:
@@ -597,6 +596,17 @@ class Tensor(ArrayOperators, Frontend):
 
 
 _FIRST, _BOTH = (0,), (0, 1)
+
+
+def _input_record(t: Tensor, d):
+    """The record of ``t`` (data ``d``, requiring grad) as an input of a node: the node that
+    made ``t`` when it keeps ``d`` as its one output (such a ``Trace`` is its output's
+    record: one object less per use), else a new ``EagerInput``."""
+    trace = t._trace
+    if trace is not None and trace.data is d:
+        return trace
+    key = t._key
+    return EagerInput(t.key if key is None else key, trace, True, d)
 
 
 def _recorded_outputs(op, results, inputs: tuple, active: tuple) -> list:
