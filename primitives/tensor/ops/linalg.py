@@ -279,9 +279,10 @@ class Mat:
         return self._apply(Pad((0,) * nd, high, (0,) * nd, self.shape), shape=shape)
 
 
-def solve(a: Mat, b: Mat) -> Mat:
-    """``a⁻¹ b`` (``a`` primal), emitted as a :class:`Solve`."""
-    return a._apply(Solve(b.shape, a.dtype.name), (b,), b.shape)
+def solve(a: Mat, b: Mat, within: str = "") -> Mat:
+    """``a⁻¹ b`` (``a`` primal), emitted as a :class:`Solve`; ``within``: the function whose
+    derivative solves (its name leads the error if ``a`` is singular)."""
+    return a._apply(Solve(b.shape, a.dtype.name, within), (b,), b.shape)
 
 
 def full(like: Mat, shape: tuple, dtype, value) -> Mat:
@@ -433,10 +434,12 @@ class DiagEmbed(_TrailingAxesOp):
 @tensor_op
 class Solve(TensorPrimitive):
     """``np.linalg.solve(a, b)``: ``a`` of shape ``batch + (n, n)``, ``b`` of ``shape =
-    batch + (n, k)``, both of ``dtype``. Linear in ``b``."""
+    batch + (n, k)``, both of ``dtype``. Linear in ``b``. ``within`` names the function
+    whose derivative emitted the solve, if one did (its errors name that function)."""
 
     shape: tuple
     dtype: str
+    within: str = ""
     name = "solve"
 
     def input_count(self) -> int:
@@ -447,7 +450,13 @@ class Solve(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         xp, (a, b) = operands(inputs, self)
-        return [_lapack(self, xp.linalg.solve, a, b)]
+        if not self.within:
+            return [_lapack(self, xp.linalg.solve, a, b)]
+        try:
+            return [_lapack(self, xp.linalg.solve, a, b)]
+        except LinAlgError as error:
+            raise LinAlgError(f"{self.within}: its derivative is not defined here: {error}") \
+                from None
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = _primal(builder, primal_inputs[0], self.a_shape(), self.dtype)
@@ -457,7 +466,7 @@ class Solve(TensorPrimitive):
         if da is not None:                       # d(A⁻¹B) = A⁻¹ (dB - dA A⁻¹B)
             da_x = Mat.tangent(builder, da, self.a_shape(), self.dtype) @ x
             rhs = -da_x if rhs is None else rhs - da_x
-        return [solve(a, rhs).id]
+        return [solve(a, rhs, self.within).id]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         if linear_mask(self, role) != (False, True):
@@ -465,7 +474,7 @@ class Solve(TensorPrimitive):
                               "solve is linear in its right-hand side only")
         a = Mat(builder, inputs[0], self.a_shape(), self.dtype)
         ct = Mat.tangent(builder, cotangent_outputs[0], self.shape, self.dtype)
-        return [None, solve(a.H, ct).id]
+        return [None, solve(a.H, ct, self.within).id]
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         (a, b), (a_axis, b_axis) = inputs, axes
@@ -476,7 +485,7 @@ class Solve(TensorPrimitive):
             columns = self.shape[:-1] + (self.shape[-1] * axis_size,)
             b = Local(emit(builder, Reshape(columns, self.shape + (axis_size,)), [b],
                            input_role(role, 1)))
-            [x] = builder.add_primitive(Solve(columns, self.dtype), [a, b], role)
+            [x] = builder.add_primitive(Solve(columns, self.dtype, self.within), [a, b], role)
             x = emit(builder, Reshape(self.shape + (axis_size,), columns), [Local(x)],
                      output_role(role))
             return [x], [ndim]
@@ -485,7 +494,7 @@ class Solve(TensorPrimitive):
             b = broadcast_batch(builder, b, 0, axis_size, role, 1)
         else:
             b = move_batch_axis(builder, b, b_axis, 0, role, 1)
-        batched = Solve((axis_size,) + tuple(self.shape), self.dtype)
+        batched = Solve((axis_size,) + tuple(self.shape), self.dtype, self.within)
         return builder.add_primitive(batched, [a, b], role), [0]
 
 
@@ -539,7 +548,7 @@ class Cholesky(_MatrixOp):
         factor = _primal(builder, primal_outputs[0], self.shape, self.dtype)
         sigma = hermitian_from_lower(Mat.tangent(builder, tangent_inputs[0], self.shape,
                                                  self.dtype))
-        inner = solve(factor, solve(factor, sigma).H)          # L⁻¹ Σ L⁻ᴴ
+        inner = solve(factor, solve(factor, sigma, self.name).H, self.name)          # L⁻¹ Σ L⁻ᴴ
         return [(factor @ inner.band(1.0, 0.5, 0.0)).id]
 
 
@@ -658,7 +667,7 @@ class Eig(_MatrixOp):
                                     self.operand(builder, primal_inputs[0]))
             v = Mat(builder, vectors, self.shape, dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype).astype(dtype)
-        rotated = solve(v, da @ v)                                  # V⁻¹ dA V
+        rotated = solve(v, da @ v, self.name)                                  # V⁻¹ dA V
         dw = rotated.diagonal()
         if not self.compute_v:
             return [dw.id]
@@ -808,7 +817,7 @@ _UNDETERMINED_COMPLEMENT = (
 def _qr_jvp_tall(q: Mat, r: Mat, da: Mat) -> tuple[Mat, Mat]:
     """``dQ, dR`` of ``A = QR`` with ``A`` tall or square and ``R`` invertible (JAX's rule):
     ``Qᴴ dQ`` is skew-Hermitian, ``dR R⁻¹`` upper triangular with a real diagonal."""
-    da_rinv = solve(r.H, da.H).H                                    # dA R⁻¹
+    da_rinv = solve(r.H, da.H, "qr").H                              # dA R⁻¹
     projected = q.H @ da_rinv
     lower = projected.band(1.0, 0.5, 0.0)
     skew = lower - lower.H                                          # Qᴴ dQ
@@ -840,7 +849,7 @@ class Slogdet(_MatrixOp):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = self.operand(builder, primal_inputs[0])
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
-        trace = solve(a, da).trace()                               # tr(A⁻¹ dA)
+        trace = solve(a, da, self.name).trace()                               # tr(A⁻¹ dA)
         if np.dtype(self.dtype).kind != "c":
             return [None, trace.id]
         sign = _primal(builder, primal_outputs[0], self.shape[:-2], self.dtype)
