@@ -23,3 +23,18 @@ def test_singular_derivative_names_the_function(name, f):
         tnp.vmap(tnp.grad(f))(np.stack([np.eye(3), singular]))
     np.testing.assert_allclose(tnp.grad(lambda a: tnp.linalg.slogdet(a)[1])(2 * np.eye(3)),
                                0.5 * np.eye(3))
+
+
+# --- scipy.special ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x", [[np.inf, 0.0], [np.inf, -np.inf], [np.inf, np.inf],
+                               [-np.inf, -np.inf], [-np.inf, 0.0], [np.nan, 1.0], [1.0, 2.0]])
+def test_scipy_softmax_infinite_entries_as_scipy(x):
+    special = pytest.importorskip("scipy.special")
+    x = np.array([x, [0.0, 1.0]])
+    with np.errstate(invalid="ignore"):
+        expected = special.softmax(x, axis=1)
+    np.testing.assert_array_equal(tnp.scipy.special.softmax(x, axis=1), expected)
+    np.testing.assert_array_equal(tnp.jit(lambda v: tnp.scipy.special.softmax(v, axis=1))(x),
+                                  expected)
