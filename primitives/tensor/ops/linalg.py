@@ -677,7 +677,7 @@ class Eig(_MatrixOp):
                                     self.operand(builder, primal_inputs[0]))
             v = Mat(builder, vectors, self.shape, dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype).astype(dtype)
-        rotated = solve(v, da @ v, "eig's derivative")                                  # V⁻¹ dA V
+        rotated = solve(v, da @ v, "eig's derivative")                # V⁻¹ dA V
         dw = rotated.diagonal()
         if not self.compute_v:
             return [dw.id]
@@ -859,7 +859,7 @@ class Slogdet(_MatrixOp):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = self.operand(builder, primal_inputs[0])
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
-        trace = solve(a, da, "slogdet's derivative").trace()                               # tr(A⁻¹ dA)
+        trace = solve(a, da, "slogdet's derivative").trace()          # tr(A⁻¹ dA)
         if np.dtype(self.dtype).kind != "c":
             return [None, trace.id]
         sign = _primal(builder, primal_outputs[0], self.shape[:-2], self.dtype)
