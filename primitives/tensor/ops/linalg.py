@@ -27,7 +27,8 @@ op                  JVP (``dA`` the tangent, ``herm(dA)`` the Hermitian matrix
 ``Qr``              JAX's rule, tall and wide
 ``Slogdet``         ``dlog = Re tr(A⁻¹ dA)``, ``dsign = sign · i Im tr(A⁻¹ dA)``
 ``Det``             ``tr(adj(A) dA)``, exact at singular matrices too
-``Adjugate``        ``(tr(adj dA) adj - adj dA adj) / det``; linear for 2 × 2
+``Adjugate``        ``c V (diag(P diag(E)) - P ∘ E) Uᴴ``, ``E = Uᴴ dA V`` (an
+                    :class:`AdjugateJvp`, exact at singular matrices); linear for 2 × 2
 ``Pinv``            Golub and Pereyra's formula (constant rank)
 ==================  ==========================================================
 
@@ -247,6 +248,14 @@ class Mat:
         shape = self.shape + (columns,)
         return self._apply(BroadcastInDim(shape, tuple(range(nb + 1)), self.shape), shape=shape)
 
+    def broadcast_to(self, shape: tuple) -> "Mat":
+        """This array repeated over leading axes, to ``shape``."""
+        if tuple(shape) == self.shape:
+            return self
+        lead = len(shape) - len(self.shape)
+        op = BroadcastInDim(tuple(shape), tuple(range(lead, len(shape))), self.shape)
+        return self._apply(op, shape=shape)
+
     def as_matrices(self, shape: tuple) -> "Mat":
         """A batch of scalars ``(...)`` repeated over ``(..., m, n)`` matrices."""
         return self._apply(BroadcastInDim(shape, tuple(range(len(self.shape))), self.shape),
@@ -279,9 +288,11 @@ class Mat:
         return self._apply(Pad((0,) * nd, high, (0,) * nd, self.shape), shape=shape)
 
 
-def solve(a: Mat, b: Mat) -> Mat:
-    """``a⁻¹ b`` (``a`` primal), emitted as a :class:`Solve`."""
-    return a._apply(Solve(b.shape, a.dtype.name), (b,), b.shape)
+def solve(a: Mat, b: Mat, within: str = "") -> Mat:
+    """``a⁻¹ b`` (``a`` primal), emitted as a :class:`Solve`; ``within`` names the
+    derivative that solves (``"slogdet's derivative"``: it leads the error if ``a`` is
+    singular)."""
+    return a._apply(Solve(b.shape, a.dtype.name, within), (b,), b.shape)
 
 
 def full(like: Mat, shape: tuple, dtype, value) -> Mat:
@@ -433,10 +444,12 @@ class DiagEmbed(_TrailingAxesOp):
 @tensor_op
 class Solve(TensorPrimitive):
     """``np.linalg.solve(a, b)``: ``a`` of shape ``batch + (n, n)``, ``b`` of ``shape =
-    batch + (n, k)``, both of ``dtype``. Linear in ``b``."""
+    batch + (n, k)``, both of ``dtype``. Linear in ``b``. ``within`` names the derivative
+    that emitted the solve, if one did (its errors name that function first)."""
 
     shape: tuple
     dtype: str
+    within: str = ""
     name = "solve"
 
     def input_count(self) -> int:
@@ -447,7 +460,12 @@ class Solve(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         xp, (a, b) = operands(inputs, self)
-        return [_lapack(self, xp.linalg.solve, a, b)]
+        if not self.within:
+            return [_lapack(self, xp.linalg.solve, a, b)]
+        try:
+            return [_lapack(self, xp.linalg.solve, a, b)]
+        except LinAlgError as error:
+            raise LinAlgError(f"{self.within} needs a nonsingular matrix: {error}") from None
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = _primal(builder, primal_inputs[0], self.a_shape(), self.dtype)
@@ -457,7 +475,7 @@ class Solve(TensorPrimitive):
         if da is not None:                       # d(A⁻¹B) = A⁻¹ (dB - dA A⁻¹B)
             da_x = Mat.tangent(builder, da, self.a_shape(), self.dtype) @ x
             rhs = -da_x if rhs is None else rhs - da_x
-        return [solve(a, rhs).id]
+        return [solve(a, rhs, self.within).id]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         if linear_mask(self, role) != (False, True):
@@ -465,7 +483,7 @@ class Solve(TensorPrimitive):
                               "solve is linear in its right-hand side only")
         a = Mat(builder, inputs[0], self.a_shape(), self.dtype)
         ct = Mat.tangent(builder, cotangent_outputs[0], self.shape, self.dtype)
-        return [None, solve(a.H, ct).id]
+        return [None, solve(a.H, ct, self.within).id]
 
     def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
         (a, b), (a_axis, b_axis) = inputs, axes
@@ -476,7 +494,7 @@ class Solve(TensorPrimitive):
             columns = self.shape[:-1] + (self.shape[-1] * axis_size,)
             b = Local(emit(builder, Reshape(columns, self.shape + (axis_size,)), [b],
                            input_role(role, 1)))
-            [x] = builder.add_primitive(Solve(columns, self.dtype), [a, b], role)
+            [x] = builder.add_primitive(Solve(columns, self.dtype, self.within), [a, b], role)
             x = emit(builder, Reshape(self.shape + (axis_size,), columns), [Local(x)],
                      output_role(role))
             return [x], [ndim]
@@ -485,7 +503,7 @@ class Solve(TensorPrimitive):
             b = broadcast_batch(builder, b, 0, axis_size, role, 1)
         else:
             b = move_batch_axis(builder, b, b_axis, 0, role, 1)
-        batched = Solve((axis_size,) + tuple(self.shape), self.dtype)
+        batched = Solve((axis_size,) + tuple(self.shape), self.dtype, self.within)
         return builder.add_primitive(batched, [a, b], role), [0]
 
 
@@ -539,7 +557,8 @@ class Cholesky(_MatrixOp):
         factor = _primal(builder, primal_outputs[0], self.shape, self.dtype)
         sigma = hermitian_from_lower(Mat.tangent(builder, tangent_inputs[0], self.shape,
                                                  self.dtype))
-        inner = solve(factor, solve(factor, sigma).H)          # L⁻¹ Σ L⁻ᴴ
+        of = "cholesky's derivative"
+        inner = solve(factor, solve(factor, sigma, of).H, of)          # L⁻¹ Σ L⁻ᴴ
         return [(factor @ inner.band(1.0, 0.5, 0.0)).id]
 
 
@@ -658,7 +677,7 @@ class Eig(_MatrixOp):
                                     self.operand(builder, primal_inputs[0]))
             v = Mat(builder, vectors, self.shape, dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype).astype(dtype)
-        rotated = solve(v, da @ v)                                  # V⁻¹ dA V
+        rotated = solve(v, da @ v, "eig's derivative")                # V⁻¹ dA V
         dw = rotated.diagonal()
         if not self.compute_v:
             return [dw.id]
@@ -808,7 +827,7 @@ _UNDETERMINED_COMPLEMENT = (
 def _qr_jvp_tall(q: Mat, r: Mat, da: Mat) -> tuple[Mat, Mat]:
     """``dQ, dR`` of ``A = QR`` with ``A`` tall or square and ``R`` invertible (JAX's rule):
     ``Qᴴ dQ`` is skew-Hermitian, ``dR R⁻¹`` upper triangular with a real diagonal."""
-    da_rinv = solve(r.H, da.H).H                                    # dA R⁻¹
+    da_rinv = solve(r.H, da.H, "qr's derivative").H                 # dA R⁻¹
     projected = q.H @ da_rinv
     lower = projected.band(1.0, 0.5, 0.0)
     skew = lower - lower.H                                          # Qᴴ dQ
@@ -840,7 +859,7 @@ class Slogdet(_MatrixOp):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = self.operand(builder, primal_inputs[0])
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
-        trace = solve(a, da).trace()                               # tr(A⁻¹ dA)
+        trace = solve(a, da, "slogdet's derivative").trace()          # tr(A⁻¹ dA)
         if np.dtype(self.dtype).kind != "c":
             return [None, trace.id]
         sign = _primal(builder, primal_outputs[0], self.shape[:-2], self.dtype)
@@ -871,8 +890,9 @@ class Det(_MatrixOp):
 @tensor_op
 class Adjugate(_MatrixOp):
     """The adjugate ``adj(A) = det(A) A⁻¹``, computed from an SVD so that it is exact at
-    singular matrices too. Its derivative divides by ``det(A)`` for ``n >= 3`` (not finite at
-    singular matrices); for ``n <= 2`` it is exact everywhere (``adj`` is linear for 2 × 2)."""
+    singular matrices too, as is its derivative (:class:`AdjugateJvp`; for ``n <= 2``
+    ``adj`` is linear). Its second and higher derivatives (``det``'s third) solve with
+    ``A``: at a singular matrix they raise :class:`LinAlgError`."""
 
     shape: tuple
     dtype: str
@@ -900,18 +920,126 @@ class Adjugate(_MatrixOp):
         if n == 2:                    # [[d, -b], [-c, a]]: linear in A
             return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]
         a = self.operand(builder, primal_inputs[0])
-        adjugate = _primal(builder, primal_outputs[0], self.shape, self.dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype)
-        det = a._apply(Det(self.shape, self.dtype), shape=self.shape[:-2])
-        numerator = adjugate.trace_dot(da).as_matrices(self.shape) * adjugate \
-            - adjugate @ da @ adjugate
-        return [(numerator / det.as_matrices(self.shape)).id]
+        return [adjugate_jvp(a, da).id]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         if self.shape[-1] != 2:
             raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE, "adjugate is linear for 2 × 2 "
                               "matrices only")
         return [emit(builder, self, [Local(cotangent_outputs[0])], LIN)]   # self-adjoint
+
+
+def _solve_broadcast(a: Mat, b: Mat, within: str) -> Mat:
+    """``a⁻¹ b`` for ``b`` with more leading axes than ``a`` (several right-hand sides of one
+    matrix): they join ``b``'s columns."""
+    lead = len(b.shape) - len(a.shape)
+    if not lead:
+        return solve(a, b, within)
+    nb, n = len(a.batch), a.shape[-1]
+    order = tuple(range(lead, lead + nb + 1)) + tuple(range(lead)) + (lead + nb + 1,)
+    moved = b._apply(Transpose(order), shape=tuple(b.shape[i] for i in order))
+    columns = a.shape[:-1] + (math.prod(b.shape[:lead]) * b.shape[-1],)
+    x = solve(a, moved._apply(Reshape(columns, moved.shape), shape=columns), within)
+    x = x._apply(Reshape(moved.shape, columns), shape=moved.shape)
+    return x._apply(Transpose(tuple(int(i) for i in np.argsort(order))), shape=b.shape)
+
+
+def adjugate_jvp(a: Mat, x: Mat) -> Mat:
+    """``d adj(a)[x]`` (``a`` primal, ``n >= 3``), emitted as an :class:`AdjugateJvp`."""
+    return a._apply(AdjugateJvp(a.shape, x.shape, a.dtype.name), (x,), x.shape)
+
+
+@tensor_op
+class AdjugateJvp(TensorPrimitive):
+    """The derivative ``d adj(A)[X]`` of the adjugate of ``n × n`` matrices ``A`` (of
+    ``shape``, ``n >= 3``) in the directions ``X`` (of ``x_shape``: ``shape`` after any
+    leading axes, several directions at one matrix); linear in ``X``.
+
+    With ``A = U S Vᴴ`` and ``adj`` multiplicative, ``d adj(A)[X] = c V d adj(S)[E] Uᴴ``,
+    ``E = Uᴴ X V``, ``c = det(U) det(Vᴴ)``, and at the diagonal ``S``:
+    ``d adj(S)[E] = diag(P diag(E)) - P ∘ E``, ``P_ij`` the product of the singular values
+    but the ``i``-th and ``j``-th (0 on the diagonal). No division: exact at singular
+    matrices of any rank. The transpose is the derivative at ``Aᴴ``; the derivative in ``A``
+    (``adj``'s second) solves with ``A`` (a ``LinAlgError`` at a singular matrix).
+
+    >>> a = np.diag([1.0, 2.0, 0.0])        # d adj(A)[I]: adj(A + tI) = diag(2, 0, 0) + t ...
+    >>> AdjugateJvp((3, 3), (3, 3), "float64").eval(None, [a, np.eye(3)])[0].round(12) + 0.0
+    array([[2., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 3.]])
+    """
+
+    shape: tuple
+    x_shape: tuple
+    dtype: str
+    name = "adjugate_jvp"
+
+    def input_count(self) -> int:
+        return 2
+
+    def eval(self, ctx, inputs):
+        xp, (a, x) = operands(inputs, self)
+        if math.prod(x.shape) == 0:
+            return [xp.zeros_like(x)]
+        u, s, vh = _lapack(self, xp.linalg.svd, a)
+        n = s.shape[-1]
+        eye = to_library(np.eye(n, dtype=bool), library_of(s), s)
+        # row i of t: the singular values with the i-th replaced by 1; P_ij: the products of
+        # row i's values but the j-th (before · after, without dividing)
+        t = xp.where(eye, xp.ones_like(s)[..., None, :], s[..., None, :])
+        before = xp.cumulative_prod(t, axis=-1, include_initial=True)[..., :-1]
+        after = xp.flip(xp.cumulative_prod(xp.flip(t, axis=-1), axis=-1,
+                                           include_initial=True)[..., :-1], axis=-1)
+        p = xp.astype(xp.where(eye, xp.zeros_like(t), before * after), x.dtype)
+        uh, v = xp.conj(xp.matrix_transpose(u)), xp.conj(xp.matrix_transpose(vh))
+        e = uh @ x @ v
+        diagonal = (p @ xp.linalg.diagonal(e)[..., None])[..., 0]
+        inner = xp.where(eye, diagonal[..., None, :], -p * e)
+        phase = xp.linalg.det(u) * xp.linalg.det(vh)
+        return [phase[..., None, None] * (v @ inner @ uh)]
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
+        a = _primal(builder, primal_inputs[0], self.shape, self.dtype)
+        x = _primal(builder, primal_inputs[1], self.x_shape, self.dtype)
+        da, dx = tangent_inputs
+        out = None if dx is None else adjugate_jvp(
+            a, Mat.tangent(builder, dx, self.x_shape, self.dtype))
+        if da is not None:
+            # A adj(A) = det(A) I differentiated in X, then in Y (= dA):
+            # A K + Y J(X) + X J(Y) = tr(J(Y) X) I, J = d adj, K = d² adj[X, Y]
+            da = Mat.tangent(builder, da, self.shape, self.dtype)
+            jx = _primal(builder, primal_outputs[0], self.x_shape, self.dtype)
+            jy = adjugate_jvp(a, da).broadcast_to(self.x_shape)
+            identity_ = identity(a, self.x_shape[:-2], self.shape[-1], self.dtype)
+            rhs = jy.trace_dot(x).as_matrices(self.x_shape) * identity_ \
+                - da.broadcast_to(self.x_shape) @ jx - x @ jy
+            # K = A⁻¹ rhs: at a singular A (not differentiable this way) the solve raises
+            second = _solve_broadcast(a, rhs, "det's third derivative (and higher)")
+            out = second if out is None else out + second
+        return [out.id]
+
+    def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if linear_mask(self, role) != (False, True):
+            raise ADRuleError(repr(self), ADRuleKind.TRANSPOSE,
+                              "adjugate_jvp is linear in its direction only")
+        a = Mat(builder, inputs[0], self.shape, self.dtype)
+        ct = Mat.tangent(builder, cotangent_outputs[0], self.x_shape, self.dtype)
+        return [None, adjugate_jvp(a.H, ct).id]
+
+    def batch_rule(self, builder, inputs, axes, role, axis_size, ctx):
+        (a, x), (a_axis, x_axis) = inputs, axes
+        extra = len(self.x_shape) - len(self.shape)
+        if a_axis is None:          # directions only: one more leading axis of them
+            x = move_batch_axis(builder, x, x_axis, 0, role, 1)
+            batched = dataclasses.replace(self, x_shape=(axis_size,) + self.x_shape)
+            return builder.add_primitive(batched, [a, x], role), [0]
+        a = move_batch_axis(builder, a, a_axis, 0, role, 0)
+        x = (broadcast_batch(builder, x, extra, axis_size, role, 1) if x_axis is None
+             else move_batch_axis(builder, x, x_axis, extra, role, 1))
+        shape = (axis_size,) + tuple(self.shape)
+        batched = dataclasses.replace(self, shape=shape, x_shape=self.x_shape[:extra] + shape)
+        return builder.add_primitive(batched, [a, x], role), [extra]
 
 
 # --- pseudo-inverse ------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from primitives.tensor.errors import (
 )
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy import reductions
-from primitives.tensor.numpy.mathfuncs import numpy_result_dtype
+from primitives.tensor.numpy.mathfuncs import isinf, numpy_result_dtype
 from primitives.tensor.numpy.reductions import stable_shift
 from primitives.tensor.scipy import _ops
 from primitives.tensor.scipy._ops import Special, scipy_special
@@ -379,6 +379,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
 def softmax(x, axis=None):
     """``scipy.special.softmax``: ``exp(x) / sum(exp(x))`` over ``axis`` (every element by
     default), computed with the maximum subtracted (a constant; the derivative is exact).
+    A slice holding ``+inf`` (or NaN) is NaN throughout, as SciPy's.
 
     >>> softmax(np.array([0.0, np.log(3.0)]))
     array([0.25, 0.75])
@@ -386,7 +387,10 @@ def softmax(x, axis=None):
     (x,) = _real("softmax", None, x)
     axes = normalize_axes(axis, len(shape_of(x)), "softmax")
     shifted = exp(subtract(x, stable_shift(x, axes)))
-    return divide(shifted, sum(shifted, axes, keepdims=True))
+    total = sum(shifted, axes, keepdims=True)
+    # shifted by a finite maximum, each term is at most 1: an infinite sum means a +inf
+    # entry, which SciPy's shift by +inf makes NaN in every entry of the slice
+    return divide(shifted, where(isinf(total), np.nan, total))
 
 
 def log_softmax(x, axis=None):
