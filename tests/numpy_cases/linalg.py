@@ -186,7 +186,7 @@ CASES = [
          wrt=(0, 1), label="broadcast"),
     Case("linalg.inv", *pair("inv"), (invertible(3, (2,)),)),
     Case("linalg.det", *pair("det"), (invertible(3, (2,)),),
-         note="exact at singular matrices (adjugate); 2nd order not finite there for n >= 3"),
+         note="exact at singular matrices, 2nd order too (adjugate); 3rd order raises there"),
     Case("linalg.det", *pair("det"), (normal((2, 2)),), label="2x2"),
     Case("linalg.slogdet", *pair("slogdet"), (invertible(3, (2,)),),
          note="complex sign: derivative i·Im tr(A⁻¹dA)·sign; needs A invertible"),
