@@ -309,6 +309,23 @@ def test_no_trace_when_nothing_requires_grad(monkeypatch):
     assert (x * 2.0).requires_grad and calls == [1]
 
 
+def test_a_tensors_node_is_its_input_record_while_it_holds_the_data():
+    x = tensor(np.array([0.3, 0.7]), requires_grad=True)
+    y = tnp.sin(x)
+    z = y * y                                   # both inputs: y's node, no new record
+    assert z._trace.inputs[0] is y._trace and z._trace.inputs[1] is y._trace
+    np.testing.assert_allclose(z.backward(np.ones(2)).grad(x),
+                               2 * np.sin([0.3, 0.7]) * np.cos([0.3, 0.7]))
+    y.data = np.array([2.0, 3.0])               # rebound: its node no longer holds y's data
+    w = y * 1.5
+    record = w._trace.inputs[0]
+    assert record is not y._trace and record.trace is y._trace
+    np.testing.assert_array_equal(record.data, [2.0, 3.0])
+    # the rebound data is the value of w; its gradient still flows through sin to x
+    np.testing.assert_allclose(w.data, [3.0, 4.5])
+    np.testing.assert_allclose(w.backward(np.ones(2)).grad(x), 1.5 * np.cos([0.3, 0.7]))
+
+
 def test_requires_grad_propagates_through_mixed_operands():
     x = tensor(np.array([1.0, 2.0]), requires_grad=True)
     c = tensor(np.array([3.0, 4.0]))
