@@ -936,7 +936,7 @@ def _solve_broadcast(a: Mat, b: Mat, within: str) -> Mat:
     lead = len(b.shape) - len(a.shape)
     if not lead:
         return solve(a, b, within)
-    nb, n = len(a.batch), a.shape[-1]
+    nb = len(a.batch)
     order = tuple(range(lead, lead + nb + 1)) + tuple(range(lead)) + (lead + nb + 1,)
     moved = b._apply(Transpose(order), shape=tuple(b.shape[i] for i in order))
     columns = a.shape[:-1] + (math.prod(b.shape[:lead]) * b.shape[-1],)
