@@ -150,7 +150,13 @@ def _is_number(value) -> bool:
     return isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, Frontend)
 
 
-def _is_array(value) -> bool:
+def is_array(value: object) -> bool:
+    """Whether ``value`` is an array a function may read from outside: NumPy's, or a
+    PyTorch, Dask or CuPy array (an instance with a ``shape``).
+
+    >>> is_array(np.zeros(2)), is_array([0.0])
+    (True, False)
+    """
     if isinstance(value, np.ndarray):
         return True
     module = type(value).__module__ or ""
@@ -300,10 +306,10 @@ class _Scan:
         """``value``, found at ``where``: an array or number to read, or more to follow; a
         function, a string, ``None`` or a container's length or keys to compare with what
         is there at each call (:func:`_which`)."""
-        if _is_array(value) or (numbers_count and _is_number(value)):
+        if is_array(value) or (numbers_count and _is_number(value)):
             key = (where.key, where.steps)
             if key not in self.found:
-                needs = () if _is_array(value) else where.needs
+                needs = () if is_array(value) else where.needs
                 self.found[key] = (Reference(where.reader(), where.where, value), needs)
             return
         if numbers_count and (value is None or isinstance(value, str) or _holds_more(value) or
@@ -721,7 +727,7 @@ class Guard:
                 if not _equal(now, snapshot) or type(now) is not type(value):
                     return None
             elif now is not value:
-                if not _is_array(now) or now.shape != value.shape or \
+                if not is_array(now) or now.shape != value.shape or \
                         now.dtype != value.dtype or type(now) is not type(value):
                     return None
             if others and any(other() is not now for other in others):
@@ -735,7 +741,7 @@ def _snapshot(ref: Reference) -> tuple:
     """What a guard compares ``ref`` with: the array found before the trace (the one the
     trace read) and a copy of its contents; or the number there after the trace, so that a
     counter the traced function steps is not a change."""
-    if _is_array(ref.value):
+    if is_array(ref.value):
         return ref.value, _copy(ref.value)
     now = ref.read()
     return now, now

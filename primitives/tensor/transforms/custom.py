@@ -117,8 +117,8 @@ from tidu import ADRuleError, ADRuleKind, TiduError
 from tidu.graph import External, Linearized, Local
 from tidu.rules import GraphPrimitiveBuilder
 from primitives.tensor.backends import NUMPY, as_array, library_of, to_library
-from primitives.tensor.transforms.closure import Guard, external_values, staging, unstaged
-from primitives.tensor.transforms.closure import _is_array as _is_outside_array
+from primitives.tensor.transforms.closure import (Guard, external_values, is_array, staging,
+                                                   unstaged)
 from primitives.tensor.transforms.fresh import memory_of
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
@@ -981,7 +981,7 @@ _VJPRule.batched_class = _BatchedVJPRule
 def _array_memory(value):
     """:func:`.fresh.memory_of` an array (of any library), ``None`` for anything else (a
     class such as ``torch.Tensor`` has a ``shape`` too)."""
-    if isinstance(value, type) or not _is_outside_array(value):
+    if isinstance(value, type) or not is_array(value):
         return None
     return memory_of(value)
 
