@@ -326,6 +326,15 @@ def test_a_tensors_node_is_its_input_record_while_it_holds_the_data():
     np.testing.assert_allclose(w.backward(np.ones(2)).grad(x), 1.5 * np.cos([0.3, 0.7]))
 
 
+def test_an_op_of_many_tensors_records():
+    # concatenate and stack take one input per array: 8 and more once raised IndexError
+    ts = [tensor(np.array([1.0, 2.0]) * k, requires_grad=True) for k in range(12)]
+    out = tnp.sum(tnp.stack(ts) ** 2) + tnp.sum(tnp.concatenate(ts))
+    grads = out.backward()
+    for k, t in enumerate(ts):
+        np.testing.assert_allclose(grads.grad(t), 2 * np.array([1.0, 2.0]) * k + 1)
+
+
 def test_requires_grad_propagates_through_mixed_operands():
     x = tensor(np.array([1.0, 2.0]), requires_grad=True)
     c = tensor(np.array([3.0, 4.0]))

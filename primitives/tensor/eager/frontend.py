@@ -102,7 +102,6 @@ from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 _recorder = Recorder()
 EXECUTOR = NumpyExecutor()
 _CONSTANT = Input("tensor-constant")      # the key of every constant operand (never differentiated)
-_ARG_KEYS = [tuple(f"arg{i}" for i in range(n)) for n in range(8)]
 _leaves: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 _leaf_key_lock = threading.Lock()
 _grad_lock = threading.Lock()             # one backward's .grad updates happen as one step
@@ -112,13 +111,19 @@ _recorded: dict = {}           # op -> its one-op RecordedGraph (shared: keys ar
 _RECORDED_CACHE_SIZE = 4096    # ops carry shapes, so a program can make many: keep the first
 
 
+def _arg_keys(count: int) -> tuple:
+    """The placeholder input keys of a one-op recorded graph of ``count`` inputs (any
+    number: ``concatenate`` and ``stack`` take one per array)."""
+    return tuple(f"arg{i}" for i in range(count))
+
+
 def _recorded_graph(op) -> RecordedGraph:
     try:
         recorded = _recorded.get(op)
     except TypeError:                      # an unhashable op: from_primitive says so
         recorded = None
     if recorded is None:
-        recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[op.input_count()])
+        recorded = RecordedGraph.from_primitive(op, _arg_keys(op.input_count()))
         if len(_recorded) < _RECORDED_CACHE_SIZE:
             _recorded[op] = recorded
     return recorded
