@@ -460,11 +460,11 @@ class Solve(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         xp, (a, b) = operands(inputs, self)
-        if not self.within:
-            return [_lapack(self, xp.linalg.solve, a, b)]
         try:
             return [_lapack(self, xp.linalg.solve, a, b)]
         except LinAlgError as error:
+            if not self.within:
+                raise
             raise LinAlgError(f"{self.within} needs a nonsingular matrix: {error}") from None
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
