@@ -343,6 +343,32 @@ def test_small_values_are_always_kept():
     assert z.grad_fn.dropped is None and len(z.grad_fn.saved_values) == 3
 
 
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_one_big_value_makes_a_node_of_small_ones_follow_the_strategy(name):
+    """A node records without its strategy only when all its values are small: one big
+    input, on either side, or a big output is let go as the strategy says."""
+    x = tensor(np.linspace(0.0, 1.0, 256), requires_grad=True)
+    s = tensor(np.float64(0.5), requires_grad=True)
+    with checkpoint_strategy(name):
+        y = tnp.sin(x)
+        left, right = y + s, s + y          # add reads neither input: y is let go
+        spread = tnp.broadcast_to(s, (256,))     # a small input, a big output not read
+    for z in (left, right):
+        assert all(np.ndim(v) == 0 for v in z.grad_fn.saved_values.values())
+    assert spread.grad_fn.dropped is not None
+    v = tensor(np.ones(32), requires_grad=True)
+    with checkpoint_strategy("balanced"):
+        small = tnp.sin(x.reshape(8, 32)) @ v   # big input, small input and output:
+    assert (8, 32) not in map(np.shape, small.grad_fn.saved_values.values())  # recomputed
+    np.testing.assert_allclose(small.sum().backward().grad(x), np.cos(x.data), rtol=1e-12)
+    grads = (left * right * spread).sum().backward()
+    y_ = np.sin(x.data)
+    want_x = np.cos(x.data) * 2 * (y_ + 0.5) * 0.5
+    want_s = np.sum(2 * (y_ + 0.5) * 0.5 + (y_ + 0.5) ** 2)
+    np.testing.assert_allclose(grads.grad(x), want_x, rtol=1e-12)
+    np.testing.assert_allclose(grads.grad(s), want_s, rtol=1e-12)
+
+
 def test_lists_in_place_ops_and_index_arrays_keep_their_gradients():
     """Hostile programs under each strategy, against a recording that keeps everything:
     tensors stacked from a list, an in-place ``+=``, a gather by an index array that is

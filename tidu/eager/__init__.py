@@ -39,7 +39,7 @@ go and recomputes it (:mod:`tidu.eager.checkpointing`).
 """
 
 from tidu.eager.backward import try_backward
-from tidu.eager.checkpointing import CheckpointStrategy
+from tidu.eager.checkpointing import SMALL_BYTES, CheckpointStrategy
 from tidu.eager.create_graph import try_backward_recorded
 from tidu.eager.executor import BackwardExecutor, overridden_hooks
 from tidu.eager.export import RecordingGraph, graph_of_recording
@@ -63,5 +63,5 @@ __all__ = [
     "KeySource", "CounterKeySource", "RecordedGraph", "EagerInput", "EagerOutput",
     "Recorder", "Trace", "BackwardExecutor", "BackwardPlan", "try_backward", "try_hvp",
     "try_backward_recorded", "overridden_hooks",
-    "EagerError", "ImmediateBuilder", "CheckpointStrategy",
+    "EagerError", "ImmediateBuilder", "CheckpointStrategy", "SMALL_BYTES",
 ]

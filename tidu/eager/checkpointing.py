@@ -54,7 +54,9 @@ STRATEGIES = ("none", "balanced")
 SMALL_BYTES = 1024
 """Values smaller than this (by their ``nbytes``; numbers have none) are always kept:
 letting one go would cost about as much as keeping it (the record of where it came
-from), and recomputing it more."""
+from), and recomputing it more. So a node whose values are all smaller keeps them all
+under every strategy, and a frontend may record it with no strategy (``record_active``'s
+``strategy=None``), as the eager ``Tensor`` does."""
 
 
 class CheckpointStrategy:

@@ -82,7 +82,8 @@ from typing import Callable
 
 import numpy as np
 
-from tidu.eager import EagerInput, RecordedGraph, Recorder, try_backward, try_backward_recorded
+from tidu.eager import SMALL_BYTES, EagerInput, RecordedGraph, Recorder, try_backward
+from tidu.eager import try_backward_recorded
 from tidu.graph import Input
 from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, library_of,
@@ -509,7 +510,8 @@ class Tensor(ArrayOperators, Frontend):
                     and type(a._data) is np.ndarray and _grad_mode.enabled):
                 d, tr = a._data, a._trace          # (_input_record's test, inlined)
                 return _recorded_outputs(op, op.eval(None, [d]), (
-                    tr if tr is not None and tr.data is d else _input_record(a, d),), _FIRST)
+                    tr if tr is not None and tr.data is d else _input_record(a, d),), _FIRST,
+                    d.nbytes < SMALL_BYTES)
         elif len(args) == 2:
             a, b = args
             if (type(a) is Tensor and type(b) is Tensor and a._requires_grad
@@ -519,7 +521,8 @@ class Tensor(ArrayOperators, Frontend):
                 d, e, ta, tb = a._data, b._data, a._trace, b._trace
                 return _recorded_outputs(op, op.eval(None, [d, e]), (
                     ta if ta is not None and ta.data is d else _input_record(a, d),
-                    tb if tb is not None and tb.data is e else _input_record(b, e)), _BOTH)
+                    tb if tb is not None and tb.data is e else _input_record(b, e)), _BOTH,
+                    d.nbytes < SMALL_BYTES > e.nbytes)
         data = []
         inputs = []                     # per argument: its EagerInput if it requires grad
         active = []                     # the positions of the arguments that require grad
@@ -614,24 +617,30 @@ def _input_record(t: Tensor, d):
     return EagerInput(t.key if key is None else key, trace, True, d)
 
 
-def _recorded_outputs(op, results, inputs: tuple, active: tuple) -> list:
+def _recorded_outputs(op, results, inputs: tuple, active: tuple, small_inputs: bool = False
+                      ) -> list:
     """The tensors of ``op``'s ``results``, its node recorded on ``inputs`` (the positions
-    ``active`` require grad): floating point and complex outputs require grad."""
+    ``active`` require grad): floating point and complex outputs require grad.
+
+    ``small_inputs`` says every input's data is under ``SMALL_BYTES``: a node whose values
+    all are keeps them all under any checkpoint strategy, so it is recorded without one."""
     try:
         recorded = _recorded[op]
     except (KeyError, TypeError):           # new, or an unhashable op
         recorded = _recorded_graph(op)
-    strategy = _block.strategy or _process[0]     # current_strategy(), inlined: hot path
     if len(results) == 1:                   # the common case, without the loops
         result = results[0]
         if type(result) is not np.ndarray:
             result = _as_array(result)
+        strategy = None if small_inputs and result.nbytes < SMALL_BYTES else (
+            _block.strategy or _process[0])     # current_strategy(), inlined: hot path
         trace = _recorder.record_active(recorded, inputs, active, (result,), None, strategy)
         if result.dtype.kind in "fc" if type(result) is np.ndarray else _is_inexact(result):
             return [_computed(result, trace.output_key, trace)]
         return [new_tensor(result)]         # ints, bools: no grad
     results = tuple([r if type(r) is np.ndarray else _as_array(r) for r in results])
-    trace = _recorder.record_active(recorded, inputs, active, results, None, strategy)
+    trace = _recorder.record_active(recorded, inputs, active, results, None,
+                                    _block.strategy or _process[0])
     return [_computed(result, key, trace)
             if (result.dtype.kind in "fc" if type(result) is np.ndarray
                 else _is_inexact(result)) else new_tensor(result)
