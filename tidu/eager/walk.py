@@ -166,7 +166,8 @@ def nodes_last_first(output_trace: Trace) -> list:
     stack = [output_trace]
     while stack:
         for item in stack.pop().inputs:
-            parent = item.trace
+            # a one-output node is its output's record: itself, without the property's call
+            parent = item if type(item) is Trace else item.trace
             if parent is not None and parent not in seen:
                 seen.add(parent)
                 stack.append(parent)
@@ -330,7 +331,13 @@ class NodeRunner:
     def by_plan(self, node, plan: BackwardPlan, cotangent_out: list) -> list:
         """The active inputs' cotangents, from one run of the plan's fused graph."""
         run = plan.runner(self.executor)
-        values = [item.data for item in node.inputs]      # node_data, inlined: the hot path
+        inputs = node.inputs                  # node_data, inlined: the hot path (and without
+        if len(inputs) == 2:                  # a comprehension, a call more in Python 3.11)
+            values = [inputs[0].data, inputs[1].data]
+        elif len(inputs) == 1:
+            values = [inputs[0].data]
+        else:
+            values = [item.data for item in inputs]
         values += node.output_data
         if plan.data_keys:
             retained = node.retained
