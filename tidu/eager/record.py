@@ -275,7 +275,10 @@ class Recorder:
         >>> recorder.record_active(recorded, (x,), (0,), (-0.5,)).active_inputs
         (0,)
         """
-        keys = self._fresh_keys(len(outputs))
+        if len(outputs) == 1 and type(self.key_source) is CounterKeySource:
+            keys = (FreshInput(),)            # _fresh_keys(1), inlined: the hot path
+        else:
+            keys = self._fresh_keys(len(outputs))
         if strategy is not None:
             return strategy.trace(graph, inputs, active, keys, outputs, retained_values)
         return Trace(graph, inputs, active, keys, outputs, retained_values)

@@ -17,9 +17,10 @@ class Trace:
     """A node of the eager trace (opaque to frontends; ``saved_values`` is public).
 
     ``output_keys`` are the eager keys of the node's outputs. A one-output node
-    (the common case) keeps its key as ``output_key`` and no tuple: every object
-    a trace keeps alive is one more for each full collection of the garbage
-    collector to walk, so long recordings are faster with fewer. For the same
+    (the common case) keeps its key as ``output_key`` and its value as ``data``,
+    and no tuples (``output_keys`` and ``output_data`` make them when asked for):
+    every object a trace keeps alive is one more for each full collection of the
+    garbage collector to walk, so long recordings are faster with fewer. For the same
     reason a one-output node is also the :class:`~tidu.eager.EagerInput` of its
     output (``key``, ``trace``, ``requires_grad``, ``data``; ``data`` is ``None``
     when the node did not keep it): a frontend may pass it as the input of the
@@ -38,7 +39,7 @@ class Trace:
     """
 
     __slots__ = ("recorded", "inputs", "active_inputs", "output_key", "_output_keys",
-                 "output_data", "retained", "serial", "dropped", "key", "data", "__weakref__")
+                 "_output_data", "retained", "serial", "dropped", "key", "data", "__weakref__")
 
     requires_grad = True
 
@@ -50,12 +51,12 @@ class Trace:
         self.active_inputs = active_inputs  # positions of the inputs that require grad
         if len(output_keys) == 1:
             self.output_key = self.key = output_keys[0]
-            self._output_keys = None
+            self._output_keys = self._output_data = None
             self.data = output_data[0]
         else:
             self.output_key = self.key = self.data = None
             self._output_keys = output_keys
-        self.output_data = output_data
+            self._output_data = output_data
         self.retained = dict(retained) if retained else None
         self.serial = next(_serials)        # recording order: inputs' traces come first
         # None, or per output a weak reference to its value when a checkpoint strategy did
@@ -72,6 +73,12 @@ class Trace:
         """The eager keys of the outputs, in order."""
         keys = self._output_keys
         return (self.output_key,) if keys is None else keys
+
+    @property
+    def output_data(self) -> tuple:
+        """The outputs' values as the node keeps them (``None`` for one it did not keep)."""
+        data = self._output_data
+        return (self.data,) if data is None else data
 
     @property
     def saved_values(self) -> Mapping[Any, Any]:

@@ -338,7 +338,10 @@ class NodeRunner:
             values = [inputs[0].data]
         else:
             values = [item.data for item in inputs]
-        values += node.output_data
+        if node.key is not None:              # one output: its value, without a tuple
+            values.append(node.data)
+        else:
+            values += node.output_data
         if plan.data_keys:
             retained = node.retained
             values += [retained[key] for key in plan.data_keys]
