@@ -388,7 +388,10 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def dtype(self) -> np.dtype:
-        dtype = self._data.dtype
+        data = self._data
+        if type(data) is np.ndarray:            # (isinstance on np.dtype's metaclass costs)
+            return data.dtype
+        dtype = data.dtype
         return dtype if isinstance(dtype, np.dtype) else numpy_dtype(dtype)
 
     @property
