@@ -206,7 +206,6 @@ def scale_tangent(builder, tangent: int, factor: Sym) -> int:
 
 class _UnaryRules(NamedTuple):
     fn: Callable                 # on NumPy arrays
-    ufunc: Callable | None       # fn, when it is a ufunc that keeps the dtype (keeps_dtype)
     jvp: Callable | None         # (builder, x_key, y_key, tangent) -> tangent id | None
     transpose: Callable | None   # (builder, cotangent, x_key) -> cotangent id | None
     into: Callable | None        # fn(x, out=buffer), for ufuncs that keep the dtype
@@ -236,21 +235,11 @@ class Unary(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         rules = _UNARY[self.name]
-        x = inputs[0]
-        if type(x) is not np.ndarray:      # (on the NumPy path: no call more)
+        if type(inputs[0]) is not np.ndarray:      # (on the NumPy path: no call more)
             xp, inputs = operands(inputs, self)
             if xp is not NUMPY.xp:
                 return [rules.api(xp, inputs[0])]
-            x = inputs[0]
-        ufunc = rules.ufunc
-        if ufunc is None:
-            return [rules.fn(x)]
-        # A big result goes into a reused buffer (:func:`.base.apply_ufunc`); a small one is
-        # the ufunc's own, with no call more (0-d work is bound by Python calls). ``out=...``
-        # makes NumPy return a 0-d result as an array, not a scalar every caller converts.
-        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
-            return [apply_ufunc(ufunc, x)]
-        return [ufunc(x, out=...)]
+        return [rules.fn(inputs[0])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into the input when a compiled program no longer reads it and it fits."""
@@ -296,9 +285,29 @@ def unary(name: str, fn: Callable, api: str | Callable | None = None, *,
             return scale_tangent(builder, t, factor)
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = fn if keeps_dtype else None
-    _UNARY[name] = _UnaryRules(fn, fn if keeps_dtype else None, jvp, transpose, into, api,
-                               floating, real_only)
+    _UNARY[name] = _UnaryRules(_buffered_unary(fn) if keeps_dtype else fn, jvp, transpose,
+                               into, api, floating, real_only)
     return Unary(name)
+
+
+# A dtype-keeping ufunc puts a big result in a reused buffer (:func:`.base.apply_ufunc`);
+# a small one is the ufunc's own, with no call more (0-d work is bound by Python calls).
+# ``out=...`` makes NumPy return a 0-d result as an array, not a scalar that every
+# caller would then convert (NumPy 2.3+).
+def _buffered_unary(ufunc: Callable) -> Callable:
+    def buffered(x):
+        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
+            return apply_ufunc(ufunc, x)
+        return ufunc(x, out=...)
+    return buffered
+
+
+def _buffered_binary(ufunc: Callable) -> Callable:
+    def buffered(x, y):
+        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
+            return apply_ufunc(ufunc, x, y)
+        return ufunc(x, y, out=...)
+    return buffered
 
 
 def _linear(op_name: str):
@@ -643,7 +652,6 @@ class Pow(TensorPrimitive):
 
 class _BinaryRules(NamedTuple):
     fn: Callable                 # on NumPy arrays
-    ufunc: Callable | None       # fn, when it is a ufunc that keeps x's dtype (keeps_dtype)
     jvp: Callable                # (builder, x, y, out, tx, ty) -> tangent id | None
     transpose: Callable | None   # (builder, ct, x, y, mask) -> (ct_x, ct_y)
     into: Callable | None        # fn(x, y, out=buffer), when the result has x's dtype
@@ -670,18 +678,11 @@ class Binary(TensorPrimitive):
 
     def eval(self, ctx, inputs):
         rules = _BINARY[self.name]
-        x, y = inputs
-        if type(x) is not np.ndarray or type(y) is not np.ndarray:
+        if type(inputs[0]) is not np.ndarray or type(inputs[1]) is not np.ndarray:
             xp, inputs = operands(inputs, self)
             if xp is not NUMPY.xp:
                 return [rules.api(xp, inputs[0], inputs[1])]
-            x, y = inputs
-        ufunc = rules.ufunc
-        if ufunc is None:
-            return [rules.fn(x, y)]
-        if type(x) is np.ndarray and x.nbytes >= buffers.MIN_BYTES:
-            return [apply_ufunc(ufunc, x, y)]
-        return [ufunc(x, y, out=...)]
+        return [rules.fn(inputs[0], inputs[1])]
 
     def eval_reusing(self, ctx, inputs, reusable):
         """``eval``, into an input a compiled program no longer reads, when it fits; so a
@@ -714,8 +715,8 @@ def binary(name: str, fn: Callable, jvp: Callable, transpose: Callable | None = 
     """
     api = _api(api) if isinstance(api, str) else api or _every_library(fn)
     into = into or (fn if keeps_dtype else None)
-    _BINARY[name] = _BinaryRules(fn, fn if keeps_dtype else None, jvp, transpose, into, api,
-                                 floating)
+    _BINARY[name] = _BinaryRules(_buffered_binary(fn) if keeps_dtype else fn, jvp, transpose,
+                                 into, api, floating)
     return Binary(name)
 
 
@@ -818,12 +819,7 @@ def _conj_if_complex(b):
     return b
 
 
-def _multiply(a, b):
-    """``a * b`` on NumPy arrays as ``mul.eval`` computes it, with no call more (backward's
-    ``mul_conj`` is this on real operands)."""
-    if type(a) is np.ndarray and a.nbytes >= buffers.MIN_BYTES:
-        return apply_ufunc(np.multiply, a, b)
-    return np.multiply(a, b, out=...)
+_multiply = _buffered_binary(np.multiply)
 
 
 def _mul_conj_fn(a, b):
