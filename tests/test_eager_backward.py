@@ -335,6 +335,34 @@ def test_composite_recomputes_intermediates_unless_retained():
     assert try_backward(y3.key, y3.trace, 1.0, ScalarExecutor())[b.key] == 10.0
 
 
+@pytest.mark.parametrize("make_executor", EXECUTORS, ids=EXECUTOR_IDS)
+@pytest.mark.parametrize("retained_on", ["newer", "older"])
+def test_two_nodes_of_one_composite_graph_retaining_differently(make_executor, retained_on):
+    """A composite node's plan depends on the values it retained: two nodes of one recorded
+    graph in one walk, only one of them retaining, each run their own plan."""
+    recorder = Recorder()
+    recorded, sin_key, mul_key = composite(recorder)
+    a0, b0 = 0.7, 1.3
+    a, b = leaf(recorder, a0), leaf(recorder, b0)
+
+    def f(u):
+        return math.sin(u) * b0 + u
+
+    def retained(u):
+        return {sin_key: math.sin(u), mul_key: math.sin(u) * b0}
+
+    [y1] = recorder.record_graph(recorded, [a, b], [f(a0)],
+                                 retained_values=retained(a0) if retained_on == "older" else None)
+    y1_in = EagerInput(y1.key, y1.trace, True, f(a0))
+    [y2] = recorder.record_graph(recorded, [y1_in, b], [f(f(a0))],
+                                 retained_values=retained(f(a0)) if retained_on == "newer"
+                                 else None)
+    grads = try_backward(y2.key, y2.trace, 1.0, make_executor())
+    slope1, slope2 = math.cos(a0) * b0 + 1.0, math.cos(f(a0)) * b0 + 1.0
+    assert close(grads[a.key], slope2 * slope1)
+    assert close(grads[b.key], slope2 * math.sin(a0) + math.sin(f(a0)))
+
+
 @pytest.mark.parametrize("make_executor", [CountingExecutor, MinimalExecutor],
                          ids=["ScalarExecutor", "MinimalExecutor"])
 def test_composite_retained_values_skip_recomputation(make_executor):

@@ -489,3 +489,19 @@ def test_checkpoint_of_identity_and_pass_through_outputs():
     np.testing.assert_allclose(tnp.sum(y * y).backward().grad(x), 2 * x.data)
     p, q = checkpoint(lambda a, b: (a * b, b))(x, x)
     np.testing.assert_allclose(tnp.sum(p + q).backward().grad(x), 2 * x.data + 1)
+
+
+def test_nodes_of_one_op_with_other_active_inputs_get_their_own_plans():
+    """Backward finds the plan it last ran for an op by the op's shared record and its
+    active slots: nodes of one op whose active inputs differ each run their own."""
+    x = tensor(np.float64(0.7), requires_grad=True)
+    a = tensor(np.float64(1.3), requires_grad=True)
+    b = np.float64(0.9)                        # a constant
+    y = x
+    for _ in range(3):
+        y = y * a                              # both inputs active
+        y = y * b                              # the first only (walked first)
+        y = b * y                              # the second only
+    grads = y.backward()
+    np.testing.assert_allclose(grads.grad(x), 1.3 ** 3 * 0.9 ** 6, rtol=1e-14)
+    np.testing.assert_allclose(grads.grad(a), 3 * 0.7 * 1.3 ** 2 * 0.9 ** 6, rtol=1e-14)

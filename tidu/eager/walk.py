@@ -107,6 +107,7 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
     plans, ctx, retained = step.plans, step.ctx, step.retained
     run, add = step.run, step.add
     get, pop = cotangents.get, cotangents.pop
+    last_plans: dict = {}               # RecordedGraph -> (active inputs, outputs, plan)
     for node in nodes:
         key = node.output_key
         if key is not None:                 # one output
@@ -124,10 +125,20 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
                 if zeros is not None:
                     _add_active_keys(zeros, node)
                 continue
-        op = node.recorded.primitive
-        plan = plans.get((op, node.active_inputs, active_outputs)) if op is not None else None
-        if plan is None:
-            plan = backward_plan(node, node.active_inputs, active_outputs, ctx, plans, retained)
+        # Nodes of one primitive share its RecordedGraph, and a frontend's active-slot tuples
+        # are its constants: the plan this walk last ran for them is found by identity,
+        # without hashing the op (a dataclass op's hash is a Python call)
+        recorded, active_inputs = node.recorded, node.active_inputs
+        last = last_plans.get(recorded)
+        if last is not None and last[0] is active_inputs and last[1] is active_outputs:
+            plan = last[2]
+        else:
+            op = recorded.primitive
+            plan = plans.get((op, active_inputs, active_outputs)) if op is not None else None
+            if plan is None:
+                plan = backward_plan(node, active_inputs, active_outputs, ctx, plans, retained)
+            if op is not None:              # a composite's plan also depends on its retained
+                last_plans[recorded] = (active_inputs, active_outputs, plan)
         inputs = node.inputs
         for position, cotangent in zip(plan.active_inputs, run(node, plan, cotangent_out)):
             if cotangent is not None:
