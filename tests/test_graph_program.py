@@ -115,6 +115,23 @@ def test_outputs_may_be_inputs_and_repeat(form):
         2.0, math.sin(0.5), 2.0, 0.5]
 
 
+def test_outputs_as_converts_the_outputs_of_another_type(form):
+    """``outputs_as=(kind, convert)``: outputs not of ``kind`` (Python floats here, an input
+    passed through too) come back converted; outputs of ``kind`` come back as they are."""
+    builder = GraphBuilder()
+    x, y = builder.add_input("x"), builder.add_input("y")
+    [s] = builder.add_operation(ScalarOp.SIN, [Local(x)])
+    builder.set_outputs([s, y, s, x])
+    graph = builder.build()
+    given = np.array(2.0)
+    out = compiled(graph).runner(graph.input_keys, outputs_as=(np.ndarray, np.asarray))(
+        [0.5, given])
+    assert [type(v) for v in out] == [np.ndarray] * 4
+    assert out[1] is given and float(out[0]) == math.sin(0.5) and float(out[3]) == 0.5
+    with pytest.raises(TiduError, match="outputs_as must be a"):
+        compiled(graph).runner(graph.input_keys, outputs_as=(np.asarray, np.ndarray))
+
+
 MB = 1 << 20
 
 

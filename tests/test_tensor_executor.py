@@ -47,6 +47,17 @@ def test_compile_graph_returns_0d_arrays_not_numpy_scalars():
     assert results[0] == pytest.approx(np.sin(0.5) * 2.0)
 
 
+def test_compile_graph_gives_an_array_where_an_op_gives_a_numpy_scalar():
+    builder = GraphBuilder()
+    x = builder.add_input("x")
+    [s] = builder.add_operation(ew.sign, [Local(x)])
+    builder.set_outputs([s])
+    graph = builder.build()
+    assert type(ew.sign.eval(None, [np.array(-0.5)])[0]) is not np.ndarray   # NumPy's scalar
+    [result] = NumpyExecutor().compile_graph(graph, graph.input_keys)([np.array(-0.5)])
+    assert type(result) is np.ndarray and result.shape == () and result == -1.0
+
+
 def test_compile_graph_needs_every_loaded_key():
     with pytest.raises(MissingValueError):
         NumpyExecutor().compile_graph(sin_times_graph(), [Input("x")])

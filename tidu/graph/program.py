@@ -205,12 +205,16 @@ class Program:
                                            f"keys to values, got {type(values).__name__}") from None
         return _run_steps(env, self.steps, self.outputs, ctx)
 
-    def runner(self, input_keys: Sequence, ctx: Any = None) -> Callable[[Sequence[Any]], list]:
+    def runner(self, input_keys: Sequence, ctx: Any = None,
+               outputs_as: tuple[type, Callable[[Any], Any]] | None = None
+               ) -> Callable[[Sequence[Any]], list]:
         """A function from the values of ``input_keys`` (in order) to the outputs' values.
 
         Like :meth:`run` with the lookups by key done once, here; every key the
         program loads must be among ``input_keys``. The function takes exactly one
         value per input key; another count raises :class:`~tidu.errors.InvalidArgumentError`.
+        With ``outputs_as=(kind, convert)``, an output whose type is not ``kind`` is
+        returned as ``convert(output)`` (a runtime's scalars as its arrays, say).
 
         >>> import enum
         >>> from tidu.graph import EvaluableGraphOperation, GraphBuilder, Local
@@ -224,6 +228,8 @@ class Program:
         >>> g = b.build()
         >>> compiled(g).runner([g.input_keys[1], g.input_keys[0]])([1.0, 5.0])
         [4.0]
+        >>> compiled(g).runner(g.input_keys, outputs_as=(str, repr))([5.0, 1.0])
+        ['4.0']
         """
         input_keys = sequence_argument(input_keys, "Program.runner", "input_keys")
         position = {key: i for i, key in enumerate(input_keys)}
@@ -231,10 +237,16 @@ class Program:
             if key not in position:
                 raise MissingValueError(f"{key!r} is loaded by the program but not an input key")
         loads = tuple((position[key], slot) for key, slot in self.loads)
+        if outputs_as is not None:
+            kind, convert = outputs_as
+            if not isinstance(kind, type) or not callable(convert):
+                raise InvalidArgumentError(f"Program.runner: outputs_as must be a (type, "
+                                           f"callable) pair, got {outputs_as!r}")
         if len(self.steps) <= _STRAIGHT_LINE_MAX_STEPS:
-            return _straight_line(loads, len(input_keys), self.steps, self.outputs, ctx)
+            return _straight_line(loads, len(input_keys), self.steps, self.outputs, ctx,
+                                  outputs_as)
         return _interpreter(loads, len(input_keys), self.steps, self.outputs, self.n_registers,
-                            ctx)
+                            ctx, outputs_as)
 
 
 def _read_before_produced(operations: Sequence[OperationKey], out_keys: tuple) -> set:
@@ -296,7 +308,7 @@ def _caller(operation, reusable: tuple) -> Callable:
     return call
 
 
-def _run_steps(env: list, steps: tuple, outputs: tuple, ctx) -> list:
+def _run_steps(env: list, steps: tuple, outputs: tuple, ctx, outputs_as=None) -> list:
     """Run ``steps`` on the registers ``env``; return the values of ``outputs``."""
     for call, reads, writes, n_out, frees, operation, _ in steps:
         args = [env[r] for r in reads]
@@ -309,6 +321,9 @@ def _run_steps(env: list, steps: tuple, outputs: tuple, ctx) -> list:
         for slot, w in writes:
             env[w] = results[slot]
         results = None              # outputs no one reads die here; the next step may reuse
+    if outputs_as is not None:
+        kind, convert = outputs_as
+        return [env[r] if type(env[r]) is kind else convert(env[r]) for r in outputs]
     return [env[r] for r in outputs]
 
 
@@ -318,7 +333,8 @@ def _run_steps(env: list, steps: tuple, outputs: tuple, ctx) -> list:
 _STRAIGHT_LINE_MAX_STEPS = 64
 
 
-def _straight_line(loads, n_values: int, steps, outputs, ctx) -> Callable[[Sequence[Any]], list]:
+def _straight_line(loads, n_values: int, steps, outputs, ctx, outputs_as=None
+                   ) -> Callable[[Sequence[Any]], list]:
     """``steps`` as the source of one Python function over local variables ``r<register>``.
 
     The values arrive by one unpacking (``[r0, _, r1] = values``), which also checks
@@ -355,7 +371,12 @@ def _straight_line(loads, n_values: int, steps, outputs, ctx) -> Callable[[Seque
         lines += [f"    r{w} = out[{slot}]" for slot, w in writes]
         if len(writes) < n_out:
             lines.append("    out = None")                         # outputs no one reads
-    lines.append(f"    return [{', '.join(f'r{r}' for r in outputs)}]")
+    if outputs_as is None:
+        lines.append(f"    return [{', '.join(f'r{r}' for r in outputs)}]")
+    else:
+        namespace["_kind"], namespace["_convert"] = outputs_as
+        lines.append("    return [" + ", ".join(f"r{r} if type(r{r}) is _kind else _convert(r{r})"
+                                                for r in outputs) + "]")
     exec("\n".join(lines), namespace)
     return namespace["run"]
 
@@ -370,7 +391,7 @@ def _wrong_value_count(values, expected: int) -> None:
                                f"input key; got {given}")
 
 
-def _interpreter(loads, n_values: int, steps, outputs, n_registers, ctx
+def _interpreter(loads, n_values: int, steps, outputs, n_registers, ctx, outputs_as=None
                  ) -> Callable[[Sequence[Any]], list]:
     """A loop over ``steps`` with values in a list indexed by register."""
 
@@ -383,7 +404,7 @@ def _interpreter(loads, n_values: int, steps, outputs, n_registers, ctx
         env = [None] * n_registers
         for i, slot in loads:
             env[slot] = values[i]
-        return _run_steps(env, steps, outputs, ctx)
+        return _run_steps(env, steps, outputs, ctx, outputs_as)
     return run
 
 

@@ -72,15 +72,7 @@ class NumpyExecutor(BackwardExecutor):
 
         Like :meth:`execute_forward`, every value it returns is an array.
         """
-        run = compiled(graph).runner(input_keys)
-
-        def run_to_arrays(values: Sequence[Any]) -> list:
-            results = run(values)
-            for v in results:                   # (a loop, not a new list: most are arrays)
-                if type(v) is not np.ndarray:
-                    return [v if type(v) is np.ndarray else _array(v) for v in results]
-            return results
-        return run_to_arrays
+        return compiled(graph).runner(input_keys, outputs_as=(np.ndarray, _array))
 
     def add_operands(self, a, b):
         """``a + b``, summed into ``a`` when tidu handed it over and nothing else holds it."""
