@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError
 from primitives.tensor.transforms.functional import vjp
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["fixed_point"]
 
@@ -41,7 +42,8 @@ __all__ = ["fixed_point"]
 def fixed_point(f: Callable, a, x0, tol: float = 1e-10, max_iter: int = 10_000):
     """The ``x`` with ``f(a, x) == x`` reached by iterating ``f`` from ``x0`` (to ``tol``:
     successive iterates differ by at most ``tol`` in every element), differentiable in
-    ``a``; more than ``max_iter`` iterations raise :class:`SolverError`.
+    ``a`` (the adjoint fixed point is found to ``tol`` relative to the cotangent's largest
+    element); more than ``max_iter`` iterations raise :class:`SolverError`.
 
     >>> import numpy as np
     >>> x = fixed_point(lambda a, x: np.cos(x) * a, np.array(1.0), np.array(0.0))
@@ -95,12 +97,18 @@ _fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
 
 
 def _adjoint_solve(f, tol, max_iter, a, x, ct):
-    """``u df/da`` at the solution ``x``, where ``u = ct + u df/dx`` (on plain arrays)."""
+    """``u df/da`` at the solution ``x``, where ``u = ct + u df/dx`` (on plain arrays). ``u``
+    is linear in ``ct``: it is found for ``ct`` scaled to a largest element of 1, so ``tol``
+    is relative to the cotangent (a loss scaled by 1e-12 gets the same relative accuracy)."""
     _, pull_x = vjp(lambda xx: f(a, xx), x)
-    u = _iterate(lambda u: _add(ct, pull_x(u)[0]), ct, tol, max_iter,
+    scale = max((float(np.max(np.abs(leaf))) for leaf in tree_flatten(ct)[0]
+                 if np.size(leaf)), default=0.0)
+    scale = scale if 0.0 < scale < math.inf else 1.0
+    unit = tree_map(lambda leaf: leaf / scale, ct)
+    u = _iterate(lambda u: _add(unit, pull_x(u)[0]), unit, tol, max_iter,
                  "fixed_point's derivative")
     _, pull_a = vjp(lambda aa: f(aa, x), a)
-    return pull_a(u)[0]
+    return pull_a(tree_map(lambda leaf: leaf * scale, u))[0]
 
 
 def _add(a, b):
