@@ -25,3 +25,16 @@ def test_fixed_point_derivative_of_a_scaled_loss_scales(scale):
     (scale * tnp.sum(fixed_point(f, a, np.zeros(2)))).backward()
     np.testing.assert_allclose(a.grad, 2.0 * scale, rtol=1e-8)
 
+
+
+def test_fixed_point_integer_leaf_in_a_is_a_constant():
+    # a count in the parameters (odeint's args may hold one) made the derivative raise
+    # "vjp: argument 0 has dtype int64": the whole of a was differentiated
+    f = lambda a, x: 0.5 * x + a["w"] * a["n"]                # noqa: E731  x* = 2 n w
+    g = tnp.grad(lambda w: fixed_point(f, {"w": w, "n": 3}, np.array(0.0)))(np.array(1.0))
+    assert float(g) == pytest.approx(6.0, rel=1e-8)
+    g = tnp.grad(lambda w: tnp.sum(fixed_point(f, {"w": w, "n": np.array([1, 2])},
+                                               np.zeros(2))))(np.array(1.0))
+    assert float(g) == pytest.approx(6.0, rel=1e-8)
+    g = tnp.grad(lambda x0: fixed_point(lambda a, x: 0.5 * x + a, 3, x0))(np.array(0.0))
+    assert float(g) == 0.0                                   # the start: a zero derivative

@@ -31,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from primitives.tensor.core import dtype_of
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError
 from primitives.tensor.transforms.functional import vjp
@@ -90,7 +91,17 @@ def _fixed_point_fwd(f, tol, max_iter, a, x0):
 
 def _fixed_point_bwd(f, tol, max_iter, residuals, ct):
     a, x = residuals
+    leaves, tree, inexact = _leaves(a)
+    if not any(inexact):                        # nothing of a to differentiate
+        return tree_unflatten(tree, [None] * len(leaves)), None
     return _adjoint(f, tol, max_iter, a, x, ct), None
+
+
+def _leaves(a) -> tuple:
+    """The leaves of ``a``, its structure, and which leaves are floating point or complex
+    (an integer leaf, a count, is a constant: it gets no cotangent)."""
+    leaves, tree = tree_flatten(a)
+    return leaves, tree, [dtype_of(leaf).kind in "fc" for leaf in leaves]
 
 
 _fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
@@ -100,6 +111,7 @@ def _adjoint_solve(f, tol, max_iter, a, x, ct):
     """``u df/da`` at the solution ``x``, where ``u = ct + u df/dx`` (on plain arrays). ``u``
     is linear in ``ct``: it is found for ``ct`` scaled to a largest element of 1, so ``tol``
     is relative to the cotangent (a loss scaled by 1e-12 gets the same relative accuracy)."""
+    leaves, tree, inexact = _leaves(a)
     _, pull_x = vjp(lambda xx: f(a, xx), x)
     scale = max((float(np.max(np.abs(leaf))) for leaf in tree_flatten(ct)[0]
                  if np.size(leaf)), default=0.0)
@@ -107,8 +119,15 @@ def _adjoint_solve(f, tol, max_iter, a, x, ct):
     unit = tree_map(lambda leaf: leaf / scale, ct)
     u = _iterate(lambda u: _add(unit, pull_x(u)[0]), unit, tol, max_iter,
                  "fixed_point's derivative")
-    _, pull_a = vjp(lambda aa: f(aa, x), a)
-    return pull_a(tree_map(lambda leaf: leaf * scale, u))[0]
+
+    def f_a(*differentiated):
+        given = iter(differentiated)
+        return f(tree_unflatten(tree, [next(given) if d else leaf
+                                       for leaf, d in zip(leaves, inexact)]), x)
+
+    _, pull_a = vjp(f_a, *[leaf for leaf, d in zip(leaves, inexact) if d])
+    found = iter(pull_a(tree_map(lambda leaf: leaf * scale, u)))
+    return tree_unflatten(tree, [next(found) if d else None for d in inexact])
 
 
 def _add(a, b):
