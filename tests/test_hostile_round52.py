@@ -9,6 +9,10 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor.fixedpoint import fixed_point
+from primitives.tensor.ode import odeint
+from tidu import TiduError
+
+T = np.array([0.0, 0.5, 1.0])
 
 
 # --- fixed_point ----------------------------------------------------------------------------
@@ -38,3 +42,20 @@ def test_fixed_point_integer_leaf_in_a_is_a_constant():
     assert float(g) == pytest.approx(6.0, rel=1e-8)
     g = tnp.grad(lambda x0: fixed_point(lambda a, x: 0.5 * x + a, 3, x0))(np.array(0.0))
     assert float(g) == 0.0                                   # the start: a zero derivative
+
+
+@pytest.mark.parametrize("kwargs", [dict(tol="tiny"), dict(tol=None), dict(max_iter=None),
+                                    dict(max_iter=float("inf")), dict(max_iter="10")])
+def test_fixed_point_bad_settings_name_the_function(kwargs):
+    newton = lambda a, x: 0.5 * (x + a / x)                  # noqa: E731
+    with pytest.raises(TiduError, match="fixed_point: (tol|max_iter) must be a"):
+        fixed_point(newton, np.array(2.0), np.array(1.0), **kwargs)
+    assert float(fixed_point(newton, np.array(4.0), np.array(1.0))) == 2.0   # still usable
+
+
+def test_a_function_that_is_not_callable_names_the_solver():
+    with pytest.raises(TiduError, match="fixed_point: f must be callable"):
+        fixed_point(None, np.array(2.0), np.array(1.0))
+    with pytest.raises(TiduError, match="odeint: func must be callable"):
+        odeint(3, np.ones(1), T)
+

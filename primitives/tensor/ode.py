@@ -79,6 +79,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     >>> np.round(ys[:, 0], 6).tolist()                        # sin(t)
     [0.0, 0.479426, 0.841471]
     """
+    if not callable(func):
+        raise TensorTypeError(f"odeint: func must be callable, got {type(func).__name__}")
     if scipy_keywords:
         unknown = set(scipy_keywords) - {"args"}
         if unknown or args:
