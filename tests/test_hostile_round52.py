@@ -4,6 +4,9 @@ seeding under ``jit``; each test failed before its fix."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
 import numpy as np
 import pytest
 
@@ -13,6 +16,24 @@ from primitives.tensor.ode import odeint
 from tidu import TiduError
 
 T = np.array([0.0, 0.5, 1.0])
+
+
+def decay(y, t):
+    return -y
+
+
+@contextlib.contextmanager
+def within(seconds: float):
+    """Fail (instead of hanging the run) if the block takes longer than ``seconds``."""
+    def expire(*_):
+        raise AssertionError(f"did not finish within {seconds} s (an endless loop)")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --- fixed_point ----------------------------------------------------------------------------
@@ -28,7 +49,6 @@ def test_fixed_point_derivative_of_a_scaled_loss_scales(scale):
     a = tnp.tensor(np.array([1.0, 3.0]), requires_grad=True)
     (scale * tnp.sum(fixed_point(f, a, np.zeros(2)))).backward()
     np.testing.assert_allclose(a.grad, 2.0 * scale, rtol=1e-8)
-
 
 
 def test_fixed_point_integer_leaf_in_a_is_a_constant():
@@ -59,3 +79,51 @@ def test_a_function_that_is_not_callable_names_the_solver():
     with pytest.raises(TiduError, match="odeint: func must be callable"):
         odeint(3, np.ones(1), T)
 
+
+# --- odeint: inputs that looped for ever ------------------------------------------------------
+
+
+@pytest.mark.parametrize("t", [[0.0, np.inf], [-np.inf, 0.0], [0.0, 1.0, np.inf]])
+def test_odeint_infinite_times_raise(t):
+    with within(10), pytest.raises(TiduError, match="odeint: the times t must be finite"):
+        odeint(decay, np.ones(1), np.array(t))
+
+
+@pytest.mark.parametrize("kwargs", [dict(rtol=0.0, atol=0.0), dict(rtol=np.nan),
+                                    dict(atol=np.inf), dict(rtol=-1e-8), dict(atol=-1.0),
+                                    dict(mxstep=np.nan)])
+def test_odeint_bad_tolerances_raise(kwargs):
+    with within(10), pytest.raises(TiduError, match="odeint: "):
+        odeint(decay, np.ones(1), T, **kwargs)
+    np.testing.assert_allclose(odeint(decay, np.ones(1), T)[:, 0], np.exp(-T), rtol=1e-7)
+
+
+@pytest.mark.parametrize("kwargs", [dict(rtol="small"), dict(atol=None), dict(mxstep=[1])])
+def test_odeint_tolerances_of_the_wrong_type_name_odeint(kwargs):
+    with pytest.raises(TiduError, match="odeint: "):
+        odeint(decay, np.ones(1), T, **kwargs)
+
+
+@pytest.mark.parametrize("case", ["nan y0", "inf y0", "nan func"])
+def test_odeint_non_finite_state_raises_instead_of_looping(case):
+    # a NaN step size passed the "step size fell" check (h <= ...), and the loop never ended
+    y0, func = np.ones(1), decay
+    if case == "nan y0":
+        y0 = np.array([np.nan])
+    elif case == "inf y0":
+        y0 = np.array([np.inf])
+    else:
+        func = lambda y, t: y * np.nan                       # noqa: E731
+    with within(10), np.errstate(all="ignore"), \
+            pytest.raises(TiduError, match="odeint: the step size fell"):
+        odeint(func, y0, T)
+
+
+def test_odeint_pure_relative_tolerance_with_a_zero_element():
+    # atol=0 where an element of the state is 0: 0 / 0 in the error ratio made the first
+    # step NaN, and the loop never ended
+    with within(10):
+        ys = odeint(decay, np.array([1.0, 0.0]), T, atol=0.0)
+        assert (odeint(lambda y, t: 0 * y, np.zeros(2), T, atol=0.0) == 0.0).all()
+    np.testing.assert_allclose(ys[:, 0], np.exp(-T), rtol=1e-7)
+    assert (ys[:, 1] == 0.0).all()
