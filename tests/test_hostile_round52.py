@@ -127,3 +127,37 @@ def test_odeint_pure_relative_tolerance_with_a_zero_element():
         assert (odeint(lambda y, t: 0 * y, np.zeros(2), T, atol=0.0) == 0.0).all()
     np.testing.assert_allclose(ys[:, 0], np.exp(-T), rtol=1e-7)
     assert (ys[:, 1] == 0.0).all()
+
+
+# --- odeint: a right-hand side of the wrong shape or kind ----------------------------------
+
+
+def test_odeint_func_of_the_wrong_size_raises():
+    # a scalar derivative for a state of two was broadcast silently; a leaf of the wrong size
+    # in a pytree state took the next leaf's elements, silently
+    with pytest.raises(TiduError, match=r"odeint: func returned shape \(\) for a state "
+                                        r"leaf of shape \(2,\)"):
+        odeint(lambda y, t: -1.0, np.ones(2), T)
+    with pytest.raises(TiduError, match=r"odeint: func returned shape \(3,\)"):
+        odeint(lambda y, t: tnp.concatenate([y, y[:1]]), np.ones(2), T)
+    swapped = lambda s, t: {"a": np.array([0.0]), "b": np.array([1.0, 2.0])}   # noqa: E731
+    with pytest.raises(TiduError, match=r"odeint: func returned shape \(1,\) for a state "
+                                        r"leaf of shape \(2,\)"):
+        odeint(swapped, {"a": np.ones(2), "b": np.ones(1)}, T)
+    with pytest.raises(TiduError, match="odeint: func returned shape"):
+        tnp.grad(lambda y0: tnp.sum(odeint(lambda y, t: tnp.sum(y), y0, T)))(np.ones(2))
+    # the same number of elements is the state's (JAX's odeint ravels func's result)
+    np.testing.assert_allclose(odeint(lambda y, t: -tnp.sum(y), np.ones(1), T)[:, 0],
+                               np.exp(-T), rtol=1e-7)
+
+
+def test_odeint_complex_derivative_of_a_real_state_raises():
+    # the imaginary part was dropped with a ComplexWarning: y stayed 1 for dy/dt = i y
+    with pytest.raises(TiduError, match="odeint: func returned complex values for a real "
+                                        "state leaf"):
+        odeint(lambda y, t: 1j * y, np.ones(1), T)
+    with pytest.raises(TiduError, match="complex values for a real"):
+        odeint(lambda s, t: (1j * s[0], s[1]), (np.ones(1), np.ones(1, complex)), T)
+    ys = odeint(lambda y, t: 1j * y, np.ones(1, complex), T)           # a complex state: fine
+    np.testing.assert_allclose(ys[:, 0], np.exp(1j * T), rtol=1e-7)
+

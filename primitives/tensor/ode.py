@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.core import dtype_of
+from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.lowering import as_dtype, concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
@@ -102,7 +102,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     leaves, tree = tree_flatten(y0)
     if not leaves:
         raise TensorTypeError("odeint: y0 holds no array")
-    flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves))
+    flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves),
+                           tuple(dtype_of(leaf).kind == "c" for leaf in leaves))
     # The solve runs in at least float64 (rtol's default is below float32's resolution): the
     # state, the times and the floating arguments are cast first, so their derivatives come
     # back in their own dtypes, and each leaf of y is returned in its dtype, as JAX's odeint.
@@ -136,18 +137,20 @@ def _at_least_float64(x):
 class _Flattened:
     """``func`` on a flat state vector (the leaves of ``y`` raveled and concatenated):
     equal for equal ``(func, structure)``, so ``odeint``'s rules are traced once per
-    signature."""
+    signature. Each leaf of ``func``'s result must have its state leaf's size, and be real
+    where that leaf is real."""
 
-    def __init__(self, func: Callable, tree, shapes: tuple) -> None:
-        self.func, self.tree, self.shapes = func, tree, shapes
+    def __init__(self, func: Callable, tree, shapes: tuple, complex_: tuple) -> None:
+        self.func, self.tree, self.shapes, self.complex = func, tree, shapes, complex_
         self.sizes = tuple(math.prod(shape) for shape in shapes)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, _Flattened) and (self.func, self.tree, self.shapes) == (
-            other.func, other.tree, other.shapes)
+        return isinstance(other, _Flattened) and (
+            self.func, self.tree, self.shapes, self.complex) == (
+            other.func, other.tree, other.shapes, other.complex)
 
     def __hash__(self) -> int:
-        return hash((self.func, self.tree, self.shapes))
+        return hash((self.func, self.tree, self.shapes, self.complex))
 
     def unflatten(self, flat):
         """The pytree of ``flat``'s trailing axis (leading axes kept on every leaf)."""
@@ -164,6 +167,13 @@ class _Flattened:
         if tree != self.tree:
             raise TensorShapeError(f"odeint: func returned structure {tree!r} for a state of "
                                    f"structure {self.tree!r}")
+        for leaf, shape, size, complex_ in zip(leaves, self.shapes, self.sizes, self.complex):
+            if math.prod(shape_of(leaf)) != size:
+                raise TensorShapeError(f"odeint: func returned shape {shape_of(leaf)} for a "
+                                       f"state leaf of shape {shape}")
+            if dtype_of(leaf).kind == "c" and not complex_:
+                raise TensorTypeError("odeint: func returned complex values for a real state "
+                                      "leaf (its imaginary part would be lost); make y0 complex")
         return concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0)
 
 
