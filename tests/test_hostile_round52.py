@@ -5,12 +5,15 @@ seeding under ``jit``; each test failed before its fix."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import pickle
 import signal
 
 import numpy as np
 import pytest
 
 import primitives.tensor as tnp
+from primitives.tensor import random as tr
 from primitives.tensor.fixedpoint import fixed_point
 from primitives.tensor.ode import odeint
 from tidu import TiduError
@@ -160,4 +163,22 @@ def test_odeint_complex_derivative_of_a_real_state_raises():
         odeint(lambda s, t: (1j * s[0], s[1]), (np.ones(1), np.ones(1, complex)), T)
     ys = odeint(lambda y, t: 1j * y, np.ones(1, complex), T)           # a complex state: fine
     np.testing.assert_allclose(ys[:, 0], np.exp(1j * T), rtol=1e-7)
+
+
+
+# --- random ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda: tr.default_rng(0), lambda: tr.RandomState(0)])
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy,
+                                       lambda g: pickle.loads(pickle.dumps(g))])
+def test_copies_of_a_generator_still_refuse_draws_under_jit(make, duplicate):
+    # NumPy's __reduce__ rebuilt NumPy's class: a copied generator drew once inside jit and
+    # every call returned that same sample, silently
+    rng = make()
+    twin = duplicate(rng)
+    assert type(twin) is type(rng)
+    np.testing.assert_array_equal(twin.normal(size=3), make().normal(size=3))  # its state
+    with pytest.raises(tr.TracedRandomError, match="normal"):
+        tnp.jit(lambda x: x + duplicate(rng).normal(size=2))(np.zeros(2))
 

@@ -212,6 +212,9 @@ class RandomState(np.random.RandomState):
     True
     """
 
+    def __reduce__(self):
+        return _own_class(self, super().__reduce__())
+
 
 class Generator(np.random.Generator):
     """NumPy's ``Generator`` (what :func:`default_rng` makes): the same draws; drawing while
@@ -223,6 +226,17 @@ class Generator(np.random.Generator):
     >>> isinstance(rng, np.random.Generator)
     True
     """
+
+    def __reduce__(self):
+        return _own_class(self, super().__reduce__())
+
+
+def _own_class(generator, reduced: tuple) -> tuple:
+    """NumPy's ``__reduce__`` rebuilt as this module's class: a copy (``copy``, ``deepcopy``,
+    ``pickle``) of a checked generator stays checked. NumPy's constructor function would
+    make NumPy's class, whose draws under ``jit`` are not refused."""
+    _, args, *state = reduced
+    return (type(generator), args, *state)
 
 
 for _name in _LEGACY_DRAWS:
