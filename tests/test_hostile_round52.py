@@ -182,3 +182,18 @@ def test_copies_of_a_generator_still_refuse_draws_under_jit(make, duplicate):
     with pytest.raises(tr.TracedRandomError, match="normal"):
         tnp.jit(lambda x: x + duplicate(rng).normal(size=2))(np.zeros(2))
 
+
+
+@pytest.mark.parametrize("call", [lambda: tr.seed(0), lambda: tr.set_state(tr.get_state())])
+def test_seeding_under_jit_raises(call):
+    # the state was set once, while jit traced: later calls did not reseed, silently
+    with pytest.raises(tr.TracedRandomError, match="tnp.random.(seed|set_state) was called "
+                                                   "while jit"):
+        tnp.jit(lambda x: (call(), x * 2)[1])(np.ones(1))
+    with pytest.raises(tr.TracedRandomError, match="vmap"):
+        tnp.vmap(lambda x: (call(), x * 2)[1])(np.ones(2))
+    call()                                                   # outside: allowed
+    tr.seed(0)
+    a = tr.randn()
+    tr.seed(0)
+    assert tr.randn() == a                                   # and still usable
