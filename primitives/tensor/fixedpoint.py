@@ -26,14 +26,17 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
+from primitives.tensor.core import dtype_of
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
-from primitives.tensor.errors import SolverError
+from primitives.tensor.errors import SolverError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
+from tidu import TiduError
 
 __all__ = ["fixed_point"]
 
@@ -41,14 +44,30 @@ __all__ = ["fixed_point"]
 def fixed_point(f: Callable, a, x0, tol: float = 1e-10, max_iter: int = 10_000):
     """The ``x`` with ``f(a, x) == x`` reached by iterating ``f`` from ``x0`` (to ``tol``:
     successive iterates differ by at most ``tol`` in every element), differentiable in
-    ``a``; more than ``max_iter`` iterations raise :class:`SolverError`.
+    ``a`` (the adjoint fixed point is found to ``tol`` relative to the cotangent's largest
+    element); more than ``max_iter`` iterations raise :class:`SolverError`.
 
     >>> import numpy as np
     >>> x = fixed_point(lambda a, x: np.cos(x) * a, np.array(1.0), np.array(0.0))
     >>> round(float(x), 6)                                  # the Dottie number
     0.739085
     """
-    return _fixed_point(f, float(tol), int(max_iter), a, x0)
+    if not callable(f):
+        raise TensorTypeError(f"fixed_point: f must be callable, got {type(f).__name__}")
+    return _fixed_point(f, _setting("tol", tol, float), _setting("max_iter", max_iter, int),
+                        a, x0)
+
+
+def _setting(name: str, value, kind: type):
+    """``value`` as a ``float`` or an ``int`` (``kind``), or an error naming ``fixed_point``."""
+    try:
+        if not isinstance(value, (str, bytes)):
+            return kind(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        if isinstance(error, TiduError):
+            raise
+    raise TensorTypeError(f"fixed_point: {name} must be a {kind.__name__} number, got "
+                          f"{value!r}")
 
 
 def _iterate(step: Callable, x, tol: float, max_iter: int, what: str):
@@ -88,19 +107,43 @@ def _fixed_point_fwd(f, tol, max_iter, a, x0):
 
 def _fixed_point_bwd(f, tol, max_iter, residuals, ct):
     a, x = residuals
+    leaves, tree, inexact = _leaves(a)
+    if not any(inexact):                        # nothing of a to differentiate
+        return tree_unflatten(tree, [None] * len(leaves)), None
     return _adjoint(f, tol, max_iter, a, x, ct), None
+
+
+def _leaves(a) -> tuple:
+    """The leaves of ``a``, its structure, and which leaves are floating point or complex
+    (an integer leaf, a count, is a constant: it gets no cotangent)."""
+    leaves, tree = tree_flatten(a)
+    return leaves, tree, [dtype_of(leaf).kind in "fc" for leaf in leaves]
 
 
 _fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
 
 
 def _adjoint_solve(f, tol, max_iter, a, x, ct):
-    """``u df/da`` at the solution ``x``, where ``u = ct + u df/dx`` (on plain arrays)."""
+    """``u df/da`` at the solution ``x``, where ``u = ct + u df/dx`` (on plain arrays). ``u``
+    is linear in ``ct``: it is found for ``ct`` scaled to a largest element of 1, so ``tol``
+    is relative to the cotangent (a loss scaled by 1e-12 gets the same relative accuracy)."""
+    leaves, tree, inexact = _leaves(a)
     _, pull_x = vjp(lambda xx: f(a, xx), x)
-    u = _iterate(lambda u: _add(ct, pull_x(u)[0]), ct, tol, max_iter,
+    scale = max((float(np.max(np.abs(leaf))) for leaf in tree_flatten(ct)[0]
+                 if np.size(leaf)), default=0.0)
+    scale = scale if 0.0 < scale < math.inf else 1.0
+    unit = tree_map(lambda leaf: leaf / scale, ct)
+    u = _iterate(lambda u: _add(unit, pull_x(u)[0]), unit, tol, max_iter,
                  "fixed_point's derivative")
-    _, pull_a = vjp(lambda aa: f(aa, x), a)
-    return pull_a(u)[0]
+
+    def f_a(*differentiated):
+        given = iter(differentiated)
+        return f(tree_unflatten(tree, [next(given) if d else leaf
+                                       for leaf, d in zip(leaves, inexact)]), x)
+
+    _, pull_a = vjp(f_a, *[leaf for leaf, d in zip(leaves, inexact) if d])
+    found = iter(pull_a(tree_map(lambda leaf: leaf * scale, u)))
+    return tree_unflatten(tree, [next(found) if d else None for d in inexact])
 
 
 def _add(a, b):

@@ -34,13 +34,14 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.core import dtype_of
+from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.lowering import as_dtype, concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
 from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.jit import jit
 from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
+from tidu import TiduError
 
 __all__ = ["odeint"]
 
@@ -66,8 +67,10 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     """``y`` at each time of ``t`` for ``dy/dt = func(y, t, *args)`` and ``y(t[0]) = y0``:
     an array of shape ``t.shape + y0.shape`` (a pytree ``y0`` gives a pytree of such).
 
-    ``t`` must increase strictly. ``rtol`` and ``atol`` bound each step's error;
-    more than ``mxstep`` steps between two times of ``t`` raises :class:`SolverError`.
+    ``t`` must be finite and increase strictly. ``rtol`` and ``atol`` (at least 0, not both
+    0) bound each step's error; more than ``mxstep`` steps between two times of ``t``, or a
+    step size that falls to nothing (a state or ``func`` that is not finite), raise
+    :class:`SolverError`.
     ``args=(...)`` as a keyword (SciPy's form) is the same as passing them after ``t``.
     Differentiable in ``y0``, ``t`` and ``args`` by the adjoint method; the state and the
     arguments may be complex (tidu's complex convention). The solve runs in float64 (or
@@ -79,6 +82,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     >>> np.round(ys[:, 0], 6).tolist()                        # sin(t)
     [0.0, 0.479426, 0.841471]
     """
+    if not callable(func):
+        raise TensorTypeError(f"odeint: func must be callable, got {type(func).__name__}")
     if scipy_keywords:
         unknown = set(scipy_keywords) - {"args"}
         if unknown or args:
@@ -86,21 +91,41 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
                                   if unknown else "odeint: args given both after t and as "
                                   "args=(...); pass them one way")
         args = tuple(scipy_keywords["args"])
+    rtol, atol = _setting("rtol", rtol), _setting("atol", atol)
+    mxstep = _setting("mxstep", mxstep)
+    if not (0.0 <= rtol < math.inf and 0.0 <= atol < math.inf) or rtol == atol == 0.0:
+        raise TensorShapeError(f"odeint: rtol and atol must be finite and at least 0, and not "
+                               f"both 0; got rtol={rtol:g}, atol={atol:g}")
+    if not mxstep > 0:
+        raise TensorShapeError(f"odeint: mxstep must be positive (inf for no limit), got "
+                               f"{mxstep:g}")
     leaves, tree = tree_flatten(y0)
     if not leaves:
         raise TensorTypeError("odeint: y0 holds no array")
-    flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves))
+    flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves),
+                           tuple(dtype_of(leaf).kind == "c" for leaf in leaves))
     # The solve runs in at least float64 (rtol's default is below float32's resolution): the
     # state, the times and the floating arguments are cast first, so their derivatives come
     # back in their own dtypes, and each leaf of y is returned in its dtype, as JAX's odeint.
     y0_flat = _at_least_float64(concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0))
     args = tree_map(_at_least_float64, args)
-    ys = _odeint(flat_func, float(rtol), float(atol), float(mxstep), y0_flat,
+    ys = _odeint(flat_func, rtol, atol, mxstep, y0_flat,
                  _at_least_float64(t), *args)
     out_leaves, out_tree = tree_flatten(flat_func.unflatten(ys))
     return tree_unflatten(out_tree, [
         as_dtype(out, dtype_of(leaf)) if dtype_of(leaf).kind in "fc" else out
         for out, leaf in zip(out_leaves, leaves)])
+
+
+def _setting(name: str, value) -> float:
+    """``value`` as a ``float``, or an error naming ``odeint``."""
+    try:
+        if not isinstance(value, (str, bytes)):
+            return float(value)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, TiduError):
+            raise
+    raise TensorTypeError(f"odeint: {name} must be a number, got {value!r}")
 
 
 def _at_least_float64(x):
@@ -112,18 +137,20 @@ def _at_least_float64(x):
 class _Flattened:
     """``func`` on a flat state vector (the leaves of ``y`` raveled and concatenated):
     equal for equal ``(func, structure)``, so ``odeint``'s rules are traced once per
-    signature."""
+    signature. Each leaf of ``func``'s result must have its state leaf's size, and be real
+    where that leaf is real."""
 
-    def __init__(self, func: Callable, tree, shapes: tuple) -> None:
-        self.func, self.tree, self.shapes = func, tree, shapes
+    def __init__(self, func: Callable, tree, shapes: tuple, complex_: tuple) -> None:
+        self.func, self.tree, self.shapes, self.complex = func, tree, shapes, complex_
         self.sizes = tuple(math.prod(shape) for shape in shapes)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, _Flattened) and (self.func, self.tree, self.shapes) == (
-            other.func, other.tree, other.shapes)
+        return isinstance(other, _Flattened) and (
+            self.func, self.tree, self.shapes, self.complex) == (
+            other.func, other.tree, other.shapes, other.complex)
 
     def __hash__(self) -> int:
-        return hash((self.func, self.tree, self.shapes))
+        return hash((self.func, self.tree, self.shapes, self.complex))
 
     def unflatten(self, flat):
         """The pytree of ``flat``'s trailing axis (leading axes kept on every leaf)."""
@@ -140,6 +167,13 @@ class _Flattened:
         if tree != self.tree:
             raise TensorShapeError(f"odeint: func returned structure {tree!r} for a state of "
                                    f"structure {self.tree!r}")
+        for leaf, shape, size, complex_ in zip(leaves, self.shapes, self.sizes, self.complex):
+            if math.prod(shape_of(leaf)) != size:
+                raise TensorShapeError(f"odeint: func returned shape {shape_of(leaf)} for a "
+                                       f"state leaf of shape {shape}")
+            if dtype_of(leaf).kind == "c" and not complex_:
+                raise TensorTypeError("odeint: func returned complex values for a real state "
+                                      "leaf (its imaginary part would be lost); make y0 complex")
         return concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0)
 
 
@@ -247,6 +281,8 @@ def _times(t) -> np.ndarray:
     t = np.asarray(t, dtype=np.result_type(t, np.float64))
     if t.ndim != 1 or t.size < 1:
         raise TensorShapeError(f"odeint: t must be a 1-d array of times, got shape {t.shape}")
+    if not np.isfinite(t).all():
+        raise TensorShapeError("odeint: the times t must be finite")
     if t.size > 1 and not (np.diff(t) > 0).all():
         raise TensorShapeError("odeint: the times t must increase strictly")
     return t
@@ -272,7 +308,7 @@ def _integrate(f: Callable, y0: np.ndarray, t: np.ndarray, rtol: float, atol: fl
             step = min(h, t[i] - s)
             y_new, f_new, error = _step(f, y, s, f_y, step)
             scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
-            ratio = _rms(error / scale)
+            ratio = _scaled_rms(error, scale)
             if not np.isfinite(ratio):
                 ratio = math.inf
             grow = 10.0 if ratio == 0.0 else min(10.0, max(0.2, 0.9 * ratio ** -0.2))
@@ -282,7 +318,7 @@ def _integrate(f: Callable, y0: np.ndarray, t: np.ndarray, rtol: float, atol: fl
                 h = max(h, step * grow) if step < h else step * grow   # cut short to land
                 continue
             h = step * grow
-            if h <= 64 * np.spacing(max(abs(s), abs(t[i]))):
+            if not h > 64 * np.spacing(max(abs(s), abs(t[i]))):      # NaN too
                 raise SolverError(f"odeint: the step size fell to {h:g} near t={s:g}: the "
                                   "problem is too stiff or func is not finite there")
         out[i] = y
@@ -303,11 +339,11 @@ def _step(f, y, s, f_y, h):
 def _initial_step(f, y, s, f_y, rtol, atol) -> float:
     """A first step size from the scales of ``y`` and ``f`` (Hairer, Nørsett and Wanner)."""
     scale = atol + rtol * np.abs(y)
-    d0 = _rms(y / scale)
-    d1 = _rms(f_y / scale)
+    d0 = _scaled_rms(y, scale)
+    d1 = _scaled_rms(f_y, scale)
     h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
     f1 = np.asarray(f(y + h0 * f_y, s + h0), dtype=y.dtype)
-    d2 = _rms((f1 - f_y) / scale) / h0
+    d2 = _scaled_rms(f1 - f_y, scale) / h0
     h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
     return min(100 * h0, h1)
 
@@ -315,6 +351,13 @@ def _initial_step(f, y, s, f_y, rtol, atol) -> float:
 def _rms(x: np.ndarray) -> float:
     """The root mean square of ``|x|`` (0 for no elements)."""
     return float(np.sqrt(np.mean(np.abs(x) ** 2))) if x.size else 0.0
+
+
+def _scaled_rms(x: np.ndarray, scale: np.ndarray) -> float:
+    """The root mean square of ``|x| / scale``, an element of ``x`` that is 0 counting 0
+    where its scale is 0 too (``atol=0`` at a state that is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _rms(np.divide(np.abs(x), scale, out=np.zeros(np.shape(x)), where=x != 0))
 
 
 def _ravel(parts, dtype) -> np.ndarray:

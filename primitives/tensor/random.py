@@ -28,7 +28,8 @@ indexing, so they differentiate.
 
 Draws under ``jit`` and ``vmap`` raise :class:`TracedRandomError`. ``jit`` runs
 a function's Python code once per trace: a draw there would be made once and
-every call would return that same sample. ``vmap`` runs it once per batch: one
+every call would return that same sample (and :func:`seed` or :func:`set_state`
+there would set the state once, so they raise too). ``vmap`` runs it once per batch: one
 sample would be shared by every example. Draw outside the transformed function
 and pass the sample in as an argument (for ``vmap``, with a batch axis). Under
 ``grad``, ``jvp``, the Jacobians and the eager ``Tensor`` the function runs at
@@ -101,6 +102,16 @@ def _check_draw(what: str, args: tuple, kwargs: dict, allowed: tuple = ()) -> No
             f"{what}: a parameter is a {type(found).__name__}, but draws are constants, so "
             "its derivative would be lost. Draw a standard sample and transform it with "
             "tnp (e.g. mu + sigma * tnp.random.standard_normal(shape)), or pass its data")
+
+
+def _check_state(what: str) -> None:
+    """Refuse setting the module's state while a transform traces (it would be set once,
+    when the function is traced, not at each call)."""
+    transform = tracing_transform()
+    if transform is not None:
+        raise TracedRandomError(f"{what} was called while {transform} traces its function: "
+                                "the state would be set once, when the function is traced, "
+                                "not at each call. Seed outside the function")
 
 
 def _frontend_in(values):
@@ -212,6 +223,9 @@ class RandomState(np.random.RandomState):
     True
     """
 
+    def __reduce__(self):
+        return _own_class(self, super().__reduce__())
+
 
 class Generator(np.random.Generator):
     """NumPy's ``Generator`` (what :func:`default_rng` makes): the same draws; drawing while
@@ -223,6 +237,17 @@ class Generator(np.random.Generator):
     >>> isinstance(rng, np.random.Generator)
     True
     """
+
+    def __reduce__(self):
+        return _own_class(self, super().__reduce__())
+
+
+def _own_class(generator, reduced: tuple) -> tuple:
+    """NumPy's ``__reduce__`` rebuilt as this module's class: a copy (``copy``, ``deepcopy``,
+    ``pickle``) of a checked generator stays checked. NumPy's constructor function would
+    make NumPy's class, whose draws under ``jit`` are not refused."""
+    _, args, *state = reduced
+    return (type(generator), args, *state)
 
 
 for _name in _LEGACY_DRAWS:
@@ -262,6 +287,7 @@ def seed(seed=None) -> None:
     >>> seed(1); np.array_equal(a, rand(2))
     True
     """
+    _check_state("tnp.random.seed")
     _rand.seed(seed)
 
 
@@ -283,6 +309,7 @@ def set_state(state) -> None:
     >>> set_state(state); a == random()
     True
     """
+    _check_state("tnp.random.set_state")
     _rand.set_state(state)
 
 
