@@ -128,8 +128,9 @@ def test_outputs_as_converts_the_outputs_of_another_type(form):
         [0.5, given])
     assert [type(v) for v in out] == [np.ndarray] * 4
     assert out[1] is given and float(out[0]) == math.sin(0.5) and float(out[3]) == 0.5
-    with pytest.raises(TiduError, match="outputs_as must be a"):
-        compiled(graph).runner(graph.input_keys, outputs_as=(np.asarray, np.ndarray))
+    for wrong in [(np.asarray, np.ndarray), np.ndarray, (np.ndarray,)]:
+        with pytest.raises(TiduError, match="outputs_as must be a"):
+            compiled(graph).runner(graph.input_keys, outputs_as=wrong)
 
 
 MB = 1 << 20

@@ -237,11 +237,11 @@ class Program:
             if key not in position:
                 raise MissingValueError(f"{key!r} is loaded by the program but not an input key")
         loads = tuple((position[key], slot) for key, slot in self.loads)
-        if outputs_as is not None:
-            kind, convert = outputs_as
-            if not isinstance(kind, type) or not callable(convert):
-                raise InvalidArgumentError(f"Program.runner: outputs_as must be a (type, "
-                                           f"callable) pair, got {outputs_as!r}")
+        if outputs_as is not None and not (
+                isinstance(outputs_as, tuple) and len(outputs_as) == 2
+                and isinstance(outputs_as[0], type) and callable(outputs_as[1])):
+            raise InvalidArgumentError(f"Program.runner: outputs_as must be a (type, callable) "
+                                       f"pair, got {outputs_as!r}")
         if len(self.steps) <= _STRAIGHT_LINE_MAX_STEPS:
             return _straight_line(loads, len(input_keys), self.steps, self.outputs, ctx,
                                   outputs_as)
