@@ -58,3 +58,24 @@ class TensorNotSupportedError(TiduError, NotImplementedError):
 class SolverError(TiduError, RuntimeError):
     """An iterative solver (``odeint``, ``fixed_point``) that did not reach its tolerance
     within its step or iteration budget (a ``RuntimeError``)."""
+
+
+def number_argument(function: str, name: str, value, kind: type = float):
+    """``value`` as a ``kind`` (``float`` or ``int``), or a :class:`TensorTypeError` naming
+    ``function`` and its argument ``name`` (a string is refused, not parsed).
+
+    >>> number_argument("odeint", "rtol", 1e-3), number_argument("f", "max_iter", 9.0, int)
+    (0.001, 9)
+    >>> number_argument("odeint", "rtol", "1e-3")
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorTypeError: odeint: rtol must be a float number, got '1e-3'
+    """
+    if not isinstance(value, (str, bytes)):
+        try:
+            return kind(value)
+        except TiduError:                   # a tensor refusing the conversion says why
+            raise
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise TensorTypeError(f"{function}: {name} must be a {kind.__name__} number, got {value!r}")

@@ -33,10 +33,9 @@ import numpy as np
 
 from primitives.tensor.core import dtype_of
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
-from primitives.tensor.errors import SolverError, TensorTypeError
+from primitives.tensor.errors import SolverError, TensorTypeError, number_argument
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
-from tidu import TiduError
 
 __all__ = ["fixed_point"]
 
@@ -54,20 +53,8 @@ def fixed_point(f: Callable, a, x0, tol: float = 1e-10, max_iter: int = 10_000):
     """
     if not callable(f):
         raise TensorTypeError(f"fixed_point: f must be callable, got {type(f).__name__}")
-    return _fixed_point(f, _setting("tol", tol, float), _setting("max_iter", max_iter, int),
-                        a, x0)
-
-
-def _setting(name: str, value, kind: type):
-    """``value`` as a ``float`` or an ``int`` (``kind``), or an error naming ``fixed_point``."""
-    try:
-        if not isinstance(value, (str, bytes)):
-            return kind(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        if isinstance(error, TiduError):
-            raise
-    raise TensorTypeError(f"fixed_point: {name} must be a {kind.__name__} number, got "
-                          f"{value!r}")
+    return _fixed_point(f, number_argument("fixed_point", "tol", tol),
+                        number_argument("fixed_point", "max_iter", max_iter, int), a, x0)
 
 
 def _iterate(step: Callable, x, tol: float, max_iter: int, what: str):

@@ -37,11 +37,11 @@ import numpy as np
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.lowering import as_dtype, concatenate, reshape
 from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
-from primitives.tensor.errors import SolverError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (SolverError, TensorShapeError, TensorTypeError,
+                                      number_argument)
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.jit import jit
 from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
-from tidu import TiduError
 
 __all__ = ["odeint"]
 
@@ -91,8 +91,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
                                   if unknown else "odeint: args given both after t and as "
                                   "args=(...); pass them one way")
         args = tuple(scipy_keywords["args"])
-    rtol, atol = _setting("rtol", rtol), _setting("atol", atol)
-    mxstep = _setting("mxstep", mxstep)
+    rtol, atol = number_argument("odeint", "rtol", rtol), number_argument("odeint", "atol", atol)
+    mxstep = number_argument("odeint", "mxstep", mxstep)
     if not (0.0 <= rtol < math.inf and 0.0 <= atol < math.inf) or rtol == atol == 0.0:
         raise TensorShapeError(f"odeint: rtol and atol must be finite and at least 0, and not "
                                f"both 0; got rtol={rtol:g}, atol={atol:g}")
@@ -115,17 +115,6 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     return tree_unflatten(out_tree, [
         as_dtype(out, dtype_of(leaf)) if dtype_of(leaf).kind in "fc" else out
         for out, leaf in zip(out_leaves, leaves)])
-
-
-def _setting(name: str, value) -> float:
-    """``value`` as a ``float``, or an error naming ``odeint``."""
-    try:
-        if not isinstance(value, (str, bytes)):
-            return float(value)
-    except (TypeError, ValueError) as error:
-        if isinstance(error, TiduError):
-            raise
-    raise TensorTypeError(f"odeint: {name} must be a number, got {value!r}")
 
 
 def _at_least_float64(x):
