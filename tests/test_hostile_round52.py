@@ -197,3 +197,27 @@ def test_seeding_under_jit_raises(call):
     a = tr.randn()
     tr.seed(0)
     assert tr.randn() == a                                   # and still usable
+
+
+@pytest.mark.parametrize("method", ["seed", "set_state"])
+def test_random_state_methods_under_jit_raise(method):
+    # rs.seed(1) inside f ran once, while jit traced: later calls did not reseed, silently
+    rs = tr.RandomState(0)
+    call = (lambda: rs.seed(1)) if method == "seed" else (lambda: rs.set_state(rs.get_state()))
+    for transform in (tnp.jit, tnp.vmap):
+        with pytest.raises(tr.TracedRandomError, match=f"RandomState.{method} was called while "
+                                                       f"{transform.__name__}"):
+            transform(lambda x: (call(), x * 2)[1])(np.ones(2))
+    rs.seed(5)                                               # outside: allowed, and reseeds
+    np.testing.assert_array_equal(rs.normal(size=3), np.random.RandomState(5).normal(size=3))
+
+
+def test_random_state_copies_under_jit_are_not_reseeding():
+    # copy and pickle restore a state through __setstate__: allowed anywhere, state kept
+    rs = tr.RandomState(2)
+    rs.normal(size=4)
+    ahead = copy.deepcopy(rs)
+    assert type(ahead) is tr.RandomState
+    np.testing.assert_array_equal(ahead.normal(size=3), rs.normal(size=3))
+    out = tnp.jit(lambda x: (copy.deepcopy(rs), x * 2)[1])(np.ones(2))
+    np.testing.assert_array_equal(out, [2.0, 2.0])

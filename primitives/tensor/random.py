@@ -29,7 +29,8 @@ indexing, so they differentiate.
 Draws under ``jit`` and ``vmap`` raise :class:`TracedRandomError`. ``jit`` runs
 a function's Python code once per trace: a draw there would be made once and
 every call would return that same sample (and :func:`seed` or :func:`set_state`
-there would set the state once, so they raise too). ``vmap`` runs it once per batch: one
+there, or a :class:`RandomState`'s ``seed`` or ``set_state``, would set the state once,
+so they raise too; copying a generator is allowed). ``vmap`` runs it once per batch: one
 sample would be shared by every example. Draw outside the transformed function
 and pass the sample in as an argument (for ``vmap``, with a batch axis). Under
 ``grad``, ``jvp``, the Jacobians and the eager ``Tensor`` the function runs at
@@ -222,6 +223,21 @@ class RandomState(np.random.RandomState):
     >>> isinstance(rs, np.random.RandomState)
     True
     """
+
+    def seed(self, seed=None) -> None:
+        """NumPy's ``RandomState.seed``, refused while ``jit`` or ``vmap`` traces (the
+        state would be set once, at the trace, not at each call)."""
+        _check_state("RandomState.seed")
+        super().seed(seed)
+
+    def set_state(self, state) -> None:
+        """NumPy's ``RandomState.set_state``, refused while ``jit`` or ``vmap`` traces."""
+        _check_state("RandomState.set_state")
+        super().set_state(state)
+
+    def __setstate__(self, state) -> None:
+        # a copy (copy, deepcopy, pickle) restoring its state is not a reseeding: allowed
+        np.random.RandomState.set_state(self, state)
 
     def __reduce__(self):
         return _own_class(self, super().__reduce__())
