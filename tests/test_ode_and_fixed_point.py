@@ -87,6 +87,27 @@ def test_pytree_state():
     assert float(g) == pytest.approx(np.cos(T).sum(), rel=1e-6)
 
 
+def pendulum_as_list(y, t, a):
+    """``pendulum`` in SciPy's idiom: the derivative of a state of one array as a list."""
+    return [y[1], -a[0] * tnp.sin(y[0]) + a[1] * tnp.cos(t)]
+
+
+def test_a_list_of_a_one_array_states_entries_is_that_array():
+    # SciPy's odeint and JAX's accept the idiom; tidu refused it with a structure error
+    np.testing.assert_array_equal(odeint(pendulum_as_list, Y0, T, A), odeint(pendulum, Y0, T, A))
+    listed = tnp.grad(lambda a: tnp.sum(odeint(pendulum_as_list, Y0, T, a)), argnums=0)(A)
+    stacked = tnp.grad(lambda a: tnp.sum(odeint(pendulum, Y0, T, a)), argnums=0)(A)
+    np.testing.assert_array_equal(listed, stacked)
+    rows = odeint(lambda y, t: [[y[0, 1], -y[0, 0]], (y[1, 1], 0.0)], np.eye(2), T)
+    np.testing.assert_allclose(rows[:, 0], np.stack([np.cos(T), -np.sin(T)], 1), rtol=1e-7,
+                               atol=1e-9)
+    np.testing.assert_allclose(rows[:, 1], np.stack([T, np.ones_like(T)], 1), rtol=1e-7)
+    with pytest.raises(TiduError, match=r"shape \(3,\) for a state leaf of shape \(2,\)"):
+        odeint(lambda y, t: [y[1], -y[0], 0.0], Y0, T)
+    with pytest.raises(TiduError, match="structure"):      # a pytree state: its structure
+        odeint(lambda s, t: [s["v"], -s["x"]], {"x": np.array(1.0), "v": np.array(0.0)}, T)
+
+
 def test_float32_inputs_give_float32_values_and_derivatives_of_the_float64_solve():
     # the solve runs in float64 (rtol's default is below float32's resolution); values and
     # derivatives come back in each input's dtype, as JAX's odeint returns them

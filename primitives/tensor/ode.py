@@ -67,6 +67,8 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     """``y`` at each time of ``t`` for ``dy/dt = func(y, t, *args)`` and ``y(t[0]) = y0``:
     an array of shape ``t.shape + y0.shape`` (a pytree ``y0`` gives a pytree of such).
 
+    ``func`` returns the derivative in ``y0``'s structure; for a state of one array, a list
+    or tuple of its entries (``[y[1], -y[0]]``, SciPy's idiom) is that array.
     ``t`` must be finite and increase strictly. ``rtol`` and ``atol`` (at least 0, not both
     0) bound each step's error; more than ``mxstep`` steps between two times of ``t``, or a
     step size that falls to nothing (a state or ``func`` that is not finite), raise
@@ -153,6 +155,10 @@ class _Flattened:
     def __call__(self, y, t, *args):
         out = self.func(self.unflatten(y), t, *args)
         leaves, tree = tree_flatten(out)
+        if tree != self.tree and len(self.shapes) == 1 and isinstance(out, (list, tuple)) \
+                and leaves:
+            # SciPy's idiom for a state of one array, [dy0, dy1, ...]: its entries in order
+            leaves, tree = [concatenate([reshape(leaf, (-1,)) for leaf in leaves], 0)], self.tree
         if tree != self.tree:
             raise TensorShapeError(f"odeint: func returned structure {tree!r} for a state of "
                                    f"structure {self.tree!r}")

@@ -5,7 +5,8 @@ argument (a tuple), as in SciPy; ``func(y, t, *args)`` (``func(t, y, *args)`` wi
 
 SciPy's parameters keep their positions (``Dfun`` is the fifth), so a call written for
 SciPy means the same here. ``y0`` is an array as in SciPy (a list is one array, a number
-a vector of one component, so ``ys`` has shape ``(len(t), len(y0))``). ``rtol`` and
+a vector of one component, so ``ys`` has shape ``(len(t), len(y0))``), and ``func`` may
+return a list of its entries (``[y[1], -y[0]]``). ``rtol`` and
 ``atol`` of ``None`` (SciPy's defaults) are ``1.49012e-8``; ``mxstep=0`` (SciPy's default)
 sets no bound. The hints to SciPy's LSODA solver (``Dfun``, ``col_deriv``, ``ml``,
 ``mu``, ``h0``, ``hmax``, ``hmin``, ``ixpr``, ``mxhnil``, ``mxordn``, ``mxords``,
