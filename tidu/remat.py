@@ -254,9 +254,11 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
     plan = _Plan(graph, sizes, costs)
     if plan.peak_unchanged <= budget:
         return Rematerialized(graph, plan.peak_unchanged, 0, 0.0, dict(sizes))
+    unchanged = plan.peak_unchanged
     plan = _Plan(graph, sizes, costs, _outputs_as_soon_as_possible(plan))
     if plan.peak_unchanged <= budget:       # the new order alone fits
         return _Simulation(plan, set(), set(), emit=True).run()
+    unchanged = min(unchanged, plan.peak_unchanged)
     checkpoints, smallest = _fewest_bytes_held(plan)
     dropped = plan.residuals - checkpoints
     if smallest > budget:               # below the two-level plan: revolve on the spine
@@ -265,10 +267,13 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
             return revolved
         if revolve_smallest is not None:
             smallest = min(smallest, revolve_smallest)
+        # (recomputing can cost more than it frees: an operation's inputs and outputs at
+        # once, on a short program; then the program as it is holds the least)
+        smallest = min(smallest, unchanged)
         raise MemoryBudgetError(
             f"rematerialize: a budget of {budget} bytes is below what this program of "
             f"{len(plan.ops)} operations needs when it recomputes what it can; the smallest "
-            f"that works is {smallest} bytes (without recomputing: {plan.peak_unchanged})",
+            f"that works is {smallest} bytes (without recomputing: {unchanged})",
             smallest)
     # Spend what the budget leaves on keeping the residuals dearest to recompute per byte
     # (a bisection on how many, to 1/16 of them).

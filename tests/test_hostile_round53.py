@@ -1,0 +1,30 @@
+"""Hostile round 53: eager checkpoint strategies, double backward and ``Gradients``, and
+``jit(memory_budget=...)``; each test failed before its fix (the comment says what was wrong)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+import tidu
+
+
+def test_the_smallest_feasible_budget_is_the_smallest_that_works():
+    # A short program whose recomputation holds more than it frees (an operation's inputs
+    # and outputs at once): the error named the smallest budget of the recomputing plans
+    # (10800 bytes here), while the program as it is fits in 8640, and every budget from
+    # there up was accepted.
+    def f(x):
+        y = x * x
+        return tnp.sum(tnp.tanh(y) * x * y)
+
+    x = np.random.default_rng(0).standard_normal((16, 16))
+    step = tnp.grad(f)
+    with pytest.raises(tidu.MemoryBudgetError) as caught:
+        tnp.jit(step, memory_budget=0)(x)
+    smallest = caught.value.smallest_feasible
+    assert str(smallest) in str(caught.value)
+    with pytest.raises(tidu.MemoryBudgetError):
+        tnp.jit(step, memory_budget=smallest - 1)(x)
+    assert np.array_equal(tnp.jit(step, memory_budget=smallest)(x), tnp.jit(step)(x))
