@@ -28,3 +28,21 @@ def test_the_smallest_feasible_budget_is_the_smallest_that_works():
     with pytest.raises(tidu.MemoryBudgetError):
         tnp.jit(step, memory_budget=smallest - 1)(x)
     assert np.array_equal(tnp.jit(step, memory_budget=smallest)(x), tnp.jit(step)(x))
+
+
+def test_create_graph_gradients_and_grad_do_not_alias():
+    # With create_graph the leaf's .grad was the Gradients' Tensor itself: zeroing
+    # x.grad.data in place (as an optimizer does) zeroed grads.grad(x), and scaling one
+    # scaled the other.
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    grads = (x * x * x).sum().backward(create_graph=True)
+    x.grad.data[:] = 0.0
+    np.testing.assert_array_equal(grads.grad(x).data, [3.0, 12.0])
+    grads.grad(x).data *= 10.0
+    np.testing.assert_array_equal(x.grad.data, [0.0, 0.0])
+    y = tnp.tensor([1.0, 2.0], requires_grad=True)
+    grads = (y * y * y).sum().backward(create_graph=True)
+    grads.grad(y).data *= 10.0
+    np.testing.assert_array_equal(y.grad.data, [3.0, 12.0])
+    # both keep the history: d/dy sum(3 y^2) = 6 y
+    np.testing.assert_array_equal(tnp.sum(y.grad).backward().grad(y), [6.0, 12.0])
