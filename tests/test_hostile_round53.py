@@ -46,3 +46,13 @@ def test_create_graph_gradients_and_grad_do_not_alias():
     np.testing.assert_array_equal(y.grad.data, [3.0, 12.0])
     # both keep the history: d/dy sum(3 y^2) = 6 y
     np.testing.assert_array_equal(tnp.sum(y.grad).backward().grad(y), [6.0, 12.0])
+
+
+def test_hvp_refuses_an_array_for_its_tuple_of_primals():
+    # tnp.hvp took list(primals): an array (1, 2) became its one row, and f was
+    # differentiated there, returning a (2,) result with no error (jvp refuses).
+    with pytest.raises(tnp.FunctionalError, match="hvp: primals and tangents must be tuples"):
+        tnp.hvp(lambda x: tnp.sum(x ** 3), np.array([[1.0, 2.0]]), np.array([[1.0, 0.0]]))
+    np.testing.assert_array_equal(
+        tnp.hvp(lambda x: tnp.sum(x ** 3), (np.array([[1.0, 2.0]]),), [np.array([[1.0, 0.0]])]),
+        [[6.0, 0.0]])
