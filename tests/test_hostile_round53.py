@@ -56,3 +56,20 @@ def test_hvp_refuses_an_array_for_its_tuple_of_primals():
     np.testing.assert_array_equal(
         tnp.hvp(lambda x: tnp.sum(x ** 3), (np.array([[1.0, 2.0]]),), [np.array([[1.0, 0.0]])]),
         [[6.0, 0.0]])
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (1, 5), ()])
+def test_try_hvp_refuses_a_tangent_of_another_shape_than_its_leaf(shape):
+    # try_hvp checked the seed but not the tangents: a (5, 1) tangent for a (5,) leaf
+    # broadcast through the rules to a (5, 5) "Hessian-vector product", with no error.
+    from tidu.eager import EagerError, try_hvp
+    from primitives.tensor.eager import NumpyExecutor
+
+    x = tnp.tensor(np.linspace(0.0, 1.0, 5), requires_grad=True)
+    loss = (tnp.sin(x) * x).sum()
+    with pytest.raises(EagerError, match=r"try_hvp: the tangent of leaf .* shape"):
+        try_hvp(loss.key, loss.grad_fn, np.ones(()), {x.key: np.ones(shape)}, NumpyExecutor())
+    _, products = try_hvp(loss.key, loss.grad_fn, np.ones(()), {x.key: np.ones(5)},
+                          NumpyExecutor())
+    v = x.data
+    np.testing.assert_allclose(products[x.key], 2 * np.cos(v) - v * np.sin(v), rtol=1e-12)
