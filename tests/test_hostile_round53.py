@@ -73,3 +73,30 @@ def test_try_hvp_refuses_a_tangent_of_another_shape_than_its_leaf(shape):
                           NumpyExecutor())
     v = x.data
     np.testing.assert_allclose(products[x.key], 2 * np.cos(v) - v * np.sin(v), rtol=1e-12)
+
+
+@pytest.mark.parametrize("size", [-8, 2.5, float("nan"), "8", None])
+def test_sizes_that_are_no_numbers_of_bytes_are_refused(size):
+    # rematerialize took int() of each size: a negative one planned a program of peak 0,
+    # 2.5 bytes one of peak 4.5, "8" was taken as 8, None and NaN raised a bare TypeError or
+    # ValueError; program_peak raised bare errors too (a KeyError for a missing size).
+    from tidu import program_peak, rematerialize
+    from tidu.errors import InvalidArgumentError
+    from tidu.example_ops import Op
+    from tidu.graph import GraphBuilder, Local
+
+    b = GraphBuilder()
+    x = b.add_input("x")
+    [s] = b.add_operation(Op.SIN, [Local(x)])
+    [y] = b.add_operation(Op.MUL, [Local(s), Local(x)])
+    b.set_outputs([y])
+    graph = b.build()
+    sizes = {key: 8 for key in graph.value_keys if key not in graph.input_keys}
+    sizes[next(iter(sizes))] = size
+    for call in (lambda: rematerialize(graph, 100, sizes), lambda: program_peak(graph, sizes)):
+        with pytest.raises(InvalidArgumentError, match="must be a number of bytes"):
+            call()
+    with pytest.raises(InvalidArgumentError, match="program_peak: no size for"):
+        program_peak(graph, {})
+    with pytest.raises(InvalidArgumentError, match="program_peak: sizes must map"):
+        program_peak(graph, None)

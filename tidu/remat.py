@@ -192,6 +192,22 @@ class _Measuring(EvaluableGraphOperation):
         return results
 
 
+def _size(sizes: Mapping, key: ValueKey, who: str) -> int:
+    """``sizes[key]``, a number of bytes (an integer >= 0), or an InvalidArgumentError."""
+    try:
+        size = sizes[key]
+    except KeyError:
+        raise InvalidArgumentError(f"{who}: no size for {key!r}") from None
+    except TypeError:
+        raise InvalidArgumentError(f"{who}: sizes must map each value the graph makes to its "
+                                   f"bytes (as measure_program gives them), got "
+                                   f"{type(sizes).__name__}") from None
+    if not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 0:
+        raise InvalidArgumentError(f"{who}: the size of {key!r} must be a number of bytes "
+                                   f">= 0, got {size!r}")
+    return int(size)
+
+
 def program_peak(graph: Graph, sizes: Mapping[ValueKey, int]) -> int:
     """The most bytes of values it makes that ``graph``, run as a Program, holds at once.
 
@@ -216,7 +232,7 @@ def _peak_and_position(graph: Graph, sizes: Mapping[ValueKey, int],
     for position, op_key in enumerate(operations):
         made = 0
         for key in op_key.output_keys():
-            size = sizes[key]
+            size = _size(sizes, key, "program_peak")
             made += size
             read = last_read.get(key)
             dying[position if read is None or read <= position else read] += size
@@ -502,10 +518,8 @@ class _Plan:
         self.keys = list(vid)
         self.producer = [-1] * n_given + producer
         self.given = [True] * n_given + [False] * len(producer)
-        try:
-            self.size = [0] * n_given + [int(sizes[k]) for k in self.keys[n_given:]]
-        except KeyError as error:
-            raise InvalidArgumentError(f"rematerialize: no size for {error.args[0]!r}") from None
+        self.size = [0] * n_given + [_size(sizes, k, "rematerialize")
+                                     for k in self.keys[n_given:]]
         self.made = [sum(self.size[o] for o in outs) for outs in self.outs]
         self.cost = [float(costs[op_key]) if costs is not None and op_key in costs
                      else float(self.made[p] or 1)
