@@ -73,10 +73,11 @@ def test_one_cotangent_for_two_leaves_is_never_shared_between_them():
     np.testing.assert_array_equal(c.grad, [[1.0, 1.0]])
 
 
-def test_gradients_with_history_are_tensors_and_still_shared():
+def test_gradients_with_history_are_tensors_on_one_array():
     a, _ = _leaves()
     grads = (a * a).sum().backward(create_graph=True)
-    assert isinstance(a.grad, tnp.Tensor) and grads.grad(a) is a.grad
+    assert isinstance(a.grad, tnp.Tensor) and grads.grad(a) is not a.grad
+    assert grads.grad(a).key == a.grad.key and grads.grad(a)._data is a.grad._data
 
 
 def test_one_array_for_two_keys_is_handed_to_one_leaf_only():

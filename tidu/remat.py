@@ -192,6 +192,22 @@ class _Measuring(EvaluableGraphOperation):
         return results
 
 
+def _size(sizes: Mapping, key: ValueKey, who: str) -> int:
+    """``sizes[key]``, a number of bytes (an integer >= 0), or an InvalidArgumentError."""
+    try:
+        size = sizes[key]
+    except KeyError:
+        raise InvalidArgumentError(f"{who}: no size for {key!r}") from None
+    except TypeError:
+        raise InvalidArgumentError(f"{who}: sizes must map each value the graph makes to its "
+                                   f"bytes (as measure_program gives them), got "
+                                   f"{type(sizes).__name__}") from None
+    if not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 0:
+        raise InvalidArgumentError(f"{who}: the size of {key!r} must be a number of bytes "
+                                   f">= 0, got {size!r}")
+    return int(size)
+
+
 def program_peak(graph: Graph, sizes: Mapping[ValueKey, int]) -> int:
     """The most bytes of values it makes that ``graph``, run as a Program, holds at once.
 
@@ -216,7 +232,7 @@ def _peak_and_position(graph: Graph, sizes: Mapping[ValueKey, int],
     for position, op_key in enumerate(operations):
         made = 0
         for key in op_key.output_keys():
-            size = sizes[key]
+            size = _size(sizes, key, "program_peak")
             made += size
             read = last_read.get(key)
             dying[position if read is None or read <= position else read] += size
@@ -254,9 +270,11 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
     plan = _Plan(graph, sizes, costs)
     if plan.peak_unchanged <= budget:
         return Rematerialized(graph, plan.peak_unchanged, 0, 0.0, dict(sizes))
+    unchanged = plan.peak_unchanged
     plan = _Plan(graph, sizes, costs, _outputs_as_soon_as_possible(plan))
     if plan.peak_unchanged <= budget:       # the new order alone fits
         return _Simulation(plan, set(), set(), emit=True).run()
+    unchanged = min(unchanged, plan.peak_unchanged)
     checkpoints, smallest = _fewest_bytes_held(plan)
     dropped = plan.residuals - checkpoints
     if smallest > budget:               # below the two-level plan: revolve on the spine
@@ -265,10 +283,13 @@ def rematerialize(graph: Graph, budget: int, sizes: Mapping[ValueKey, int],
             return revolved
         if revolve_smallest is not None:
             smallest = min(smallest, revolve_smallest)
+        # (recomputing can cost more than it frees: an operation's inputs and outputs at
+        # once, on a short program; then the program as it is holds the least)
+        smallest = min(smallest, unchanged)
         raise MemoryBudgetError(
             f"rematerialize: a budget of {budget} bytes is below what this program of "
             f"{len(plan.ops)} operations needs when it recomputes what it can; the smallest "
-            f"that works is {smallest} bytes (without recomputing: {plan.peak_unchanged})",
+            f"that works is {smallest} bytes (without recomputing: {unchanged})",
             smallest)
     # Spend what the budget leaves on keeping the residuals dearest to recompute per byte
     # (a bisection on how many, to 1/16 of them).
@@ -497,10 +518,8 @@ class _Plan:
         self.keys = list(vid)
         self.producer = [-1] * n_given + producer
         self.given = [True] * n_given + [False] * len(producer)
-        try:
-            self.size = [0] * n_given + [int(sizes[k]) for k in self.keys[n_given:]]
-        except KeyError as error:
-            raise InvalidArgumentError(f"rematerialize: no size for {error.args[0]!r}") from None
+        self.size = [0] * n_given + [_size(sizes, k, "rematerialize")
+                                     for k in self.keys[n_given:]]
         self.made = [sum(self.size[o] for o in outs) for outs in self.outs]
         self.cost = [float(costs[op_key]) if costs is not None and op_key in costs
                      else float(self.made[p] or 1)

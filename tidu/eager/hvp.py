@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from typing import Any, Container, Mapping, Sequence
 
-from tidu.errors import InvalidArgumentError, MissingValueError
+from tidu.errors import InvalidArgumentError, MissingValueError, TiduError
 from tidu.graph import ValueKey
 from tidu.eager.executor import BackwardExecutor
 from tidu.eager.plans import BackwardPlan, hvp_plan, tangent_plan
@@ -84,7 +84,8 @@ def try_hvp(output_key: ValueKey, output_trace, seed, tangents: Mapping[ValueKey
     fused path; an executor's ``run_transposed_linear`` computes them all).
     A node whose work needs an op without a JVP rule (the node's own, or one
     its backward graph runs) raises :class:`tidu.ADRuleError` naming that op;
-    naming a non-leaf in ``tangents`` raises :class:`~tidu.eager.EagerError`.
+    naming a non-leaf in ``tangents``, or a tangent the executor's ``check_seed``
+    refuses for its leaf's value, raises :class:`~tidu.eager.EagerError`.
     The other argument checks are :func:`try_backward`'s. See the module for
     an example.
     """
@@ -119,6 +120,7 @@ def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor
     """The tangent of every value that has a non-zero one: the leaves' and the nodes' outputs'."""
     primal = dict(tangents)
     get = primal.get
+    checked = set()
     for node in reversed(nodes):                      # oldest first
         key = node.output_key
         if key is not None:
@@ -132,6 +134,11 @@ def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor
         with_tangent = tuple([p for p in node.active_inputs if get(inputs[p].key) is not None])
         if not with_tangent:
             continue
+        for p in with_tangent:
+            item = inputs[p]
+            if item.trace is None and item.key not in checked:
+                checked.add(item.key)
+                _check_tangent(executor, item, get(item.key))
         plan = tangent_plan(node, with_tangent, ctx, plans)
         values = node_data(node, plan.data_keys)
         remat.fill(node, values, plan.reads)
@@ -141,6 +148,18 @@ def _forward_tangents(nodes: list, tangents: Mapping, executor: BackwardExecutor
             if index is not None:
                 primal[key] = results[index]
     return primal
+
+
+def _check_tangent(executor: BackwardExecutor, leaf, tangent) -> None:
+    """A leaf's tangent must fit its value as a seed fits an output (``check_seed``): a
+    tangent of another shape would broadcast through the rules to a wrong result."""
+    if leaf.data is None:
+        return
+    try:
+        executor.check_seed(tangent, leaf.data)
+    except TiduError as error:
+        raise EagerError(f"try_hvp: the tangent of leaf {leaf.key!r} does not fit its value "
+                         f"({error})") from None
 
 
 # --- reverse walk: (cotangent, tangent of the cotangent) pairs ----------------------------

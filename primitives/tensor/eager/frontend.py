@@ -878,7 +878,7 @@ def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
     with _grad_lock:
         # .grad never aliases another leaf's .grad, nor (once read) the Gradients: a first
         # gradient is handed over (see _shared_grads), a sum is a new array. (A Tensor
-        # gradient, from create_graph, is never written to in place: it is shared.)
+        # gradient, from create_graph, is another Tensor on its array: each copies on write.)
         handed = set()                  # ids of the arrays handed over by this call
         sums = []
         for leaf, value in updates:
@@ -909,7 +909,7 @@ def _can_hand_over(value) -> bool:
 
 
 def _fresh(value):
-    return value if isinstance(value, Tensor) else library_of(value).copy(value)
+    return _another(value) if isinstance(value, Tensor) else library_of(value).copy(value)
 
 
 class Gradients:

@@ -1079,6 +1079,11 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     >>> hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
     array([6., 0.])
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        # (list() of an array would pass its rows as the arguments)
+        raise FunctionalError("hvp: primals and tangents must be tuples or lists (one entry "
+                              f"per argument), got {type(primals).__name__} and "
+                              f"{type(tangents).__name__}")
     primals, tangents = list(primals), list(tangents)
     gradient = grad(f, argnums=tuple(range(len(primals))))
     _, result = _jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents, False,
