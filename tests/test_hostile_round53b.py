@@ -41,3 +41,26 @@ def test_custom_vjp_takes_a_named_tuple_argument():
     f.defvjp(f_fwd, lambda res, ct: (Pair(ct[:1], tnp.sum(ct)), tnp.sum(ct)))
     with pytest.raises(FunctionalError, match="f"):
         tnp.grad(loss)(p, np.array(0.5))
+
+
+def test_adam_resumes_from_torch_state_of_a_0d_tensor():
+    # torch's "step" (a 0-d float32 tensor) was kept as a 0-d float32 array for a 0-d
+    # parameter (only other shapes turned it into a number), so the bias corrections
+    # 1 - beta ** step were rounded to float32: the steps drifted from torch's by ~2e-6
+    torch = pytest.importorskip("torch")
+    tw = torch.tensor(1.0, requires_grad=True)
+    t_opt = torch.optim.Adam([tw], lr=0.1)
+    (tw * tw).backward()
+    t_opt.step()
+    w = tnp.tensor(tw.detach().numpy().copy(), requires_grad=True)
+    opt = optim.Adam([w], lr=0.1)
+    opt.load_state_dict(t_opt.state_dict())
+    assert opt.state[w]["step"] == 1 and isinstance(opt.state[w]["step"], int)
+    for _ in range(3):
+        t_opt.zero_grad()
+        (tw * tw).backward()
+        t_opt.step()
+        opt.zero_grad()
+        (w * w).backward()
+        opt.step()
+    assert w.data == tw.detach().numpy()
