@@ -64,3 +64,17 @@ def test_adam_resumes_from_torch_state_of_a_0d_tensor():
         (w * w).backward()
         opt.step()
     assert w.data == tw.detach().numpy()
+
+
+def test_update_with_another_optimizers_state_raises():
+    # adam.update with sgd's state raised AttributeError ('TraceState' object has no
+    # attribute 'mu'); rmsprop.update with adam's state silently used adam's nu
+    params = {"w": np.ones(2)}
+    grads = {"w": np.ones(2)}
+    with pytest.raises(OptimizerError, match="optim.adam.*TraceState.*ScaleByAdamState"):
+        optim.adam(0.1).update(grads, optim.sgd(0.1, momentum=0.9).init(params))
+    with pytest.raises(OptimizerError, match="optim.rmsprop.*ScaleByAdamState"):
+        optim.rmsprop(0.1).update(grads, optim.adam(0.1).init(params))
+    with pytest.raises(OptimizerError, match="optim.sgd.*ScaleByScheduleState"):
+        opt = optim.sgd(lambda count: 0.1, momentum=0.5)
+        opt.update(grads, (optim.sgd(0.1, momentum=0.5).init(params)[0], "state"))

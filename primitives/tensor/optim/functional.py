@@ -116,6 +116,16 @@ def _bias_corrected(what: str, moment, decay: float, count):
     return _tree_map(what, lambda m: m / _cast(correction, m), moment)
 
 
+def _checked_state(what: str, state, kind: type):
+    """``state`` if it is a ``kind`` (what this transformation's ``init`` made), else an
+    :class:`OptimizerError`: another optimizer's state would be read as this one's."""
+    if not isinstance(state, kind):
+        raise OptimizerError(f"{what}: update got a state of type {type(state).__name__}, "
+                             f"expected {kind.__name__} (pass the state this optimizer's "
+                             "init, or its last update, made)")
+    return state
+
+
 def chain(*transformations: GradientTransformation) -> GradientTransformation:
     """The transformations applied in order (optax's ``chain``); the state is a tuple of
     theirs.
@@ -177,6 +187,7 @@ def _scale_by_learning_rate(what: str, learning_rate) -> GradientTransformation:
             lambda updates, state, params=None: (_tree_map(what, scale, updates), state))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByScheduleState)
         step_size = -learning_rate(state.count)
         scaled = _tree_map(what, lambda g: _cast(step_size, g) * g, updates)
         return scaled, ScaleByScheduleState(state.count + 1)
@@ -194,6 +205,7 @@ def _trace(what: str, decay: float, nesterov: bool,
         return TraceState(_tree_map(what, zeros_like, params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, TraceState)
         trace = _tree_map(what, lambda g, t: g + decay * t, updates, state.trace)
         if nesterov:
             updates = _tree_map(what, lambda g, t: g + decay * t, updates, trace)
@@ -213,6 +225,7 @@ def _scale_by_adam(what: str, b1: float, b2: float, eps: float,
         return ScaleByAdamState(_new_count(), zeros, _tree_map(what, zeros_like, params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByAdamState)
         mu = _tree_map(what, lambda g, m: (1 - b1) * g + b1 * m, updates, state.mu)
         nu = _tree_map(what, lambda g, v: (1 - b2) * _abs_sq(g) + b2 * v, updates, state.nu)
         count = state.count + 1
@@ -247,6 +260,7 @@ def _scale_by_rms(what: str, decay: float, eps: float, initial_scale: float,
         return ScaleByRmsState(_tree_map(what, lambda p: full_like(p, initial_scale), params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByRmsState)
         nu = _tree_map(what, lambda g, v: (1 - decay) * _abs_sq(g) + decay * v,
                        updates, state.nu)
         if eps_in_sqrt:
@@ -266,6 +280,7 @@ def _scale_by_stddev(what: str, decay: float, eps: float, initial_scale: float,
                                              params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByRStdDevState)
         mu = _tree_map(what, lambda g, m: (1 - decay) * g + decay * m, updates, state.mu)
         nu = _tree_map(what, lambda g, v: (1 - decay) * _abs_sq(g) + decay * v,
                        updates, state.nu)
