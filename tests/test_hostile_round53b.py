@@ -66,6 +66,24 @@ def test_adam_resumes_from_torch_state_of_a_0d_tensor():
     assert w.data == tw.detach().numpy()
 
 
+def test_schedule_returning_a_vector_raises():
+    # a schedule's value was not checked: a vector broadcast the updates (and then the
+    # parameters) to its shape, silently
+    opt = optim.sgd(lambda count: np.array([0.1, 0.2]))
+    params = np.ones(1)
+    with pytest.raises(OptimizerError, match="optim.sgd.*real scalar.*schedule"):
+        opt.update(np.ones(1), opt.init(params))
+    step = tnp.jit(lambda g, s: opt.update(g, s))
+    with pytest.raises(OptimizerError, match="optim.sgd"):
+        step(np.ones(1), opt.init(params))
+    returns_a_function = optim.adam(lambda count: optim.sgd)
+    with pytest.raises(OptimizerError, match="optim.adam.*function.*schedule"):
+        returns_a_function.update(np.ones(1), returns_a_function.init(params))
+    good = optim.sgd(lambda count: 0.5 ** count)                       # still usable
+    updates, _ = tnp.jit(lambda g, s: good.update(g, s))(np.ones(1), good.init(params))
+    np.testing.assert_array_equal(updates, [-1.0])
+
+
 def test_update_with_another_optimizers_state_raises():
     # adam.update with sgd's state raised AttributeError ('TraceState' object has no
     # attribute 'mu'); rmsprop.update with adam's state silently used adam's nu

@@ -188,7 +188,17 @@ def _scale_by_learning_rate(what: str, learning_rate) -> GradientTransformation:
 
     def update(updates, state, params=None):
         state = _checked_state(what, state, ScaleByScheduleState)
-        step_size = -learning_rate(state.count)
+        value = learning_rate(state.count)
+        try:                                # a vector would broadcast the updates
+            if callable(value):
+                raise OptimizerError(f"{what}: learning_rate must be a real scalar, got a "
+                                     f"{type(value).__name__}")
+            _checked_learning_rate(what, value)
+        except OptimizerError as error:
+            raise OptimizerError(f"{error} (the value of the schedule "
+                                 f"{getattr(learning_rate, '__qualname__', learning_rate)})"
+                                 ) from None
+        step_size = -value
         scaled = _tree_map(what, lambda g: _cast(step_size, g) * g, updates)
         return scaled, ScaleByScheduleState(state.count + 1)
 
