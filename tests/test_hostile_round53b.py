@@ -96,3 +96,12 @@ def test_update_with_another_optimizers_state_raises():
     with pytest.raises(OptimizerError, match="optim.sgd.*ScaleByScheduleState"):
         opt = optim.sgd(lambda count: 0.1, momentum=0.5)
         opt.update(grads, (optim.sgd(0.1, momentum=0.5).init(params)[0], "state"))
+
+
+def test_adamw_mask_leaf_that_is_not_a_bool_raises():
+    # a mask leaf holding an array of bools (one per element) raised NumPy's ValueError
+    # ("truth value of an array ... is ambiguous") from inside the update
+    opt = optim.adamw(0.1, weight_decay=0.5, mask={"a": np.array([True, False]), "b": False})
+    params = {"a": np.ones(2), "b": np.ones(1)}
+    with pytest.raises(OptimizerError, match="optim.adamw.*mask"):
+        opt.update({"a": np.zeros(2), "b": np.zeros(1)}, opt.init(params), params)

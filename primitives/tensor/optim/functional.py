@@ -257,11 +257,20 @@ def _add_decayed_weights(what: str, weight_decay: float, mask) -> GradientTransf
             decayed = _tree_map(what, lambda g, p: g + weight_decay * p, updates, params)
         else:
             chosen = mask(params) if callable(mask) else mask
-            decayed = _tree_map(what, lambda g, p, m: g + weight_decay * p if m else g,
-                                updates, params, chosen)
+            decayed = _tree_map(what, lambda g, p, m: g + weight_decay * p
+                                if _mask_flag(what, m) else g, updates, params, chosen)
         return decayed, state
 
     return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def _mask_flag(what: str, m) -> bool:
+    """A mask leaf, one per parameter: whether the parameter decays (a bool)."""
+    if shape_of(m) != () or dtype_of(m) != np.bool_:
+        raise OptimizerError(f"{what}: the mask's leaves must be bools, one per parameter "
+                             f"(whether it decays), got one of shape {shape_of(m)} and dtype "
+                             f"{dtype_of(m)}")
+    return bool(m)
 
 
 def _scale_by_rms(what: str, decay: float, eps: float, initial_scale: float,
