@@ -105,3 +105,17 @@ def test_adamw_mask_leaf_that_is_not_a_bool_raises():
     params = {"a": np.ones(2), "b": np.ones(1)}
     with pytest.raises(OptimizerError, match="optim.adamw.*mask"):
         opt.update({"a": np.zeros(2), "b": np.zeros(1)}, opt.init(params), params)
+
+
+def test_grad_errors_name_the_transform_called():
+    # grad's argnums errors said "value_and_grad", value_and_grad's dtype errors said
+    # "grad"; an unknown node type (an OrderedDict) named neither function nor argument
+    f = lambda x, y: x * y                                              # noqa: E731
+    with pytest.raises(FunctionalError, match=r"^grad: argnums 2 out of range"):
+        tnp.grad(f, argnums=2)(2.0, 3.0)
+    with pytest.raises(FunctionalError, match=r"^value_and_grad: argument 1 has dtype int"):
+        tnp.value_and_grad(f, argnums=1)(2.0, 3)
+    tree = collections.OrderedDict(a=np.array(1.0))
+    with pytest.raises(TiduError, match=r"^grad: argument 1: .*OrderedDict"):
+        tnp.grad(lambda x, d: x * d["a"], argnums=(0, 1))(2.0, tree)
+    assert tnp.grad(f, argnums=1)(2.0, 3.0) == 2.0
