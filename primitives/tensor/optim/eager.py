@@ -322,9 +322,10 @@ class Optimizer:
         if library_of(value) is not library:
             # a state saved over another library's tensors (PyTorch's own state dict, say):
             # its arrays become arrays of this tensor's library, a 0-d one (PyTorch's "step")
-            # a number; what has the wrong shape then raises below
+            # a number; what has the wrong shape then raises below. A 0-d tensor's "step" too:
+            # kept a float32 array, it would round the bias corrections to float32
             host = to_host(value)
-            if host.shape == () and shape_of(t.data) != ():
+            if host.shape == () and (shape_of(t.data) != () or key == "step"):
                 number = host.item()
                 return int(number) if float(number).is_integer() else number
             value = to_library(np.array(host), library, t.data)

@@ -116,6 +116,16 @@ def _bias_corrected(what: str, moment, decay: float, count):
     return _tree_map(what, lambda m: m / _cast(correction, m), moment)
 
 
+def _checked_state(what: str, state, kind: type):
+    """``state`` if it is a ``kind`` (what this transformation's ``init`` made), else an
+    :class:`OptimizerError`: another optimizer's state would be read as this one's."""
+    if not isinstance(state, kind):
+        raise OptimizerError(f"{what}: update got a state of type {type(state).__name__}, "
+                             f"expected {kind.__name__} (pass the state this optimizer's "
+                             "init, or its last update, made)")
+    return state
+
+
 def chain(*transformations: GradientTransformation) -> GradientTransformation:
     """The transformations applied in order (optax's ``chain``); the state is a tuple of
     theirs.
@@ -177,7 +187,18 @@ def _scale_by_learning_rate(what: str, learning_rate) -> GradientTransformation:
             lambda updates, state, params=None: (_tree_map(what, scale, updates), state))
 
     def update(updates, state, params=None):
-        step_size = -learning_rate(state.count)
+        state = _checked_state(what, state, ScaleByScheduleState)
+        value = learning_rate(state.count)
+        try:                                # a vector would broadcast the updates
+            if callable(value):
+                raise OptimizerError(f"{what}: learning_rate must be a real scalar, got a "
+                                     f"{type(value).__name__}")
+            _checked_learning_rate(what, value)
+        except OptimizerError as error:
+            raise OptimizerError(f"{error} (the value of the schedule "
+                                 f"{getattr(learning_rate, '__qualname__', learning_rate)})"
+                                 ) from None
+        step_size = -value
         scaled = _tree_map(what, lambda g: _cast(step_size, g) * g, updates)
         return scaled, ScaleByScheduleState(state.count + 1)
 
@@ -194,6 +215,7 @@ def _trace(what: str, decay: float, nesterov: bool,
         return TraceState(_tree_map(what, zeros_like, params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, TraceState)
         trace = _tree_map(what, lambda g, t: g + decay * t, updates, state.trace)
         if nesterov:
             updates = _tree_map(what, lambda g, t: g + decay * t, updates, trace)
@@ -213,6 +235,7 @@ def _scale_by_adam(what: str, b1: float, b2: float, eps: float,
         return ScaleByAdamState(_new_count(), zeros, _tree_map(what, zeros_like, params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByAdamState)
         mu = _tree_map(what, lambda g, m: (1 - b1) * g + b1 * m, updates, state.mu)
         nu = _tree_map(what, lambda g, v: (1 - b2) * _abs_sq(g) + b2 * v, updates, state.nu)
         count = state.count + 1
@@ -234,11 +257,20 @@ def _add_decayed_weights(what: str, weight_decay: float, mask) -> GradientTransf
             decayed = _tree_map(what, lambda g, p: g + weight_decay * p, updates, params)
         else:
             chosen = mask(params) if callable(mask) else mask
-            decayed = _tree_map(what, lambda g, p, m: g + weight_decay * p if m else g,
-                                updates, params, chosen)
+            decayed = _tree_map(what, lambda g, p, m: g + weight_decay * p
+                                if _mask_flag(what, m) else g, updates, params, chosen)
         return decayed, state
 
     return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def _mask_flag(what: str, m) -> bool:
+    """A mask leaf, one per parameter: whether the parameter decays (a bool)."""
+    if shape_of(m) != () or dtype_of(m) != np.bool_:
+        raise OptimizerError(f"{what}: the mask's leaves must be bools, one per parameter "
+                             f"(whether it decays), got one of shape {shape_of(m)} and dtype "
+                             f"{dtype_of(m)}")
+    return bool(m)
 
 
 def _scale_by_rms(what: str, decay: float, eps: float, initial_scale: float,
@@ -247,6 +279,7 @@ def _scale_by_rms(what: str, decay: float, eps: float, initial_scale: float,
         return ScaleByRmsState(_tree_map(what, lambda p: full_like(p, initial_scale), params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByRmsState)
         nu = _tree_map(what, lambda g, v: (1 - decay) * _abs_sq(g) + decay * v,
                        updates, state.nu)
         if eps_in_sqrt:
@@ -266,6 +299,7 @@ def _scale_by_stddev(what: str, decay: float, eps: float, initial_scale: float,
                                              params))
 
     def update(updates, state, params=None):
+        state = _checked_state(what, state, ScaleByRStdDevState)
         mu = _tree_map(what, lambda g, m: (1 - decay) * g + decay * m, updates, state.mu)
         nu = _tree_map(what, lambda g, v: (1 - decay) * _abs_sq(g) + decay * v,
                        updates, state.nu)

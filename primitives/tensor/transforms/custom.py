@@ -1012,7 +1012,8 @@ def _leaves_like(value, tree: TreeDef, leaves: list, rule: _VJPRule, position: i
     if value is None:
         leaves.extend([None] * _leaf_count(tree))
         return
-    kinds = {"tuple": (tuple, list), "list": (tuple, list), "dict": (dict,)}
+    kinds = {"tuple": (tuple, list), "list": (tuple, list), "namedtuple": (tuple, list),
+             "dict": (dict,)}
     if tree.kind == "leaf" and not isinstance(value, (tuple, list, dict)):
         leaves.append(value)
         return

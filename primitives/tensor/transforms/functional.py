@@ -656,14 +656,17 @@ def _check_differentiable(primals: Sequence, what: str) -> None:
                                   "convert them to one")
 
 
-def _as_value(x):
+def _as_value(x, what: str = ""):
+    """A leaf as a value; ``what`` (the transform and argument) begins the error."""
     if isinstance(x, Frontend):
         return x
     if isinstance(x, numbers.Number) or isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return np.asarray(x)
     if library_of(x) is not NUMPY:
         return as_array(x)
-    raise FunctionalError(f"expected an array or a number, got {type(x).__name__}")
+    raise FunctionalError(f"{what + ': ' if what else ''}expected an array or a number, got "
+                          f"{type(x).__name__} (pytree nodes are tuples, lists, dicts, named "
+                          "tuples and None; anything else is a leaf)")
 
 
 def _owned(x):
@@ -898,7 +901,7 @@ def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> 
     argument by its position among all arguments (``argnums=1`` names argument 1)."""
     for n in positions:
         for leaf in tree_flatten(args[n])[0]:
-            dtype = dtype_of(_as_value(leaf))
+            dtype = dtype_of(_as_value(leaf, f"{what}: argument {n}"))
             if dtype.kind not in "fc":          # (np.inexact, without asking NumPy)
                 raise FunctionalError(f"{what}: argument {n} has dtype {dtype}; only floating "
                                       "point and complex inputs are differentiable")
@@ -975,16 +978,21 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     >>> value, aux, g
     (array(3.), array([0., 1.]), array([0., 3.]))
     """
+    return _value_and_grad(f, argnums, has_aux, holomorphic, "value_and_grad")
+
+
+def _value_and_grad(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str):
+    """:func:`value_and_grad`, its errors naming ``transform`` (what the user called)."""
     template_key = _template_key(f)
 
     def wrapped(*args, **kwargs):
-        nums = _argnums(argnums, len(args), "value_and_grad")
+        nums = _argnums(argnums, len(args), transform)
         distinct = tuple(dict.fromkeys(nums))
-        _check_argnums_differentiable(args, distinct, "grad", f if holomorphic else None)
+        _check_argnums_differentiable(args, distinct, transform, f if holomorphic else None)
         partial = _with_args(f, args, kwargs, distinct)
-        out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, "grad",
+        out, vjp_fn, *aux = _vjp(partial, [args[n] for n in distinct], has_aux, transform,
                                  (template_key, distinct, has_aux))
-        _check_scalar(out, f, "grad", holomorphic)
+        _check_scalar(out, f, transform, holomorphic)
         cotangents = vjp_fn(np.ones((), dtype=dtype_of(out)))
         if holomorphic:             # tidu's cotangent is conj(f'(z)) for the seed 1
             cotangents = [_conjugated(tree) for tree in cotangents]
@@ -1010,7 +1018,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     >>> grad(lambda z: z ** 3, holomorphic=True)(np.complex128(1 + 1j))     # 3 z**2
     array(0.+6.j)
     """
-    value_and_grad_f = value_and_grad(f, argnums, has_aux, holomorphic)
+    value_and_grad_f = _value_and_grad(f, argnums, has_aux, holomorphic, "grad")
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
