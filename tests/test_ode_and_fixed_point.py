@@ -4,6 +4,8 @@ transforms reverse mode composes with, and the errors."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -199,3 +201,69 @@ def test_fixed_point_errors():
     with pytest.raises(SolverError, match="no fixed point"):
         with np.errstate(over="ignore"):
             fixed_point(lambda a, x: x * x + a, np.array(3.0), np.array(0.0))   # diverges
+
+
+# --- the user's function is told apart by identity, not by its own == ----------------------
+
+
+class _Decay:
+    """A callable whose == ignores its rate: legal Python, and the rules traced for one rate
+    were reused for every other (the derivative of the first, silently)."""
+
+    def __init__(self, rate):
+        self.rate = rate
+
+    def __call__(self, y, t):
+        return -self.rate * y
+
+    def __eq__(self, other):
+        return isinstance(other, _Decay)
+
+    def __hash__(self):
+        return 0
+
+
+class _Affine(_Decay):
+    def __call__(self, a, x):
+        return 0.5 * x + self.rate * a
+
+
+@dataclasses.dataclass
+class _DataclassDecay:                  # unhashable (eq without frozen): it was refused
+    rate: float
+
+    def __call__(self, y, t):
+        return -self.rate * y
+
+
+@pytest.mark.parametrize("rate", [1.0, 2.0, 0.5])
+def test_odeint_derivative_follows_each_function_object(rate):
+    for func in (_Decay(rate), _DataclassDecay(rate)):
+        dy0 = tnp.grad(lambda y0: tnp.sum(odeint(func, y0, np.array([0.0, 1.0]))[-1]))(
+            np.array([1.0]))
+        np.testing.assert_allclose(dy0, [np.exp(-rate)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("rate", [1.0, 3.0])
+def test_fixed_point_derivative_follows_each_function_object(rate):
+    # x = 0.5 x + rate a, so x* = 2 rate a and dx*/da = 2 rate
+    for f in (_Affine(rate), dataclasses.make_dataclass(
+            "Affine", [("rate", float)], namespace={"__call__": _Affine.__call__})(rate)):
+        da = tnp.grad(lambda a: tnp.sum(fixed_point(f, a, np.zeros(1))))(np.array([1.0]))
+        np.testing.assert_allclose(da, [2.0 * rate], rtol=1e-8)
+
+
+def test_a_bound_method_keeps_its_traced_rules_across_accesses():
+    class Model:
+        def __init__(self, rate):
+            self.rate = rate
+
+        def rhs(self, y, t):
+            return -self.rate * y
+
+    model = Model(0.7)
+    from primitives.tensor.transforms.custom import ByIdentity
+    assert ByIdentity(model.rhs) == ByIdentity(model.rhs)       # a new bound method each time
+    assert ByIdentity(model.rhs) != ByIdentity(Model(0.7).rhs)
+    dy0 = tnp.grad(lambda y0: tnp.sum(odeint(model.rhs, y0, np.array([0.0, 1.0]))[-1]))
+    np.testing.assert_allclose(dy0(np.array([1.0])), [np.exp(-0.7)], rtol=1e-6)

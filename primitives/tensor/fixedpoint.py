@@ -10,7 +10,8 @@ JAX's implicit-function idiom): at the solution ``x* = f(a, x*)``, so
 the VJP of ``f`` in ``x``. That needs ``f`` to be a contraction near ``x*`` (which
 the forward iteration's convergence suggests). The start ``x0`` gets a zero
 derivative. ``f`` is written with ``tnp`` functions; ``a`` and ``x`` may be arrays
-or pytrees of arrays.
+or pytrees of arrays. ``f`` may be any callable; its derivative is traced once per
+function object, never shared with another object its ``==`` calls equal.
 
 It is a ``custom_vjp`` function: reverse mode under every transform (``grad``, ``jit``,
 ``vmap``, the eager ``Tensor``); forward mode and second derivatives raise.
@@ -32,7 +33,8 @@ from typing import Callable
 import numpy as np
 
 from primitives.tensor.core import dtype_of
-from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
+from primitives.tensor.transforms.custom import (ByIdentity, custom_vjp,
+                                                 outside_values_refused)
 from primitives.tensor.errors import SolverError, TensorTypeError, number_argument
 from primitives.tensor.transforms.functional import vjp
 from primitives.tensor.transforms.pytree import tree_flatten, tree_map, tree_unflatten
@@ -53,7 +55,7 @@ def fixed_point(f: Callable, a, x0, tol: float = 1e-10, max_iter: int = 10_000):
     """
     if not callable(f):
         raise TensorTypeError(f"fixed_point: f must be callable, got {type(f).__name__}")
-    return _fixed_point(f, number_argument("fixed_point", "tol", tol),
+    return _fixed_point(ByIdentity(f), number_argument("fixed_point", "tol", tol),
                         number_argument("fixed_point", "max_iter", max_iter, int), a, x0)
 
 

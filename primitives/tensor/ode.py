@@ -10,7 +10,9 @@ does it): the adjoint ODE is solved backward in time with the same method, its
 right-hand side being the VJP of ``func``, so memory does not grow with the number
 of steps. ``func`` must be written with ``tnp`` functions and must be traceable (no
 Python ``if`` on values), since its VJP is compiled with ``jit``; values it depends
-on that should get derivatives are passed in ``args``.
+on that should get derivatives are passed in ``args``. ``func`` may be any callable;
+its derivative is traced once per function object (a bound method: per object and
+method), never shared with another object its ``==`` calls equal.
 
 It is a ``custom_vjp`` function, so it works under every transform that reverse mode
 composes with (``grad``, ``jit``, ``vmap``, the eager ``Tensor``); forward mode and
@@ -36,7 +38,8 @@ import numpy as np
 
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.numpy.lowering import as_dtype, concatenate, reshape
-from primitives.tensor.transforms.custom import custom_vjp, outside_values_refused
+from primitives.tensor.transforms.custom import (ByIdentity, custom_vjp,
+                                                 outside_values_refused)
 from primitives.tensor.errors import (SolverError, TensorShapeError, TensorTypeError,
                                       number_argument)
 from primitives.tensor.transforms.functional import vjp
@@ -104,7 +107,7 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     leaves, tree = tree_flatten(y0)
     if not leaves:
         raise TensorTypeError("odeint: y0 holds no array")
-    flat_func = _Flattened(func, tree, tuple(np.shape(leaf) for leaf in leaves),
+    flat_func = _Flattened(ByIdentity(func), tree, tuple(np.shape(leaf) for leaf in leaves),
                            tuple(dtype_of(leaf).kind == "c" for leaf in leaves))
     # The solve runs in at least float64 (rtol's default is below float32's resolution): the
     # state, the times and the floating arguments are cast first, so their derivatives come
@@ -127,8 +130,8 @@ def _at_least_float64(x):
 
 class _Flattened:
     """``func`` on a flat state vector (the leaves of ``y`` raveled and concatenated):
-    equal for equal ``(func, structure)``, so ``odeint``'s rules are traced once per
-    signature. Each leaf of ``func``'s result must have its state leaf's size, and be real
+    equal for the same ``func`` (a :class:`ByIdentity`) and structure, so ``odeint``'s rules
+    are traced once per signature. Each leaf of ``func``'s result must have its state leaf's size, and be real
     where that leaf is real."""
 
     def __init__(self, func: Callable, tree, shapes: tuple, complex_: tuple) -> None:

@@ -1034,6 +1034,38 @@ def _leaf_count(tree: TreeDef) -> int:
     return sum(_leaf_count(child) for child in tree.children)
 
 
+class ByIdentity:
+    """``fun``, callable as itself, equal only to a wrapper of the same function object: how a
+    solver (``odeint``, ``fixed_point``) passes its user's function at ``nondiff_argnums``,
+    where rules are cached by equality. The user's own ``==`` is not used: one that ignores
+    the function's parameters would reuse another object's traced rules (a wrong
+    derivative), and an unhashable callable (a dataclass instance) would be refused. A bound
+    method is the same when its object and function are (``obj.f`` makes a new one at each
+    access).
+
+    >>> f = lambda x: 2 * x
+    >>> ByIdentity(f) == ByIdentity(f), ByIdentity(f) == ByIdentity(lambda x: 2 * x)
+    (True, False)
+    >>> ByIdentity(f)(3)
+    6
+    """
+
+    __slots__ = ("fun", "_parts")
+
+    def __init__(self, fun: Callable) -> None:
+        self.fun = fun          # held: the ids below are not reused while this lives
+        self._parts = (id(getattr(fun, "__self__", None)), id(getattr(fun, "__func__", fun)))
+
+    def __eq__(self, other) -> bool:
+        return type(other) is ByIdentity and other._parts == self._parts
+
+    def __hash__(self) -> int:
+        return hash(self._parts)
+
+    def __call__(self, *args):
+        return self.fun(*args)
+
+
 def outside_values_refused(tree, function: str, hint: str):
     """``tree`` (what ``function`` returned when called on plain arrays), unless a leaf is a
     traced value or a tensor that carries a gradient: then ``function`` read it from outside
