@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import warnings
+from array import array
 from bisect import bisect_right
 from collections import namedtuple
 from typing import Hashable, Sequence
@@ -285,8 +286,8 @@ class GraphBuilder:
     def build(self) -> "Graph":
         """Freeze what was added into an immutable :class:`Graph`."""
         return Graph._make(
-            tuple(self._keys), tuple(self._op_keys), tuple(self._op_first), tuple(self._inputs),
-            self._outputs, tuple(self._parents), dict(self._index),
+            tuple(self._keys), tuple(self._op_keys), array("q", self._op_first),
+            tuple(self._inputs), self._outputs, tuple(self._parents),
         )
 
 
@@ -366,12 +367,12 @@ class Graph:
                  "outputs", "parents", "_index", "_program", "__weakref__")
 
     @classmethod
-    def _make(cls, keys, op_keys, op_first, inputs, outputs, parents, index) -> "Graph":
+    def _make(cls, keys, op_keys, op_first, inputs, outputs, parents) -> "Graph":
         graph = object.__new__(cls)
         setter = object.__setattr__
         for name, value in (("_keys", keys), ("_op_keys", op_keys), ("_op_first", op_first),
                             ("inputs", inputs), ("outputs", outputs), ("parents", parents),
-                            ("_index", index), ("_program", None)):
+                            ("_index", None), ("_program", None)):
             setter(graph, name, value)
         return graph
 
@@ -418,11 +419,21 @@ class Graph:
 
     def local_id(self, key: ValueKey) -> int | None:
         """The local id of ``key`` in this graph, or ``None``."""
-        return self._index.get(key)
+        return self._local_ids().get(key)
+
+    def _local_ids(self) -> dict:
+        """key -> local id, made when first asked for: most graphs (linear and transposed
+        ones) are never asked, and a dict and an int per value is a tenth of their memory.
+        Threads that race each make an equal dict."""
+        index = self._index
+        if index is None:
+            index = {key: local_id for local_id, key in enumerate(self._keys)}
+            object.__setattr__(self, "_index", index)
+        return index
 
     def _input_refs(self, op_key: OperationKey, first_output: int) -> tuple:
         """An operation's inputs as ``Local`` (defined earlier here) or ``External`` refs."""
-        index = self._index
+        index = self._local_ids()
         refs = []
         for key in op_key._inputs:
             local_id = index.get(key)
@@ -431,7 +442,7 @@ class Graph:
         return tuple(refs)
 
     def __contains__(self, key) -> bool:
-        return key in self._index
+        return key in self._local_ids()
 
     def __repr__(self) -> str:
         return (f"<Graph {len(self.inputs)} inputs, {len(self._op_keys)} operations, "
@@ -451,6 +462,5 @@ class Graph:
 def _rebuild_graph(table, refs, op_first, inputs, outputs, parents) -> Graph:
     keys = tuple(unflatten(table, refs))
     op_keys = tuple(keys[first]._operation for first in op_first)
-    index = {key: local_id for local_id, key in enumerate(keys)}
-    return Graph._make(keys, op_keys, tuple(op_first), tuple(inputs),
-                       tuple(outputs), tuple(parents), index)
+    return Graph._make(keys, op_keys, array("q", op_first), tuple(inputs),
+                       tuple(outputs), tuple(parents))

@@ -61,7 +61,7 @@ class ResolvedView:
     def graph_of(self, key: ValueKey) -> tuple[Graph, int] | None:
         """The first graph defining ``key`` and the key's local id there, or ``None``."""
         for graph in self.graphs:
-            local_id = graph._index.get(key)
+            local_id = graph._local_ids().get(key)
             if local_id is not None:
                 return graph, local_id
         return None
