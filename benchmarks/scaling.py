@@ -17,7 +17,7 @@ Three controls tell what of the growth is tidu's and what is Python's, in the sa
   whole process (``gc.disable()``): what is left of the growth once no full collection
   walks the objects the chain keeps;
 - a ``skeleton``: the objects a graph op of tidu keeps (an operation key with its inputs'
-  tuple, a value key, a weak reference each way, a packed structure in an intern table,
+  tuple, a value key, a weak reference each way, a structure hash in an intern table,
   a local id in an index), made in plain Python for a chain, then one walk that reads
   each op's inputs, looks them up and makes a new key (what ``linearize`` does per op,
   without the rules); collector off. Its growth is the memory hierarchy's: the same
@@ -236,12 +236,10 @@ class _ValueKey:
 def skeleton_here(n_ops: int) -> dict:
     """The control: tidu's per-op key objects for a chain in plain Python, then one walk
     over them making a key per op; collector off (see the module)."""
-    import struct
     import weakref
 
     gc.disable()
-    pack = struct.Struct("nNNN").pack
-    op_hash, role = hash("mul"), object()
+    role = object()
 
     def value(operation):
         key = _ValueKey()
@@ -257,7 +255,7 @@ def skeleton_here(n_ops: int) -> dict:
                 serial, 1
             out = value(op)
             op.out = weakref.ref(out)
-            table[pack(op_hash, id(role), id(y), id(c))] = weakref.ref(op)
+            table[hash(("mul", role, (y, c)))] = weakref.ref(op)
             index[out] = len(keys)
             keys.append(out)
             y = out
@@ -269,7 +267,7 @@ def skeleton_here(n_ops: int) -> dict:
             a, b = key.operation.inputs
             index.get(b)
             tangent = value(key.operation)
-            table.get(pack(op_hash, id(role), id(tangents.get(a)), id(tangent)))
+            table.get(hash(("mul", role, (tangents.get(a), tangent))))
             tangents[key] = tangent
         return tangents
 

@@ -466,3 +466,30 @@ def test_random_dags_with_permuted_inputs_give_the_same_keys(steps, order, junk)
     # keys are independent of local ids: the builder maps each key back to its id
     for local_id in values2:
         assert b2.local_id(b2.global_key(local_id)) == local_id
+
+
+def test_operations_whose_structures_all_collide_still_get_one_key_each(monkeypatch):
+    # An operation's intern-table structure is a hash of (op, role, inputs): a key found
+    # under it must be checked to be this operation on these inputs in this role. With
+    # every structure equal, each operation must still get its own key, and the same one
+    # again when asked again, in builders and through linearize and transpose.
+    monkeypatch.setattr(keys, "_structure", lambda operation, inputs, role: 0)
+    a, b = Input(fresh("collide-a")), Input(fresh("collide-b"))
+    made = {(op, ins, role): OperationKey(op, ins, role)
+            for op in (ScalarOp.ADD, ScalarOp.MUL)
+            for ins in ((a, b), (b, a), (a, a))
+            for role in (PRIMARY, Linearized((True, False)))}
+    assert len(set(map(id, made.values()))) == len(made)
+    for (op, ins, role), key in made.items():
+        assert OperationKey(op, ins, role) is key
+        assert (key.operation, key.inputs, key.role) == (op, ins, role)
+    builder = GraphBuilder()
+    x, y = builder.add_input(a.key), builder.add_input(b.key)
+    [p] = builder.add_operation(ScalarOp.MUL, [Local(x), Local(y)])
+    [q] = builder.add_operation(ScalarOp.MUL, [Local(y), Local(x)])    # not the same op
+    [r] = builder.add_operation(ScalarOp.ADD, [Local(p), Local(q)])
+    assert builder.add_operation(ScalarOp.MUL, [Local(x), Local(y)]) == [p]
+    assert len({p, q, r}) == 3
+    builder.set_outputs([r])
+    graph = builder.build()
+    assert evaluate(graph, graph.output_keys, {a: 3.0, b: 5.0}) == [30.0]

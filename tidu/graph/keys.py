@@ -19,7 +19,6 @@ any more are freed rather than piling up in a long-running program.
 from __future__ import annotations
 
 import itertools
-import struct
 import threading
 import weakref
 from operator import attrgetter
@@ -116,21 +115,22 @@ def _sweep_roles_if_needed() -> None:
 # --- interning -----------------------------------------------------------------
 #
 # Tables map a structure to a weak reference to the one live key with that
-# structure. An operation's structure is ``hash(op)``, ``id(role)`` and
-# ``id(input)...`` packed into one ``bytes``: a tuple of those ints would take
-# one int object per field, about 2.4x the memory, and the garbage collector
-# tracks new tuples, not bytes. Ids are safe because a live key keeps its inputs
-# alive. Ops are the same when they are of one type and equal: members of two
-# ``IntEnum`` op sets, or ``1`` and ``1.0``, hash and compare equal but are
-# different ops. Two different ops with equal hashes are rare; the second one is
-# interned in ``_collisions`` under ``(type(op), op, structure)``.
+# structure. An operation's structure is one hash of its op, its role and its
+# inputs' tuple; roles and value keys hash by identity, so it reads nothing behind
+# them, and the int it gives takes half the memory of the ids packed into bytes.
+# A key found under a structure is the one asked for when its inputs and role are
+# the same objects and its op is the same op: of one type and equal (members of
+# two ``IntEnum`` op sets, or ``1`` and ``1.0``, hash and compare equal but are
+# different ops). Two different operations with equal structures are rare; the
+# second one is interned in ``_collisions`` under ``(type(op), op, id(role),
+# id(input)...)``. Ids are safe because a live key keeps its role and inputs alive.
 
 _lock = threading.Lock()
 _serials = itertools.count()     # OperationKey.serial, given on first use
 _serial_lock = threading.Lock()
 _input_table: dict = {}     # user key -> weakref(Input)
 _op_table: dict = {}        # structure -> weakref(OperationKey)
-_collisions: dict = {}      # (op, structure) -> weakref(OperationKey)
+_collisions: dict = {}      # (type(op), op, id(role), id(input)...) -> weakref
 _dead = [0]                 # weakref callbacks count deaths; tables are swept lazily
 _SWEEP_MIN = 4096
 # Deaths above which a sweep is worth checking for. Tables only shrink in sweeps, so
@@ -330,24 +330,16 @@ def _output_count_of(operation) -> int:
     return 1  # plain hashables work as operation labels in keys
 
 
-def _packer(input_count: int):
-    """``pack(hash(op), id(role), id(input)...)`` for ops of ``input_count`` inputs."""
-    try:
-        return _packers[input_count]
-    except KeyError:
-        pack = _packers[input_count] = struct.Struct("nN" + "N" * input_count).pack
-        return pack
+def _structure(operation, inputs: tuple, role: OperationRole) -> int:
+    """The intern-table key of an operation: the hash of ``(op, role, inputs)``."""
+    return hash((operation, role, inputs))
 
 
-_packers: dict = {}
-_pack_binary = _packer(2)
-
-
-def _structure(operation, inputs: tuple, role: OperationRole) -> bytes:
-    """The intern-table key of an operation: ``hash(op)``, ``id(role)``, ``id(input)...``."""
-    if len(inputs) == 2:
-        return _pack_binary(hash(operation), id(role), id(inputs[0]), id(inputs[1]))
-    return _packer(len(inputs))(hash(operation), id(role), *map(id, inputs))
+def _is_operation(key: OperationKey, operation, inputs: tuple, role: OperationRole) -> bool:
+    """Whether ``key`` is ``operation`` on ``inputs`` in ``role`` (inlined on the fast paths)."""
+    other = key._operation
+    return key._inputs == inputs and key._role is role and (
+        other is operation or (type(other) is type(operation) and other == operation))
 
 
 def intern_operation(operation, inputs: tuple, role: OperationRole,
@@ -357,10 +349,10 @@ def intern_operation(operation, inputs: tuple, role: OperationRole,
     ref = _op_table.get(structure)
     if ref is not None:
         found = ref()
-        if found is not None:
+        if found is not None and found._inputs == inputs and found._role is role:
             other = found._operation
             if other is operation or (type(other) is type(operation) and other == operation):
-                return found                      # _same_operation, inlined
+                return found                      # _is_operation, inlined
     return _intern_operation_slow(structure, operation, inputs, role, output_count)
 
 
@@ -376,7 +368,7 @@ def intern_operation_outputs(operation, inputs: tuple, role: OperationRole,
     ref = _op_table.get(structure)
     if ref is not None or _collisions:
         found = ref() if ref is not None else None
-        if found is not None:
+        if found is not None and found._inputs == inputs and found._role is role:
             other = found._operation
             if other is operation or (type(other) is type(operation) and other == operation):
                 return found, None
@@ -425,15 +417,10 @@ def _live(ref):
     return ref() if ref is not None else None
 
 
-def _same_operation(a, b) -> bool:
-    """Whether ``a`` and ``b`` are one op: of one type and equal (inlined on the fast paths)."""
-    return a is b or (type(a) is type(b) and a == b)
-
-
 def _intern_operation_slow(structure, operation, inputs, role, output_count) -> OperationKey:
     if output_count is None:
         output_count = _output_count_of(operation)
-    full = (type(operation), operation, structure)
+    full = (type(operation), operation, id(role), *map(id, inputs))
     with _lock:
         if _dead[0] > _sweep_bar[0]:
             _sweep_if_needed()
@@ -441,7 +428,7 @@ def _intern_operation_slow(structure, operation, inputs, role, output_count) -> 
             ref = _op_table.get(structure)
             found = _live(ref)
             if found is not None:
-                if _same_operation(found._operation, operation):
+                if _is_operation(found, operation, inputs, role):
                     return found         # another thread interned it since our lookup
                 return _collision_key(full, operation, inputs, role, output_count)
             found = _live(_collisions.get(full)) if _collisions else None
@@ -459,7 +446,7 @@ def _intern_operation_slow(structure, operation, inputs, role, output_count) -> 
 
 
 def _collision_key(full: tuple, operation, inputs, role, output_count) -> OperationKey:
-    """The key of an op whose structure a live key of another op (an equal hash) holds.
+    """The key of an operation whose structure a live key of another one holds.
 
     Call under ``_lock``."""
     found = _live(_collisions.get(full))
