@@ -136,8 +136,8 @@ def test_a_traced_or_tensor_value_read_from_outside_the_arguments_is_refused_by_
     # value func reads from its closure would lose its derivative: refused, naming the fix
     from primitives.tensor.transforms.functional import FunctionalError
     for transform in (tnp.grad, lambda f: tnp.jit(tnp.grad(f)), tnp.jit):
-        with pytest.raises(FunctionalError, match="odeint's func .* reads a Tracer .* argument "
-                                                  "after t"):
+        with pytest.raises(FunctionalError, match="odeint's func .*<lambda> reads a Tracer .* "
+                                                  "argument after t"):
             transform(lambda w: tnp.sum(odeint(lambda y, s: -w * y, Y0, T)))(0.5)
         with pytest.raises(FunctionalError, match="fixed_point reads a Tracer .* argument a"):
             transform(lambda a: tnp.sum(fixed_point(lambda _, x: 0.5 * (x + a / x), None,

@@ -181,7 +181,8 @@ class _Flattened:
 def _solve(func, rtol, atol, mxstep, y0, t, *args):
     t = _times(t)
 
-    name = f"odeint's func {getattr(func.func, '__qualname__', type(func.func).__name__)}"
+    user_func = func.func.fun              # (a _Flattened of a ByIdentity)
+    name = f"odeint's func {getattr(user_func, '__qualname__', type(user_func).__name__)}"
 
     def rhs(y, s):
         dy = outside_values_refused(func(y, s, *args), name,
