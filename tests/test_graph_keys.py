@@ -493,3 +493,20 @@ def test_operations_whose_structures_all_collide_still_get_one_key_each(monkeypa
     builder.set_outputs([r])
     graph = builder.build()
     assert evaluate(graph, graph.output_keys, {a: 3.0, b: 5.0}) == [30.0]
+
+
+def test_a_copied_key_is_the_key_itself():
+    # A FreshInput's copy (copy.copy, copy.deepcopy) was a new key, equal to nothing: a
+    # deep-copied record naming a value by it no longer named that value. Keys are
+    # immutable, so a copy in this process is the key; pickling still makes a new one.
+    import copy
+
+    from tidu.graph import FreshInput
+
+    fresh_key = FreshInput()
+    op_key = OperationKey(ScalarOp.NEG, (fresh_key,), PRIMARY)
+    derived = op_key.output_keys()[0]
+    for key in (fresh_key, Input(fresh("copied")), op_key, derived):
+        assert copy.copy(key) is key and copy.deepcopy(key) is key
+    assert copy.deepcopy({"k": fresh_key})["k"] is fresh_key
+    assert pickle.loads(pickle.dumps(fresh_key)) is not fresh_key

@@ -254,6 +254,14 @@ class FreshInput(Input):
     def __reduce__(self):
         return (FreshInput, ())             # unpickled, it is a new key (shared within one pickle)
 
+    # A copy in this process is the key itself: it names the same value (keys are immutable;
+    # interned keys copy to themselves through their __reduce__)
+    def __copy__(self) -> "FreshInput":
+        return self
+
+    def __deepcopy__(self, memo) -> "FreshInput":
+        return self
+
 
 _fresh_serials = itertools.count()
 
