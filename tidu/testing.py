@@ -73,6 +73,7 @@ from tidu.graph import (
     Graph,
     GraphBuilder,
     Input,
+    Linearized,
     Local,
     ValueKey,
     evaluate,
@@ -81,7 +82,7 @@ from tidu.graph import (
 from tidu.graph import key_inputs, op_name, postorder
 from tidu.linearization import linearize
 from tidu.linearized import LinearizedGraph
-from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, Primitive, TangentKey
+from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, Primitive, TangentKey, fresh_pass_id
 from tidu.transpose import linear_transpose
 
 __all__ = ["CheckFailure", "CheckReport", "CheckUsageError", "check_batch", "check_jvp",
@@ -133,15 +134,17 @@ class CheckReport:
     >>> report = check_primitive(Op.MUL, 1.5, -0.5, rng=0)
     >>> report.ops, report.output_slots, report.input_slots, report.points
     (('MUL',), 1, 2, 1)
-    >>> report.jvp_comparisons, report.dot_products   # x, y, both; x alone, y alone, both (2 + 1)
-    (3, 5)
+    >>> # JVPs: x, y, both; dot products: x alone, y alone, both (2 + 1), and MUL's own
+    >>> # transpose rule with role Linearized(.T), which MUL's JVP never emits (1)
+    >>> report.jvp_comparisons, report.dot_products
+    (3, 6)
     >>> report.batch_comparisons                     # batch axes (0, None), (None, 0), (0, 0)
     3
     >>> report.worst_error <= report.tolerance
     True
     >>> print(report)                                      # doctest: +ELLIPSIS
     checked MUL at 1 point: 1 output slot, 2 input slots; 3 JVP comparisons (3 numbers)
-    with finite differences, 5 dot-product tests, 3 batch comparisons with a loop;
+    with finite differences, 6 dot-product tests, 3 batch comparisons with a loop;
     worst |error| ... (tolerance ...) at ...
     """
 
@@ -934,6 +937,86 @@ class _Provenance:
         return False
 
 
+def _nonempty_subsets(items: list) -> list[list]:
+    """Every non-empty subset of ``items``, in order."""
+    return [[item for item, used in zip(items, pattern) if used]
+            for pattern in itertools.product((True, False), repeat=len(items))][:-1][::-1]
+
+
+def _check_linear_use(op, graph: Graph, role, inputs: list, primals: dict, rng, ctx,
+                      tally: _Tally, tolerances: dict) -> None:
+    """The dot-product test of ``op``'s transpose rule for ``op`` with ``role``: linear in
+    the inputs at ``inputs`` (tangents), the others read as constants (the primals).
+
+    Skipped where ``op`` is not linear in those inputs (checked numerically, with the others
+    fixed) or its transpose rule has no case for ``role`` (raises ``ADRuleError``).
+    """
+    if getattr(type(op), "transpose_rule", Primitive.transpose_rule) is Primitive.transpose_rule:
+        return                              # the set defines no transpose rules
+    builder = GraphBuilder()
+    builder.add_parent(graph)
+    pass_id = fresh_pass_id()
+    refs, tangent_inputs = [], []
+    for slot in range(len(primals)):
+        if slot in inputs:
+            local_id = builder.add_input(TangentKey(slot, pass_id))
+            refs.append(Local(local_id))
+            tangent_inputs.append((slot, local_id))
+        else:
+            refs.append(External(Input(slot)))
+    outputs = builder.add_operation(op, refs, role)
+    builder.set_outputs(outputs)
+    linear = LinearizedGraph(builder.build(), tangent_inputs, outputs, pass_id)
+    if not _is_linear(linear, graph, primals, rng, ctx):
+        return
+    try:
+        transposed = linear_transpose(linear, ctx)
+    except ADRuleError:
+        return                              # no transpose for this use of op
+    name = op_name(op)
+    _check_transpose(resolve(graph), linear, primals, None, None, rng=rng, ctx=ctx,
+                     output_label=lambda i: f"{name} output {i}",
+                     input_label=lambda key: f"input {key}",
+                     subject=f"transpose rule of {name} with role {role!r}", tally=tally,
+                     transposed=transposed, **tolerances)
+
+
+def _is_linear(linear: LinearizedGraph, graph: Graph, primals: dict, rng, ctx) -> bool:
+    """Whether ``linear``'s outputs are linear in its tangent inputs, tried on random
+    directions: ``f(a + b) = f(a) + f(b)``, ``f(c a) = c f(a)`` and ``f(0) = 0``, to
+    ``1000 eps`` relative."""
+    keys = linear.tangent_input_keys
+    slots = [slot for slot, _ in linear.tangent_inputs]
+    values = {Input(k): v for k, v in primals.items()}
+
+    def f(tangents) -> list:
+        env = dict(values)
+        env.update(zip(keys, tangents))
+        return [_wide(v) for v in evaluate([linear.graph, graph], linear.tangent_output_keys,
+                                           env, ctx)]
+
+    a = [_random_like(primals[slot], rng) for slot in slots]
+    b = [_random_like(primals[slot], rng) for slot in slots]
+    try:
+        with np.errstate(all="ignore"):
+            fa, fb = f(a), f(b)
+            sums = f([_step(x, 1.0, y) for x, y in zip(a, b)])
+            scaled = f([_step(_zeros_like(x), -1.75, x) for x in a])
+            zero = f([_zeros_like(x) for x in a])
+    except (ArithmeticError, ValueError, TypeError):
+        return False                        # an eval that takes no such values: not linear
+    if any(x.size == 0 for x in fa) or any(np.size(x) == 0 for x in a):
+        return False                        # no numbers: nothing tells linear from not
+    # linear work is exact but for rounding; x + c with a small constant c is not linear
+    tolerance = 1000 * min(_machine_eps(primals[slot]) for slot in slots)
+    for x, y, s, c, z in zip(fa, fb, sums, scaled, zero):
+        scale = _max_abs(x) + _max_abs(y) + _max_abs(s)
+        if not (_max_abs(s - x - y) <= tolerance * scale and _max_abs(z) <= tolerance * scale
+                and _max_abs(c + 1.75 * x) <= tolerance * (_max_abs(c) + 1.75 * _max_abs(x))):
+            return False
+    return True
+
+
 def _live_choices(slots: int) -> list[tuple[bool, ...]]:
     """Which slots carry a (co)tangent: all first, then every other non-empty choice (or, for
     many slots, each one alone)."""
@@ -1250,7 +1333,11 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
     differentiable input alone, then all together) and :func:`check_transpose` on
     its linearization with respect to each differentiable input alone and all of
     them (and, for several outputs, each output alone), so the rules'
-    symbolic-zero paths are transposed too. Tolerances default by precision:
+    symbolic-zero paths are transposed too. ``op``'s own transpose rule is also
+    dot-product tested for each linear use of ``op`` its JVP does not emit (``op`` with
+    role ``Linearized(mask)`` for each choice of differentiable inputs, for up to
+    three, where ``op`` is linear in them: checked on random directions), skipping
+    a use whose rule raises :class:`ADRuleError`. Tolerances default by precision:
     ``rtol=1e-6, atol=1e-9`` for the JVP and ``1e-9, 1e-12`` for the transpose
     in double precision, looser in single precision; ``rtol``/``atol`` given
     here apply to every check.
@@ -1340,6 +1427,8 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
         provenance.check_evaluable(linear_stage, doing)
         if all(t is None for t in linear.tangent_outputs):
             return None
+        exercised.update(op_key.role for op_key in linear.graph.operation_keys
+                         if op_key.operation == op)
         doing = f"while transposing the linearization of {source}"
         with provenance.blame([linear_stage], doing):
             transposed = linear_transpose(linear, ctx)
@@ -1351,13 +1440,21 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
         return linear, linear_stage, transposed, transposed_stage
 
     def finish(points: int) -> CheckReport:
-        """Batch the op too, if its set defines batch rules; report."""
+        """Check op's own transpose rule for each linear use of op its JVP did not emit
+        (SPLIT's JVP may emit NEG, never SPLIT: the transposes above never ran SPLIT's rule),
+        batch the op too, if its set defines batch rules; report."""
+        for inputs in _subsets(wrt) if len(wrt) > 3 else _nonempty_subsets(wrt):
+            role = Linearized(tuple(slot in inputs for slot in range(len(primal_inputs))))
+            if role not in exercised:
+                _check_linear_use(op, graph, role, inputs, primals, rng, ctx, tally,
+                                  transpose_tolerances)
         if _has_batch_rule(op):
             choices = _batch_axis_choices([np.ndim(value) for value in primal_inputs])
             _check_batch(op, graph, primal_inputs, choices, 3, order, rtol,
                          0.0 if atol is None else atol, rng, ctx, tally)
         return tally.report((name,), len(outputs), len(wrt), points=points, order=order)
 
+    exercised: set = set()          # roles of op in the linear graphs transposed
     # first order: the JVP, then the transposes of the linearizations wrt each choice
     # of inputs and outputs, so that the rules' symbolic-zero paths are transposed too
     jvp_check([graph], [checked], outputs, primals, f"while checking the JVP of {name}",

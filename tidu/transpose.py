@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from tidu._gc import gc_paused
 from tidu.errors import GraphError, InvalidArgumentError, UnknownValueError, sequence_argument
-from tidu.graph import Graph, resolve
+from tidu.graph import PRIMARY, Derived, Graph, op_name, resolve
 from tidu.linearized import LinearizedGraph
 from tidu.rules import CotangentSeed, GraphPrimitiveBuilder, RuleRunner, fresh_pass_id
 
@@ -58,6 +58,16 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
             accumulate(key, seed, op_type)
 
     pop, get, transpose = cotangents.pop, cotangents.get, rules.transpose
+    # A linear value: a tangent input, or the output of an operation of this graph with a
+    # Linearized role. An operation the walk transposes reads them at its linear inputs only.
+    tangent_input_keys = {keys[local_id] for _, local_id in linear.tangent_inputs}
+
+    def is_linear(key) -> bool:
+        if type(key) is Derived:
+            return key._operation._role is not PRIMARY and key in graph
+        return key in tangent_input_keys
+
+    constants: dict = {}                      # role -> positions it marks constant
     # graph._op_first: op index -> local id of the op's first output
     for op_key, first in zip(reversed(graph.operation_keys), reversed(graph._op_first)):
         n_out = op_key._n_out
@@ -72,7 +82,16 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                 continue
         operation = op_key._operation
         inputs = op_key._inputs
-        cotangent_in = transpose(operation, cotangent_out, inputs, op_key._role)
+        role = op_key._role
+        constant = constants.get(role)
+        if constant is None:
+            constant = constants[role] = _constant_positions(operation, role)
+        for position in constant:           # inputs the role reads as constants
+            if is_linear(inputs[position]):
+                raise GraphError(f"the linear graph is not linear: {op_name(operation)} with "
+                                 f"role {role!r} reads the tangent {inputs[position]!r} at "
+                                 f"input {position}, which its role marks constant")
+        cotangent_in = transpose(operation, cotangent_out, inputs, role)
         for key, cotangent in zip(inputs, cotangent_in):
             if cotangent is not None:
                 existing = get(key)
@@ -80,6 +99,16 @@ def backward_pass(linear: LinearizedGraph, builder, cotangent_seeds: Sequence[in
                     type(operation), existing, cotangent)
 
     return [cotangents.get(keys[local_id]) for _, local_id in linear.tangent_inputs]
+
+
+def _constant_positions(operation, role) -> tuple:
+    """The input positions ``role`` marks constant; an operation with role ``PRIMARY`` is
+    primal work, which cannot receive a cotangent: a :class:`GraphError` names it."""
+    if role is PRIMARY:
+        raise GraphError(f"the linear graph is not linear: {op_name(operation)} has role "
+                         "PRIMARY (primal work) but receives a cotangent (its output is a "
+                         "tangent output, or a transpose rule gave it a cotangent)")
+    return tuple(i for i, active in enumerate(getattr(role, "active_mask", ())) if not active)
 
 
 def _some_op_type(graph):
@@ -97,6 +126,9 @@ def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGrap
     Its ``tangent_inputs`` are the seeds, one per active tangent output of
     ``linear``, in order; its ``tangent_outputs`` line up with ``linear.tangent_inputs``.
     The result refers to ``linear.graph`` (a parent) and its primal graphs by key.
+    A graph that is not linear where a cotangent reaches it (an operation with role
+    ``PRIMARY``, or one reading a tangent at an input its role marks constant) raises
+    :class:`~tidu.errors.GraphError` naming the operation.
     """
     _check_linear(linear, "linear_transpose")
     linear.check_ids("linear_transpose")

@@ -93,5 +93,22 @@ class Trace:
             saved.update(self.retained)
         return saved
 
+    def __copy__(self) -> "Trace":
+        return self                     # immutable: a copy is the record itself
+
+    def __deepcopy__(self, memo) -> "Trace":
+        return self
+
+    def __reduce__(self):
+        """A trace does not pickle: its nodes are ordered by this process's recording serials
+        (another process would walk them out of order, losing gradients), and a deep one would
+        exceed the recursion limit. Pickle the values, or the graph of the recording."""
+        from tidu.eager.record import EagerError
+
+        raise EagerError(f"{self!r} cannot be pickled: a trace is this process's record of "
+                         "backward work; pickle the values instead (frontends pickle tensors "
+                         "as leaves), or the recording as a graph "
+                         "(tidu.eager.graph_of_recording(...).graph)")
+
     def __repr__(self) -> str:
         return f"<Trace of {self.recorded!r}>"

@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Protocol, Sequence, Union, runtime_checkable
 
 from tidu.errors import RuleContractError
@@ -54,6 +55,10 @@ def check_rule_results(results, expected: int, builder, op, kind, what: str) -> 
     others must support ``in`` over the ids they produced.
     """
     if type(results) is not list:
+        if isinstance(results, (AbstractSet, Mapping)):   # no order, or keys: not per slot
+            raise RuleContractError(op_name(op), kind,
+                                    f"returned a {type(results).__name__}, not a sequence of "
+                                    f"ids (one per slot, in order)")
         try:
             results = list(results)
         except TypeError:

@@ -33,12 +33,14 @@ class Primitive(GraphOperation):
     A JVP rule receives the op's primal input and output keys (refer to them
     with ``External(key)``) and one tangent id or ``None`` (a symbolic zero) per
     input; it emits tangent work through ``builder`` with role
-    ``Linearized(active_mask)`` and returns one tangent id or ``None`` per output.
+    ``Linearized(active_mask)`` and returns one tangent id or ``None`` per output, in a
+    list or tuple: an id it was given or the output of work with a ``Linearized`` role
+    (the output of ``PRIMARY`` work is a primal value, and is refused).
 
     A transpose rule receives one cotangent id or ``None`` per output, the op's
     inputs as ``External`` references and the op's ``role`` (its
     ``active_mask`` marks the linear inputs); it returns one cotangent id or
-    ``None`` per input.
+    ``None`` per input, as the JVP rule returns tangents.
 
     A batch rule (for :func:`tidu.batch`) receives a reference per input, the
     batch axis of each (``None``: the input has no batch axis) and the op's

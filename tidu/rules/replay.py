@@ -23,7 +23,7 @@ from operator import is_
 from typing import Any
 
 from tidu.errors import ADRuleError, ADRuleKind, RuleContractError, TiduError
-from tidu.graph import PRIMARY, External, Input, Local
+from tidu.graph import PRIMARY, Derived, External, Input, Local
 from tidu.graph import op_name
 from tidu.rules.builder import GraphPrimitiveBuilder, are_ids, check_rule_results
 from tidu.rules.helpers import BOTH_LINEAR
@@ -73,8 +73,10 @@ class RuleRunner:
             raise
         results = self._checked(results, len(primal_outputs), operation, ADRuleKind.JVP,
                                 "tangents")
-        if start is not None and len(self.builder._op_keys) > start:
-            self._check_linear_work(start, operation, ADRuleKind.JVP)
+        if start is not None:
+            if len(self.builder._op_keys) > start:
+                self._check_linear_work(start, operation, ADRuleKind.JVP)
+            self._check_linear_results(results, operation, ADRuleKind.JVP)
         if recorder is not None:
             self.templates[rule_key] = recorder.compile(results)
         return results
@@ -101,8 +103,10 @@ class RuleRunner:
             raise
         results = self._checked(results, len(inputs), operation, ADRuleKind.TRANSPOSE,
                                 "cotangents")
-        if start is not None and len(self.builder._op_keys) > start:
-            self._check_linear_work(start, operation, ADRuleKind.TRANSPOSE)
+        if start is not None:
+            if len(self.builder._op_keys) > start:
+                self._check_linear_work(start, operation, ADRuleKind.TRANSPOSE)
+            self._check_linear_results(results, operation, ADRuleKind.TRANSPOSE)
         if recorder is not None:
             self.templates[rule_key] = recorder.compile(results)
         return results
@@ -148,6 +152,25 @@ class RuleRunner:
                         f"{key!r} {where}: work on a {what} must be linear in it (role "
                         f"Linearized, with the mask True at that input); PRIMARY is for work "
                         f"on primal values only")
+
+    def _check_linear_results(self, results: list, operation, kind) -> None:
+        """Raise :class:`~tidu.errors.RuleContractError` if the rule of ``operation`` returned,
+        as a tangent or cotangent, the output of work with role ``PRIMARY``: a primal value,
+        which does not depend on the tangents (the JVP of ``sin`` returning ``cos(x)``, not
+        ``dx * cos(x)``). Evaluated, it would be a wrong derivative without an error."""
+        keys = self._keys
+        for slot, local_id in enumerate(results):
+            if local_id is None:
+                continue
+            key = keys[local_id]
+            if type(key) is Derived and key._operation._role is PRIMARY:
+                what = "tangent" if kind is ADRuleKind.JVP else "cotangent"
+                raise RuleContractError(
+                    op_name(operation), kind,
+                    f"the {what} it returned for slot {slot} is id {local_id}, an output of "
+                    f"{op_name(key._operation._operation)} with role PRIMARY: a primal value, "
+                    f"which does not depend on the {what}s it was given (return an id it was "
+                    f"given, the output of work with a Linearized role, or None for a zero)")
 
     def _checked(self, results, expected: int, operation, kind, what: str) -> list:
         if are_ids(results, expected, self._size()):
