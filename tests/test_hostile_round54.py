@@ -23,3 +23,20 @@ def test_a_negative_narrow_integer_index_into_a_long_axis():
     np.testing.assert_array_equal(g[[0, 1, 2, 5, 99, 100]], [4.0, 4.0, 1.0, 0.0, 1.0, 0.0])
     y = np.arange(300.0).reshape(150, 2)
     np.testing.assert_array_equal(tnp.jit(lambda y, i: y[i, 1])(y, i), [101.0, 11.0])
+
+
+def test_roll_repeat_tile_and_meshgrid_return_new_arrays():
+    # tnp.roll by a multiple of the length, tnp.repeat by one, tnp.tile by ones returned the
+    # caller's NumPy array itself, and meshgrid (copy=True, NumPy's default) read-only views
+    # of it: writing to the result changed the input, or raised. NumPy makes new arrays.
+    x = np.arange(6.0).reshape(2, 3)
+    for result in (tnp.roll(x, 0), tnp.roll(x, 3, axis=1), tnp.roll(x, 6), tnp.repeat(x, 1, 0),
+                   tnp.repeat(x, [1, 1], axis=0), tnp.tile(x, (1, 1))):
+        np.testing.assert_array_equal(result, x)
+        result[...] = -1.0
+        np.testing.assert_array_equal(x, np.arange(6.0).reshape(2, 3))
+    v = np.arange(3.0)
+    for grid in tnp.meshgrid(v, v[:2]) + tnp.meshgrid(v, sparse=True):
+        grid[...] = -1.0
+        np.testing.assert_array_equal(v, [0.0, 1.0, 2.0])
+    assert np.shares_memory(tnp.meshgrid(v, v[:2], copy=False)[0], v)      # views, on request
