@@ -6,6 +6,7 @@ says what was wrong)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import primitives.tensor as tnp
 
@@ -40,3 +41,17 @@ def test_roll_repeat_tile_and_meshgrid_return_new_arrays():
         grid[...] = -1.0
         np.testing.assert_array_equal(v, [0.0, 1.0, 2.0])
     assert np.shares_memory(tnp.meshgrid(v, v[:2], copy=False)[0], v)      # views, on request
+
+
+def test_refused_in_place_methods_point_to_functions_that_exist():
+    # t.fill(v), t.put(i, v) and t.resize(n) said "use tnp.fill(x, ...)" (tnp.put,
+    # tnp.resize): functions tidu does not have. Each now names a working alternative.
+    import re
+
+    t = tnp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for method, args in (("sort", ()), ("fill", (0.0,)), ("put", ([0], [5.0])), ("resize", (2,))):
+        with pytest.raises(tnp.TensorTypeError, match=rf"Tensor\.{method}\(\) would change") as caught:
+            getattr(t, method)(*args)
+        named = re.findall(r"tnp\.(\w+)", str(caught.value))
+        assert named and all(hasattr(tnp, name) for name in named), str(caught.value)
+    np.testing.assert_array_equal(tnp.at(tnp.ravel(t))[np.array([0])].set(5.0).data, [5.0, 2.0, 3.0])
