@@ -57,7 +57,7 @@ def test_integer_methods_and_truth():
 @pytest.mark.parametrize("name", ["sort", "fill", "put", "resize"])
 def test_in_place_methods_raise(name):
     for value in (tnp.tensor(X, requires_grad=True), tnp.tensor(X)):
-        with pytest.raises(TensorTypeError, match=f"{name}.*immutable.*tnp.{name}"):
+        with pytest.raises(TensorTypeError, match=rf"\.{name}\(\).*immutable.*use .*tnp\."):
             getattr(value, name)(0)
     with pytest.raises(TensorTypeError, match="immutable"):
         tnp.grad(lambda a: getattr(a, name)(0))(X)

@@ -340,7 +340,8 @@ def _split_sizes(a, axis: int, sizes: list) -> list:
 def roll(a, shift, axis=None):
     """``np.roll``: shift elements along ``axis`` (the flattened array if ``None``), wrapping
     around; ``shift`` and ``axis`` may be sequences (shifts of one axis add up). Integer
-    shifts only (NumPy truncates a float)."""
+    shifts only (NumPy truncates a float). Always a new array, as NumPy's (a shift by a
+    multiple of the length too)."""
     a = operand(a, "roll")
     shape = shape_of(a)
     if axis is None:
@@ -356,7 +357,7 @@ def roll(a, shift, axis=None):
                                "together") from None
     if pairs.nd > 1:
         raise TensorShapeError("roll: 'shift' and 'axis' should be scalars or 1D sequences")
-    totals: dict = {}
+    source, totals = a, {}
     for s, ax in pairs:
         ax = normalize_axis(ax, len(shape), "roll")
         totals[ax] = totals.get(ax, 0) + int(s)
@@ -365,7 +366,7 @@ def roll(a, shift, axis=None):
         if n and total % n:
             head, tail = _split_sizes(a, ax, [n - total % n, total % n])
             a = concatenate([tail, head], ax)
-    return a
+    return new_value(a) if a is source else a
 
 
 # --- repeating ----------------------------------------------------------------------------
@@ -374,7 +375,7 @@ def roll(a, shift, axis=None):
 @implements(np.repeat)
 def repeat(a, repeats, axis=None):
     """``np.repeat``: each element ``repeats`` times along ``axis`` (the flattened array if
-    ``None``); ``repeats`` is one count or one per element."""
+    ``None``); ``repeats`` is one count or one per element. Always a new array, as NumPy's."""
     a = operand(a, "repeat")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
@@ -394,7 +395,7 @@ def repeat(a, repeats, axis=None):
         # one count: broadcast along a new axis after `axis`, then merge the two
         count = int(counts.reshape(-1)[0])
         if count == 1:
-            return a
+            return new_value(a)
         wide = shape[:axis + 1] + (count,) + shape[axis + 1:]
         dims = tuple(i if i <= axis else i + 1 for i in range(len(shape)))
         out = first(bind(BroadcastInDim(wide, dims, shape), a))
@@ -406,7 +407,7 @@ def repeat(a, repeats, axis=None):
 @implements(np.tile)
 def tile(A, reps):
     """``np.tile``: ``A`` repeated ``reps[i]`` times along axis ``i`` (``A`` or ``reps``
-    padded with leading ones to one length)."""
+    padded with leading ones to one length); always a new array, as NumPy's."""
     A = operand(A, "tile")
     reps = shape_tuple(reps, "tile")
     if any(r < 0 for r in reps):
@@ -416,7 +417,7 @@ def tile(A, reps):
     shape = (1,) * (len(reps) - len(shape)) + shape
     A = reshape(A, shape)
     if all(r == 1 for r in reps):
-        return A
+        return new_value(A)
     # (r0, s0, r1, s1, ...) by broadcasting, then merged pairwise
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
@@ -978,8 +979,9 @@ def _last_writes_traced(values, targets, size: int) -> tuple:
 
 @implements(np.meshgrid)
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
-    """``np.meshgrid``: coordinate arrays, broadcasts of the (flattened) inputs; the
-    gradient of each input sums over the grid.
+    """``np.meshgrid``: coordinate arrays, broadcasts of the (flattened) inputs (new arrays,
+    or with ``copy=False`` views of NumPy inputs); the gradient of each input sums over the
+    grid.
 
     >>> [g.tolist() for g in meshgrid(np.array([1.0, 2.0]), np.array([3.0]))]
     [[[1.0, 2.0]], [[3.0, 3.0]]]
@@ -997,6 +999,8 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     if not sparse:
         full = tuple(max(shape[d] for shape in shapes) for d in range(len(arrays)))
         grids = [broadcast_to(g, full) for g in grids]
+    if copy:                    # NumPy's default: new arrays, not views of the inputs
+        grids = [new_value(g) for g in grids]
     return tuple(grids)
 
 

@@ -73,7 +73,7 @@ def _matrix_transpose(x):
 #   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3)); keywords pass on
 #                                                                   (x.reshape(2, 3, order="F"))
 #   "axes"       ndarray.transpose's forms: no axes, None, one sequence, or the axes
-#   "in_place"   raises: tensors are immutable (f names the tnp function to use instead)
+#   "in_place"   raises: tensors are immutable (f is what to write instead)
 #   "augmented"  x op= y rebinds x to f(x, y), as for any immutable value (JAX's arrays, ints),
 #                but raises where that would differ from NumPy, which changes x in place:
 #                another name holds x, or x is a leaf tensor that requires grad (PyTorch raises)
@@ -122,8 +122,9 @@ TABLE = {
     "trace": ("method", trace), "var": ("method", var),
     "reshape": ("shape", reshape), "transpose": ("axes", transpose),
     # ndarray's in-place methods: refused
-    "sort": ("in_place", "sort"), "fill": ("in_place", "fill"), "put": ("in_place", "put"),
-    "resize": ("in_place", "resize"),
+    "sort": ("in_place", "tnp.sort(x, ...)"), "fill": ("in_place", "tnp.full_like(x, value)"),
+    "put": ("in_place", "tnp.at(tnp.ravel(x))[indices].set(values)"),
+    "resize": ("in_place", "slicing, tnp.pad and tnp.reshape"),
 }
 
 
@@ -236,12 +237,12 @@ _AUGMENTED_SYMBOLS = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
                       "__ior__": "|=", "__ixor__": "^="}
 
 
-def _in_place(name: str):
+def _in_place(instead: str):
     def method(self, *args, **kwargs):
-        raise TensorTypeError(f"{type(self).__name__}.{name}() would change the array in place, "
-                              f"but tensors and traced values are immutable (a saved value must "
-                              f"not change before backward); use tnp.{name}(x, ...), which "
-                              f"returns a new array")
+        raise TensorTypeError(f"{type(self).__name__}.{method.__name__}() would change the array "
+                              f"in place, but tensors and traced values are immutable (a saved "
+                              f"value must not change before backward); use {instead} (a new "
+                              f"array)")
     return method
 
 
@@ -258,7 +259,7 @@ def _member(name: str, kind: str, f):
     method = _augmented(f, name) if kind == "augmented" else _KINDS[kind](f)
     method.__name__ = method.__qualname__ = name
     if kind == "in_place":
-        method.__doc__ = f"Refused: ``numpy.ndarray.{name}`` works in place; use ``tnp.{f}``."
+        method.__doc__ = f"Refused: ``numpy.ndarray.{name}`` works in place; use ``{f}``."
     elif kind == "reflected":
         method.__doc__ = f"``tnp.{f.__name__}(other, self)``, as ``numpy.ndarray.{name}``."
     elif kind == "augmented":

@@ -335,6 +335,8 @@ def checked_indices(index, size: int, axis: int):
 
     >>> checked_indices(np.array([-1, 0]), 3, 0)
     array([2, 0])
+    >>> checked_indices(np.array([-100], dtype=np.int8), 200, 0)
+    array([100])
     """
     index = np.asarray(index)
     # (the ufuncs' own reductions: ``index.min()`` runs NumPy's Python-level wrapper first)
@@ -345,7 +347,8 @@ def checked_indices(index, size: int, axis: int):
     if bad.any():
         raise TensorIndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} "
                                f"with size {size}")
-    return np.where(index < 0, index + size, index).astype(np.intp, copy=False)
+    index = index.astype(np.intp)           # (i + size may not fit a narrower type: int8)
+    return np.where(index < 0, index + size, index)
 
 
 @tensor_op

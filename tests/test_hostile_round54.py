@@ -1,0 +1,57 @@
+"""Hostile round 54: indexing, scatter and data-dependent paths of the NumPy tensor set
+(``x[i]``, ``take``, ``take_along_axis``, ``x.at[...]``, sorts and scans) under ``grad``,
+``jit``, ``vmap`` and the eager ``Tensor``; each test failed before its fix (the comment
+says what was wrong)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+
+
+def test_a_negative_narrow_integer_index_into_a_long_axis():
+    # An int8 index -100 into an axis of 200 raised OverflowError ("Python integer 200 out
+    # of bounds for int8"): the check added the axis size in the index's own dtype. NumPy
+    # and JAX read it as 100, eagerly, under jit and in every indexing function.
+    x = np.arange(200.0)
+    i = np.array([-100, 5], dtype=np.int8)
+    np.testing.assert_array_equal(tnp.take(x, i), [100.0, 5.0])
+    np.testing.assert_array_equal(tnp.jit(lambda x, i: x[i])(x, i), [100.0, 5.0])
+    np.testing.assert_array_equal(tnp.take_along_axis(x, i, 0), [100.0, 5.0])
+    g = tnp.grad(lambda x: tnp.sum(tnp.at(x)[i].set(x[:2] * 3.0)))(x)
+    np.testing.assert_array_equal(g[[0, 1, 2, 5, 99, 100]], [4.0, 4.0, 1.0, 0.0, 1.0, 0.0])
+    y = np.arange(300.0).reshape(150, 2)
+    np.testing.assert_array_equal(tnp.jit(lambda y, i: y[i, 1])(y, i), [101.0, 11.0])
+
+
+def test_roll_repeat_tile_and_meshgrid_return_new_arrays():
+    # tnp.roll by a multiple of the length, tnp.repeat by one, tnp.tile by ones returned the
+    # caller's NumPy array itself, and meshgrid (copy=True, NumPy's default) read-only views
+    # of it: writing to the result changed the input, or raised. NumPy makes new arrays.
+    x = np.arange(6.0).reshape(2, 3)
+    for result in (tnp.roll(x, 0), tnp.roll(x, 3, axis=1), tnp.roll(x, 6), tnp.repeat(x, 1, 0),
+                   tnp.repeat(x, [1, 1], axis=0), tnp.tile(x, (1, 1))):
+        np.testing.assert_array_equal(result, x)
+        result[...] = -1.0
+        np.testing.assert_array_equal(x, np.arange(6.0).reshape(2, 3))
+    v = np.arange(3.0)
+    for grid in tnp.meshgrid(v, v[:2]) + tnp.meshgrid(v, sparse=True):
+        grid[...] = -1.0
+        np.testing.assert_array_equal(v, [0.0, 1.0, 2.0])
+    assert np.shares_memory(tnp.meshgrid(v, v[:2], copy=False)[0], v)      # views, on request
+
+
+def test_refused_in_place_methods_point_to_functions_that_exist():
+    # t.fill(v), t.put(i, v) and t.resize(n) said "use tnp.fill(x, ...)" (tnp.put,
+    # tnp.resize): functions tidu does not have. Each now names a working alternative.
+    import re
+
+    t = tnp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for method, args in (("sort", ()), ("fill", (0.0,)), ("put", ([0], [5.0])), ("resize", (2,))):
+        with pytest.raises(tnp.TensorTypeError, match=rf"Tensor\.{method}\(\) would change") as caught:
+            getattr(t, method)(*args)
+        named = re.findall(r"tnp\.(\w+)", str(caught.value))
+        assert named and all(hasattr(tnp, name) for name in named), str(caught.value)
+    np.testing.assert_array_equal(tnp.at(tnp.ravel(t))[np.array([0])].set(5.0).data, [5.0, 2.0, 3.0])
