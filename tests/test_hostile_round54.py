@@ -43,6 +43,22 @@ def test_roll_repeat_tile_and_meshgrid_return_new_arrays():
     assert np.shares_memory(tnp.meshgrid(v, v[:2], copy=False)[0], v)      # views, on request
 
 
+@pytest.mark.parametrize("name, f", [
+    ("sum", lambda x: tnp.sum(x, axis=())), ("max", lambda x: tnp.max(x, axis=())),
+    ("min", lambda x: tnp.min(x, axis=())), ("prod", lambda x: tnp.prod(x, axis=())),
+    ("logsumexp", lambda x: tnp.scipy.special.logsumexp(x, axis=())),
+    ("conj", tnp.conj), ("conjugate", tnp.conjugate), ("positive", tnp.positive),
+])
+def test_reductions_over_no_axes_conj_and_positive_return_new_arrays(name, f):
+    # These returned the caller's real NumPy array itself (a reduction over axis=() or conj
+    # of a real array is the identity), so writing to the result changed the input; NumPy
+    # and SciPy make new arrays.
+    x = np.array([1.0, 2.0, 3.0])
+    result = f(x)
+    np.testing.assert_array_equal(result, [1.0, 2.0, 3.0])
+    assert not np.shares_memory(result, x), name
+
+
 def test_refused_in_place_methods_point_to_functions_that_exist():
     # t.fill(v), t.put(i, v) and t.resize(n) said "use tnp.fill(x, ...)" (tnp.put,
     # tnp.resize): functions tidu does not have. Each now names a working alternative.

@@ -516,15 +516,16 @@ def negative(x):
 
 @implements(np.positive)
 def positive(x):
-    """``np.positive``: ``x`` itself."""
-    return operand(x)
+    """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
+    return new_value(operand(x))
 
 
 @implements(np.conj)
 def conj(x):
-    """``np.conj``: the identity on real values."""
+    """``np.conj``: the identity on real values (a new array, as NumPy's)."""
     x = operand(x)
-    return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) else x
+    return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
+        else new_value(x)
 
 
 conjugate = conj
@@ -808,7 +809,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "sum")
-    result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else x
+    # (no axes: a new array all the same, as NumPy's)
+    result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else new_value(x)
     if keepdims:
         result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
     if initial is NO_VALUE:
@@ -833,7 +835,8 @@ def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
             raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum "
                                    f"which has no identity (shape {shape}, axis {axis})")
         return _initial_everywhere(x, axes, keepdims, initial)
-    result = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes else x
+    result = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes \
+        else new_value(x)
     if keepdims:
         result = reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
     if initial is NO_VALUE:

@@ -44,8 +44,8 @@ from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
                                               concatenate, conj, divide, dtype_name, equal,
                                               filled_like, first, float_dtype, greater,
-                                              is_python_scalar, masked, max, maximum, min,
-                                              minimum, multiply, negative, no_out, normalize_axes,
+                                              is_python_scalar, masked, max, maximum, min, minimum,
+                                              multiply, negative, new_value, no_out, normalize_axes,
                                               normalize_axis, not_equal, operand, real, reshape,
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
                                               transpose, where)
@@ -185,7 +185,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     x = masked(x, where, 1, "prod")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "prod")
-    result = first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else x
+    result = first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else new_value(x)
     if initial is not None:                    # in the product's dtype, as NumPy casts it
         result = multiply(result, as_dtype(initial, dtype_of(x)))
     return _keep(result, shape, axes, keepdims)
@@ -430,7 +430,7 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "logsumexp")
     if not axes:
-        return x                                        # log(exp(x))
+        return new_value(x)                             # log(exp(x)), a new array
     out = first(bind(cached_op(ReduceLogSumExp, axes, shape, dtype_name(dtype_of(x))), x))
     return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) \
         if keepdims else out

@@ -347,7 +347,7 @@ def checked_indices(index, size: int, axis: int):
     if bad.any():
         raise TensorIndexError(f"index {index[bad].flat[0]} is out of bounds for axis {axis} "
                                f"with size {size}")
-    index = index.astype(np.intp)           # (i + size may not fit a narrower type: int8)
+    index = index.astype(np.intp, copy=False)   # (i + size may not fit a narrower type: int8)
     return np.where(index < 0, index + size, index)
 
 
