@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
+import tidu
 
 
 def test_a_negative_narrow_integer_index_into_a_long_axis():
@@ -71,3 +72,32 @@ def test_refused_in_place_methods_point_to_functions_that_exist():
         named = re.findall(r"tnp\.(\w+)", str(caught.value))
         assert named and all(hasattr(tnp, name) for name in named), str(caught.value)
     np.testing.assert_array_equal(tnp.at(tnp.ravel(t))[np.array([0])].set(5.0).data, [5.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+def test_take_modes_as_numpy_eagerly_under_jit_vmap_and_grad(mode):
+    # tnp.take had no mode= (a TypeError from Python, while np.take on a tensor dispatched
+    # to it). Now NumPy's modes, with index data that stays data: jit does not retrace for
+    # new indices, narrow index types into long axes work, gradients accumulate.
+    x = np.arange(200.0)
+    i = np.array([-100, 127, -128, 3, 3], dtype=np.int8)
+    want = np.take(x, i, mode=mode)
+    np.testing.assert_array_equal(tnp.take(x, i, mode=mode), want)
+    jitted = tnp.jit(lambda a, j: tnp.take(a, j, mode=mode))
+    np.testing.assert_array_equal(jitted(x, i), want)
+    np.testing.assert_array_equal(jitted(x, i[::-1]), want[::-1])
+    rows = tnp.vmap(lambda j: tnp.take(x, j, mode=mode))(np.stack([i, i[::-1]]))
+    np.testing.assert_array_equal(rows, np.stack([want, want[::-1]]))
+    grad = tnp.grad(lambda a: tnp.sum(tnp.take(a, i, mode=mode) ** 2))(x)
+    expected = np.zeros_like(x)
+    np.add.at(expected, np.take(np.arange(200), i, mode=mode), 2 * want)
+    np.testing.assert_array_equal(grad, expected)
+    leaf = tnp.tensor(x, requires_grad=True)
+    tnp.sum(np.take(leaf, tnp.tensor(i), mode=mode) ** 2).backward()
+    np.testing.assert_array_equal(leaf.grad, expected)
+
+
+def test_take_refuses_an_unknown_mode_by_name():
+    with pytest.raises(tidu.TiduError, match="take: mode must be 'raise', 'wrap' or 'clip', "
+                                             "got 'fill'"):
+        tnp.take(np.arange(3.0), np.array([0]), mode="fill")

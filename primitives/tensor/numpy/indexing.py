@@ -26,8 +26,10 @@ from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorIndexError, TensorNotSupportedError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, broadcast_to, cached_op, first, multiply,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cached_op, elementwise,
+                                              first, maximum, minimum, multiply, no_out,
                                               normalize_axis, operand, reshape, transpose)
+from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import CheckIndex, Gather, Rev, Slice, checked_indices
 
 __all__ = ["getitem", "take"]
@@ -44,6 +46,21 @@ def index_array(value, size: int, axis: int):
         return first(bind(CheckIndex(size, axis), value))
     return checked_indices(to_host(value), size, axis)
 
+
+
+def _wrapped(indices, size: int):
+    """``indices`` modulo ``size`` (``take``'s ``mode="wrap"``), as data if they are; in
+    ``intp`` (``size`` may not fit a narrower type)."""
+    if isinstance(indices, Frontend):
+        return elementwise(ew.remainder, as_dtype(indices, np.intp), np.intp(size))
+    return np.remainder(np.asarray(to_host(indices), dtype=np.intp), size)
+
+
+def _clipped(indices, size: int):
+    """``indices`` clipped to ``[0, size - 1]`` (``take``'s ``mode="clip"``), in ``intp``."""
+    if isinstance(indices, Frontend):
+        return minimum(maximum(as_dtype(indices, np.intp), np.intp(0)), np.intp(size - 1))
+    return np.clip(np.asarray(to_host(indices), dtype=np.intp), 0, size - 1)
 
 def _is_data(index) -> bool:
     """Whether an index is a tensor or traced value (an operand), not known NumPy data."""
@@ -281,9 +298,18 @@ def _flat_index(indices: list, dims: tuple, shape: tuple):
 
 
 @implements(np.take)
-def take(a, indices, axis=None):
+def take(a, indices, axis=None, out=None, mode="raise"):
     """``np.take`` with an integer index array (``axis=None`` indexes the flattened array);
-    index arrays that are tensors or traced values stay data (see :func:`getitem`)."""
+    index arrays that are tensors or traced values stay data (see :func:`getitem`). ``mode``
+    is NumPy's: an index out of range raises (``"raise"``), wraps around (``"wrap"``) or is
+    clipped to the axis (``"clip"``).
+
+    >>> take(np.arange(5.0), np.array([-7, 7]), mode="wrap").tolist()
+    [3.0, 2.0]
+    """
+    no_out(out, "take")
+    if mode not in ("raise", "wrap", "clip"):
+        raise TensorIndexError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     a = operand(a)
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
@@ -292,5 +318,8 @@ def take(a, indices, axis=None):
     indices = operand(indices)
     if dtype_of(indices).kind not in "iu":
         raise TensorIndexError("take: indices must be integers")
-    index = index_array(indices, shape[axis], axis)      # a new array, 0-d kept
+    size = shape[axis]
+    if mode != "raise" and size:        # (an empty axis: every index is out of range)
+        indices = _wrapped(indices, size) if mode == "wrap" else _clipped(indices, size)
+    index = index_array(indices, size, axis)      # a new array, 0-d kept
     return first(bind(Gather(axis, shape, shape_of(index)), a, index))
