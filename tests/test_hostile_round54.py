@@ -101,3 +101,18 @@ def test_take_refuses_an_unknown_mode_by_name():
     with pytest.raises(tidu.TiduError, match="take: mode must be 'raise', 'wrap' or 'clip', "
                                              "got 'fill'"):
         tnp.take(np.arange(3.0), np.array([0]), mode="fill")
+
+
+def test_interp_under_jit_says_the_knots_are_not_known_and_under_grad_that_xp_is_constant():
+    # With xp a jit argument, interp said "differentiating in xp is not supported" though
+    # nothing differentiated it: the values of xp are what jit cannot give. A transform that
+    # does differentiate xp still gets the first message.
+    from primitives.tensor.errors import ConcretizationError, TensorNotSupportedError
+
+    x, xp, fp = np.array([0.5, 2.0]), np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0])
+    with pytest.raises(ConcretizationError, match="interp: reading xp"):
+        tnp.jit(lambda a, k, v: tnp.interp(a, k, v))(x, xp, fp)
+    with pytest.raises(TensorNotSupportedError, match="differentiating in xp"):
+        tnp.grad(lambda k: tnp.sum(tnp.interp(x, k, fp)))(xp)
+    np.testing.assert_allclose(tnp.grad(lambda v: tnp.sum(tnp.interp(x, xp, v)))(fp),
+                               [0.5, 1.0, 0.5])

@@ -360,10 +360,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """
     if period is not None:
         raise TensorNotSupportedError("interp: period= is not supported")
+    # read first: under jit the knots' values are not known (a ConcretizationError says so),
+    # whether or not anything differentiates them
+    knots = as_array(data_of(xp, "interp: reading xp"))
     if isinstance(xp, Frontend) and xp.carries_gradient:
         raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
                                       "the knots as a constant (tnp.stop_gradient(xp))")
-    knots = as_array(data_of(xp, "interp: reading xp"))
     x, fp = operand(x, "interp"), operand(fp, "interp")
     n = shape_of(knots)[0] if len(shape_of(knots)) == 1 else None
     if n is None or len(shape_of(fp)) != 1 or n != shape_of(fp)[0]:
