@@ -13,8 +13,8 @@ import pytest
 
 from tidu import LinearizedGraph, Primitive, RuleContractError, TiduError, linear_transpose, \
     linearize
-from tidu.errors import GraphError
-from tidu.eager import BackwardExecutor, EagerError, EagerInput, RecordedGraph, Recorder, \
+from tidu.errors import GraphError, InvalidArgumentError
+from tidu.eager import BackwardExecutor, EagerInput, RecordedGraph, Recorder, \
     try_backward
 from tidu.graph import PRIMARY, EvaluableGraphOperation, External, GraphBuilder, Input, \
     Linearized, Local, evaluate
@@ -274,7 +274,8 @@ def test_a_trace_is_not_pickled_and_its_copies_are_itself():
     # in a new process (serials from 0 again), a node recorded on it came "before" it, and
     # backward skipped it: no gradient, without an error. A deep trace raised RecursionError.
     x, shallow = chain(3)
-    with pytest.raises(EagerError, match=r"<Trace of <RecordedGraph NEG>> cannot be pickled"):
+    with pytest.raises(InvalidArgumentError,
+                       match=r"<Trace of <RecordedGraph NEG>> cannot be pickled"):
         pickle.dumps(shallow)
     with pytest.raises(TiduError, match="cannot be pickled"):
         pickle.dumps(EagerInput(shallow.key, shallow, True, shallow.data))

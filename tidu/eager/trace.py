@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Mapping
 
+from tidu.errors import InvalidArgumentError
 from tidu.graph import Input
 
 _serials = itertools.count()
@@ -103,12 +104,10 @@ class Trace:
         """A trace does not pickle: its nodes are ordered by this process's recording serials
         (another process would walk them out of order, losing gradients), and a deep one would
         exceed the recursion limit. Pickle the values, or the graph of the recording."""
-        from tidu.eager.record import EagerError
-
-        raise EagerError(f"{self!r} cannot be pickled: a trace is this process's record of "
-                         "backward work; pickle the values instead (frontends pickle tensors "
-                         "as leaves), or the recording as a graph "
-                         "(tidu.eager.graph_of_recording(...).graph)")
+        raise InvalidArgumentError(
+            f"{self!r} cannot be pickled: a trace is this process's record of backward work; "
+            "pickle the values instead (frontends pickle tensors as leaves), or the recording "
+            "as a graph (tidu.eager.graph_of_recording(...).graph)")
 
     def __repr__(self) -> str:
         return f"<Trace of {self.recorded!r}>"
