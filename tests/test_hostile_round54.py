@@ -116,3 +116,16 @@ def test_interp_under_jit_says_the_knots_are_not_known_and_under_grad_that_xp_is
         tnp.grad(lambda k: tnp.sum(tnp.interp(x, k, fp)))(xp)
     np.testing.assert_allclose(tnp.grad(lambda v: tnp.sum(tnp.interp(x, xp, v)))(fp),
                                [0.5, 1.0, 0.5])
+
+
+def test_hessian_names_itself_in_its_argument_errors():
+    # hessian is jacfwd(jacrev(f)): its argument errors named jacfwd, a function the user
+    # never called (JAX does the same).
+    from primitives.tensor.transforms.functional import FunctionalError
+
+    f = lambda x: tnp.sum(x ** 2)                                               # noqa: E731
+    with pytest.raises(FunctionalError, match="^hessian: argument 0 has dtype int64"):
+        tnp.hessian(f)(np.array([1, 2]))
+    with pytest.raises(FunctionalError, match="^hessian: argnums 3 out of range"):
+        tnp.hessian(f, argnums=3)(np.array([1.0]))
+    np.testing.assert_array_equal(tnp.hessian(f)(np.array([1.0, 2.0])), 2 * np.eye(2))

@@ -1172,23 +1172,27 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     array([[4., 2.],
            [2., 0.]])
     """
-    return jacfwd(jacrev(f, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
-                  has_aux=has_aux, holomorphic=holomorphic)
+    return _jacobian(_jacobian(f, argnums, has_aux, holomorphic, "jacrev", "hessian"),
+                     argnums, has_aux, holomorphic, "jacfwd", "hessian")
 
 
-def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str):
+def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str,
+              name: str | None = None):
+    """``jacfwd`` or ``jacrev`` (``transform``) of ``f``; errors about its arguments name
+    ``name`` (``hessian``, which is two of them), or else the transform."""
     template_key = _template_key(f)
+    name = name or transform
 
     @functools.wraps(f)
     def jacobian_of_f(*args, **kwargs):
-        nums = _argnums(argnums, len(args), transform)
+        nums = _argnums(argnums, len(args), name)
         distinct = tuple(dict.fromkeys(nums))
-        _check_argnums_differentiable(args, distinct, transform)
+        _check_argnums_differentiable(args, distinct, name)
         flat = _Flat(_with_args(f, args, kwargs, distinct), [args[n] for n in distinct],
-                     has_aux, transform)
+                     has_aux, name)
         inputs = [_as_value(leaf) for leaf in flat.leaves]
-        _check_differentiable(inputs, transform)
-        traced = _traced(flat, flat.leaves, transform,
+        _check_differentiable(inputs, name)
+        traced = _traced(flat, flat.leaves, name,
                          (template_key, transform, distinct, has_aux))
         _check_jacobian_dtypes(transform, f, holomorphic, inputs, traced.outputs)
         blocks = (_jacfwd_blocks if transform == "jacfwd" else _jacrev_blocks)(traced, inputs)
