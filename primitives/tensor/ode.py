@@ -131,8 +131,8 @@ def _at_least_float64(x):
 class _Flattened:
     """``func`` on a flat state vector (the leaves of ``y`` raveled and concatenated):
     equal for the same ``func`` (a :class:`ByIdentity`) and structure, so ``odeint``'s rules
-    are traced once per signature. Each leaf of ``func``'s result must have its state leaf's size, and be real
-    where that leaf is real."""
+    are traced once per signature. Each leaf of ``func``'s result must have its state leaf's
+    size, and be real where that leaf is real."""
 
     def __init__(self, func: Callable, tree, shapes: tuple, complex_: tuple) -> None:
         self.func, self.tree, self.shapes, self.complex = func, tree, shapes, complex_
