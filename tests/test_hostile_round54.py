@@ -67,11 +67,13 @@ def test_refused_in_place_methods_point_to_functions_that_exist():
 
     t = tnp.tensor([1.0, 2.0, 3.0], requires_grad=True)
     for method, args in (("sort", ()), ("fill", (0.0,)), ("put", ([0], [5.0])), ("resize", (2,))):
-        with pytest.raises(tnp.TensorTypeError, match=rf"Tensor\.{method}\(\) would change") as caught:
+        with pytest.raises(tnp.TensorTypeError,
+                           match=rf"Tensor\.{method}\(\) would change") as caught:
             getattr(t, method)(*args)
         named = re.findall(r"tnp\.(\w+)", str(caught.value))
         assert named and all(hasattr(tnp, name) for name in named), str(caught.value)
-    np.testing.assert_array_equal(tnp.at(tnp.ravel(t))[np.array([0])].set(5.0).data, [5.0, 2.0, 3.0])
+    np.testing.assert_array_equal(tnp.at(tnp.ravel(t))[np.array([0])].set(5.0).data,
+                                  [5.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize("mode", ["wrap", "clip"])
