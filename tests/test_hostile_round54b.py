@@ -283,3 +283,21 @@ def test_a_trace_is_not_pickled_and_its_copies_are_itself():
     assert copy.deepcopy(deep) is deep and copy.copy(deep) is deep
     assert copy.deepcopy([x, deep])[1] is deep
     assert try_backward(deep.key, copy.deepcopy(deep), 1.0, Executor())[x.key] == 1.0
+
+
+def test_a_conversion_to_integers_is_not_taken_for_a_linear_use():
+    # check_primitive's probe for linear uses took float64 -> int64 on small directions (all
+    # truncated to 0, so "linear") and dot-product tested its transpose rule, which passed a
+    # cotangent back: a failure of a rule no linear graph ever runs. The probe now refuses
+    # integer outputs, and the tensor set's rule says it has no transpose.
+    import numpy as np
+
+    from tidu import ADRuleError
+    from primitives.tensor.ops import elementwise as ew
+
+    op = ew.ConvertElementType("int64", "float64")
+    for seed in range(40):
+        x = np.random.default_rng(seed).uniform(-1, 1, ())
+        check_primitive(op, x, rng=seed)
+    with pytest.raises(ADRuleError, match="float64->int64 is not linear"):
+        op.transpose_rule(None, [0], [External(Input("x"))], Linearized((True,)), None)

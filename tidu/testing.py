@@ -984,7 +984,8 @@ def _check_linear_use(op, graph: Graph, role, inputs: list, primals: dict, rng, 
 def _is_linear(linear: LinearizedGraph, graph: Graph, primals: dict, rng, ctx) -> bool:
     """Whether ``linear``'s outputs are linear in its tangent inputs, tried on random
     directions: ``f(a + b) = f(a) + f(b)``, ``f(c a) = c f(a)`` and ``f(0) = 0``, to
-    ``1000 eps`` relative."""
+    ``1000 eps`` relative. An output that is not floating point or complex is no tangent
+    (a conversion to integers is zero on small directions, but not linear)."""
     keys = linear.tangent_input_keys
     slots = [slot for slot, _ in linear.tangent_inputs]
     values = {Input(k): v for k, v in primals.items()}
@@ -992,8 +993,8 @@ def _is_linear(linear: LinearizedGraph, graph: Graph, primals: dict, rng, ctx) -
     def f(tangents) -> list:
         env = dict(values)
         env.update(zip(keys, tangents))
-        return [_wide(v) for v in evaluate([linear.graph, graph], linear.tangent_output_keys,
-                                           env, ctx)]
+        return [np.asarray(v) for v in evaluate([linear.graph, graph],
+                                                 linear.tangent_output_keys, env, ctx)]
 
     a = [_random_like(primals[slot], rng) for slot in slots]
     b = [_random_like(primals[slot], rng) for slot in slots]
@@ -1005,6 +1006,10 @@ def _is_linear(linear: LinearizedGraph, graph: Graph, primals: dict, rng, ctx) -
             zero = f([_zeros_like(x) for x in a])
     except (ArithmeticError, ValueError, TypeError):
         return False                        # an eval that takes no such values: not linear
+    if not all(np.issubdtype(x.dtype, np.inexact) for x in fa):
+        return False                        # an integer output has no tangent
+    fa, fb, sums, scaled, zero = ([_wide(x) for x in outs] for outs in
+                                  (fa, fb, sums, scaled, zero))
     if any(x.size == 0 for x in fa) or any(np.size(x) == 0 for x in a):
         return False                        # no numbers: nothing tells linear from not
     # linear work is exact but for rounding; x + c with a small constant c is not linear

@@ -1329,6 +1329,9 @@ class ConvertElementType(TensorPrimitive):
         return [emit(builder, self, [Local(tangent_inputs[0])], LIN)]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
+        if not self._differentiable():      # (its JVP never emits it: an integer side)
+            raise ADRuleError(self.name, ADRuleKind.TRANSPOSE,
+                              f"{self.params()} is not linear: an integer side has no tangent")
         back = ConvertElementType(self.old_dtype, self.new_dtype)
         return [emit(builder, back, [Local(cotangent_outputs[0])], LIN)]
 
