@@ -472,7 +472,7 @@ def test_operations_whose_structures_all_collide_still_get_one_key_each(monkeypa
     # An operation's intern-table structure is a hash of (op, role, inputs): a key found
     # under it must be checked to be this operation on these inputs in this role. With
     # every structure equal, each operation must still get its own key, and the same one
-    # again when asked again, in builders and through linearize and transpose.
+    # again when asked again, in builders and through evaluate.
     monkeypatch.setattr(keys, "_structure", lambda operation, inputs, role: 0)
     a, b = Input(fresh("collide-a")), Input(fresh("collide-b"))
     made = {(op, ins, role): OperationKey(op, ins, role)
