@@ -20,7 +20,7 @@ recorded trace (:func:`tidu.eager.try_hvp`), without recording anything.
 from __future__ import annotations
 
 import threading
-from numbers import Number
+from numbers import Number, Real
 from operator import attrgetter
 from typing import Any
 
@@ -67,7 +67,7 @@ class Scalar:
 
     def __init__(self, value, requires_grad: bool = False) -> None:
         if type(value) not in _NUMBER_TYPES:
-            _check_number(value, requires_grad)
+            value = _check_number(value, requires_grad)
         _set = object.__setattr__
         _set(self, "data", value)
         _set(self, "requires_grad", requires_grad)
@@ -136,7 +136,7 @@ class Scalar:
             raise EagerError(f"backward of {self!r}, which does not require grad: nothing "
                              "was recorded (make an input Scalar(..., requires_grad=True))")
         if seed is None:
-            seed = 1.0 if type(self.data) is not complex else 1.0 + 0j
+            seed = 1.0 + 0j if _is_complex(self.data) else 1.0
         executor = _executor if executor is None else executor
         if create_graph:
             return self._recorded_backward(seed, executor)
@@ -189,9 +189,11 @@ class Scalar:
 _NUMBER_TYPES = frozenset((float, int, complex))
 
 
-def _check_number(value, requires_grad: bool) -> None:
+def _check_number(value, requires_grad: bool):
     """Refuse what a ``Scalar`` cannot hold: anything but a number, and a ``bool`` that
-    requires grad (as PyTorch refuses ``requires_grad`` on booleans).
+    requires grad (as PyTorch refuses ``requires_grad`` on booleans). Return the value to
+    hold: a complex number that is no ``complex`` (NumPy's ``complex64``) as a ``complex``,
+    which the scalar ops take for complex.
 
     >>> Scalar("a", requires_grad=True)
     Traceback (most recent call last):
@@ -199,7 +201,7 @@ def _check_number(value, requires_grad: bool) -> None:
     primitives.scalar.ops.ScalarTypeError: Scalar('a'): a Scalar holds a number (a float, complex or int), got a str
     """
     if isinstance(value, Number) and not (requires_grad and isinstance(value, bool)):
-        return
+        return value if isinstance(value, (Real, complex)) else complex(value)
     what = "a bool, which cannot require grad" if isinstance(value, bool) else \
         f"a {type(value).__name__}"
     hint = ("; for arrays use primitives.tensor (tnp.tensor)" if hasattr(value, "shape") or
@@ -211,9 +213,15 @@ def _check_number(value, requires_grad: bool) -> None:
 _ADD, _SUB, _MUL, _DIV, _NEG = ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL, ScalarOp.DIV, ScalarOp.NEG
 
 
+def _is_complex(value) -> bool:
+    """Whether the number ``value`` is complex: a Python ``complex`` or any non-real number
+    (NumPy's ``complex128``, a subclass of ``complex``, and ``complex64``, which is not)."""
+    return type(value) is complex or (type(value) is not float and not isinstance(value, Real))
+
+
 def _promoted(args: tuple) -> tuple:
     """Every operand complex: real ones go through ``TO_COMPLEX`` (recorded like any op)."""
-    return tuple(a if type(a.data) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args)
+    return tuple(a if _is_complex(a.data) else apply(ScalarOp.TO_COMPLEX, a) for a in args)
 
 
 def _op_info(op) -> tuple[RecordedGraph, bool]:
@@ -223,8 +231,8 @@ def _op_info(op) -> tuple[RecordedGraph, bool]:
         # The recorded graph's input keys only name its inputs; every recorded output gets
         # a fresh eager key anyway, so one graph with placeholder keys serves every call.
         recorded = RecordedGraph.from_primitive(op, _ARG_KEYS[op.input_count()])
-        parameter = getattr(op, "exponent", getattr(op, "factor", None))
-        complex_only = op in (ScalarOp.REAL, ScalarOp.IMAG) or type(parameter) is complex
+        parameter = getattr(op, "exponent", getattr(op, "factor", 0.0))
+        complex_only = op in (ScalarOp.REAL, ScalarOp.IMAG) or _is_complex(parameter)
         info = (recorded, complex_only)
         if len(_ops) < _OPS_MAX:
             _ops[op] = info
@@ -242,7 +250,7 @@ def apply(op, *args) -> Any:
             args = tuple(map(_lift, args))
             break
     recorded, complex_only = _op_info(op)
-    if op is not ScalarOp.TO_COMPLEX and (complex_only or any(type(a.data) is complex
+    if op is not ScalarOp.TO_COMPLEX and (complex_only or any(_is_complex(a.data)
                                                               for a in args)):
         args = _promoted(args)
     return _run(op, recorded, args)
@@ -272,7 +280,7 @@ def _lift(value) -> Scalar:
     if isinstance(value, Scalar):
         return value
     if type(value) not in _NUMBER_TYPES:
-        _check_number(value, False)
+        value = _check_number(value, False)
     return _constant(value)
 
 
@@ -339,7 +347,7 @@ def hvp(loss: Scalar, inputs, vectors):
     vectors = [vectors] if single else list(vectors)
     if len(vectors) != len(inputs):
         raise EagerError(f"hvp: {len(vectors)} vectors for {len(inputs)} inputs")
-    if not isinstance(loss, Scalar) or not loss.requires_grad or type(loss.data) is complex:
+    if not isinstance(loss, Scalar) or not loss.requires_grad or _is_complex(loss.data):
         raise EagerError(f"hvp: loss must be a real Scalar computed from inputs that require "
                          f"grad, got {loss!r}")
     tangents = {}
@@ -350,7 +358,7 @@ def hvp(loss: Scalar, inputs, vectors):
         if x.key in tangents:
             raise EagerError(f"hvp: inputs[{position}] appears twice")
         if (isinstance(v, bool) or not isinstance(v, Number)
-                or isinstance(v, complex) and type(x.data) is not complex):
+                or _is_complex(v) and not _is_complex(x.data)):
             raise EagerError(f"hvp: vectors[{position}] is {v!r}: it must be a number, complex "
                              f"only for a complex input (inputs[{position}] is {x!r})")
         tangents[x.key] = v

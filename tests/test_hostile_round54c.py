@@ -1,0 +1,26 @@
+"""Hostile round 54c: tidu.batch, tidu.compile and the scalar set at their edges; each test failed before its fix."""
+
+import numpy as np
+import pytest
+
+from primitives.scalar import real
+from primitives.scalar.eager import Scalar
+
+
+# A NumPy complex value in a Scalar (np.complex128, a subclass of complex, or np.complex64,
+# which is not) was taken for real: meeting a real Scalar it was not promoted with
+# TO_COMPLEX, so the real input's gradient came back complex with a nonzero imaginary part
+# (13.2+2.4j instead of 13.2), and real()/imag() of it raised from TO_COMPLEX.
+@pytest.mark.parametrize("kind", [np.complex128, np.complex64])
+def test_numpy_complex_scalar_keeps_a_real_inputs_gradient_real(kind):
+    expected = {}
+    for make in (complex, kind):
+        z = Scalar(make(1 + 2j), requires_grad=True)
+        w = Scalar(3.0, requires_grad=True)
+        grads = abs(z * w * w + z + z * z).backward()
+        expected.setdefault("w", grads[w.key])
+        expected.setdefault("z", grads[z.key])
+        assert not isinstance(grads[w.key], complex)
+        assert grads[w.key] == pytest.approx(expected["w"])
+        assert grads[z.key] == pytest.approx(expected["z"])
+        assert real(z * w).backward()[w.key] == 1.0
