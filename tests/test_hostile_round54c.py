@@ -24,3 +24,14 @@ def test_numpy_complex_scalar_keeps_a_real_inputs_gradient_real(kind):
         assert grads[w.key] == pytest.approx(expected["w"])
         assert grads[z.key] == pytest.approx(expected["z"])
         assert real(z * w).backward()[w.key] == 1.0
+
+
+# bool() of a Scalar was always True (object's default), so `if x:` or `x or default` took
+# the wrong branch for Scalar(0.0); bool() of a value trace_scalar traces was always True
+# too, so `lambda x: x if x else -x` silently traced one branch for every input.
+def test_bool_of_a_scalar_is_the_numbers_and_a_tracer_refuses():
+    from primitives.scalar import ScalarTypeError, trace_scalar
+
+    assert not Scalar(0.0, requires_grad=True) and not Scalar(0j) and Scalar(-2.0)
+    with pytest.raises(ScalarTypeError, match="bool.*trace_scalar"):
+        trace_scalar(lambda x: x if x else -x, ["x"])

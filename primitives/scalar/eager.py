@@ -178,6 +178,10 @@ class Scalar:
     def __abs__(self):
         return self.apply_op(ScalarOp.ABS)
 
+    def __bool__(self) -> bool:
+        """The truth of the number, as for a Python number (``Scalar(0.0)`` is false)."""
+        return bool(self.data)
+
     def apply_op(self, op):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
         recorded = _REAL_OPS.get(op)

@@ -91,6 +91,11 @@ class ScalarTracer:
 
     def __abs__(self): return self.apply_op(ScalarOp.ABS)
 
+    def __bool__(self) -> bool:
+        raise ScalarTypeError("bool() of a traced scalar (an if, while, and/or on a value "
+                              "trace_scalar traces): a graph has no branches, and the value is "
+                              "not known while tracing; branch on an input outside the trace")
+
     def apply_op(self, op: ScalarOp):
         """``op`` applied to this value (what ``primitives.scalar.sin`` etc. call)."""
         x = self.as_complex() if op in _COMPLEX_OPERAND else self
