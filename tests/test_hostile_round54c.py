@@ -1,4 +1,5 @@
-"""Hostile round 54c: tidu.batch, tidu.compile and the scalar set at their edges; each test failed before its fix."""
+"""Hostile round 54c: tidu.batch, tidu.compile and the scalar set at their edges; each test
+failed before its fix."""
 
 import numpy as np
 import pytest
@@ -24,6 +25,21 @@ def test_numpy_complex_scalar_keeps_a_real_inputs_gradient_real(kind):
         assert grads[w.key] == pytest.approx(expected["w"])
         assert grads[z.key] == pytest.approx(expected["z"])
         assert real(z * w).backward()[w.key] == 1.0
+
+
+# The same through a complex exponent: x ** np.complex128(0.5j) made a result whose data was
+# NumPy's complex, which the frontend's hot paths (type(data) is complex) took for real.
+@pytest.mark.parametrize("kind", [np.complex128, np.complex64])
+def test_a_numpy_complex_exponent_gives_the_python_complex_ones_gradients(kind):
+    grads = {}
+    for make in (complex, kind):
+        x, w = Scalar(1.5, requires_grad=True), Scalar(2.0, requires_grad=True)
+        power = x ** make(0.5j)
+        assert type(power.data) is complex
+        got = abs(power * w + w).backward()
+        grads[make] = (got[x.key], got[w.key])
+    assert grads[kind] == pytest.approx(grads[complex])
+    assert not any(isinstance(g, complex) for g in grads[kind])
 
 
 # bool() of a Scalar was always True (object's default), so `if x:` or `x or default` took

@@ -20,7 +20,7 @@ recorded trace (:func:`tidu.eager.try_hvp`), without recording anything.
 from __future__ import annotations
 
 import threading
-from numbers import Number, Real
+from numbers import Complex, Number, Real
 from operator import attrgetter
 from typing import Any
 
@@ -136,7 +136,7 @@ class Scalar:
             raise EagerError(f"backward of {self!r}, which does not require grad: nothing "
                              "was recorded (make an input Scalar(..., requires_grad=True))")
         if seed is None:
-            seed = 1.0 + 0j if _is_complex(self.data) else 1.0
+            seed = 1.0 if type(self.data) is not complex else 1.0 + 0j
         executor = _executor if executor is None else executor
         if create_graph:
             return self._recorded_backward(seed, executor)
@@ -173,6 +173,8 @@ class Scalar:
         if isinstance(exponent, Scalar):
             raise ScalarTypeError(f"{self!r} ** {exponent!r}: the exponent must be a number; "
                                   "for a differentiable exponent write exp(y * log(x))")
+        if _is_complex(exponent):            # (as a Scalar's data: one complex type)
+            exponent = complex(exponent)
         return apply(Pow(exponent), self)
 
     def __abs__(self):
@@ -196,8 +198,9 @@ _NUMBER_TYPES = frozenset((float, int, complex))
 def _check_number(value, requires_grad: bool):
     """Refuse what a ``Scalar`` cannot hold: anything but a number, and a ``bool`` that
     requires grad (as PyTorch refuses ``requires_grad`` on booleans). Return the value to
-    hold: a complex number that is no ``complex`` (NumPy's ``complex64``) as a ``complex``,
-    which the scalar ops take for complex.
+    hold: a complex number of another type (NumPy's ``complex128`` and ``complex64``) as a
+    ``complex``, so that a ``Scalar``'s data is complex exactly when its type is
+    ``complex`` (what the hot paths test).
 
     >>> Scalar("a", requires_grad=True)
     Traceback (most recent call last):
@@ -205,7 +208,7 @@ def _check_number(value, requires_grad: bool):
     primitives.scalar.ops.ScalarTypeError: Scalar('a'): a Scalar holds a number (a float, complex or int), got a str
     """
     if isinstance(value, Number) and not (requires_grad and isinstance(value, bool)):
-        return value if isinstance(value, (Real, complex)) else complex(value)
+        return complex(value) if _is_complex(value) else value
     what = "a bool, which cannot require grad" if isinstance(value, bool) else \
         f"a {type(value).__name__}"
     hint = ("; for arrays use primitives.tensor (tnp.tensor)" if hasattr(value, "shape") or
@@ -218,14 +221,14 @@ _ADD, _SUB, _MUL, _DIV, _NEG = ScalarOp.ADD, ScalarOp.SUB, ScalarOp.MUL, ScalarO
 
 
 def _is_complex(value) -> bool:
-    """Whether the number ``value`` is complex: a Python ``complex`` or any non-real number
-    (NumPy's ``complex128``, a subclass of ``complex``, and ``complex64``, which is not)."""
-    return type(value) is complex or (type(value) is not float and not isinstance(value, Real))
+    """Whether the number ``value`` is complex and not real: a Python ``complex``, NumPy's
+    ``complex128`` (a subclass of it) or ``complex64`` (which is not)."""
+    return isinstance(value, Complex) and not isinstance(value, Real)
 
 
 def _promoted(args: tuple) -> tuple:
     """Every operand complex: real ones go through ``TO_COMPLEX`` (recorded like any op)."""
-    return tuple(a if _is_complex(a.data) else apply(ScalarOp.TO_COMPLEX, a) for a in args)
+    return tuple(a if type(a.data) is complex else apply(ScalarOp.TO_COMPLEX, a) for a in args)
 
 
 def _op_info(op) -> tuple[RecordedGraph, bool]:
@@ -254,7 +257,7 @@ def apply(op, *args) -> Any:
             args = tuple(map(_lift, args))
             break
     recorded, complex_only = _op_info(op)
-    if op is not ScalarOp.TO_COMPLEX and (complex_only or any(_is_complex(a.data)
+    if op is not ScalarOp.TO_COMPLEX and (complex_only or any(type(a.data) is complex
                                                               for a in args)):
         args = _promoted(args)
     return _run(op, recorded, args)
@@ -351,7 +354,7 @@ def hvp(loss: Scalar, inputs, vectors):
     vectors = [vectors] if single else list(vectors)
     if len(vectors) != len(inputs):
         raise EagerError(f"hvp: {len(vectors)} vectors for {len(inputs)} inputs")
-    if not isinstance(loss, Scalar) or not loss.requires_grad or _is_complex(loss.data):
+    if not isinstance(loss, Scalar) or not loss.requires_grad or type(loss.data) is complex:
         raise EagerError(f"hvp: loss must be a real Scalar computed from inputs that require "
                          f"grad, got {loss!r}")
     tangents = {}
@@ -362,7 +365,7 @@ def hvp(loss: Scalar, inputs, vectors):
         if x.key in tangents:
             raise EagerError(f"hvp: inputs[{position}] appears twice")
         if (isinstance(v, bool) or not isinstance(v, Number)
-                or _is_complex(v) and not _is_complex(x.data)):
+                or _is_complex(v) and type(x.data) is not complex):
             raise EagerError(f"hvp: vectors[{position}] is {v!r}: it must be a number, complex "
                              f"only for a complex input (inputs[{position}] is {x!r})")
         tangents[x.key] = v
