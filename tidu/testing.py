@@ -937,12 +937,6 @@ class _Provenance:
         return False
 
 
-def _nonempty_subsets(items: list) -> list[list]:
-    """Every non-empty subset of ``items``, in order."""
-    return [[item for item, used in zip(items, pattern) if used]
-            for pattern in itertools.product((True, False), repeat=len(items))][:-1][::-1]
-
-
 def _check_linear_use(op, graph: Graph, role, inputs: list, primals: dict, rng, ctx,
                       tally: _Tally, tolerances: dict) -> None:
     """The dot-product test of ``op``'s transpose rule for ``op`` with ``role``: linear in
@@ -1448,7 +1442,10 @@ def check_primitive(op, *primal_inputs, order: int = 1, eps: float | None = None
         """Check op's own transpose rule for each linear use of op its JVP did not emit
         (SPLIT's JVP may emit NEG, never SPLIT: the transposes above never ran SPLIT's rule),
         batch the op too, if its set defines batch rules; report."""
-        for inputs in _subsets(wrt) if len(wrt) > 3 else _nonempty_subsets(wrt):
+        linear_uses = _subsets(wrt) if len(wrt) > 3 else [
+            [slot for slot, live in zip(wrt, mask) if live]
+            for mask in reversed(_live_choices(len(wrt)))]     # (every non-empty choice)
+        for inputs in linear_uses:
             role = Linearized(tuple(slot in inputs for slot in range(len(primal_inputs))))
             if role not in exercised:
                 _check_linear_use(op, graph, role, inputs, primals, rng, ctx, tally,
