@@ -225,8 +225,11 @@ def memory_here(n_ops: int) -> dict:
             "peak_rss_mb": peak_rss_bytes() / 2**20}
 
 
+_MASK = (1 << 60) - 1      # as tidu.graph.keys cuts its structure hashes
+
+
 class _OpKey:
-    __slots__ = ("operation", "inputs", "role", "serial", "n_out", "out", "__weakref__")
+    __slots__ = ("operation", "inputs", "role", "n_out", "out", "__weakref__")
 
 
 class _ValueKey:
@@ -249,13 +252,12 @@ def skeleton_here(n_ops: int) -> dict:
     def build(n):
         table, index, keys = {}, {}, []
         y, c = value(None), value(None)
-        for serial in range(n):
+        for _ in range(n):
             op = _OpKey()
-            op.operation, op.inputs, op.role, op.serial, op.n_out = "mul", (y, c), role, \
-                serial, 1
+            op.operation, op.inputs, op.role, op.n_out = "mul", (y, c), role, 1
             out = value(op)
             op.out = weakref.ref(out)
-            table[hash(("mul", role, (y, c)))] = weakref.ref(op)
+            table[hash(("mul", role, (y, c))) & _MASK] = weakref.ref(op)
             index[out] = len(keys)
             keys.append(out)
             y = out
@@ -267,7 +269,7 @@ def skeleton_here(n_ops: int) -> dict:
             a, b = key.operation.inputs
             index.get(b)
             tangent = value(key.operation)
-            table.get(hash(("mul", role, (tangents.get(a), tangent))))
+            table.get(hash(("mul", role, (tangents.get(a), tangent))) & _MASK)
             tangents[key] = tangent
         return tangents
 

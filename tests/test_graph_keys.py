@@ -256,7 +256,9 @@ def test_display_numbers_are_given_when_first_shown_then_kept_and_unique():
 
     op_keys = [OperationKey(ScalarOp.NEG, (Input(("display", i)),), PRIMARY) for i in range(50)]
     fresh_keys = [FreshInput() for _ in range(50)]
-    assert not any(hasattr(k, "_serial") for k in op_keys)        # not given at creation
+    from tidu.graph.keys import _op_serials
+
+    assert not any(k in _op_serials for k in op_keys)            # not given at creation
     assert not any(hasattr(k, "_key") for k in fresh_keys)
     shown: list = []
 

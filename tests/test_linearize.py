@@ -224,6 +224,23 @@ def test_unknown_output_or_wrt_raises_tidu_error():
         linearize(g, g.output_keys, ["nope"])
 
 
+def test_outputs_and_wrt_are_checked_without_the_primal_graphs_index():
+    # Outputs and wrt inputs are the graph's own: no key -> local id index is made (a dict
+    # and an int per primal value). Another value of the graph is still a valid output, and a
+    # key of another graph, or an input of none, is still refused.
+    g = trace_scalar(lambda x, y: sin(x * y) * x, ["x", "y"])
+    linearize(g, g.output_keys, ["x", "y"])
+    assert g._index is None
+    inner = g.operation_keys[1].output_keys()[0]               # sin(x * y), not an output
+    _, [t] = jvp(g, [inner], ["x"], {"x": 0.5, "y": 1.5}, [1.0])
+    assert t == pytest.approx(math.cos(0.75) * 1.5)
+    other = trace_scalar(lambda x: cos(x), ["x"])
+    with pytest.raises(TiduError, match="linearize output"):
+        linearize(g, other.output_keys, ["x"])
+    with pytest.raises(TiduError, match="linearize wrt 'z'"):
+        linearize(g, g.output_keys, ["z"])
+
+
 # --- aliases ---------------------------------------------------------------------------
 
 

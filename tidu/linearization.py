@@ -67,8 +67,12 @@ def _linearize(view, outputs: list, wrt: list, pass_id, ctx, aliases) -> Lineari
     if pass_id is None:
         pass_id = fresh_pass_id()
     aliases = dict(aliases or {})
+    # Outputs and inputs are checked against the graphs' own lists first: asking the view
+    # about any other key makes each graph's key -> local id index, a dict and an int per value
+    inputs = {key for graph in view.graphs for key in graph.input_keys}
+    named = inputs.union(*[graph.output_keys for graph in view.graphs])
     for key in outputs:
-        if not isinstance(key, ValueKey) or key not in view:
+        if not isinstance(key, ValueKey) or (key not in named and key not in view):
             raise UnknownValueError(f"linearize output {key!r} is not a value of the graphs given")
 
     builder = GraphPrimitiveBuilder()
@@ -79,7 +83,7 @@ def _linearize(view, outputs: list, wrt: list, pass_id, ctx, aliases) -> Lineari
     tangent_inputs = []
     for key in wrt:
         value_key = Input(key)
-        if value_key not in view:
+        if value_key not in inputs:          # (every Input key of a graph is its input)
             raise UnknownValueError(f"linearize wrt {key!r}: no graph given has this input")
         tangent_id = builder.add_input(tangent_key(key, pass_id))
         tangents[value_key] = tangent_id

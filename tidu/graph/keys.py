@@ -117,7 +117,8 @@ def _sweep_roles_if_needed() -> None:
 # Tables map a structure to a weak reference to the one live key with that
 # structure. An operation's structure is one hash of its op, its role and its
 # inputs' tuple; roles and value keys hash by identity, so it reads nothing behind
-# them, and the int it gives takes half the memory of the ids packed into bytes.
+# them, and the int it gives (cut to 60 bits: two of an int's 30-bit digits) takes under a third
+# of the memory of the ids packed into bytes.
 # A key found under a structure is the one asked for when its inputs and role are
 # the same objects and its op is the same op: of one type and equal (members of
 # two ``IntEnum`` op sets, or ``1`` and ``1.0``, hash and compare equal but are
@@ -127,6 +128,7 @@ def _sweep_roles_if_needed() -> None:
 
 _lock = threading.Lock()
 _serials = itertools.count()     # OperationKey.serial, given on first use
+_op_serials: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # key -> its serial
 _serial_lock = threading.Lock()
 _input_table: dict = {}     # user key -> weakref(Input)
 _op_table: dict = {}        # structure -> weakref(OperationKey)
@@ -286,8 +288,9 @@ class OperationKey:
     ('add', (Input('a'), Input('b')), PRIMARY)
     """
 
-    # _out: weakref to the Derived key of a one-output op, or a list of them
-    __slots__ = ("_operation", "_inputs", "_role", "_serial", "_n_out", "_out", "__weakref__")
+    # _out: weakref to the Derived key of a one-output op, or a list of them. (Six slots:
+    # a seventh, such as the display number, would move every key up a 16-byte size class.)
+    __slots__ = ("_operation", "_inputs", "_role", "_n_out", "_out", "__weakref__")
     operation = property(attrgetter("_operation"))
     inputs = property(attrgetter("_inputs"))
     role = property(attrgetter("_role"))
@@ -296,7 +299,11 @@ class OperationKey:
     @property
     def serial(self) -> int:
         """A short process-unique number, for display (given when first asked for)."""
-        return _display_number(self, "_serial", _serials)
+        number = _op_serials.get(self)
+        if number is None:
+            with _serial_lock:
+                number = _op_serials.setdefault(self, next(_serials))
+        return number
 
     def __new__(cls, operation, inputs, role: OperationRole = PRIMARY) -> "OperationKey":
         inputs = tuple(inputs)
@@ -338,9 +345,12 @@ def _output_count_of(operation) -> int:
     return 1  # plain hashables work as operation labels in keys
 
 
+_STRUCTURE_BITS = (1 << 60) - 1     # a 60-bit int takes 32 bytes; a 64-bit hash takes 48
+
+
 def _structure(operation, inputs: tuple, role: OperationRole) -> int:
-    """The intern-table key of an operation: the hash of ``(op, role, inputs)``."""
-    return hash((operation, role, inputs))
+    """The intern-table key of an operation: the hash of ``(op, role, inputs)``, to 60 bits."""
+    return hash((operation, role, inputs)) & _STRUCTURE_BITS
 
 
 def _is_operation(key: OperationKey, operation, inputs: tuple, role: OperationRole) -> bool:
