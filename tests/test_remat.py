@@ -10,7 +10,9 @@ works. A reverse-mode chain recomputes about one forward pass at any budget.
 from __future__ import annotations
 
 import random
+import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -172,6 +174,16 @@ def test_bad_arguments_are_named():
         rematerialize("graph", 10, sizes)
     with pytest.raises(TiduError, match="no size for"):
         rematerialize(graph, 0, {})
+    # costs that are not a mapping, or not a finite number >= 0, were read as "no cost given"
+    # (a list) or steered the plan with a negative or NaN cost
+    op_key = graph.operation_keys[0]
+    with pytest.raises(TiduError, match="costs must map operation keys"):
+        rematerialize(graph, 0, sizes, [1.0] * len(graph.operation_keys))
+    for cost in (-1.0, float("nan"), float("inf"), "3", True):
+        with pytest.raises(TiduError, match=f"the cost of {re.escape(repr(op_key))}"):
+            rematerialize(graph, 0, sizes, {op_key: cost})
+    peak = rematerialize(graph, 10**9, sizes, {op_key: np.float32(2)}).peak   # NumPy reals work
+    assert peak == rematerialize(graph, 10**9, sizes).peak
 
 
 def test_a_set_without_sizes_is_named():

@@ -208,6 +208,19 @@ def _size(sizes: Mapping, key: ValueKey, who: str) -> int:
     return int(size)
 
 
+def _cost(costs: Mapping | None, op_key, made: int) -> float:
+    """The cost of running ``op_key`` again: ``costs[op_key]`` (a finite number >= 0), or the
+    bytes it makes when ``costs`` has none for it."""
+    if costs is None or op_key not in costs:
+        return float(made or 1)
+    cost = costs[op_key]
+    if (not isinstance(cost, numbers.Real) or isinstance(cost, bool) or not math.isfinite(cost)
+            or cost < 0):
+        raise InvalidArgumentError(f"rematerialize: the cost of {op_key!r} must be a finite "
+                                   f"number >= 0, got {cost!r}")
+    return float(cost)
+
+
 def program_peak(graph: Graph, sizes: Mapping[ValueKey, int]) -> int:
     """The most bytes of values it makes that ``graph``, run as a Program, holds at once.
 
@@ -521,9 +534,11 @@ class _Plan:
         self.size = [0] * n_given + [_size(sizes, k, "rematerialize")
                                      for k in self.keys[n_given:]]
         self.made = [sum(self.size[o] for o in outs) for outs in self.outs]
-        self.cost = [float(costs[op_key]) if costs is not None and op_key in costs
-                     else float(self.made[p] or 1)
-                     for p, op_key in enumerate(self.ops)]
+        if costs is not None and not isinstance(costs, Mapping):
+            raise InvalidArgumentError(
+                f"rematerialize: costs must map operation keys to their costs (as "
+                f"measure_program gives them), got {type(costs).__name__}")
+        self.cost = [_cost(costs, op_key, self.made[p]) for p, op_key in enumerate(self.ops)]
         self.reads: list = [[] for _ in self.keys]      # positions reading each value, in order
         for position, row in enumerate(self.ins):
             for i in dict.fromkeys(row):
