@@ -278,7 +278,18 @@ class Tensor(ArrayOperators, Frontend):
         held_by_caller = not isinstance(value, Tensor)
         if not held_by_caller:
             value = _owned_data(value)
-        array = as_array(value) if library_of(value) is not NUMPY else np.asarray(value)
+        if library_of(value) is not NUMPY:
+            array = as_array(value)
+        else:
+            try:
+                array = np.asarray(value)
+            except ValueError as error:       # ragged nesting
+                raise TensorShapeError(f"assigning .data a {type(value).__name__}: "
+                                       f"{error}") from None
+            if array.dtype.kind not in "biufc":     # None, a string, an object: as tensor()
+                raise TensorTypeError(f"assigning .data: a tensor holds numbers (bool, integer, "
+                                      f"floating point, complex); a {type(value).__name__} "
+                                      f"gives dtype {array.dtype}")
         if self._requires_grad and not _can_require_grad(dtype_of(array)):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
                                   f"data, got dtype {dtype_of(array)}")
@@ -286,7 +297,10 @@ class Tensor(ArrayOperators, Frontend):
             self._data = library_of(array).copy(array) if is_view(array) else array
             self._exposed = held_by_caller
             return
-        if array.base is not None or not array.flags.writeable:
+        if not array.dtype.isnative:          # (">f8" here): what NumPy computes in, as tensor()
+            array = array.astype(array.dtype.newbyteorder("="))
+            self._exposed = False
+        elif array.base is not None or not array.flags.writeable:
             array = array.copy()              # a view: its base stays writable elsewhere
             self._exposed = False
         else:
