@@ -38,3 +38,47 @@ def test_assigning_data_in_the_other_byte_order_keeps_backward_working():
     assert np.array_equal(x.grad, [2.0 + 6.0, 4.0 + 8.0])
     arr[:] = 0.0                                      # a copy: the caller's array is not x's
     assert np.array_equal(x.data, [3.0, 4.0])
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+# Was wrong: ``loss.backward(retain_graph=True)`` and ``y.backward(gradient=g)``, PyTorch's
+# everyday keywords, raised Python's TypeError (an unexpected keyword argument).
+def test_backward_takes_pytorchs_retain_graph_and_gradient_keywords():
+    torch = _torch()
+    x0 = np.array([0.3, -1.2, 2.0])
+    x = tnp.tensor(x0, requires_grad=True)
+    y = tnp.sin(x) * x
+    y.backward(gradient=np.array([1.0, 2.0, 3.0]), retain_graph=True)
+    y.backward(np.ones(3), retain_graph=False)
+    tx = torch.tensor(x0, requires_grad=True)
+    ty = torch.sin(tx) * tx
+    ty.backward(gradient=torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), retain_graph=True)
+    ty.backward(torch.ones(3, dtype=torch.float64))
+    assert np.allclose(x.grad, tx.grad.numpy(), rtol=1e-14)
+    with pytest.raises(BackwardError, match="seed and gradient"):
+        y.backward(np.ones(3), gradient=np.ones(3))
+
+
+# Was wrong: ``loss.backward(inputs=[w, h])`` (accumulate into those tensors' .grad only,
+# a computed ``h`` too) raised TypeError.
+def test_backward_inputs_accumulates_into_those_tensors_only():
+    torch = _torch()
+    x0, w0 = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    x, w = (tnp.tensor(v, requires_grad=True) for v in (x0, w0))
+    h = x * w
+    grads = tnp.sum(h ** 2).backward(inputs=[w, h])
+    tx, tw = (torch.tensor(v, requires_grad=True) for v in (x0, w0))
+    th = tx * tw
+    (th ** 2).sum().backward(inputs=[tw, th])
+    assert x.grad is None and tx.grad is None
+    assert np.allclose(w.grad, tw.grad.numpy()) and np.allclose(h.grad, th.grad.numpy())
+    assert grads.grad(x) is None and np.allclose(grads.grad(w), tw.grad.numpy())
+    tnp.sum(h ** 2).backward(inputs=w)                     # one Tensor; accumulates
+    assert np.allclose(w.grad, 2 * tw.grad.numpy()) and x.grad is None
+    for bad in ([], [np.ones(2)], [tnp.tensor([1.0, 2.0])], "w"):
+        with pytest.raises(BackwardError, match="inputs"):
+            tnp.sum(h ** 2).backward(inputs=bad)
+

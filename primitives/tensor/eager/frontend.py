@@ -369,7 +369,8 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def grad(self):
-        """The gradient accumulated by backward calls (leaves only), or ``None``.
+        """The gradient accumulated by backward calls (leaves, and computed tensors in
+        ``backward``'s ``inputs``), or ``None``.
 
         An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
@@ -576,7 +577,8 @@ class Tensor(ArrayOperators, Frontend):
                     inputs[position] = EagerInput(_CONSTANT, None, False, d)
         return _recorded_outputs(op, op.eval(None, data), tuple(inputs), tuple(active))
 
-    def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
+    def backward(self, seed=None, create_graph: bool = False, *,
+                 retain_graph: bool | None = None, inputs=None, gradient=None) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
 
         A real tensor of one element defaults to a seed of 1; any other (a complex
@@ -593,6 +595,13 @@ class Tensor(ArrayOperators, Frontend):
         are ``Tensor``s whose history can be differentiated again; a seed that is
         a ``Tensor`` with history (of this tensor's dtype) keeps it.
 
+        PyTorch's keywords: ``gradient`` is ``seed``; ``retain_graph`` is accepted and
+        changes nothing (tidu never frees the recording, so backward may always run
+        again); ``inputs`` (a ``Tensor`` or a list of them, each requiring grad)
+        accumulates into those tensors' ``.grad`` only, computed ones included, and
+        the ``Gradients`` hold theirs only. (Positionally the second argument is
+        ``create_graph``, not PyTorch's ``retain_graph``.)
+
         >>> x = tensor([1.0, 2.0], requires_grad=True)
         >>> grads = (x * x).sum().backward()
         >>> grads.grad(x), x.grad                     # Gradients, and .grad accumulated
@@ -608,15 +617,21 @@ class Tensor(ArrayOperators, Frontend):
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
+        if gradient is not None:
+            if seed is not None:
+                raise BackwardError("backward: seed and gradient (PyTorch's name for the seed) "
+                                    "are the same argument; pass one of them")
+            seed = gradient
+        targets = None if inputs is None else _backward_inputs(inputs)
+        keep = _STILL_REFERENCED if targets is None else frozenset(targets)
         zeros: set = set()
-        cotangents = _distinct(backward_cotangents(self, seed, _STILL_REFERENCED, create_graph,
-                                                   zeros))
+        cotangents = _distinct(backward_cotangents(self, seed, keep, create_graph, zeros))
         for key in zeros:
-            t = _tensor_of(key)
+            t = _tensor_of(key) if targets is None else targets[key]
             if t is not None:
                 cotangents[key] = zero_gradient(t, create_graph)
         gradients = Gradients(cotangents)
-        _accumulate_into_leaves(cotangents, gradients)
+        _accumulate_into_leaves(cotangents, gradients, targets)
         return gradients
 
 
@@ -871,12 +886,35 @@ def _unshare(leaf: "Tensor") -> None:
             leaf._grad = _fresh(leaf._grad)
 
 
-def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
-    """Add each leaf's cotangent to its ``.grad``: all checked first, then all set under a lock."""
+def _backward_inputs(inputs) -> dict:
+    """``backward``'s ``inputs`` (a Tensor or a list or tuple of them, each requiring grad) by
+    key."""
+    tensors = [inputs] if isinstance(inputs, Tensor) else inputs
+    if not isinstance(tensors, (list, tuple)):
+        raise BackwardError(f"backward: inputs must be a Tensor or a list or tuple of them, got "
+                            f"{type(inputs).__name__}")
+    if not tensors:
+        raise BackwardError("backward: inputs is empty (pass None to accumulate into every leaf)")
+    targets = {}
+    for position, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise BackwardError(f"backward: inputs[{position}] is a {type(t).__name__}, not a "
+                                "Tensor")
+        if not t._requires_grad:
+            raise BackwardError(f"backward: inputs[{position}] does not require grad, so it has "
+                                "no gradient")
+        targets[t.key] = t
+    return targets
+
+
+def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients",
+                            targets: dict | None = None) -> None:
+    """Add each leaf's cotangent to its ``.grad`` (with ``targets``, a dict key -> tensor:
+    those tensors' only): all checked first, then all set under a lock."""
     updates = []
     for key, value in cotangents.items():
-        leaf = _leaves.get(key)
-        if leaf is None or not leaf._requires_grad or leaf._trace is not None:
+        leaf = _leaves.get(key) if targets is None else targets.get(key)
+        if leaf is None or not leaf._requires_grad or (targets is None and leaf._trace is not None):
             continue
         if shape_of(value) != leaf.shape or dtype_of(value) != leaf.dtype:
             raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is "
