@@ -82,3 +82,47 @@ def test_backward_inputs_accumulates_into_those_tensors_only():
         with pytest.raises(BackwardError, match="inputs"):
             tnp.sum(h ** 2).backward(inputs=bad)
 
+
+# Was wrong: ``h.retain_grad()`` (PyTorch's way to read a computed tensor's gradient from
+# ``h.grad``) raised AttributeError; so did ``h.retains_grad``.
+@pytest.mark.filterwarnings("ignore:Using backward")
+def test_retain_grad_accumulates_a_computed_tensors_gradient_as_torch():
+    torch = _torch()
+    x0, w0 = np.array([1.0, 2.0]), np.array([3.0, 6.0])
+    x, w = (tnp.tensor(v, requires_grad=True) for v in (x0, w0))
+    h = x * w
+    h.retain_grad()
+    assert h.retains_grad and not x.retains_grad
+    tnp.sum(h * h).backward()
+    tnp.sum(tnp.exp(h * 0.1)).backward()
+    tx, tw = (torch.tensor(v, requires_grad=True) for v in (x0, w0))
+    th = tx * tw
+    th.retain_grad()
+    (th * th).sum().backward(retain_graph=True)
+    torch.exp(th * 0.1).sum().backward()
+    assert np.allclose(h.grad, th.grad.numpy(), rtol=1e-14)
+    assert np.allclose(x.grad, tx.grad.numpy(), rtol=1e-14)
+    x.retain_grad()                                          # a leaf: nothing changes
+    assert x.is_leaf and not x.retains_grad
+    with pytest.raises(BackwardError, match="retain_grad"):
+        tnp.tensor([1.0]).retain_grad()
+    # with create_graph the retained gradient has history, as torch's
+    g = x ** 2
+    g.retain_grad()
+    tnp.sum(g ** 3).backward(create_graph=True)
+    tg = tx ** 2
+    tg.retain_grad()
+    (tg ** 3).sum().backward(create_graph=True)
+    assert isinstance(g.grad, tnp.Tensor) and g.grad.requires_grad and tg.grad.requires_grad
+    assert np.allclose(g.grad.detach().data, tg.grad.detach().numpy())
+
+
+# Was wrong: ``h.requires_grad_()`` on a computed tensor that requires grad (a no-op in
+# PyTorch) raised BackwardError.
+def test_requires_grad_true_on_a_computed_tensor_that_requires_grad_is_a_no_op():
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    assert h.requires_grad_() is h and h.requires_grad and not h.is_leaf
+    with pytest.raises(BackwardError, match="leaf"):
+        h.requires_grad_(False)                               # refused, as in PyTorch
+

@@ -315,6 +315,8 @@ class Tensor(ArrayOperators, Frontend):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if self._trace is not None:
+            if value and self._requires_grad:
+                return                          # already so: a no-op, as in PyTorch
             raise BackwardError("requires_grad can only be changed on leaf tensors; this one "
                                 "was computed by a recorded op (use .detach() for a copy "
                                 "without history)")
@@ -335,6 +337,29 @@ class Tensor(ArrayOperators, Frontend):
         """
         self.requires_grad = requires_grad
         return self
+
+    def retain_grad(self) -> None:
+        """Accumulate this computed tensor's gradient into its ``.grad`` at each backward, as
+        a leaf's (PyTorch's ``retain_grad``; on a leaf, a no-op).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x * 2
+        >>> h.retain_grad()
+        >>> _ = (h * h).sum().backward()
+        >>> h.grad
+        array([4., 8.])
+        """
+        if not self._requires_grad:
+            raise BackwardError("retain_grad of a tensor that does not require grad (it gets no "
+                                "gradient)")
+        if self._trace is not None:
+            _leaves[self._key] = self           # backward fills the .grad of what is there
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether :meth:`retain_grad` was called on this computed tensor (``False`` for a
+        leaf, as in PyTorch)."""
+        return self._trace is not None and _leaves.get(self._key) is self
 
     def _same_layout(self, other) -> bool:
         # ArrayOperators' check, on the arrays: x * y on 0-d tensors is dispatch-bound
@@ -369,8 +394,8 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def grad(self):
-        """The gradient accumulated by backward calls (leaves, and computed tensors in
-        ``backward``'s ``inputs``), or ``None``.
+        """The gradient accumulated by backward calls (leaves, and computed tensors after
+        :meth:`retain_grad` or in ``backward``'s ``inputs``), or ``None``.
 
         An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
@@ -910,11 +935,13 @@ def _backward_inputs(inputs) -> dict:
 def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients",
                             targets: dict | None = None) -> None:
     """Add each leaf's cotangent to its ``.grad`` (with ``targets``, a dict key -> tensor:
-    those tensors' only): all checked first, then all set under a lock."""
+    those tensors' only; else the leaves' and the computed tensors' that retain their
+    gradient): all checked first, then all set under a lock."""
     updates = []
     for key, value in cotangents.items():
+        # (a computed tensor is among the _leaves only once retain_grad() put it there)
         leaf = _leaves.get(key) if targets is None else targets.get(key)
-        if leaf is None or not leaf._requires_grad or (targets is None and leaf._trace is not None):
+        if leaf is None or not leaf._requires_grad:
             continue
         if shape_of(value) != leaf.shape or dtype_of(value) != leaf.dtype:
             raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is "
