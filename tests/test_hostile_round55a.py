@@ -126,3 +126,19 @@ def test_requires_grad_true_on_a_computed_tensor_that_requires_grad_is_a_no_op()
     with pytest.raises(BackwardError, match="leaf"):
         h.requires_grad_(False)                               # refused, as in PyTorch
 
+
+# Was wrong: ``torch.autograd.grad``'s ``materialize_grads`` (zeros for unused inputs),
+# ``only_inputs`` and ``is_grads_batched`` raised Python's TypeError.
+def test_autograd_grad_takes_materialize_grads_as_torch():
+    torch = _torch()
+    x, w = tnp.tensor([1.0, 2.0], requires_grad=True), tnp.tensor([3.0, 4.0], requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    gx, gw = autograd.grad(tnp.sum(x * x), [x, w], materialize_grads=True, only_inputs=True)
+    tgx, tgw = torch.autograd.grad((tx * tx).sum(), [tx, tw], materialize_grads=True)
+    assert np.array_equal(gx.data, tgx.numpy()) and np.array_equal(gw.data, tgw.numpy())
+    assert autograd.grad(tnp.sum(x * x), [x, w], allow_unused=True)[1] is None
+    with pytest.raises(BackwardError, match="allow_unused"):
+        autograd.grad(tnp.sum(x * x), [x, w], materialize_grads=True, allow_unused=False)
+    with pytest.raises(BackwardError, match="is_grads_batched"):
+        autograd.grad(x * x, x, grad_outputs=np.ones((3, 2)), is_grads_batched=True)
