@@ -9,7 +9,8 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import autograd
-from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (BackwardError, TensorNotSupportedError, TensorShapeError,
+                                      TensorTypeError)
 
 
 # Was wrong: ``t.data = None`` (or a string, an object) was accepted, leaving a tensor of
@@ -142,3 +143,25 @@ def test_autograd_grad_takes_materialize_grads_as_torch():
         autograd.grad(tnp.sum(x * x), [x, w], materialize_grads=True, allow_unused=False)
     with pytest.raises(BackwardError, match="is_grads_batched"):
         autograd.grad(x * x, x, grad_outputs=np.ones((3, 2)), is_grads_batched=True)
+
+
+# Was wrong: ``np.add.at(t, i, v)`` on a tensor that does not require grad (a constant of a
+# recorded op, or ``x.detach()``, which shares ``x``'s array) wrote into the tensor's array
+# (NumPy's ufunc.at ignores the read-only view tidu hands it): the values the recorded op
+# saved changed, and backward gave a wrong gradient with no error.
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum])
+def test_ufunc_at_on_a_tensor_is_refused_and_changes_no_saved_value(ufunc):
+    c = tnp.tensor([[0.0, 1.0], [2.0, 3.0]])
+    w = tnp.tensor(np.ones((2, 2)), requires_grad=True)
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    y = tnp.sum(w * c) + tnp.sum(x * x)
+    for t in (c, x.detach()):
+        with pytest.raises(TensorNotSupportedError, match=f"{ufunc.__name__}.at"):
+            ufunc.at(t, (0,), 5.0)
+    grads = y.backward()
+    assert np.array_equal(grads.grad(w), [[0.0, 1.0], [2.0, 3.0]])
+    assert np.array_equal(grads.grad(x), [2.0, 4.0])
+    assert np.array_equal(c.data, [[0.0, 1.0], [2.0, 3.0]]) and np.array_equal(x.data, [1.0, 2.0])
+    arr = np.zeros(3)                           # a tensor as the values of ufunc.at: NumPy's
+    np.add.at(arr, [0, 0], tnp.tensor([1.0, 2.0]))
+    assert np.array_equal(arr, [3.0, 0.0, 0.0])
