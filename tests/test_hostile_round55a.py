@@ -118,16 +118,6 @@ def test_retain_grad_accumulates_a_computed_tensors_gradient_as_torch():
     assert np.allclose(g.grad.detach().data, tg.grad.detach().numpy())
 
 
-# Was wrong: ``h.requires_grad_()`` on a computed tensor that requires grad (a no-op in
-# PyTorch) raised BackwardError.
-def test_requires_grad_true_on_a_computed_tensor_that_requires_grad_is_a_no_op():
-    x = tnp.tensor([1.0, 2.0], requires_grad=True)
-    h = x * 2
-    assert h.requires_grad_() is h and h.requires_grad and not h.is_leaf
-    with pytest.raises(BackwardError, match="leaf"):
-        h.requires_grad_(False)                               # refused, as in PyTorch
-
-
 # Was wrong: ``torch.autograd.grad``'s ``materialize_grads`` (zeros for unused inputs),
 # ``only_inputs`` and ``is_grads_batched`` raised Python's TypeError.
 def test_autograd_grad_takes_materialize_grads_as_torch():

@@ -316,8 +316,6 @@ class Tensor(ArrayOperators, Frontend):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if self._trace is not None:
-            if value and self._requires_grad:
-                return                          # already so: a no-op, as in PyTorch
             raise BackwardError("requires_grad can only be changed on leaf tensors; this one "
                                 "was computed by a recorded op (use .detach() for a copy "
                                 "without history)")
