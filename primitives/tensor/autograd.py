@@ -42,7 +42,8 @@ __all__ = ["grad", "hvp"]
 
 def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
          grad_outputs=None, create_graph: bool = False, retain_graph: bool | None = None,
-         allow_unused: bool = False) -> tuple:
+         allow_unused: bool | None = None, only_inputs: bool = True,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, as ``torch.autograd.grad``.
 
     Returns one ``Tensor`` per input: the sum over the outputs of the
@@ -59,9 +60,25 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
       used: its gradient is zeros, as in PyTorch. One they reach only through a
       comparison (``x > 0``: a boolean, recorded as a constant) counts as unused,
       where PyTorch gives zeros in some cases (the mask in a ReLU's derivative).
+    - ``materialize_grads=True``: an unused input's gradient is zeros, not ``None``
+      (``allow_unused`` then defaults to ``True``; ``False`` with it is an error, as
+      in PyTorch).
     - ``retain_graph`` is accepted for PyTorch compatibility: tidu's backward
-      never frees the recording, so it may always run again.
+      never frees the recording, so it may always run again. ``only_inputs`` too
+      (PyTorch ignores it); ``is_grads_batched=True`` is refused (vmap a
+      functional ``tnp.vjp`` instead).
+
+    (Positionally the fourth argument is ``create_graph``, not PyTorch's ``retain_graph``.)
     """
+    if materialize_grads and allow_unused is False:
+        raise BackwardError("grad: materialize_grads=True gives zeros for unused inputs, and "
+                            "allow_unused=False refuses them; pass allow_unused=True or leave it "
+                            "out")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if is_grads_batched:
+        raise BackwardError("grad: is_grads_batched=True is not supported; map tnp.vjp over the "
+                            "batch of grad_outputs with tnp.vmap instead")
     outputs = _tensors(outputs, "grad", "outputs")
     inputs = _tensors(inputs, "grad", "inputs")
     seeds = _grad_outputs(grad_outputs, len(outputs))
@@ -83,7 +100,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     result = []
     for position, (key, t) in enumerate(zip(keys, inputs)):
         gradient = totals.get(key)
-        if gradient is None and key in zeros:
+        if gradient is None and (key in zeros or materialize_grads):
             gradient = zero_gradient(t, create_graph)
         if gradient is None and not allow_unused:
             raise BackwardError(f"grad: inputs[{position}] was not used to compute the outputs, "

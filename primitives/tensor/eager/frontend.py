@@ -89,7 +89,8 @@ from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, library_of,
                                         numpy_dtype, owned_copy, to_host, to_library)
 from primitives.tensor.buffers import is_cached
-from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (BackwardError, TensorNotSupportedError,
+                                      TensorShapeError, TensorTypeError)
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
 from primitives.tensor.eager.grad_mode import mode as _grad_mode
@@ -278,7 +279,18 @@ class Tensor(ArrayOperators, Frontend):
         held_by_caller = not isinstance(value, Tensor)
         if not held_by_caller:
             value = _owned_data(value)
-        array = as_array(value) if library_of(value) is not NUMPY else np.asarray(value)
+        if library_of(value) is not NUMPY:
+            array = as_array(value)
+        else:
+            try:
+                array = np.asarray(value)
+            except ValueError as error:       # ragged nesting
+                raise TensorShapeError(f"assigning .data a {type(value).__name__}: "
+                                       f"{error}") from None
+            if array.dtype.kind not in "biufc":     # None, a string, an object: as tensor()
+                raise TensorTypeError(f"assigning .data: a tensor holds numbers (bool, integer, "
+                                      f"floating point, complex); a {type(value).__name__} "
+                                      f"gives dtype {array.dtype}")
         if self._requires_grad and not _can_require_grad(dtype_of(array)):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
                                   f"data, got dtype {dtype_of(array)}")
@@ -286,7 +298,10 @@ class Tensor(ArrayOperators, Frontend):
             self._data = library_of(array).copy(array) if is_view(array) else array
             self._exposed = held_by_caller
             return
-        if array.base is not None or not array.flags.writeable:
+        if not array.dtype.isnative:          # (">f8" here): what NumPy computes in, as tensor()
+            array = array.astype(array.dtype.newbyteorder("="))
+            self._exposed = False
+        elif array.base is not None or not array.flags.writeable:
             array = array.copy()              # a view: its base stays writable elsewhere
             self._exposed = False
         else:
@@ -322,6 +337,40 @@ class Tensor(ArrayOperators, Frontend):
         self.requires_grad = requires_grad
         return self
 
+    def retain_grad(self) -> None:
+        """Accumulate this computed tensor's gradient into its ``.grad`` at each backward, as
+        a leaf's (PyTorch's ``retain_grad``; on a leaf, a no-op).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x * 2
+        >>> h.retain_grad()
+        >>> _ = (h * h).sum().backward()
+        >>> h.grad
+        array([4., 8.])
+        """
+        if not self._requires_grad:
+            raise BackwardError("retain_grad of a tensor that does not require grad (it gets no "
+                                "gradient)")
+        if self._trace is not None:
+            _leaves[self._key] = self           # backward fills the .grad of what is there
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether :meth:`retain_grad` was called on this computed tensor (``False`` for a
+        leaf, as in PyTorch)."""
+        return self._trace is not None and _leaves.get(self._key) is self
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # ufunc.at writes into its first operand in place, and NumPy (2.4) ignores the
+        # read-only flag of the view a tensor's data is read through: it would change the
+        # tensor, and the values recorded ops saved of it (a wrong gradient, no error)
+        if method == "at" and inputs and isinstance(inputs[0], Tensor):
+            raise TensorNotSupportedError(
+                f"numpy.{ufunc.__name__}.at on a Tensor would change it in place, but tensors "
+                "are immutable (a recorded op may have saved its values); use "
+                "x = x.at[indices].add(values) (or .set), which makes a new tensor")
+        return ArrayOperators.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
+
     def _same_layout(self, other) -> bool:
         # ArrayOperators' check, on the arrays: x * y on 0-d tensors is dispatch-bound
         if type(other) is not Tensor:
@@ -355,7 +404,8 @@ class Tensor(ArrayOperators, Frontend):
 
     @property
     def grad(self):
-        """The gradient accumulated by backward calls (leaves only), or ``None``.
+        """The gradient accumulated by backward calls (leaves, and computed tensors after
+        :meth:`retain_grad` or in ``backward``'s ``inputs``), or ``None``.
 
         An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
@@ -562,7 +612,8 @@ class Tensor(ArrayOperators, Frontend):
                     inputs[position] = EagerInput(_CONSTANT, None, False, d)
         return _recorded_outputs(op, op.eval(None, data), tuple(inputs), tuple(active))
 
-    def backward(self, seed=None, create_graph: bool = False) -> "Gradients":
+    def backward(self, seed=None, create_graph: bool = False, *,
+                 retain_graph: bool | None = None, inputs=None, gradient=None) -> "Gradients":
         """Backpropagate from this tensor; also accumulate into leaves' ``.grad``.
 
         A real tensor of one element defaults to a seed of 1; any other (a complex
@@ -579,6 +630,13 @@ class Tensor(ArrayOperators, Frontend):
         are ``Tensor``s whose history can be differentiated again; a seed that is
         a ``Tensor`` with history (of this tensor's dtype) keeps it.
 
+        PyTorch's keywords: ``gradient`` is ``seed``; ``retain_graph`` is accepted and
+        changes nothing (tidu never frees the recording, so backward may always run
+        again); ``inputs`` (a ``Tensor`` or a list of them, each requiring grad)
+        accumulates into those tensors' ``.grad`` only, computed ones included, and
+        the ``Gradients`` hold theirs only. (Positionally the second argument is
+        ``create_graph``, not PyTorch's ``retain_graph``.)
+
         >>> x = tensor([1.0, 2.0], requires_grad=True)
         >>> grads = (x * x).sum().backward()
         >>> grads.grad(x), x.grad                     # Gradients, and .grad accumulated
@@ -594,15 +652,21 @@ class Tensor(ArrayOperators, Frontend):
             raise BackwardError("backward of a tensor that does not require grad (no input of "
                                 "the ops that made it requires grad): make the leaves with "
                                 "tnp.tensor(..., requires_grad=True)")
+        if gradient is not None:
+            if seed is not None:
+                raise BackwardError("backward: seed and gradient (PyTorch's name for the seed) "
+                                    "are the same argument; pass one of them")
+            seed = gradient
+        targets = None if inputs is None else _backward_inputs(inputs)
+        keep = _STILL_REFERENCED if targets is None else frozenset(targets)
         zeros: set = set()
-        cotangents = _distinct(backward_cotangents(self, seed, _STILL_REFERENCED, create_graph,
-                                                   zeros))
+        cotangents = _distinct(backward_cotangents(self, seed, keep, create_graph, zeros))
         for key in zeros:
-            t = _tensor_of(key)
+            t = _tensor_of(key) if targets is None else targets[key]
             if t is not None:
                 cotangents[key] = zero_gradient(t, create_graph)
         gradients = Gradients(cotangents)
-        _accumulate_into_leaves(cotangents, gradients)
+        _accumulate_into_leaves(cotangents, gradients, targets)
         return gradients
 
 
@@ -857,12 +921,37 @@ def _unshare(leaf: "Tensor") -> None:
             leaf._grad = _fresh(leaf._grad)
 
 
-def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients") -> None:
-    """Add each leaf's cotangent to its ``.grad``: all checked first, then all set under a lock."""
+def _backward_inputs(inputs) -> dict:
+    """``backward``'s ``inputs`` (a Tensor or a list or tuple of them, each requiring grad) by
+    key."""
+    tensors = [inputs] if isinstance(inputs, Tensor) else inputs
+    if not isinstance(tensors, (list, tuple)):
+        raise BackwardError(f"backward: inputs must be a Tensor or a list or tuple of them, got "
+                            f"{type(inputs).__name__}")
+    if not tensors:
+        raise BackwardError("backward: inputs is empty (pass None to accumulate into every leaf)")
+    targets = {}
+    for position, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise BackwardError(f"backward: inputs[{position}] is a {type(t).__name__}, not a "
+                                "Tensor")
+        if not t._requires_grad:
+            raise BackwardError(f"backward: inputs[{position}] does not require grad, so it has "
+                                "no gradient")
+        targets[t.key] = t
+    return targets
+
+
+def _accumulate_into_leaves(cotangents: dict, gradients: "Gradients",
+                            targets: dict | None = None) -> None:
+    """Add each leaf's cotangent to its ``.grad`` (with ``targets``, a dict key -> tensor:
+    those tensors' only; else the leaves' and the computed tensors' that retain their
+    gradient): all checked first, then all set under a lock."""
     updates = []
     for key, value in cotangents.items():
-        leaf = _leaves.get(key)
-        if leaf is None or not leaf._requires_grad or leaf._trace is not None:
+        # (a computed tensor is among the _leaves only once retain_grad() put it there)
+        leaf = _leaves.get(key) if targets is None else targets.get(key)
+        if leaf is None or not leaf._requires_grad:
             continue
         if shape_of(value) != leaf.shape or dtype_of(value) != leaf.dtype:
             raise BackwardError(f"backward: the gradient of leaf {leaf.key!r} is "

@@ -1,0 +1,157 @@
+"""Hostile round 55a: the eager Tensor used as a PyTorch user would (``.data`` assignment,
+``backward``'s and ``autograd.grad``'s keyword arguments, ``retain_grad``), compared with
+torch where it is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor import autograd
+from primitives.tensor.errors import (BackwardError, TensorNotSupportedError, TensorShapeError,
+                                      TensorTypeError)
+
+
+# Was wrong: ``t.data = None`` (or a string, an object) was accepted, leaving a tensor of
+# dtype object whose next op raised NumPy's TypeError; a ragged list raised NumPy's ValueError.
+@pytest.mark.parametrize("value", [None, "ab", object(), {"a": 1}, np.array(["a", "b"])])
+def test_assigning_data_that_holds_no_numbers_is_refused(value):
+    t = tnp.tensor([1.0, 2.0])
+    with pytest.raises(TensorTypeError, match=r"\.data"):
+        t.data = value
+    with pytest.raises(TensorShapeError, match=r"\.data"):
+        t.data = [[1.0], [1.0, 2.0]]
+    assert np.array_equal((t + 1).data, [2.0, 3.0])      # t is unchanged and usable
+
+
+# Was wrong: ``x.data = arr`` with ``arr`` in the other byte order (">f8", as files give)
+# kept that dtype, so the next backward refused the leaf's float64 gradient as "another
+# dtype" (tensor() already converts such arrays to this machine's order).
+def test_assigning_data_in_the_other_byte_order_keeps_backward_working():
+    other = ">f8" if np.little_endian else "<f8"
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    tnp.sum(x * x).backward()
+    arr = np.array([3.0, 4.0], dtype=other)
+    x.data = arr
+    assert x.dtype == np.float64 and x.dtype.isnative
+    tnp.sum(x * x).backward()
+    assert np.array_equal(x.grad, [2.0 + 6.0, 4.0 + 8.0])
+    arr[:] = 0.0                                      # a copy: the caller's array is not x's
+    assert np.array_equal(x.data, [3.0, 4.0])
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+# Was wrong: ``loss.backward(retain_graph=True)`` and ``y.backward(gradient=g)``, PyTorch's
+# everyday keywords, raised Python's TypeError (an unexpected keyword argument).
+def test_backward_takes_pytorchs_retain_graph_and_gradient_keywords():
+    torch = _torch()
+    x0 = np.array([0.3, -1.2, 2.0])
+    x = tnp.tensor(x0, requires_grad=True)
+    y = tnp.sin(x) * x
+    y.backward(gradient=np.array([1.0, 2.0, 3.0]), retain_graph=True)
+    y.backward(np.ones(3), retain_graph=False)
+    tx = torch.tensor(x0, requires_grad=True)
+    ty = torch.sin(tx) * tx
+    ty.backward(gradient=torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), retain_graph=True)
+    ty.backward(torch.ones(3, dtype=torch.float64))
+    assert np.allclose(x.grad, tx.grad.numpy(), rtol=1e-14)
+    with pytest.raises(BackwardError, match="seed and gradient"):
+        y.backward(np.ones(3), gradient=np.ones(3))
+
+
+# Was wrong: ``loss.backward(inputs=[w, h])`` (accumulate into those tensors' .grad only,
+# a computed ``h`` too) raised TypeError.
+def test_backward_inputs_accumulates_into_those_tensors_only():
+    torch = _torch()
+    x0, w0 = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    x, w = (tnp.tensor(v, requires_grad=True) for v in (x0, w0))
+    h = x * w
+    grads = tnp.sum(h ** 2).backward(inputs=[w, h])
+    tx, tw = (torch.tensor(v, requires_grad=True) for v in (x0, w0))
+    th = tx * tw
+    (th ** 2).sum().backward(inputs=[tw, th])
+    assert x.grad is None and tx.grad is None
+    assert np.allclose(w.grad, tw.grad.numpy()) and np.allclose(h.grad, th.grad.numpy())
+    assert grads.grad(x) is None and np.allclose(grads.grad(w), tw.grad.numpy())
+    tnp.sum(h ** 2).backward(inputs=w)                     # one Tensor; accumulates
+    assert np.allclose(w.grad, 2 * tw.grad.numpy()) and x.grad is None
+    for bad in ([], [np.ones(2)], [tnp.tensor([1.0, 2.0])], "w"):
+        with pytest.raises(BackwardError, match="inputs"):
+            tnp.sum(h ** 2).backward(inputs=bad)
+
+
+# Was wrong: ``h.retain_grad()`` (PyTorch's way to read a computed tensor's gradient from
+# ``h.grad``) raised AttributeError; so did ``h.retains_grad``.
+@pytest.mark.filterwarnings("ignore:Using backward")
+def test_retain_grad_accumulates_a_computed_tensors_gradient_as_torch():
+    torch = _torch()
+    x0, w0 = np.array([1.0, 2.0]), np.array([3.0, 6.0])
+    x, w = (tnp.tensor(v, requires_grad=True) for v in (x0, w0))
+    h = x * w
+    h.retain_grad()
+    assert h.retains_grad and not x.retains_grad
+    tnp.sum(h * h).backward()
+    tnp.sum(tnp.exp(h * 0.1)).backward()
+    tx, tw = (torch.tensor(v, requires_grad=True) for v in (x0, w0))
+    th = tx * tw
+    th.retain_grad()
+    (th * th).sum().backward(retain_graph=True)
+    torch.exp(th * 0.1).sum().backward()
+    assert np.allclose(h.grad, th.grad.numpy(), rtol=1e-14)
+    assert np.allclose(x.grad, tx.grad.numpy(), rtol=1e-14)
+    x.retain_grad()                                          # a leaf: nothing changes
+    assert x.is_leaf and not x.retains_grad
+    with pytest.raises(BackwardError, match="retain_grad"):
+        tnp.tensor([1.0]).retain_grad()
+    # with create_graph the retained gradient has history, as torch's
+    g = x ** 2
+    g.retain_grad()
+    tnp.sum(g ** 3).backward(create_graph=True)
+    tg = tx ** 2
+    tg.retain_grad()
+    (tg ** 3).sum().backward(create_graph=True)
+    assert isinstance(g.grad, tnp.Tensor) and g.grad.requires_grad and tg.grad.requires_grad
+    assert np.allclose(g.grad.detach().data, tg.grad.detach().numpy())
+
+
+# Was wrong: ``torch.autograd.grad``'s ``materialize_grads`` (zeros for unused inputs),
+# ``only_inputs`` and ``is_grads_batched`` raised Python's TypeError.
+def test_autograd_grad_takes_materialize_grads_as_torch():
+    torch = _torch()
+    x, w = tnp.tensor([1.0, 2.0], requires_grad=True), tnp.tensor([3.0, 4.0], requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    gx, gw = autograd.grad(tnp.sum(x * x), [x, w], materialize_grads=True, only_inputs=True)
+    tgx, tgw = torch.autograd.grad((tx * tx).sum(), [tx, tw], materialize_grads=True)
+    assert np.array_equal(gx.data, tgx.numpy()) and np.array_equal(gw.data, tgw.numpy())
+    assert autograd.grad(tnp.sum(x * x), [x, w], allow_unused=True)[1] is None
+    with pytest.raises(BackwardError, match="allow_unused"):
+        autograd.grad(tnp.sum(x * x), [x, w], materialize_grads=True, allow_unused=False)
+    with pytest.raises(BackwardError, match="is_grads_batched"):
+        autograd.grad(x * x, x, grad_outputs=np.ones((3, 2)), is_grads_batched=True)
+
+
+# Was wrong: ``np.add.at(t, i, v)`` on a tensor that does not require grad (a constant of a
+# recorded op, or ``x.detach()``, which shares ``x``'s array) wrote into the tensor's array
+# (NumPy's ufunc.at ignores the read-only view tidu hands it): the values the recorded op
+# saved changed, and backward gave a wrong gradient with no error.
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum])
+def test_ufunc_at_on_a_tensor_is_refused_and_changes_no_saved_value(ufunc):
+    c = tnp.tensor([[0.0, 1.0], [2.0, 3.0]])
+    w = tnp.tensor(np.ones((2, 2)), requires_grad=True)
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    y = tnp.sum(w * c) + tnp.sum(x * x)
+    for t in (c, x.detach()):
+        with pytest.raises(TensorNotSupportedError, match=f"{ufunc.__name__}.at"):
+            ufunc.at(t, (0,), 5.0)
+    grads = y.backward()
+    assert np.array_equal(grads.grad(w), [[0.0, 1.0], [2.0, 3.0]])
+    assert np.array_equal(grads.grad(x), [2.0, 4.0])
+    assert np.array_equal(c.data, [[0.0, 1.0], [2.0, 3.0]]) and np.array_equal(x.data, [1.0, 2.0])
+    arr = np.zeros(3)                           # a tensor as the values of ufunc.at: NumPy's
+    np.add.at(arr, [0, 0], tnp.tensor([1.0, 2.0]))
+    assert np.array_equal(arr, [3.0, 0.0, 0.0])
