@@ -155,3 +155,32 @@ def test_ufunc_at_on_a_tensor_is_refused_and_changes_no_saved_value(ufunc):
     arr = np.zeros(3)                           # a tensor as the values of ufunc.at: NumPy's
     np.add.at(arr, [0, 0], tnp.tensor([1.0, 2.0]))
     assert np.array_equal(arr, [3.0, 0.0, 0.0])
+
+
+# v += x on a tensor whose values are a view of another's (v = w[1:3], w.T, a reshape) made a
+# new v and left w as it was, where NumPy and PyTorch change w too: a loss built from w lost
+# x's gradient with no error (a no_grad block already refused it)
+@pytest.mark.parametrize("make_view", [lambda w: w[1:3], lambda w: w.reshape(2, 2)[0],
+                                       lambda w: w.reshape(2, 2).T[0]],
+                         ids=["slice", "reshape-row", "transpose-row"])
+def test_augmented_update_of_a_view_is_refused_as_it_would_not_reach_its_base(make_view):
+    torch = pytest.importorskip("torch")
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    w = tnp.tensor(np.zeros(4))
+    v = make_view(w)
+    with pytest.raises(TensorTypeError, match="view of another's"):
+        v += x
+    # what the user meant, written as tidu takes it, gives PyTorch's gradient
+    xt = torch.tensor([1.0, 2.0], requires_grad=True, dtype=torch.float64)
+    wt = torch.zeros(4, dtype=torch.float64)
+    vt = make_view(wt)
+    vt += xt
+    (wt * wt).sum().backward()
+    w = tnp.tensor(np.zeros(4))
+    index = np.arange(4)[np.asarray(make_view(tnp.tensor(np.arange(4.0)))).astype(int)]
+    w = w.at[index].add(x)
+    assert np.allclose((w * w).sum().backward().grad(x), xt.grad.numpy())
+    # a tensor that is not a view still rebinds, as before
+    y = x * 1.0
+    y += x
+    assert np.allclose(y.sum().backward().grad(x), [2.0, 2.0])

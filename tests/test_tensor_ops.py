@@ -230,7 +230,12 @@ def test_log_softmax_linear_rules(transposed, dtype, shape, seed, data):
     axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
     rng = np.random.default_rng(seed)
     t, y = rand(rng, shape, dtype), _log_softmax(rand(rng, shape, dtype), axes)
-    check_op(LogSoftmaxLinear(axes, shape, transposed), t, y, seed=seed)
+    # In float32, t - exp(y) * sum(t) cancels to about eps * |t|, and the finite differences
+    # divide that by a step of ~5e-4 (the checker's noise term sees only the small output):
+    # one stored draw was off by 6.7e-5 against an exact JVP
+    scale = max(1.0, float(np.max(np.abs(t), initial=0)))
+    tolerances = {} if dtype == "float64" else {"atol": 3e-4 * scale}
+    check_op(LogSoftmaxLinear(axes, shape, transposed), t, y, seed=seed, **tolerances)
 
 
 def test_log_softmax_linear_values_in_place_and_into_a_buffer():

@@ -40,7 +40,9 @@ through ``t.data``, copy-on-write:
 - Tensors are immutable otherwise: ``x[i] = v`` and in-place methods raise;
   ``x += y`` makes a new tensor and rebinds ``x`` (as for a Python number), and
   raises where NumPy's in-place update would differ: when another name holds
-  ``x``, or ``x`` is a leaf that requires grad (update it with ``x.data += y``).
+  ``x``, ``x`` is a leaf that requires grad (update it with ``x.data += y``), or
+  ``x``'s values are a view of another tensor's (``x = w[1:3]``, ``w.T``), which
+  NumPy and PyTorch would change too.
 
 The cost on the record path is one attribute test per tensor operand.
 
@@ -383,15 +385,18 @@ class Tensor(ArrayOperators, Frontend):
         """In a ``no_grad`` block, ``x op= y`` is ``x.data op= y``: in place (ops recorded
         before keep the old values), ``x`` stays what it was (a leaf, say); elsewhere
         ``None``: it is recorded as ``x = x op y``."""
+        if is_view(self._data):
+            # PyTorch and NumPy write through a view to its base; tidu's tensors share no
+            # memory, so v op= ... would change v alone. (Whether anyone still sees w cannot
+            # be told: recorded ops hold arrays too, so a view of a dead w is refused as well.)
+            raise TensorTypeError(
+                f"Tensor.{name} on a tensor whose values are a view of another's (v = w[...], "
+                "a reshape or transpose of w): the update would change v alone, not w, where "
+                "NumPy and PyTorch change both; build the new w instead (w = "
+                "w.at[...].add(...), tnp.where, tnp.concatenate), or write v = v + ... "
+                "(v = w[...].copy() in a no_grad block) to update only v")
         if _grad_mode.enabled:
             return None
-        if is_view(self._data):
-            # (PyTorch writes through a view to its base; tidu's tensors share no memory)
-            raise TensorTypeError(
-                f"Tensor.{name} in a no_grad block on a tensor whose values are a view of "
-                "another's (v = w[...], a reshape or transpose of w): the update would "
-                "change v alone, not w, where PyTorch changes both; update w itself "
-                "(w.data[...] op= ...), or take v = w[...].copy() to update only v")
         value = other._data if isinstance(other, Tensor) else other
         handle = self.data
         try:
