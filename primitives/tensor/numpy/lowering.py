@@ -268,6 +268,16 @@ def float_dtype(x) -> np.dtype:
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
 
 
+def _ufunc_float_dtype(x) -> np.dtype:
+    """The dtype NumPy's transcendental ufuncs (``np.exp``...) compute ``x`` in: the smallest
+    float that holds its values (int8, uint8, bool -> float16; int16 -> float32; wider
+    ints and Python ints -> float64), unlike reductions (``np.mean`` of ints is float64)."""
+    dtype = float_dtype(x)
+    if dtype_of(x).kind in "fc" or is_python_scalar(x):
+        return dtype
+    return np.promote_types(dtype_of(x), np.float16)
+
+
 def _agree(first, second=None, *rest) -> bool:
     """Whether two operands (arrays, tensors, tracers) have one shape and one dtype."""
     if type(first) in _REAL_SCALARS or type(second) in _REAL_SCALARS:
@@ -494,7 +504,7 @@ def _unary_float(op):
         elif getattr(getattr(x, "dtype", None), "kind", None) in ("f", "c"):
             return bind(op, x)[0]
         x = operand(x, op.name)
-        return first(bind(op, as_dtype(x, float_dtype(x))))
+        return first(bind(op, as_dtype(x, _ufunc_float_dtype(x))))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."
     return implements(getattr(np, op.name))(fn)
