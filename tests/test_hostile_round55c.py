@@ -38,3 +38,22 @@ def test_transcendental_of_integers_has_numpy_dtype(name: str, dtype: str,
             got = f(tnp.tensor(x)).data
     assert got.dtype == want.dtype, (name, dtype, got.dtype, want.dtype)
     np.testing.assert_array_equal(got, want)
+
+
+# Was wrong: nanmean of complex64 counted its entries in float64, so the mean (and its
+# derivative's tangent) came back complex128, where NumPy keeps complex64.
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float16", "float32", "float64"])
+@pytest.mark.parametrize("axis", [None, 0])
+def test_nanmean_keeps_the_input_dtype(dtype: str, axis: int | None) -> None:
+    """``nanmean``'s value, jitted value, gradient and tangent keep NumPy's dtypes."""
+    x = (np.arange(6.0).reshape(2, 3) + 0.5).astype(dtype)
+    x[0, 1] = np.nan
+    want = np.nanmean(x, axis=axis)
+    got = tnp.nanmean(x, axis=axis)
+    assert got.dtype == want.dtype == x.dtype
+    assert tnp.jit(lambda a: tnp.nanmean(a, axis=axis))(x).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-3)
+    g = tnp.grad(lambda a: tnp.sum(tnp.real(tnp.nanmean(a, axis=axis))))(x)
+    assert g.dtype == x.dtype
+    _, t = tnp.jvp(lambda a: tnp.nanmean(a, axis=axis), (x,), (np.ones_like(x),))
+    assert t.dtype == want.dtype

@@ -718,7 +718,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     if dtype_of(x).kind not in "fc":
         return mean(x, axis, keepdims=keepdims, where=where)
     present = _both(_selection(x, where, "nanmean"), equal(x, x))      # not NaN, selected
-    count_dtype = dtype_of(x) if dtype_of(x).kind == "f" else np.dtype(np.float64)
+    count_dtype = np.finfo(dtype_of(x)).dtype           # complex64 counts in float32
     total = sum(_choose(present, x, 0), axis, keepdims=keepdims)
     return divide(total, sum(as_dtype(present, count_dtype), axis, keepdims=keepdims))
 
