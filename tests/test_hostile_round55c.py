@@ -57,3 +57,76 @@ def test_nanmean_keeps_the_input_dtype(dtype: str, axis: int | None) -> None:
     assert g.dtype == x.dtype
     _, t = tnp.jvp(lambda a: tnp.nanmean(a, axis=axis), (x,), (np.ones_like(x),))
     assert t.dtype == want.dtype
+
+
+def _augmented(op: str, x, y):
+    """``x op= y`` on a fresh local name (so no other holder refuses it)."""
+    z = x * 1
+    if op == "+=":
+        z += y
+    elif op == "-=":
+        z -= y
+    elif op == "*=":
+        z *= y
+    elif op == "/=":
+        z /= y
+    else:
+        z **= y
+    return z
+
+
+UPDATES = [(op, y) for op in ("+=", "-=", "*=", "/=", "**=")
+           for y in (np.full(3, 0.5), np.float64(0.5), np.array(0.5), 0.5)]
+
+
+# Was wrong: x op= y on a float32 tensor or traced value rebound x to the promoted x op y, so
+# float32 `x *= np.float64(0.5)` (or `+= a float64 array`) turned the rest of the program
+# float64, where NumPy's in-place update keeps x's dtype (PyTorch's too).
+@pytest.mark.parametrize("op,y", UPDATES)
+@pytest.mark.parametrize("transform", ["tensor", "jit", "vjp", "vmap"])
+def test_augmented_assignment_keeps_the_dtype_as_numpy(op: str, y, transform: str) -> None:
+    """``x op= y`` has the dtype and values NumPy's in-place update gives."""
+    x = np.array([1.0, 2.0, 4.0], np.float32)
+    want = _augmented(op, x.copy(), y)
+    assert want.dtype == np.float32
+    if transform == "tensor":
+        leaf = tnp.tensor(x, requires_grad=True)
+        got = _augmented(op, leaf, y)
+        tnp.sum(got).backward()
+        assert leaf.grad.dtype == np.float32
+        got = got.data
+    elif transform == "jit":
+        got = tnp.jit(lambda a: _augmented(op, a, y))(x)
+    elif transform == "vjp":
+        got, vjp_fn = tnp.vjp(lambda a: _augmented(op, a, y), x)
+        assert vjp_fn(np.ones(3, np.float32))[0].dtype == np.float32
+    else:
+        got = tnp.vmap(lambda a: _augmented(op, a, y))(np.stack([x, x]))[1]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# Was wrong: where NumPy's in-place update refuses (a complex result into a real x, a float
+# result into an int x, a result broadcast wider than x), x op= y silently made the new
+# dtype or shape.
+@pytest.mark.parametrize("x,y,error", [
+    (np.ones(3, np.float32), 1j, TensorTypeError),
+    (np.ones(3, np.float64), np.ones(3, np.complex64), TensorTypeError),
+    (np.ones(3, np.float64), np.ones((2, 3)), TensorShapeError),
+])
+@pytest.mark.parametrize("transform", ["tensor", "jit"])
+def test_augmented_assignment_refuses_what_numpy_refuses(x, y, error, transform) -> None:
+    """A ``TensorTypeError`` / ``TensorShapeError`` naming the update, as NumPy raises."""
+    with pytest.raises((TypeError, ValueError)):
+        _augmented("+=", x.copy(), y)
+    with pytest.raises(error, match=r"x \+= y"):
+        if transform == "tensor":
+            _augmented("+=", tnp.tensor(x, requires_grad=True), y)
+        else:
+            tnp.jit(lambda a: _augmented("+=", a, y))(x)
+
+
+def test_augmented_true_division_of_integers_is_refused_as_numpy() -> None:
+    """``i /= 2`` on an integer tensor: NumPy cannot cast the float64 quotient back."""
+    with pytest.raises(TensorTypeError, match="same_kind"):
+        _augmented("/=", tnp.tensor(np.arange(3)), 2)
