@@ -130,3 +130,29 @@ def test_augmented_true_division_of_integers_is_refused_as_numpy() -> None:
     """``i /= 2`` on an integer tensor: NumPy cannot cast the float64 quotient back."""
     with pytest.raises(TensorTypeError, match="same_kind"):
         _augmented("/=", tnp.tensor(np.arange(3)), 2)
+
+
+PRODUCTS_WITH_A_NUMBER = {
+    "dot": lambda lib, x, c: lib.dot(x, c),
+    "dot-left": lambda lib, x, c: lib.dot(c, x),
+    "tensordot": lambda lib, x, c: lib.tensordot(x, c, axes=0),
+    "einsum": lambda lib, x, c: lib.einsum("i,->i", x, c),
+}
+
+
+# Was wrong: dot, tensordot and einsum took a Python number as a weak scalar (float32 stayed
+# float32), where NumPy converts it to an array first, as tnp's inner, vdot, kron and cross
+# already did: np.dot(float32_array, 1.5) is float64.
+@pytest.mark.parametrize("name", list(PRODUCTS_WITH_A_NUMBER))
+@pytest.mark.parametrize("number", [1.5, 2, True, 2j, np.float32(2.0)])
+def test_products_take_python_numbers_as_numpy_arrays(name: str, number) -> None:
+    """The value's dtype is NumPy's; the float32 input's gradient stays float32."""
+    fn = PRODUCTS_WITH_A_NUMBER[name]
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    want = fn(np, x, number)
+    got = fn(tnp, x, number)
+    assert got.dtype == want.dtype, (name, number, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want)
+    assert fn(tnp, tnp.tensor(x), number).dtype == want.dtype
+    g = tnp.grad(lambda a: tnp.sum(tnp.real(fn(tnp, a, number))))(x)
+    assert g.dtype == np.float32
