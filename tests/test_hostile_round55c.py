@@ -156,3 +156,18 @@ def test_products_take_python_numbers_as_numpy_arrays(name: str, number) -> None
     assert fn(tnp, tnp.tensor(x), number).dtype == want.dtype
     g = tnp.grad(lambda a: tnp.sum(tnp.real(fn(tnp, a, number))))(x)
     assert g.dtype == np.float32
+
+
+# Was wrong: polyval started Horner's rule from x * 0, which makes a bool x int64, so a
+# float32 polynomial at boolean points came back float64 (NumPy starts from zeros_like(x)).
+@pytest.mark.parametrize("p_dtype", ["float32", "float16", "int64", "complex64"])
+@pytest.mark.parametrize("x", [np.array([True, False]), np.array([1, 2], np.int8),
+                               np.array([0.5, 2.0], np.float32), 2.0, 2, True],
+                         ids=["bool", "int8", "float32", "float", "int", "pybool"])
+def test_polyval_has_numpy_dtype(p_dtype: str, x) -> None:
+    """``polyval``'s value has NumPy's dtype and values for every pairing of dtypes."""
+    p = np.array([1.5, 2.0, 3.0]).astype(p_dtype) if p_dtype != "int64" \
+        else np.array([1, 2, 3])
+    want, got = np.polyval(p, x), tnp.polyval(p, x)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-3)

@@ -408,7 +408,7 @@ def polyval(p, x):
     p, x = operand(p, "polyval"), operand(x, "polyval")
     if len(shape_of(p)) != 1:
         raise TensorShapeError(f"polyval: p must be 1-d, got shape {shape_of(p)}")
-    result = multiply(x, 0)
+    result = multiply(x, False)             # NumPy's zeros_like(x): of x's dtype, bool too
     for i in range(shape_of(p)[0]):
         result = add(multiply(result, x), take(p, i))
     return result
