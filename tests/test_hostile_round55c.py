@@ -171,3 +171,26 @@ def test_polyval_has_numpy_dtype(p_dtype: str, x) -> None:
     want, got = np.polyval(p, x), tnp.polyval(p, x)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+# Was wrong: a function that returns a new array of its input's values when there is
+# nothing to reduce (sum, max, min, amax, amin, nanmax, nanmin, ptp, conj, positive) raised
+# AttributeError ("'float' object has no attribute 'copy'") for a Python number, which
+# NumPy takes as a 0-d array: np.sum(2.5), np.max(3), np.conj(2.5).
+@pytest.mark.parametrize("name", ["sum", "max", "min", "amax", "amin", "nanmax", "nanmin",
+                                  "ptp", "conj", "conjugate", "positive", "nansum", "prod"])
+@pytest.mark.parametrize("number", [3, 2.5, -1.5j, True], ids=["int", "float", "complex", "bool"])
+def test_reductions_of_a_python_number_as_numpy(name: str, number) -> None:
+    """The value and dtype are NumPy's, and the result is a new array."""
+    if (name, type(number)) in {("ptp", complex), ("conj", bool), ("conjugate", bool),
+                                ("positive", bool), ("ptp", bool)}:
+        pytest.skip("tidu refuses complex ptp; NumPy's conj of a bool is int8 and its "
+                    "positive and ptp of a bool errors")
+    want = getattr(np, name)(number)
+    got = getattr(tnp, name)(number)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)
+    x = np.float32(2.5)
+    g = tnp.grad(lambda a: tnp.sum(tnp.real(getattr(tnp, name)(a * number if name != "ptp"
+                                                                 else a))))(x)
+    assert g.dtype == np.float32

@@ -380,8 +380,13 @@ def astype(x, dtype, *, copy: bool = True):
 def new_value(x):
     """``x`` as the result of a function that NumPy makes a new array for (``concatenate`` of
     one array, ``pad`` by nothing): a plain array is copied, so writing to the result does
-    not change the caller's input; a front-end value (immutable) is returned as it is."""
-    return x if isinstance(x, Frontend) else library_of(x).copy(x)
+    not change the caller's input; a front-end value (immutable) is returned as it is, and
+    a Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64)."""
+    if isinstance(x, Frontend):
+        return x
+    if type(x) in _REAL_SCALARS or type(x) is complex:
+        return np.asarray(x)
+    return library_of(x).copy(x)
 
 
 def broadcast_to(x, shape):
