@@ -194,3 +194,22 @@ def test_reductions_of_a_python_number_as_numpy(name: str, number) -> None:
     g = tnp.grad(lambda a: tnp.sum(tnp.real(getattr(tnp, name)(a * number if name != "ptp"
                                                                  else a))))(x)
     assert g.dtype == np.float32
+
+
+# Was wrong: sum with nothing to reduce (axis=(), or a 0-d input) kept an int8/int16/int32/
+# uint8 dtype, where NumPy's sum widens small integers to the platform's integer whatever
+# the axes (only booleans were widened).
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "uint32", "bool"])
+@pytest.mark.parametrize("call", [lambda lib, x: lib.sum(x, axis=()),
+                                  lambda lib, x: lib.sum(x[0, 0]),
+                                  lambda lib, x: lib.sum(x, axis=(), keepdims=True),
+                                  lambda lib, x: lib.nansum(x, axis=())],
+                         ids=["axis=()", "0-d", "keepdims", "nansum"])
+def test_sum_of_small_integers_widens_as_numpy(dtype: str, call) -> None:
+    """``sum``'s dtype is NumPy's, eagerly, on a tensor and under ``jit``."""
+    x = np.array([[1, 2], [3, 4]]).astype(dtype)
+    want = call(np, x)
+    for got in (call(tnp, x), call(tnp, tnp.tensor(x)).data,
+                tnp.jit(lambda a: call(tnp, a))(x)):
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)

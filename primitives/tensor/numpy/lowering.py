@@ -811,6 +811,16 @@ def stack(arrays, axis=0):
 # --- reductions: sum, max, min ------------------------------------------------------------------
 
 
+def _summed_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy's ``sum`` of a boolean or integer ``dtype`` has: the platform's
+    (unsigned) integer where ``dtype`` is narrower."""
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < np.dtype(np.intp).itemsize):
+        return np.dtype(np.intp)
+    if dtype.kind == "u" and dtype.itemsize < np.dtype(np.uintp).itemsize:
+        return np.dtype(np.uintp)
+    return dtype
+
+
 @implements(np.sum)
 def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_VALUE,
         where=NO_VALUE):
@@ -819,8 +829,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     x = operand(x)
     if dtype is not None:
         x = as_dtype(x, dtype)
-    elif dtype_of(x) == np.bool_:                    # NumPy sums booleans as integers
-        x = as_dtype(x, np.int64)
+    elif dtype_of(x).kind in "biu":       # NumPy sums booleans and small integers in the
+        x = as_dtype(x, _summed_dtype(dtype_of(x)))     # platform's integer, no axes too
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "sum")
