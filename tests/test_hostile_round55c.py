@@ -8,6 +8,7 @@ import pytest
 
 import primitives.tensor as tnp
 from primitives.tensor import TensorShapeError, TensorTypeError
+from tidu import TiduError
 
 SMALL_INTS = ("int8", "uint8", "bool", "int16", "uint16", "int32", "int64")
 
@@ -213,3 +214,24 @@ def test_sum_of_small_integers_widens_as_numpy(dtype: str, call) -> None:
                 tnp.jit(lambda a: call(tnp, a))(x)):
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         np.testing.assert_array_equal(got, want)
+
+
+# Was wrong: negative, subtract and sign of booleans (a bool tensor, under jit, or x - y of
+# two bool tensors) raised NumPy's own TypeError from inside the op, a plain TypeError
+# naming no tnp function; NumPy refuses them too, so tidu refuses them with a TiduError.
+@pytest.mark.parametrize("name,call", [
+    ("negative", lambda x: tnp.negative(x)), ("negative", lambda x: -x),
+    ("subtract", lambda x: tnp.subtract(x, x)), ("subtract", lambda x: x - True),
+    ("sign", lambda x: tnp.sign(x))])
+@pytest.mark.parametrize("transform", ["eager", "tensor", "jit"])
+def test_boolean_arithmetic_numpy_refuses_is_a_tidu_error(name: str, call,
+                                                          transform: str) -> None:
+    """A ``TensorTypeError`` naming the function."""
+    b = np.array([True, False])
+    with pytest.raises(TiduError, match=name):
+        if transform == "eager":
+            getattr(tnp, name)(*([b, b] if name == "subtract" else [b]))
+        elif transform == "tensor":
+            call(tnp.tensor(b))
+        else:
+            tnp.jit(call)(b)

@@ -526,7 +526,11 @@ sqrt = _unary_float(ew.sqrt)
 @implements(np.negative)
 def negative(x):
     """``np.negative``."""
-    return first(bind(ew.neg, operand(x)))
+    x = operand(x, "negative")
+    if dtype_of(x).kind == "b":
+        raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
+                              "tnp.logical_not (~x)")
+    return first(bind(ew.neg, x))
 
 
 @implements(np.positive)
@@ -555,6 +559,10 @@ def add(x, y):
 @implements(np.subtract)
 def subtract(x, y):
     """``np.subtract``."""
+    x, y = operand(x, "subtract"), operand(y, "subtract")
+    if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
+        raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
+                              "use tnp.logical_xor (x ^ y)")
     return elementwise(ew.sub, x, y)
 
 
