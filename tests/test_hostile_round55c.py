@@ -235,3 +235,25 @@ def test_boolean_arithmetic_numpy_refuses_is_a_tidu_error(name: str, call,
             call(tnp.tensor(b))
         else:
             tnp.jit(call)(b)
+
+
+# Was wrong: mean (and average, which calls it) of float16 summed in float16, so the mean of
+# 1e5 ones was inf (the float16 sum overflows at 65504); NumPy sums float16 in float32 and
+# casts the mean back to float16 (so do JAX and PyTorch).
+@pytest.mark.parametrize("make", [lambda: np.ones(100_000, np.float16),
+                                  lambda: np.random.default_rng(0).uniform(0, 2, (300, 400))
+                                  .astype(np.float16)], ids=["ones", "uniform"])
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 0}, {"keepdims": True}],
+                         ids=["all", "axis0", "keepdims"])
+def test_float16_mean_uses_numpy_float32_intermediates(make, kwargs: dict) -> None:
+    """``mean`` of float16 equals NumPy's bit for bit (eager, jit, tensor); float16 grad."""
+    x = make()
+    want = np.mean(x, **kwargs)
+    for got in (tnp.mean(x, **kwargs), tnp.jit(lambda a: tnp.mean(a, **kwargs))(x),
+                tnp.mean(tnp.tensor(x), **kwargs).data):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tnp.average(x, axis=kwargs.get("axis")),
+                                  np.average(x, axis=kwargs.get("axis")))
+    g = tnp.grad(lambda a: tnp.sum(tnp.mean(a, **kwargs)))(x)
+    assert g.dtype == np.float16 and np.isfinite(g).all()
