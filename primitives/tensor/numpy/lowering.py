@@ -268,6 +268,16 @@ def float_dtype(x) -> np.dtype:
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
 
 
+def _ufunc_float_dtype(x) -> np.dtype:
+    """The dtype NumPy's transcendental ufuncs (``np.exp``...) compute ``x`` in: the smallest
+    float that holds its values (int8, uint8, bool -> float16; int16 -> float32; wider
+    ints and Python ints -> float64), unlike reductions (``np.mean`` of ints is float64)."""
+    dtype = float_dtype(x)
+    if dtype_of(x).kind in "fc" or is_python_scalar(x):
+        return dtype
+    return np.promote_types(dtype_of(x), np.float16)
+
+
 def _agree(first, second=None, *rest) -> bool:
     """Whether two operands (arrays, tensors, tracers) have one shape and one dtype."""
     if type(first) in _REAL_SCALARS or type(second) in _REAL_SCALARS:
@@ -370,8 +380,13 @@ def astype(x, dtype, *, copy: bool = True):
 def new_value(x):
     """``x`` as the result of a function that NumPy makes a new array for (``concatenate`` of
     one array, ``pad`` by nothing): a plain array is copied, so writing to the result does
-    not change the caller's input; a front-end value (immutable) is returned as it is."""
-    return x if isinstance(x, Frontend) else library_of(x).copy(x)
+    not change the caller's input; a front-end value (immutable) is returned as it is, and
+    a Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64)."""
+    if isinstance(x, Frontend):
+        return x
+    if type(x) in _REAL_SCALARS or type(x) is complex:
+        return np.asarray(x)
+    return library_of(x).copy(x)
 
 
 def broadcast_to(x, shape):
@@ -494,7 +509,7 @@ def _unary_float(op):
         elif getattr(getattr(x, "dtype", None), "kind", None) in ("f", "c"):
             return bind(op, x)[0]
         x = operand(x, op.name)
-        return first(bind(op, as_dtype(x, float_dtype(x))))
+        return first(bind(op, as_dtype(x, _ufunc_float_dtype(x))))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"``np.{op.name}``, differentiable."
     return implements(getattr(np, op.name))(fn)
@@ -511,7 +526,11 @@ sqrt = _unary_float(ew.sqrt)
 @implements(np.negative)
 def negative(x):
     """``np.negative``."""
-    return first(bind(ew.neg, operand(x)))
+    x = operand(x, "negative")
+    if dtype_of(x).kind == "b":
+        raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
+                              "tnp.logical_not (~x)")
+    return first(bind(ew.neg, x))
 
 
 @implements(np.positive)
@@ -540,6 +559,10 @@ def add(x, y):
 @implements(np.subtract)
 def subtract(x, y):
     """``np.subtract``."""
+    x, y = operand(x, "subtract"), operand(y, "subtract")
+    if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
+        raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
+                              "use tnp.logical_xor (x ^ y)")
     return elementwise(ew.sub, x, y)
 
 
@@ -796,6 +819,16 @@ def stack(arrays, axis=0):
 # --- reductions: sum, max, min ------------------------------------------------------------------
 
 
+def _summed_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy's ``sum`` of a boolean or integer ``dtype`` has: the platform's
+    (unsigned) integer where ``dtype`` is narrower."""
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < np.dtype(np.intp).itemsize):
+        return np.dtype(np.intp)
+    if dtype.kind == "u" and dtype.itemsize < np.dtype(np.uintp).itemsize:
+        return np.dtype(np.uintp)
+    return dtype
+
+
 @implements(np.sum)
 def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_VALUE,
         where=NO_VALUE):
@@ -804,8 +837,8 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
     x = operand(x)
     if dtype is not None:
         x = as_dtype(x, dtype)
-    elif dtype_of(x) == np.bool_:                    # NumPy sums booleans as integers
-        x = as_dtype(x, np.int64)
+    elif dtype_of(x).kind in "biu":       # NumPy sums booleans and small integers in the
+        x = as_dtype(x, _summed_dtype(dtype_of(x)))     # platform's integer, no axes too
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape), "sum")

@@ -161,7 +161,10 @@ fabs = _unary(ew.abs_real, np.fabs, "real only; derivative sign(x), 0 at 0 (as t
 @implements(np.sign)
 def sign(x):
     """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
-    x = operand(x)
+    x = operand(x, "sign")
+    if dtype_of(x).kind == "b":
+        raise TensorTypeError("sign: input of dtype bool is not supported (NumPy's sign has no "
+                              "loop for it)")
     if not np.issubdtype(dtype_of(x), np.complexfloating):
         return first(bind(ew.sign, x))
     magnitude = _abs(x)
@@ -408,7 +411,7 @@ def polyval(p, x):
     p, x = operand(p, "polyval"), operand(x, "polyval")
     if len(shape_of(p)) != 1:
         raise TensorShapeError(f"polyval: p must be 1-d, got shape {shape_of(p)}")
-    result = multiply(x, 0)
+    result = multiply(x, False)             # NumPy's zeros_like(x): of x's dtype, bool too
     for i in range(shape_of(p)[0]):
         result = add(multiply(result, x), take(p, i))
     return result

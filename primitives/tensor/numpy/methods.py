@@ -35,11 +35,11 @@ import sys
 import numpy as np
 
 from primitives.tensor.backends import to_host
-from primitives.tensor.core import data_of
+from primitives.tensor.core import data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import array_function, array_ufunc, constant_data
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (abs, add, astype, conj, conjugate, divide, equal,
+from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, conj, conjugate, divide, equal,
                                               greater, greater_equal, imag, is_array_like, less,
                                               less_equal, max, min, multiply, negative,
                                               not_equal, positive, power, real, reshape,
@@ -227,8 +227,29 @@ def _augmented(f, name: str):
                 f"value, and another name (a caller's variable, a list, an attribute) still "
                 f"holds the old one, which NumPy would have changed in place; write "
                 f"x = x {symbol[:-1]} ... and pass the result on")
-        return binary(self, other)
+        return _as_numpy_updates(self, binary(self, other), symbol)
     return method
+
+
+def _as_numpy_updates(x, result, symbol: str):
+    """``result`` of ``x op= y`` in ``x``'s dtype and shape, as NumPy's in-place update keeps
+    them (float32 ``x *= np.float64(0.5)`` stays float32; a float32 program must not turn
+    float64 here); where NumPy refuses (a cast that is not ``same_kind``, a result wider
+    than ``x``), a ``TensorTypeError`` / ``TensorShapeError`` as NumPy's error."""
+    old, new = dtype_of(x), dtype_of(result)
+    if tuple(shape_of(result)) != tuple(shape_of(x)):
+        raise TensorShapeError(
+            f"x {symbol} y: the result has shape {tuple(shape_of(result))}, but x has shape "
+            f"{tuple(shape_of(x))}, which NumPy's in-place update keeps (non-broadcastable "
+            f"output operand); write x = x {symbol[:-1]} y for a new array")
+    if new != old:
+        if not np.can_cast(new, old, casting="same_kind"):
+            raise TensorTypeError(
+                f"x {symbol} y: the result has dtype {new}, which NumPy cannot cast to x's "
+                f"dtype {old} in place (casting rule 'same_kind'); write x = x "
+                f"{symbol[:-1]} y for a new array of dtype {new}")
+        result = as_dtype(result, old)
+    return result
 
 
 _AUGMENTED_SYMBOLS = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",

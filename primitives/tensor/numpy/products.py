@@ -4,8 +4,8 @@
 
 Each is a composition of ``dot_general``, ``multiply``, ``reshape`` and indexing,
 so it differentiates in every argument and to any order. As in NumPy, Python
-numbers are arrays to ``inner``, ``vdot``, ``kron`` and ``cross``
-(``inner(2.0, float32_array)`` is float64), and only
+numbers are arrays to ``dot``, ``tensordot``, ``einsum``, ``inner``, ``vdot``, ``kron``
+and ``cross`` (``inner(2.0, float32_array)`` is float64), and only
 ``vdot`` conjugates (its first argument); complex gradients follow tidu's
 convention (the adjoint under ``Re<a, b>``, the conjugate of JAX's).
 
@@ -83,7 +83,7 @@ def matmul(x, y):
 def dot(a, b):
     """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
     the sum over the last axis of ``a`` and the second-to-last of ``b``."""
-    a, b = operand(a), operand(b)
+    a, b = _array(a, "dot"), _array(b, "dot")
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         return multiply(a, b)
@@ -97,7 +97,7 @@ def dot(a, b):
 @implements(np.tensordot)
 def tensordot(a, b, axes=2):
     """``np.tensordot``."""
-    a, b = operand(a), operand(b)
+    a, b = _array(a, "tensordot"), _array(b, "tensordot")
     sa, sb = shape_of(a), shape_of(b)
     if isinstance(axes, numbers.Integral):
         n = int(axes)
@@ -203,7 +203,7 @@ def einsum(subscripts: str, *operands, optimize=None):
         subscripts, operands = einsum_subscripts(subscripts, *operands)
     if not operands:
         raise TensorShapeError("einsum: no operands given")
-    operands, _ = promoted(*operands)
+    operands, _ = promoted(*[_array(x, "einsum") for x in operands])
     terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
     # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
     sizes: dict = {}

@@ -393,6 +393,10 @@ def mean(x, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=NO
     """``np.mean`` (``where=`` averages the selected elements only)."""
     no_out(out, "mean")
     x = operand(x)
+    if dtype is None and dtype_of(x) == np.float16:
+        # NumPy's float32 intermediates: a float16 sum of 1e5 ones is inf, their mean 1.0
+        return as_dtype(mean(as_dtype(x, np.float32), axis, None, None, keepdims,
+                             where=where), np.float16)
     x = as_dtype(x, dtype if dtype is not None else float_dtype(x))
     if where is not NO_VALUE:
         selected = broadcast_to(operand(where, "mean"), shape_of(x))
@@ -718,7 +722,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     if dtype_of(x).kind not in "fc":
         return mean(x, axis, keepdims=keepdims, where=where)
     present = _both(_selection(x, where, "nanmean"), equal(x, x))      # not NaN, selected
-    count_dtype = dtype_of(x) if dtype_of(x).kind == "f" else np.dtype(np.float64)
+    count_dtype = np.finfo(dtype_of(x)).dtype           # complex64 counts in float32
     total = sum(_choose(present, x, 0), axis, keepdims=keepdims)
     return divide(total, sum(as_dtype(present, count_dtype), axis, keepdims=keepdims))
 
