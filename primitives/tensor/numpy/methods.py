@@ -39,9 +39,9 @@ from primitives.tensor.core import data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import array_function, array_ufunc, constant_data
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, conj, conjugate, divide, equal,
-                                              greater, greater_equal, imag, is_array_like, less,
-                                              less_equal, max, min, multiply, negative,
+from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, conj, conjugate, divide,
+                                              equal, greater, greater_equal, imag, is_array_like,
+                                              less, less_equal, max, min, multiply, negative,
                                               not_equal, positive, power, real, reshape,
                                               subtract, sum, transpose)
 from primitives.tensor.numpy.manipulation import (IndexUpdates, copy, diagonal, ndim, ravel,
