@@ -912,6 +912,13 @@ def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> 
 
 
 def _check_scalar(out, f, transform: str, holomorphic: bool = False):
+    if out is None or isinstance(out, (tuple, list, dict)):
+        # np.shape of a ragged tuple raises NumPy's ValueError; name the container instead
+        hint = (" (to return auxiliary data beside the value, pass has_aux=True)"
+                if isinstance(out, (tuple, list)) else "")
+        kind = "complex" if holomorphic else "real floating point"
+        raise FunctionalError(f"{transform}: {function_name(f)} must return a {kind} scalar; "
+                              f"it returned a {type(out).__name__}{hint}")
     if holomorphic:
         if shape_of(out) != () or dtype_of(out).kind != "c":
             raise FunctionalError(f"{transform} with holomorphic=True: {function_name(f)} must "
