@@ -22,3 +22,17 @@ def test_grad_of_a_container_output_names_grad(transform, result) -> None:
     with pytest.raises(tidu.TiduError, match="grad: .* must return a real floating point "
                                              "scalar; it returned a (tuple|list|dict)"):
         transform(result)(np.arange(3.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: tnp.grad(f), lambda f: tnp.value_and_grad(f), lambda f: tnp.jacfwd(f),
+    lambda f: tnp.jacrev(f), lambda f: tnp.hessian(f), lambda f: tnp.vmap(f),
+    lambda f: tnp.jit(f), lambda f: tnp.custom_jvp(f), lambda f: tnp.custom_vjp(f),
+    lambda f: tnp.jvp(f, (np.ones(2),), (np.ones(2),)), lambda f: tnp.vjp(f, np.ones(2)),
+    lambda f: tnp.hvp(f, (np.ones(2),), (np.ones(2),)),
+])
+def test_a_transform_of_a_non_callable_names_the_transform(make) -> None:
+    # grad(3)(x), jit(3)(x), ... raised Python's "'int' object is not callable" at the
+    # call (no TiduError, no transform named); JAX refuses when the transform is made
+    with pytest.raises(tidu.TiduError, match="expected a callable function, got 3"):
+        make(3)(np.ones(2))

@@ -121,8 +121,8 @@ from primitives.tensor.transforms.closure import (Guard, external_values, is_arr
                                                    unstaged)
 from primitives.tensor.transforms.fresh import memory_of
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     is_differentiated, vjp)
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_callable,
+                                                     check_output, is_differentiated, vjp)
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,
@@ -165,6 +165,7 @@ class _CustomFunction:
     kind = "custom"
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        check_callable(fun, type(self).__name__)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))

@@ -63,7 +63,7 @@ from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
-                                                     check_output, in_library_of,
+                                                     check_callable, check_output, in_library_of,
                                                      is_differentiated, weakened)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
@@ -117,6 +117,7 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     >>> scale(np.array([1.0]), how="same")
     array([1.])
     """
+    check_callable(f, "jit")
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
     if memory_budget is not None and (not isinstance(memory_budget, numbers.Integral)

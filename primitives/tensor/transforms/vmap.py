@@ -35,8 +35,8 @@ from tidu.graph import Input
 from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     function_name, in_library_of,
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_callable,
+                                                     check_output, function_name, in_library_of,
                                                      is_differentiated, keepable, result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
@@ -70,6 +70,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ...     {"w": np.array([1.0, 2.0]), "b": np.array(10.0)})
     array([10., 20.])
     """
+    check_callable(f, "vmap")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
