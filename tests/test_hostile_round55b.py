@@ -36,3 +36,19 @@ def test_a_transform_of_a_non_callable_names_the_transform(make) -> None:
     # call (no TiduError, no transform named); JAX refuses when the transform is made
     with pytest.raises(tidu.TiduError, match="expected a callable function, got 3"):
         make(3)(np.ones(2))
+
+
+def test_jax_hint_arguments_of_jit_and_vmap_are_taken() -> None:
+    # jax.jit(f, donate_argnums=0) and jax.vmap(f, axis_name="batch"), common in JAX
+    # training code, raised Python's TypeError (unexpected keyword argument); they are
+    # hints with nothing to do here, and a donated argument still never aliases a result
+    x = np.arange(3.0)
+    step = tnp.jit(lambda a, b: (a, a * b), donate_argnums=(0,), donate_argnames="b",
+                   keep_unused=True, inline=True)
+    out, scaled = step(x, 2.0)
+    assert not np.shares_memory(out, x) and np.array_equal(scaled, 2.0 * x)
+    per_row = tnp.vmap(tnp.grad(lambda r: tnp.sum(r ** 2)), axis_name="batch",
+                       spmd_axis_name=None)(np.ones((2, 3)))
+    assert np.array_equal(per_row, np.full((2, 3), 2.0))
+    with pytest.raises(tidu.TiduError, match="jit of .*donate_argnums must be an int"):
+        tnp.jit(lambda a: a, donate_argnums="a")

@@ -46,7 +46,8 @@ __all__ = ["vmap"]
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+         axis_size: int | None = None, axis_name: Any = None,
+         spmd_axis_name: Any = None) -> Callable:
     """``f`` mapped over a batch axis of its arguments (``jax.vmap``'s semantics).
 
     ``in_axes``: an int, ``None``, or a tuple with one entry per positional
@@ -55,6 +56,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ``out_axes`` likewise for the result. Negative axes count from the end.
     Keyword arguments are batched along axis 0. ``axis_size`` (as in JAX) gives the
     batch size: needed when no argument is batched, checked against them otherwise.
+    ``axis_name`` and ``spmd_axis_name`` are taken so that JAX code runs; tidu has no
+    collectives (``psum`` and the like) that would read them, so they change nothing.
     ``f`` runs once per call (Python
     control flow and what ``f`` closes over are read at each call); the batched
     program is made and compiled once per structure of that trace, so a later call of
