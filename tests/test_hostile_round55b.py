@@ -52,3 +52,54 @@ def test_jax_hint_arguments_of_jit_and_vmap_are_taken() -> None:
     assert np.array_equal(per_row, np.full((2, 3), 2.0))
     with pytest.raises(tidu.TiduError, match="jit of .*donate_argnums must be an int"):
         tnp.jit(lambda a: a, donate_argnums="a")
+
+
+def _side_channel_custom_vjp():
+    """A custom_vjp whose fwd hands a value to bwd through a global dict, not residuals."""
+    store: dict = {}
+
+    @tnp.custom_vjp
+    def f(a):
+        return tnp.sin(a)
+
+    def fwd(a):
+        store["a"] = a
+        return tnp.sin(a), None
+
+    def bwd(_, ct):
+        return (ct * tnp.cos(store["a"]),)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit_grad", "vmap_grad"])
+def test_custom_vjp_fwd_passing_values_to_bwd_outside_residuals_raises(transform) -> None:
+    # bwd is traced once and reads its closure when a program starts, before fwd runs
+    # (and a jit program whose outputs do not need f's value never runs fwd): jit(grad)
+    # at 2x gave the gradient at x, vmap(grad) the first example's for every example
+    f = _side_channel_custom_vjp()
+    loss_grad = tnp.grad(lambda a: tnp.sum(f(a)))
+    x = np.array([0.3, 0.7, 1.1])
+    run = {"grad": lambda: loss_grad(x),
+           "jit_grad": lambda: (tnp.jit(loss_grad)(x), tnp.jit(loss_grad)(2 * x)),
+           "vmap_grad": lambda: tnp.vmap(loss_grad)(np.stack([x, 2 * x]))}[transform]
+    with pytest.raises(tidu.TiduError, match=r"fwd rule \S*fwd of custom_vjp function \S*f "
+                                             r"binds an array where its bwd rule \S*bwd reads"):
+        run()
+
+
+def test_custom_vjp_bwd_reading_a_global_array_still_reads_it_each_call() -> None:
+    # the check above must not refuse a pure fwd whose bwd reads an outside array
+    scale = {"w": np.array([1.0, 2.0, 3.0])}
+
+    @tnp.custom_vjp
+    def f(a):
+        return tnp.sin(a)
+
+    f.defvjp(lambda a: (tnp.sin(a), tnp.cos(a)), lambda c, ct: (ct * c * scale["w"],))
+    step = tnp.jit(tnp.vmap(tnp.grad(lambda a: tnp.sum(f(a)))))
+    xs = np.array([[0.3, 0.7, 1.1], [0.1, 0.2, 0.3]])
+    np.testing.assert_allclose(step(xs), np.cos(xs) * scale["w"])
+    scale["w"] = np.array([4.0, 5.0, 6.0])
+    np.testing.assert_allclose(step(xs), np.cos(xs) * scale["w"])

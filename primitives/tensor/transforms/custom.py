@@ -70,7 +70,9 @@ each time the rule is used, so writing into them or rebinding them changes the
 next derivative (a change the traced graph cannot follow traces the rule
 again). A function or rule that closes over
 a ``Tensor`` or traced value raises (its derivative would be lost); pass it as an
-argument. Rules are checked when traced: structures, shapes and dtypes (the
+argument. So does a ``fwd`` that binds an array where ``bwd`` reads it from outside (a
+global dict, its closure): the traced ``bwd`` would read another call's value; pass it
+in the residuals. Rules are checked when traced: structures, shapes and dtypes (the
 ``out`` of ``jvp_fn`` and ``fwd`` must be like ``f``'s result), and linearity
 (zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
 results, and every op the rule applies to its tangents or cotangents must be
@@ -722,7 +724,8 @@ class _VJPRule(_Rule):
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
         self.fwd_fn, self.bwd_fn = custom.fwd, custom.bwd
-        outs, self.out_tree, residuals, self.res_tree = self._fwd(data)
+        self._bwd_readers = None             # reads of the arrays bwd holds (_bwd_outside)
+        outs, self.out_tree, residuals, self.res_tree = self._fwd(data, first=True)
         outs = self._arrays(outs, self.out_tree, self.out_tree, None, "fwd's out")
         residuals = self._arrays(residuals, self.res_tree, self.res_tree, None,
                                  "fwd's residuals")
@@ -735,9 +738,19 @@ class _VJPRule(_Rule):
         self._pending["residuals"] = data    # fwd's derivative at its arrays
         self.op = CustomVJPCall(self)
 
-    def _fwd(self, inputs: list) -> tuple:
+    def _fwd(self, inputs: list, first: bool = False) -> tuple:
         fwd = self.fwd_fn
+        before = self._bwd_outside(first)
         pair = fwd(*self.args(inputs))
+        after = self._bwd_outside(first)
+        if (after - before) if first else any(a is not b for a, b in zip(before, after)):
+            # bwd is traced once and reads its closure when a program starts, and a jit
+            # program may not run fwd at all: it would read another call's value, silently
+            raise FunctionalError(
+                f"the fwd rule {_name(fwd)} of custom_vjp function {self.name} binds an array "
+                f"where its bwd rule {_name(self.bwd_fn)} reads it from outside (its closure, "
+                "a global or an attribute): bwd would read the value of another call or "
+                "example; pass it from fwd to bwd in the residuals")
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise FunctionalError(f"the fwd rule {_name(fwd)} of custom_vjp function "
                                   f"{self.name} must return a pair (out, residuals), got "
@@ -745,6 +758,19 @@ class _VJPRule(_Rule):
         outs, out_tree = tree_flatten(pair[0])
         residuals, res_tree = tree_flatten(pair[1])
         return outs, out_tree, residuals, res_tree
+
+    def _bwd_outside(self, first: bool):
+        """What ``bwd`` reads from outside now. At the first call, the memory of those
+        arrays, their paths found anew (a path ``fwd`` creates, such as a new key of a
+        global dict, is seen too); later, the values at the paths found then (cheap)."""
+        if first:
+            return {_array_memory(ref.value)
+                    for ref in external_values(self.bwd_fn, warn=False)} - {None}
+        readers = self._bwd_readers
+        if readers is None:
+            readers = self._bwd_readers = [ref.read for ref in external_values(
+                self.bwd_fn, warn=False) if _array_memory(ref.value) is not None]
+        return [read() for read in readers]
 
     @_on_plain_values
     def run(self, inputs: list) -> list:
