@@ -103,3 +103,23 @@ def test_custom_vjp_bwd_reading_a_global_array_still_reads_it_each_call() -> Non
     np.testing.assert_allclose(step(xs), np.cos(xs) * scale["w"])
     scale["w"] = np.array([4.0, 5.0, 6.0])
     np.testing.assert_allclose(step(xs), np.cos(xs) * scale["w"])
+
+
+def test_custom_jvp_function_passing_values_to_its_rule_outside_arguments_raises() -> None:
+    # the same for custom_jvp: f wrote cos(a) into a global that the JVP rule read, and
+    # jit(grad) at 2x gave the gradient at x (f's value was not needed, so f never ran)
+    store: dict = {}
+
+    @tnp.custom_jvp
+    def f(a):
+        store["c"] = np.cos(a)
+        return np.sin(a)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), tangents[0] * store["c"]
+
+    step = tnp.jit(tnp.grad(lambda a: tnp.sum(f(a))))
+    with pytest.raises(tidu.TiduError, match=r"custom_jvp function \S*f binds an array where "
+                                             r"its JVP rule \S*f_jvp reads it"):
+        step(np.array([0.3, 0.7, 1.1]))
