@@ -72,7 +72,8 @@ again). A function or rule that closes over
 a ``Tensor`` or traced value raises (its derivative would be lost); pass it as an
 argument. So does an ``f`` or ``fwd`` that binds an array where the JVP rule or
 ``bwd`` reads it from outside (a global dict, its closure): the traced rule would read
-another call's value; pass it in the residuals (or as an argument). Rules are checked when traced: structures, shapes and dtypes (the
+another call's value; pass it in the residuals (or as an argument). Rules are
+checked when traced: structures, shapes and dtypes (the
 ``out`` of ``jvp_fn`` and ``fwd`` must be like ``f``'s result), and linearity
 (zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
 results, and every op the rule applies to its tangents or cotangents must be
