@@ -70,7 +70,10 @@ each time the rule is used, so writing into them or rebinding them changes the
 next derivative (a change the traced graph cannot follow traces the rule
 again). A function or rule that closes over
 a ``Tensor`` or traced value raises (its derivative would be lost); pass it as an
-argument. Rules are checked when traced: structures, shapes and dtypes (the
+argument. So does an ``f`` or ``fwd`` that binds an array where the JVP rule or
+``bwd`` reads it from outside (a global dict, its closure): the traced rule would read
+another call's value; pass it in the residuals (or as an argument). Rules are
+checked when traced: structures, shapes and dtypes (the
 ``out`` of ``jvp_fn`` and ``fwd`` must be like ``f``'s result), and linearity
 (zero tangents must give a zero ``tangent_out``, a zero cotangent zero ``bwd``
 results, and every op the rule applies to its tangents or cotangents must be
@@ -121,8 +124,8 @@ from primitives.tensor.transforms.closure import (Guard, external_values, is_arr
                                                    unstaged)
 from primitives.tensor.transforms.fresh import memory_of
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     is_differentiated, vjp)
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_callable,
+                                                     check_output, is_differentiated, vjp)
 from primitives.tensor.ops.custom import (
     CustomJVPCall,
     CustomVJPCall,
@@ -165,6 +168,7 @@ class _CustomFunction:
     kind = "custom"
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        check_callable(fun, type(self).__name__)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
@@ -416,6 +420,7 @@ class _Rule:
         self._pending: dict = {}             # rule name -> what its _trace_<name> reads
         self._guards: dict = {}              # rule name -> (Guard, the constants it reads)
         self._outside: dict = {}             # f or fwd -> readers of the arrays it holds
+        self._rule_readers: dict = {}        # jvp_fn or bwd -> the same (_rule_outside)
 
     # --- the traced rules, made on demand -----------------------------------------------
 
@@ -532,6 +537,37 @@ class _Rule:
                     f"{shape_of(value)} and dtype {dtype_of(value)}, expected {shape} and "
                     f"{dtype} (the first call's, for these argument types)")
 
+    def _call_checked(self, function, args, what: str, rule, rule_what: str, hint: str,
+                      first: bool):
+        """``function(*args)`` (``f`` or ``fwd``), refused if it binds an array where ``rule``
+        (the JVP rule or ``bwd``) reads it from outside: the traced rule reads its closure
+        when a program starts, and a jit program may not run ``function`` at all, so it
+        would read another call's (or example's) value, silently."""
+        before = self._rule_outside(rule, first)
+        result = function(*args)
+        after = self._rule_outside(rule, first)
+        if (after - before) if first else any(a is not b for a, b in zip(before, after)):
+            raise FunctionalError(
+                f"the {what} {_name(function)} of {self.kind} function {self.name} binds an "
+                f"array where its {rule_what} {_name(rule)} reads it from outside (its closure, "
+                f"a global or an attribute): the {rule_what} would read the value of another "
+                f"call or example; pass it {hint}")
+        return result
+
+    def _rule_outside(self, rule, first: bool):
+        """What ``rule`` reads from outside now. At the first call, the memory of those
+        arrays, their paths found anew (a path the function creates, such as a new key of a
+        global dict, is seen too); later, the values at the paths found then (cheap)."""
+        if first:
+            return {_array_memory(ref.value)
+                    for ref in external_values(rule, warn=False)} - {None}
+        readers = self._rule_readers.get(rule)
+        if readers is None:
+            readers = self._rule_readers[rule] = [
+                ref.read for ref in external_values(rule, warn=False)
+                if _array_memory(ref.value) is not None]
+        return [read() for read in readers]
+
     def _outside_arrays(self, function) -> set:
         """The memory (:func:`.fresh.memory_of`) of the arrays ``function`` (``f`` or
         ``fwd``) reads from outside now: its closure, globals, attributes (:mod:`.closure`;
@@ -641,15 +677,20 @@ class _JVPRule(_Rule):
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
         self.jvp_fn = custom.jvp
-        out_leaves, self.out_tree = tree_flatten(custom.fun(*self.args(data)))
+        out_leaves, self.out_tree = tree_flatten(self._f(data, first=True))
         outs = self._arrays(out_leaves, self.out_tree, self.out_tree, None, "its result")
         self.out_avals = [(shape_of(o), dtype_of(o)) for o in outs]
         self._pending["jvp"] = data          # the rule is traced at the first call's arrays
         self.op = CustomJVPCall(self)
 
+    def _f(self, inputs: list, first: bool = False):
+        return self._call_checked(self.custom.fun, self.args(inputs), "function", self.jvp_fn,
+                                  "JVP rule", "as an argument, or compute it in the JVP rule",
+                                  first)
+
     @_on_plain_values
     def run(self, inputs: list) -> list:
-        leaves, tree = tree_flatten(self.custom.fun(*self.args(inputs)))
+        leaves, tree = tree_flatten(self._f(inputs))
         return self._own_results(
             self._arrays(leaves, tree, self.out_tree, self.out_avals, "its result"), inputs,
             self.custom.fun)
@@ -721,7 +762,7 @@ class _VJPRule(_Rule):
     def __init__(self, custom, in_tree: TreeDef, data: list, static: tuple) -> None:
         super().__init__(custom, in_tree, data, static)
         self.fwd_fn, self.bwd_fn = custom.fwd, custom.bwd
-        outs, self.out_tree, residuals, self.res_tree = self._fwd(data)
+        outs, self.out_tree, residuals, self.res_tree = self._fwd(data, first=True)
         outs = self._arrays(outs, self.out_tree, self.out_tree, None, "fwd's out")
         residuals = self._arrays(residuals, self.res_tree, self.res_tree, None,
                                  "fwd's residuals")
@@ -734,9 +775,10 @@ class _VJPRule(_Rule):
         self._pending["residuals"] = data    # fwd's derivative at its arrays
         self.op = CustomVJPCall(self)
 
-    def _fwd(self, inputs: list) -> tuple:
+    def _fwd(self, inputs: list, first: bool = False) -> tuple:
         fwd = self.fwd_fn
-        pair = fwd(*self.args(inputs))
+        pair = self._call_checked(fwd, self.args(inputs), "fwd rule", self.bwd_fn, "bwd rule",
+                                  "from fwd to bwd in the residuals", first)
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise FunctionalError(f"the fwd rule {_name(fwd)} of custom_vjp function "
                                   f"{self.name} must return a pair (out, residuals), got "

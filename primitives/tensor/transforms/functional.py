@@ -621,6 +621,14 @@ def function_name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
+def check_callable(f, transform: str) -> None:
+    """Refuse a non-callable ``f`` when the transform is made (JAX's time and TypeError),
+    not later as Python's ``'int' object is not callable`` naming neither."""
+    if not callable(f):
+        raise FunctionalError(f"{transform}: expected a callable function, got {f!r} "
+                              f"({type(f).__name__})")
+
+
 def check_output(value, transform: str, f, position: int | None) -> None:
     """A traced function returns arrays, numbers or traced values (JAX's rule): not ``None``,
     strings or other objects, which would otherwise become silent zero derivatives."""
@@ -839,6 +847,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False, transform: str = "vjp"):
     >>> vjp_fn(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
     """
+    check_callable(f, transform)
     return _vjp(f, primals, has_aux, transform,
                 (_template_key(f), transform, len(primals), has_aux))
 
@@ -912,6 +921,13 @@ def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> 
 
 
 def _check_scalar(out, f, transform: str, holomorphic: bool = False):
+    if out is None or isinstance(out, (tuple, list, dict)):
+        # np.shape of a ragged tuple raises NumPy's ValueError; name the container instead
+        hint = (" (to return auxiliary data beside the value, pass has_aux=True)"
+                if isinstance(out, (tuple, list)) else "")
+        kind = "complex" if holomorphic else "real floating point"
+        raise FunctionalError(f"{transform}: {function_name(f)} must return a {kind} scalar; "
+                              f"it returned a {type(out).__name__}{hint}")
     if holomorphic:
         if shape_of(out) != () or dtype_of(out).kind != "c":
             raise FunctionalError(f"{transform} with holomorphic=True: {function_name(f)} must "
@@ -983,6 +999,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
 
 def _value_and_grad(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform: str):
     """:func:`value_and_grad`, its errors naming ``transform`` (what the user called)."""
+    check_callable(f, transform)
     template_key = _template_key(f)
 
     def wrapped(*args, **kwargs):
@@ -1038,6 +1055,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     >>> jvp(tnp.sin, (np.array(0.0),), (np.array(2.0),))
     (array(0.), array(2.))
     """
+    check_callable(f, "jvp")
     return _jvp(f, primals, tangents, has_aux, (_template_key(f), "jvp", has_aux))
 
 
@@ -1087,6 +1105,7 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     >>> hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
     array([6., 0.])
     """
+    check_callable(f, "hvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         # (list() of an array would pass its rows as the arguments)
         raise FunctionalError("hvp: primals and tangents must be tuples or lists (one entry "
@@ -1180,6 +1199,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, holomorphic: bool, transform:
               name: str | None = None):
     """``jacfwd`` or ``jacrev`` (``transform``) of ``f``; errors about its arguments name
     ``name`` (``hessian``, which is two of them), or else the transform."""
+    check_callable(f, name or transform)
     template_key = _template_key(f)
     name = name or transform
 

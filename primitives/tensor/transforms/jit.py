@@ -63,7 +63,7 @@ from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
-                                                     check_output, in_library_of,
+                                                     check_callable, check_output, in_library_of,
                                                      is_differentiated, weakened)
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
@@ -72,7 +72,9 @@ _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped fi
 
 def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         memory_budget: int | None = None, *,
-        static_argnames: str | Sequence[str] = ()) -> Callable:
+        static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), donate_argnames: str | Sequence[str] = (),
+        keep_unused: bool = False, inline: bool = False) -> Callable:
     """``f`` traced and compiled once per (argument structure, shapes, dtypes, static args).
 
     ``f`` takes and returns arrays, numbers or (nested) tuples, lists and dicts
@@ -87,6 +89,10 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     (``True``, ``1``, ``1.0``) are different signatures. A static argument is part of the
     signature, so frozen by design (as in JAX): unlike what ``f`` reads from its
     closure, what is written into it later is not read again.
+
+    ``donate_argnums``, ``donate_argnames``, ``keep_unused`` and ``inline`` are JAX's
+    hints, taken so that JAX code runs: they change nothing here (tidu never reuses an
+    argument's memory for a result, so a donated argument stays valid).
 
     A Python number argument (``float``, ``int``, ``complex``) is traced, not static,
     and promotes as a number, as in ``f``'s own call (NumPy's NEP 50, JAX's weak
@@ -117,6 +123,8 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     >>> scale(np.array([1.0]), how="same")
     array([1.])
     """
+    check_callable(f, "jit")
+    _check_hints(f, donate_argnums, donate_argnames)
     statics = (static_argnums,) if isinstance(static_argnums, numbers.Integral) \
         else tuple(static_argnums)
     if memory_budget is not None and (not isinstance(memory_budget, numbers.Integral)
@@ -176,6 +184,19 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
             _in_library_of_leaves(traced.first_result, leaves, f)
 
     return jitted
+
+
+def _check_hints(f, donate_argnums, donate_argnames) -> None:
+    """JAX's donation hints are ignored, but only when they are what JAX takes."""
+    nums = (donate_argnums,) if isinstance(donate_argnums, numbers.Integral) else donate_argnums
+    names = (donate_argnames,) if isinstance(donate_argnames, str) else donate_argnames
+    if not isinstance(nums, (tuple, list)) or not all(
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in nums):
+        raise FunctionalError(f"jit of {_name(f)}: donate_argnums must be an int or a tuple "
+                              f"of ints, got {donate_argnums!r}")
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise FunctionalError(f"jit of {_name(f)}: donate_argnames must be a str or a tuple "
+                              f"of str, got {donate_argnames!r}")
 
 
 class _StaticArguments:

@@ -35,8 +35,8 @@ from tidu.graph import Input
 from primitives.tensor import numpy as api
 from primitives.tensor.backends import NUMPY, as_array, device_of, library_of, operands
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
-from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_output,
-                                                     function_name, in_library_of,
+from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_callable,
+                                                     check_output, function_name, in_library_of,
                                                      is_differentiated, keepable, result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
@@ -46,7 +46,8 @@ __all__ = ["vmap"]
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+         axis_size: int | None = None, axis_name: Any = None,
+         spmd_axis_name: Any = None) -> Callable:
     """``f`` mapped over a batch axis of its arguments (``jax.vmap``'s semantics).
 
     ``in_axes``: an int, ``None``, or a tuple with one entry per positional
@@ -55,6 +56,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ``out_axes`` likewise for the result. Negative axes count from the end.
     Keyword arguments are batched along axis 0. ``axis_size`` (as in JAX) gives the
     batch size: needed when no argument is batched, checked against them otherwise.
+    ``axis_name`` and ``spmd_axis_name`` are taken so that JAX code runs; tidu has no
+    collectives (``psum`` and the like) that would read them, so they change nothing.
     ``f`` runs once per call (Python
     control flow and what ``f`` closes over are read at each call); the batched
     program is made and compiled once per structure of that trace, so a later call of
@@ -70,6 +73,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ...     {"w": np.array([1.0, 2.0]), "b": np.array(10.0)})
     array([10., 20.])
     """
+    check_callable(f, "vmap")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
