@@ -184,3 +184,24 @@ def test_augmented_update_of_a_view_is_refused_as_it_would_not_reach_its_base(ma
     y = x * 1.0
     y += x
     assert np.allclose(y.sum().backward().grad(x), [2.0, 2.0])
+
+
+# checkpoint of plain arrays returned Tensors, where its docstring (and jax.checkpoint)
+# returns arrays; checkpoint(3) raised Python's TypeError only when called
+def test_checkpoint_of_plain_arrays_returns_fresh_arrays_and_refuses_a_non_callable():
+    from primitives.tensor.transforms.functional import FunctionalError
+
+    held = np.array([1.0, 2.0])
+    x = np.array([0.5, 1.5])
+    y = tnp.checkpoint(lambda v: tnp.sin(v) * v)(x)
+    assert type(y) is np.ndarray and np.allclose(y, np.sin(x) * x)
+    first, second, constant = tnp.checkpoint(lambda v: (v, v, held))(x)
+    assert type(first) is np.ndarray
+    assert not np.shares_memory(first, x) and not np.shares_memory(first, second)
+    assert not np.shares_memory(constant, held) and np.array_equal(constant, held)
+    w = tnp.tensor([1.0, 2.0], requires_grad=True)               # a Tensor closed over
+    out = tnp.checkpoint(lambda v: v * w)(x)
+    assert isinstance(out, tnp.Tensor)
+    assert np.allclose(tnp.sum(out).backward().grad(w), x)
+    with pytest.raises(FunctionalError, match="checkpoint: expected a callable"):
+        tnp.checkpoint(3)

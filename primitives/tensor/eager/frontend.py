@@ -1158,6 +1158,9 @@ def checkpoint(f: Callable, policy=None) -> Callable:
     ...             2.0 * np.array([2.0, 3.0]) / np.cosh(x.data * [2.0, 3.0]) ** 2)
     True
     """
+    if not callable(f):
+        raise FunctionalError(f"checkpoint: expected a callable function, got {f!r} "
+                              f"({type(f).__name__})")
     policy = checked_policy(policy, FunctionalError)
 
     @functools.wraps(f)
@@ -1202,6 +1205,12 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
                         capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
     if not traced.outputs:                       # f returned no array: nothing to record
         return tree_unflatten(out_tree[0], [])
+    if not traced.trace.captured and not any(isinstance(a, Tensor) for a in leaves):
+        # no Tensor in or closed over: f's arrays, as a plain call returns them (none of
+        # them the memory of a constant f read, or of another result)
+        constants = [traced.trace.values[key] for key in traced.graph.input_keys]
+        return tree_unflatten(out_tree[0], fresh([as_array(v) for v in traced.outputs],
+                                                 held=constants))
     graph = traced.graph
     by_key = dict(zip(traced.input_keys, tensors))
     by_key.update(traced.trace.captured)
