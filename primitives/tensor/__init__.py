@@ -60,6 +60,7 @@ from primitives.tensor.transforms import (
     jacrev,
     jit,
     jvp,
+    make_graph,
     ravel_pytree,
     value_and_grad,
     vectorize,
@@ -79,7 +80,7 @@ __all__ = [
     "TensorShapeError", "TensorTypeError",
     "release_cached_arrays", "retain_freed_memory", "set_cache_limit",
     "FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
-    "jacobian", "jacrev", "jit", "jvp", "ravel_pytree", "value_and_grad", "vectorize", "vjp",
+    "jacobian", "jacrev", "jit", "jvp", "make_graph", "ravel_pytree", "value_and_grad", "vectorize", "vjp",
     "vmap",
     "Gradients", "Tensor", "checkpoint", "checkpoint_strategy", "set_checkpoint_strategy",
     "tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
@@ -92,7 +93,6 @@ __all__ = [
 _MOVED = {
     "NumpyExecutor": "primitives.tensor.eager",
     "ImmediateNumpyBuilder": "primitives.tensor.eager",
-    "make_graph": "primitives.tensor.transforms",
 }
 
 
