@@ -205,3 +205,17 @@ def test_checkpoint_of_plain_arrays_returns_fresh_arrays_and_refuses_a_non_calla
     assert np.allclose(tnp.sum(out).backward().grad(w), x)
     with pytest.raises(FunctionalError, match="checkpoint: expected a callable"):
         tnp.checkpoint(3)
+
+
+# set_grad_enabled took bool(enabled): "no", "False" and a list all turned grad mode on
+@pytest.mark.parametrize("enabled", ["no", "False", [0], None, 0])
+def test_set_grad_enabled_takes_only_a_bool(enabled):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError):
+        torch.set_grad_enabled(enabled)
+    with pytest.raises(TensorTypeError, match="set_grad_enabled: enabled must be a bool"):
+        tnp.set_grad_enabled(enabled)
+    assert tnp.is_grad_enabled()                       # unchanged
+    with tnp.set_grad_enabled(np.False_):
+        assert not tnp.is_grad_enabled()
+    assert tnp.is_grad_enabled()

@@ -30,6 +30,8 @@ import functools
 import inspect
 from typing import Callable
 
+import numpy as np
+
 from primitives.tensor.core import grad_mode as mode
 from primitives.tensor.errors import TensorTypeError
 
@@ -153,6 +155,10 @@ class set_grad_enabled(_Block):
         return object.__new__(cls)
 
     def __init__(self, enabled: bool) -> None:
+        if type(enabled) is not bool and not isinstance(enabled, np.bool_):
+            # (bool("no") is True; PyTorch refuses anything but a bool too)
+            raise TensorTypeError(f"set_grad_enabled: enabled must be a bool, got "
+                                  f"{type(enabled).__name__} {enabled!r}")
         self.enabled = bool(enabled)
         self._previous = mode.enabled
         mode.enabled = self.enabled             # at once: the call alone sets the mode
