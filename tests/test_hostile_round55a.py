@@ -219,3 +219,20 @@ def test_set_grad_enabled_takes_only_a_bool(enabled):
     with tnp.set_grad_enabled(np.False_):
         assert not tnp.is_grad_enabled()
     assert tnp.is_grad_enabled()
+
+
+# NumPy's in-place functions on a tensor or traced value raised NumPy's own "read-only"
+# ValueError, naming neither tidu nor what to write instead
+@pytest.mark.parametrize("call", [
+    lambda x: np.fill_diagonal(x, 1.0), lambda x: np.put(x, [0], [1.0]),
+    lambda x: np.place(x, np.ones((2, 2), bool), [1.0]), lambda x: np.copyto(x, np.ones((2, 2))),
+    lambda x: np.putmask(x, np.ones((2, 2), bool), 1.0)],
+    ids=["fill_diagonal", "put", "place", "copyto", "putmask"])
+def test_numpy_in_place_functions_on_tensors_are_tidu_errors(call):
+    with pytest.raises(TensorNotSupportedError, match="writes into its first argument"):
+        call(tnp.tensor(np.zeros((2, 2))))
+    with pytest.raises(TensorNotSupportedError, match="writes into its first argument"):
+        tnp.jit(lambda x: call(x) or x)(np.zeros((2, 2)))
+    plain = np.zeros(4)                                    # into a plain array: NumPy's, as before
+    np.copyto(plain, tnp.tensor(np.ones(4)))
+    assert np.array_equal(plain, np.ones(4))

@@ -52,6 +52,16 @@ _NOT_DIFFERENTIABLE = {
     np.array_str, np.result_type, np.linalg.matrix_rank,
 }
 
+# NumPy functions that write into their first argument: refused on a tensor or traced value
+# (NumPy's own "read-only" ValueError named neither), with what to write instead.
+_WRITE_INTO_FIRST = {
+    np.fill_diagonal: "x.at[i, i].set(value) with i = tnp.arange(n)",
+    np.put: "x.at[indices].set(values) on the flattened x (x.ravel())",
+    np.place: "tnp.where(mask, values, x)",
+    np.putmask: "tnp.where(mask, values, x)",
+    np.copyto: "src itself (tnp.asarray(src)), or tnp.where(where, src, dst)",
+}
+
 
 def implements(*numpy_functions) -> Callable:
     """Register the decorated function as the differentiable version of ``numpy_functions``
@@ -170,6 +180,11 @@ def array_function(func, args: tuple, kwargs: dict):
     if impl is not None:
         return _call(impl, lambda: _qualified(func), args, kwargs)
     name = _qualified(func)
+    instead = _WRITE_INTO_FIRST.get(func)
+    if instead is not None and args and isinstance(args[0], Frontend):
+        raise TensorNotSupportedError(f"{name} writes into its first argument in place, but "
+                                      f"tensors and traced values are immutable; make a new "
+                                      f"array instead: {instead}")
     if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
         return _on_data(func, name, args, kwargs)
     raise _not_supported(name, name.removeprefix("numpy."))
