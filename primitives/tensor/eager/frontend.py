@@ -1205,18 +1205,18 @@ def _checkpointed_on_tensors(f, policy, leaves: list, in_tree):
                         capture=lambda v: isinstance(v, Tensor), transform="checkpoint")
     if not traced.outputs:                       # f returned no array: nothing to record
         return tree_unflatten(out_tree[0], [])
-    if not traced.trace.captured and not any(isinstance(a, Tensor) for a in leaves):
-        # no Tensor in or closed over: f's arrays, as a plain call returns them (none of
-        # them the memory of a constant f read, or of another result)
-        constants = [traced.trace.values[key] for key in traced.graph.input_keys]
-        return tree_unflatten(out_tree[0], fresh([as_array(v) for v in traced.outputs],
-                                                 held=constants))
     graph = traced.graph
     by_key = dict(zip(traced.input_keys, tensors))
     by_key.update(traced.trace.captured)
     if any(isinstance(traced.trace.values[key], Frontend) for key in graph.input_keys
            if key.key not in by_key):
         return _ran_on_enclosing_trace(f, traced, out_tree[0], by_key.values())
+    if not traced.trace.captured and not any(isinstance(a, Tensor) for a in leaves):
+        # no Tensor in or closed over: f's arrays, as a plain call returns them (none of
+        # them the memory of a constant f read, or of another result)
+        constants = [traced.trace.values[key] for key in graph.input_keys]
+        return tree_unflatten(out_tree[0], fresh([as_array(v) for v in traced.outputs],
+                                                 held=constants))
     inputs = []
     for key in graph.input_keys:
         t = by_key.get(key.key)
