@@ -91,8 +91,7 @@ from primitives.tensor.numpy.methods import ArrayOperators
 from primitives.tensor.backends import (NUMPY, as_array, device_of, is_view, library_of,
                                         numpy_dtype, owned_copy, to_host, to_library)
 from primitives.tensor.buffers import is_cached
-from primitives.tensor.errors import (BackwardError, TensorNotSupportedError,
-                                      TensorShapeError, TensorTypeError)
+from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
 from primitives.tensor.eager.grad_mode import mode as _grad_mode
@@ -361,17 +360,6 @@ class Tensor(ArrayOperators, Frontend):
         """Whether :meth:`retain_grad` was called on this computed tensor (``False`` for a
         leaf, as in PyTorch)."""
         return self._trace is not None and _leaves.get(self._key) is self
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        # ufunc.at writes into its first operand in place, and NumPy (2.4) ignores the
-        # read-only flag of the view a tensor's data is read through: it would change the
-        # tensor, and the values recorded ops saved of it (a wrong gradient, no error)
-        if method == "at" and inputs and isinstance(inputs[0], Tensor):
-            raise TensorNotSupportedError(
-                f"numpy.{ufunc.__name__}.at on a Tensor would change it in place, but tensors "
-                "are immutable (a recorded op may have saved its values); use "
-                "x = x.at[indices].add(values) (or .set), which makes a new tensor")
-        return ArrayOperators.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
 
     def _same_layout(self, other) -> bool:
         # ArrayOperators' check, on the arrays: x * y on 0-d tensors is dispatch-bound

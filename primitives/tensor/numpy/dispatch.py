@@ -210,6 +210,14 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     if impl is not None and "out" not in kwargs:
         return _call(impl, lambda: _ufunc_name(ufunc, method), inputs, kwargs)
     name = _ufunc_name(ufunc, method)
+    if method == "at" and inputs and isinstance(inputs[0], Frontend):
+        # ufunc.at writes into its first operand, and NumPy (2.4) ignores the read-only flag
+        # of the view a tensor's data is read through: it would change the tensor and the
+        # values recorded ops saved of it (a wrong gradient, no error)
+        raise TensorNotSupportedError(
+            f"{name} writes into its first argument in place, but tensors and traced values "
+            f"are immutable (a recorded op may have saved its values); make a new array "
+            f"instead, e.g. x = x.at[indices].add(values) or .set(values)")
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
         return _on_data(getattr(ufunc, method), name, inputs, kwargs)
     if "out" in kwargs:
