@@ -717,6 +717,9 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     """
     no_out(out, "nanmean")
     x = operand(a, "nanmean")
+    if dtype is None and dtype_of(x) == np.float16:      # float32 intermediates, as mean's
+        return as_dtype(nanmean(as_dtype(x, np.float32), axis, None, None, keepdims,
+                                where=where), np.float16)
     if dtype is not None:
         x = as_dtype(x, dtype)
     if dtype_of(x).kind not in "fc":
@@ -737,6 +740,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
     1.0
     """
     no_out(out, "nanvar")
+    if dtype is None and dtype_of(operand(a, "nanvar")) == np.float16:    # as nanmean's
+        return as_dtype(nanvar(as_dtype(operand(a), np.float32), axis, None, None, ddof,
+                               keepdims, where=where, mean=mean, correction=correction),
+                        np.float16)
     ddof = _ddof(ddof, correction, "nanvar")
     x = _variance_operand(a, dtype, "nanvar")
     if dtype_of(operand(a, "nanvar")).kind not in "fc":      # no NaN to skip
