@@ -10,14 +10,14 @@ from primitives.tensor.transforms import functional
 
 @pytest.fixture
 def linearizations(monkeypatch):
-    """How many times ``linearize`` runs."""
+    """How many times ``tidu.linearize`` runs."""
     calls = []
-    real = functional.linearize
+    real = functional.linearize_graph
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
-    monkeypatch.setattr(functional, "linearize", counting)
+    monkeypatch.setattr(functional, "linearize_graph", counting)
     monkeypatch.setattr(functional, "_DERIVATIVES", {})
     return calls
 

@@ -24,6 +24,7 @@ from primitives.tensor.transforms.functional import (
     jacobian,
     jacrev,
     jvp,
+    linearize,
     make_graph,
     value_and_grad,
     vjp,
@@ -35,5 +36,5 @@ from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
 from primitives.tensor.transforms.flatten import ravel_pytree
 
 __all__ = ["FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
-           "jacobian", "jacrev", "jit", "jvp", "make_graph", "ravel_pytree", "value_and_grad",
+           "jacobian", "jacrev", "jit", "jvp", "linearize", "make_graph", "ravel_pytree", "value_and_grad",
            "vectorize", "vjp", "vmap"]

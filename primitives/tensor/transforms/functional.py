@@ -41,7 +41,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tidu import LinearizedGraph, TiduError, batch, linear_transpose, linearize
+from tidu import LinearizedGraph, TiduError, batch, linear_transpose
+from tidu import linearize as linearize_graph
 from tidu.graph import Derived, Graph, GraphBuilder, Local, Program, schedule
 from primitives.tensor import numpy as api
 from primitives.tensor.numpy.lowering import is_python_scalar
@@ -468,7 +469,7 @@ class Derivatives:
         if self._linear is None:
             with self._lock:
                 if self._linear is None:
-                    self._linear = linearize(self.graph, self.output_keys, self.wrt)
+                    self._linear = linearize_graph(self.graph, self.output_keys, self.wrt)
         return self._linear
 
     @property
@@ -1095,6 +1096,62 @@ def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, temp
         held = _inputs_of(traced) + list(tangent_leaves) + tree_flatten(out)[0]
         return (*out, flat.aux_result(traced.trace, held))
     return out
+
+
+def linearize(f: Callable, *primals, has_aux: bool = False):
+    """``(f(*primals), f_jvp)`` (JAX's ``jax.linearize``): ``f_jvp(*tangents)`` is what
+    ``jvp(f, primals, tangents)`` returns as its tangent, from the linear graph made here
+    once, so that each call runs only the linear work (one per primal, pytrees alike).
+
+    ``f_jvp`` outlives this call: it differentiates at copies of the primals and of what
+    ``f`` closes over, so writing to the caller's arrays later changes nothing. With
+    ``has_aux=True``, ``f`` returns ``(output, aux)`` and this returns
+    ``(output, f_jvp, aux)``.
+
+    >>> import numpy as np
+    >>> from primitives.tensor import numpy as tnp
+    >>> y, f_jvp = linearize(tnp.sin, np.array([0.0, np.pi]))
+    >>> f_jvp(np.array([2.0, 1.0]))
+    array([ 2., -1.])
+    """
+    check_callable(f, "linearize")
+    flat = _Flat(f, primals, has_aux, "linearize")
+    _check_differentiable([_as_value(p) for p in flat.leaves], "linearize")
+    leaves = [_owned(leaf) for leaf in flat.leaves]
+    traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform="linearize",
+                    own_constants=True, weak=weak_numbers(flat.leaves))
+    derivatives = traced.derivatives(range(len(leaves)))
+    linear = derivatives.linear
+    primal_values = _inputs_of(traced)         # the arguments, then the constants f read
+    primal_tree = tree_flatten(list(primals))[1]
+
+    def f_jvp(*tangents):
+        tangent_leaves, tangent_tree = tree_flatten(list(tangents))
+        if tangent_tree != primal_tree:
+            raise FunctionalError(f"linearize's f_jvp of {function_name(f)}: tangents of "
+                                  f"structure {tangent_tree!r} for primals of structure "
+                                  f"{primal_tree!r}")
+        where = f"linearize's f_jvp of {function_name(f)}"
+        values = dict(traced.trace.values)
+        for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, leaves):
+            t = _as_value(t, where)
+            if shape_of(t) != shape_of(p):
+                raise TensorShapeError(f"{where}: tangent of shape {shape_of(t)} for a primal "
+                                       f"of shape {shape_of(p)}")
+            _check_kind(t, p, where, "tangent", "primal")
+            values[key] = _cast_like(t, p)
+        computed = iter(derivatives.tangents(values))
+        out = [result_array(_zeros_like(o) if k is None else next(computed))
+               for k, o in zip(linear.tangent_output_keys, traced.outputs)]
+        out = fresh(in_library_of(out, primal_values), primal_values + tangent_leaves)
+        return tree_unflatten(flat.out_tree, out)
+
+    out_leaves = fresh(in_library_of(list(traced.output()), primal_values), primal_values)
+    out_leaves = [_owned(v) if isinstance(v, Frontend) else v for v in out_leaves]
+    out = tree_unflatten(flat.out_tree, out_leaves)
+    if has_aux:
+        return out, f_jvp, flat.aux_result(traced.trace, primal_values + out_leaves)
+    return out, f_jvp
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence):
