@@ -172,3 +172,17 @@ def test_f_jvp_matches_jvp_on_random_shapes(shape, seed):
     got = f_jvp(t_x, t_w)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
+def test_f_jvp_runs_the_linear_work_alone(monkeypatch):
+    """The residuals (``cos x``, ``exp x``) are computed by ``linearize``, once: each
+    ``f_jvp`` call evaluates no unary op of ``f``'s, as JAX's ``f_jvp`` does no primal work."""
+    from primitives.tensor.ops import elementwise as ew
+    from tensor_helpers import ops_run
+
+    x, t = RNG.standard_normal(3), RNG.standard_normal(3)
+    _, f_jvp = tnp.linearize(lambda z: tnp.sin(z) * tnp.exp(z), x)
+    got, ran = ops_run(f_jvp, (t,), (ew.Unary,), monkeypatch)
+    assert ran == [], ran
+    want = (np.cos(x) * np.exp(x) + np.sin(x) * np.exp(x)) * t
+    np.testing.assert_allclose(got, want, rtol=1e-14)

@@ -43,7 +43,7 @@ import numpy as np
 
 from tidu import LinearizedGraph, TiduError, batch, linear_transpose
 from tidu import linearize as linearize_graph
-from tidu.graph import Derived, Graph, GraphBuilder, Local, Program, schedule
+from tidu.graph import Derived, Graph, GraphBuilder, Linearized, Local, Program, schedule
 from primitives.tensor import numpy as api
 from primitives.tensor.numpy.lowering import is_python_scalar
 from primitives.tensor.numpy.methods import ArrayOperators
@@ -1120,10 +1120,15 @@ def linearize(f: Callable, *primals, has_aux: bool = False):
     leaves = [_owned(leaf) for leaf in flat.leaves]
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform="linearize",
                     own_constants=True, weak=weak_numbers(flat.leaves))
-    derivatives = traced.derivatives(range(len(leaves)))
-    linear = derivatives.linear
+    linear = traced.linearized(range(len(leaves)))
     primal_values = _inputs_of(traced)         # the arguments, then the constants f read
     primal_tree = tree_flatten(list(primals))[1]
+    # the primal values the tangent work reads (the JVP rules' residuals, such as cos x),
+    # computed once here: each f_jvp call then runs the linear work alone, as JAX's
+    read = _read_by_tangent_work(linear)
+    residuals = run_graph(read, traced.trace.values) if read else []
+    run = GraphRun([k for k in linear.tangent_output_keys if k is not None],
+                   [*linear.tangent_input_keys, *read])
 
     def f_jvp(*tangents):
         tangent_leaves, tangent_tree = tree_flatten(list(tangents))
@@ -1132,15 +1137,15 @@ def linearize(f: Callable, *primals, has_aux: bool = False):
                                   f"structure {tangent_tree!r} for primals of structure "
                                   f"{primal_tree!r}")
         where = f"linearize's f_jvp of {function_name(f)}"
-        values = dict(traced.trace.values)
-        for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, leaves):
+        seeds = []
+        for t, p in zip(tangent_leaves, leaves):
             t = _as_value(t, where)
             if shape_of(t) != shape_of(p):
                 raise TensorShapeError(f"{where}: tangent of shape {shape_of(t)} for a primal "
                                        f"of shape {shape_of(p)}")
             _check_kind(t, p, where, "tangent", "primal")
-            values[key] = _cast_like(t, p)
-        computed = iter(derivatives.tangents(values))
+            seeds.append(_cast_like(t, p))
+        computed = iter(run([*seeds, *residuals]))
         out = [result_array(_zeros_like(o) if k is None else next(computed))
                for k, o in zip(linear.tangent_output_keys, traced.outputs)]
         out = fresh(in_library_of(out, primal_values), primal_values + tangent_leaves)
@@ -1152,6 +1157,19 @@ def linearize(f: Callable, *primals, has_aux: bool = False):
     if has_aux:
         return out, f_jvp, flat.aux_result(traced.trace, primal_values + out_leaves)
     return out, f_jvp
+
+
+def _read_by_tangent_work(linear: LinearizedGraph) -> list:
+    """The primal values the linear graph's tangent operations read, in order: the
+    residuals its JVP rules made and the traced values they read as they are."""
+    read: dict = {}
+    for op_key in linear.graph.operation_keys:
+        role = op_key.role
+        if type(role) is Linearized:
+            for key, active in zip(op_key.inputs, role.active_mask):
+                if not active:
+                    read.setdefault(key, None)
+    return list(read)
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence):
