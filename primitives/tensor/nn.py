@@ -320,44 +320,79 @@ def _max_keepdims(x, axis):
     return api.max(x, axis=axis, keepdims=True)
 
 
-def softmax(x, axis=-1):
+def _masked(x, where, axis):
+    """``x`` with ``-inf`` where the boolean mask ``where`` is False (``jax.nn``'s ``where=``
+    leaves those entries out), and whether each slice along ``axis`` keeps any entry
+    (keepdims; ``None`` without a mask). A slice that keeps none is filled with 0 instead,
+    so no ``-inf - -inf`` or ``0 / 0`` is computed; callers set its result."""
+    if where is None:
+        return x, None
+    where = api.broadcast_to(where, shape_of(x))
+    kept = api.any(where, axis=axis, keepdims=True)
+    return api.where(kept, api.where(where, x, -np.inf), 0.0), kept   # Python floats: keep dtype
+
+
+def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x), axis)``, shifted by the maximum for stability (the shift is
     held constant: it cancels in the value, so it has no derivative). ``-inf`` entries
-    get probability 0.
+    get probability 0; so do the entries ``where`` (a boolean mask broadcast to ``x``,
+    ``jax.nn``'s) leaves out, a slice left out entirely included.
 
     >>> softmax(np.array([1.0, 1.0, -np.inf]))
     array([0.5, 0.5, 0. ])
+    >>> softmax(np.array([1.0, 5.0, 1.0]), where=np.array([True, False, True]))
+    array([0.5, 0. , 0.5])
     """
-    x = _operand(x)
+    x, kept = _masked(_operand(x), where, axis)
     unnormalized = exp(x - stop_gradient(_max_keepdims(x, axis)))
-    return unnormalized / api.sum(unnormalized, axis=axis, keepdims=True)
+    out = unnormalized / api.sum(unnormalized, axis=axis, keepdims=True)
+    return out if where is None else api.where(where, out, 0.0)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x, axis)``, computed stably, as one op; ``-inf`` entries stay ``-inf``
     and the derivative stays finite. As ``jax.nn.log_softmax``, the shift is the maximum
-    even where it is not finite (a row holding ``+inf`` is NaN).
+    even where it is not finite (a row holding ``+inf`` is NaN). Entries a boolean mask
+    ``where`` leaves out are ``-inf`` (``jax.nn``'s), with derivative 0.
 
     >>> log_softmax(np.array([0.0, 0.0]))
     array([-0.69314718, -0.69314718])
+    >>> log_softmax(np.array([0.0, 5.0, 0.0]), where=np.array([True, False, True]))
+    array([-0.69314718,        -inf, -0.69314718])
     """
     x = _operand(x)
-    return log_softmax_over(x, normalize_axes(axis, len(shape_of(x)), "log_softmax"), False)
+    axes = normalize_axes(axis, len(shape_of(x)), "log_softmax")
+    x, _ = _masked(x, where, axes)
+    out = log_softmax_over(x, axes, False)
+    return out if where is None else api.where(where, out, -np.inf)
 
 
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
+              where=None):
     """``log(sum(b * exp(a), axis))`` (``jax.nn.logsumexp``, SciPy's semantics): stable for
     large ``a``; with ``return_sign`` a pair ``(log|sum|, sign(sum))``, else NaN where the
-    sum is negative. Terms with ``b == 0`` are left out. ``tnp.logsumexp`` itself.
+    sum is negative. Terms with ``b == 0`` are left out, and so are those a boolean mask
+    ``where`` (``jax.nn``'s) leaves out: a sum of none is ``-inf`` (sign 0). ``tnp.logsumexp``
+    itself.
 
     >>> float(logsumexp(np.array([1000.0, 1000.0])))
     1000.6931471805599
     >>> [float(v) for v in logsumexp(np.zeros(2), b=np.array([1.0, -2.0]), return_sign=True)]
     [0.0, -1.0]
+    >>> float(logsumexp(np.array([0.0, 9.0, 0.0]), where=np.array([True, False, True])))
+    0.6931471805599453
     """
     a = _operand(a)
     b = None if b is None else _operand(b)
-    return api.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    a, kept = _masked(a, where, normalize_axes(axis, len(shape_of(a)), "logsumexp"))
+    out = api.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    if where is None:
+        return out
+    if not keepdims:
+        kept = api.squeeze(kept, axis=normalize_axes(axis, len(shape_of(a)), "logsumexp"))
+    if return_sign:
+        return api.where(kept, out[0], -np.inf), api.where(kept, out[1], 0.0)
+    return api.where(kept, out, -np.inf)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, *,
