@@ -143,7 +143,11 @@ def operand(x, fn: str | None = None):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
                               f"list of them, got {type(x).__name__}")
     if not holds_frontend(x):
-        array = np.asarray(x)
+        try:
+            array = np.asarray(x)
+        except ValueError:                      # NumPy's error for a ragged list
+            raise TensorShapeError(f"{fn or _public_caller()}: a (nested) list must be "
+                                   "rectangular to be an array, got a ragged one") from None
         if array.dtype.kind not in "biufc":     # strings, objects: not numbers to compute on
             raise TensorTypeError(f"{fn or _public_caller()}: expected numbers, got a list "
                                   f"of other values (NumPy makes it an array of {array.dtype})")
