@@ -865,7 +865,8 @@ class IndexUpdates:
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
     has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
     are not here: each raises a ``TensorNotSupportedError`` saying how to write it with
-    ``set`` where positions do not repeat.
+    ``set`` where positions do not repeat. JAX's keywords ``indices_are_sorted`` and
+    ``unique_indices`` are taken (hints); ``mode`` only as ``"promise_in_bounds"``.
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
@@ -905,7 +906,9 @@ class _IndexedUpdate:
     def __init__(self, array, key) -> None:
         self._array, self._key = array, key
 
-    def get(self):
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None, fill_value=None):
+        _jax_hints("get", mode, fill_value)
         return getitem(self._array, self._key)
 
     def __getattr__(self, name: str):
@@ -916,11 +919,15 @@ class _IndexedUpdate:
             "and add(values); for positions that do not repeat, x.at[key].multiply(v) is "
             "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
 
-    def set(self, values):
+    def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None):
+        _jax_hints("set", mode)
         flat, positions, values, shape = self._operands(values, "set")
         return reshape(_put_flat(flat, positions, values), shape)
 
-    def add(self, values):
+    def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None):
+        _jax_hints("add", mode)
         flat, positions, values, shape = self._operands(values, "add")
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
@@ -945,6 +952,19 @@ class _IndexedUpdate:
 
 
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
+
+
+def _jax_hints(method: str, mode, fill_value=None) -> None:
+    """JAX's keywords of ``x.at[...].<method>``: ``indices_are_sorted`` and
+    ``unique_indices`` are hints (the result is right either way, so they are ignored);
+    ``mode`` may only promise what tidu does (an index out of range raises NumPy's
+    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values."""
+    if mode not in (None, "promise_in_bounds") or fill_value is not None:
+        raise TensorNotSupportedError(
+            f"x.at[...].{method}: mode={mode!r}"
+            + ("" if fill_value is None else f" with fill_value={fill_value!r}")
+            + " is not supported: an index out of range raises IndexError (NumPy's rule); "
+            "clip the indices (tnp.clip) or mask the values (tnp.where) instead")
 
 
 def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
