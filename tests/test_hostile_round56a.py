@@ -59,3 +59,63 @@ def test_jax_keywords_of_indexed_updates():
     assert np.array_equal(x.at[i].get(unique_indices=True).data, X[0, i])
     with pytest.raises(TensorNotSupportedError, match=r"get: mode='fill' with fill_value=0"):
         x.at[i].get(mode="fill", fill_value=0.0)
+
+
+def _jax():
+    jax = pytest.importorskip("jax", reason="compares values and gradients with JAX's")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+# Was wrong: np.choose, np.compress and np.extract on a tensor or traced value raised "has no
+# differentiable tidu version", and tnp had none of them.
+def test_choose_under_every_mode_matches_numpy_and_jax_and_takes_traced_indices():
+    jnp = _jax().numpy
+    a, b, c = X[:2, :3], np.array([10.0, 20.0, 30.0]), np.array([[-1.0], [-2.0]])
+    index = np.array([[0, 1, 2], [2, 2, 1]])
+    for mode, i in (("raise", index), ("wrap", index * 3 - 4), ("clip", index * 3 - 4)):
+        want = np.choose(i, [a, b, c], mode=mode)
+        assert np.array_equal(tnp.choose(i, [a, b, c], mode=mode), want)
+        assert np.array_equal(np.choose(i, [tnp.tensor(a), b, c], mode=mode).data, want)
+        jitted = tnp.jit(lambda i, a: tnp.choose(i, [a, b, c], mode=mode))
+        assert np.array_equal(jitted(i, a), want)
+        assert np.array_equal(jitted(i[::-1].copy(), a), np.choose(i[::-1], [a, b, c], mode=mode))
+        grads = tnp.grad(lambda a, b: tnp.sum(tnp.choose(i, [a, b, c], mode=mode) ** 2),
+                         argnums=(0, 1))(a, b)
+        jax_grads = _jax().grad(lambda a, b: jnp.sum(jnp.choose(i, [a, b, c], mode=mode) ** 2),
+                                argnums=(0, 1))(a, b)
+        for got, expected in zip(grads, jax_grads):
+            assert np.array_equal(got, np.asarray(expected))
+    with pytest.raises(TensorShapeError, match="choose: invalid entry"):
+        tnp.choose(np.array([-1, 0]), [b[:2], b[1:]])
+    with pytest.raises(IndexError):                  # data: checked when the op runs
+        tnp.jit(lambda i: tnp.choose(i, [b[:2], b[1:]]))(np.array([-1, 0]))
+
+
+def test_compress_and_extract_match_numpy_with_gradients_to_the_entries_kept():
+    for condition, axis in (([True, False, True], 0), ([False, True], 1), ([1, 0, 3], None)):
+        want = np.compress(condition, X, axis=axis)
+        assert np.array_equal(tnp.compress(condition, X, axis=axis), want)
+        # the positions kept: compress the positions themselves
+        flat = np.compress(condition, np.arange(X.size).reshape(X.shape), axis=axis).ravel()
+        expected = np.zeros(X.size)
+        expected[flat] = 2 * X.ravel()[flat]
+        grad = tnp.grad(lambda x: tnp.sum(tnp.compress(condition, x, axis=axis) ** 2))(X)
+        assert np.array_equal(grad, expected.reshape(X.shape))
+    t = tnp.tensor(X, requires_grad=True)
+    tnp.sum(np.extract(t > 6.0, t) * 3.0).backward()
+    assert np.array_equal(t.grad, 3.0 * (X > 6.0))
+    assert np.array_equal(tnp.extract(X > 6.0, X), np.extract(X > 6.0, X))
+    with pytest.raises(TensorShapeError, match="compress: condition must be a 1-d array"):
+        tnp.compress(X > 1, X)
+
+
+# Was wrong: NumPy's one-argument np.where(condition) (np.nonzero's) raised "not supported".
+def test_where_with_one_argument_is_nonzero():
+    t = tnp.tensor(X, requires_grad=True)
+    rows, cols = tnp.where(t > 6.0)
+    assert np.array_equal(rows, np.where(X > 6.0)[0]) and np.array_equal(cols, np.where(X > 6.0)[1])
+    tnp.sum(t[tnp.where(t > 6.0)] ** 2).backward()
+    assert np.array_equal(t.grad, 2 * X * (X > 6.0))
+    with pytest.raises(TensorShapeError, match="either both or neither"):
+        tnp.where(X > 1.0, X)

@@ -38,7 +38,7 @@ import sys
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
+from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype, to_host
 from primitives.tensor.core import Frontend, array_below, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (ConcretizationError, TensorAxisError,
                                       TensorNotSupportedError,
@@ -626,10 +626,18 @@ def minimum(x, y):
 
 @implements(np.where)
 def where(condition, x=None, y=None):
-    """``np.where(condition, x, y)``; the condition is not differentiated."""
+    """``np.where(condition, x, y)``; the condition is not differentiated. NumPy's
+    one-argument form is ``np.nonzero(condition)``: the condition is read (not under ``jit``
+    or ``vmap`` when traced: the result's shape depends on its values)."""
+    if x is None and y is None:
+        data = data_of(operand(condition, "where"), "where(condition) (its result's shape "
+                                                    "depends on the condition's values)")
+        if not shape_of(data):
+            raise TensorShapeError("where(condition) of a 0-d condition: NumPy does not "
+                                   "take it (np.nonzero of a 0-d array)")
+        return np.nonzero(to_host(data))
     if x is None or y is None:
-        raise TensorNotSupportedError("where: give condition, x and y (the one-argument form "
-                                      "is np.nonzero)")
+        raise TensorShapeError("where: either both or neither of x and y should be given")
     condition, x, y = operand(condition), operand(x), operand(y)
     dtype = result_dtype(x, y)
     shape = broadcast_shapes("where", shape_of(condition), shape_of(x), shape_of(y))
