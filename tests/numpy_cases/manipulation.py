@@ -16,6 +16,8 @@ from numpy_cases import Case, normal
 _TAKE = np.array([[[0, -1, 2, 2, 1]], [[3, 3, 0, -4, 1]]])       # (2, 1, 5) into (2, 4, 5)
 _PUT = np.array([[[1], [3], [1]], [[0], [-1], [0]]])              # (2, 3, 1), repeats
 _PUT_NONE = np.array([5, 0, 5, -1, 7])
+_CHOICE = np.array([[0, 1, 2], [1, 1, 0]])                        # choose's a, (2, 3)
+_EXTRACT = np.array([[True, False, True], [False, False, True]])
 
 
 def _put(arr, indices, values, axis):
@@ -159,6 +161,14 @@ CASES += [
     Case("select", lambda a, d: tnp.select([_MASK], [a], default=d),
          lambda a, d: np.select([_MASK], [a], default=d), (normal(()), normal((2, 1))),
          wrt=(0, 1), label="broadcast choice and default"),
+    Case("choose", lambda a, b: tnp.choose(_CHOICE, [a, b, 2.0]),
+         lambda a, b: np.choose(_CHOICE, [a, b, 2.0]), (normal((2, 3)), normal((3,))),
+         wrt=(0, 1), note="the derivative goes to the choice read at each position"),
+    Case("compress", lambda a: tnp.compress([True, False, True], a, axis=1),
+         lambda a: np.compress([True, False, True], a, axis=1), (normal((2, 4)),),
+         note="the condition is read (the result's shape depends on it)"),
+    Case("extract", lambda a: tnp.extract(_EXTRACT, a), lambda a: np.extract(_EXTRACT, a),
+         (normal((2, 3)),), note="the condition is read (the result's shape depends on it)"),
     Case("piecewise", _piecewise(tnp), _piecewise(np), (normal((3, 4)),), dtypes=("float64",),
          note=PIECEWISE_NOTE),
     Case("piecewise", lambda x: tnp.piecewise(x, x > 0, [lambda v: 2 * v, lambda v: -v]),

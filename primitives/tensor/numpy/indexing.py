@@ -22,9 +22,12 @@ import numbers
 
 import numpy as np
 
+from tidu import TiduError
+
 from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
-from primitives.tensor.errors import TensorIndexError, TensorNotSupportedError
+from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError, TensorShapeError,
+                                      TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cached_op, elementwise,
                                               first, maximum, minimum, multiply, no_out,
@@ -91,7 +94,7 @@ def _index_entries(key, shape: tuple) -> list:
                 raise TensorIndexError("an index can only have a single ellipsis ('...')")
             ellipsis_at = len(entries)
         elif isinstance(k, slice):
-            entries.append(("slice", k))
+            entries.append(("slice", _checked_slice(k)))
             consumed += 1
         elif isinstance(k, (bool, np.bool_)):
             raise TensorNotSupportedError("indexing with a boolean scalar is not supported")
@@ -133,6 +136,20 @@ def _index_entries(key, shape: tuple) -> list:
     if mask_shapes:
         _check_masks(entries, mask_shapes, shape)
     return entries
+
+
+def _checked_slice(k: slice) -> slice:
+    """``k`` if NumPy takes it (integer or ``None`` bounds, a nonzero step), else NumPy's
+    ``TypeError`` (``ValueError`` for a zero step) as a ``TiduError``; a tensor bound is read
+    as its integer (``__index__``)."""
+    try:
+        k.indices(1)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, TiduError):    # a traced bound: ConcretizationError says so
+            raise
+        kind = TensorTypeError if isinstance(error, TypeError) else TensorShapeError
+        raise kind(f"indexing x[...] with {k!r}: {error}") from None
+    return k
 
 
 def _check_masks(entries: list, mask_shapes: dict, shape: tuple) -> None:

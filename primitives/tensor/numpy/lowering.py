@@ -38,7 +38,7 @@ import sys
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype
+from primitives.tensor.backends import NUMPY, device_of, library_of, numpy_dtype, to_host
 from primitives.tensor.core import Frontend, array_below, bind, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (ConcretizationError, TensorAxisError,
                                       TensorNotSupportedError,
@@ -143,7 +143,11 @@ def operand(x, fn: str | None = None):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
                               f"list of them, got {type(x).__name__}")
     if not holds_frontend(x):
-        array = np.asarray(x)
+        try:
+            array = np.asarray(x)
+        except ValueError:                      # NumPy's error for a ragged list
+            raise TensorShapeError(f"{fn or _public_caller()}: a (nested) list must be "
+                                   "rectangular to be an array, got a ragged one") from None
         if array.dtype.kind not in "biufc":     # strings, objects: not numbers to compute on
             raise TensorTypeError(f"{fn or _public_caller()}: expected numbers, got a list "
                                   f"of other values (NumPy makes it an array of {array.dtype})")
@@ -622,10 +626,18 @@ def minimum(x, y):
 
 @implements(np.where)
 def where(condition, x=None, y=None):
-    """``np.where(condition, x, y)``; the condition is not differentiated."""
+    """``np.where(condition, x, y)``; the condition is not differentiated. NumPy's
+    one-argument form is ``np.nonzero(condition)``: the condition is read (not under ``jit``
+    or ``vmap`` when traced: the result's shape depends on its values)."""
+    if x is None and y is None:
+        data = data_of(operand(condition, "where"), "where(condition) (its result's shape "
+                                                    "depends on the condition's values)")
+        if not shape_of(data):
+            raise TensorShapeError("where(condition) of a 0-d condition: NumPy does not "
+                                   "take it (np.nonzero of a 0-d array)")
+        return np.nonzero(to_host(data))
     if x is None or y is None:
-        raise TensorNotSupportedError("where: give condition, x and y (the one-argument form "
-                                      "is np.nonzero)")
+        raise TensorShapeError("where: either both or neither of x and y should be given")
     condition, x, y = operand(condition), operand(x), operand(y)
     dtype = result_dtype(x, y)
     shape = broadcast_shapes("where", shape_of(condition), shape_of(x), shape_of(y))

@@ -42,12 +42,12 @@ from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError, TensorShapeError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.indexing import getitem, index_array
+from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, first,
                                               is_foreign_array, is_python_scalar,
                                               new_value, normalize_axes, normalize_axis,
-                                              operand, reshape,
-                                              result_dtype, shape_tuple, stack, sum, transpose,
+                                              operand, reshape, elementwise, maximum,
+                                              minimum, no_out, result_dtype, shape_tuple, stack, sum, transpose,
                                               where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
@@ -63,7 +63,7 @@ __all__ = [
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
     "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
-    "select", "piecewise", "apply_along_axis",
+    "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
 ]
 
 
@@ -865,7 +865,8 @@ class IndexUpdates:
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
     has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
     are not here: each raises a ``TensorNotSupportedError`` saying how to write it with
-    ``set`` where positions do not repeat.
+    ``set`` where positions do not repeat. JAX's keywords ``indices_are_sorted`` and
+    ``unique_indices`` are taken (hints); ``mode`` only as ``"promise_in_bounds"``.
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
@@ -905,7 +906,9 @@ class _IndexedUpdate:
     def __init__(self, array, key) -> None:
         self._array, self._key = array, key
 
-    def get(self):
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None, fill_value=None):
+        _jax_hints("get", mode, fill_value)
         return getitem(self._array, self._key)
 
     def __getattr__(self, name: str):
@@ -916,11 +919,15 @@ class _IndexedUpdate:
             "and add(values); for positions that do not repeat, x.at[key].multiply(v) is "
             "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
 
-    def set(self, values):
+    def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None):
+        _jax_hints("set", mode)
         flat, positions, values, shape = self._operands(values, "set")
         return reshape(_put_flat(flat, positions, values), shape)
 
-    def add(self, values):
+    def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None):
+        _jax_hints("add", mode)
         flat, positions, values, shape = self._operands(values, "add")
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
@@ -945,6 +952,19 @@ class _IndexedUpdate:
 
 
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
+
+
+def _jax_hints(method: str, mode, fill_value=None) -> None:
+    """JAX's keywords of ``x.at[...].<method>``: ``indices_are_sorted`` and
+    ``unique_indices`` are hints (the result is right either way, so they are ignored);
+    ``mode`` may only promise what tidu does (an index out of range raises NumPy's
+    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values."""
+    if mode not in (None, "promise_in_bounds") or fill_value is not None:
+        raise TensorNotSupportedError(
+            f"x.at[...].{method}: mode={mode!r}"
+            + ("" if fill_value is None else f" with fill_value={fill_value!r}")
+            + " is not supported: an index out of range raises IndexError (NumPy's rule); "
+            "clip the indices (tnp.clip) or mask the values (tnp.where) instead")
 
 
 def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
@@ -1046,6 +1066,88 @@ def select(condlist, choicelist, default=0):
     for condition, choice in reversed(list(zip(conditions, choices[:-1]))):
         result = where(condition, as_dtype(choice, dtype), result)
     return result
+
+
+@implements(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    """``np.choose``: at each position, the entry of ``choices[a]`` there (``a`` and the
+    choices broadcast together). Differentiable in the choices (each position's derivative
+    goes to the choice read); ``a`` may be data (a tensor or traced value). ``mode`` is
+    NumPy's: an entry of ``a`` outside ``[0, n)`` raises (``"raise"``, checked when the op
+    runs for data), wraps (``"wrap"``) or is clipped (``"clip"``).
+
+    >>> choose(np.array([1, 0, 1]), [np.zeros(3), np.arange(3.0)])
+    array([0., 0., 2.])
+    """
+    no_out(out, "choose")
+    if mode not in ("raise", "wrap", "clip"):
+        raise TensorTypeError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    index = operand(a, "choose")
+    if dtype_of(index).kind not in "iu":
+        raise TensorTypeError(f"choose: a must hold integers, got {dtype_of(index)} values")
+    if isinstance(choices, (list, tuple)):        # arrays of any broadcastable shapes
+        items = [_weak_or_array(c, "choose") for c in choices]
+    else:
+        choices = operand(choices, "choose")
+        items = [getitem(choices, k) for k in range(shape_of(choices)[0])] \
+            if shape_of(choices) else []
+    if not items:
+        raise TensorShapeError("choose: choices must be a sequence of at least one array")
+    n = len(items)
+    try:
+        shape = np.broadcast_shapes(shape_of(index), *[shape_of(c) for c in items])
+    except ValueError:
+        raise TensorShapeError(f"choose: a of shape {shape_of(index)} and choices of shape "
+                               f"{shape_of(items[0])} cannot be broadcast together") from None
+    if mode == "wrap":
+        index = elementwise(ew.remainder, as_dtype(index, np.intp), np.intp(n))
+    elif mode == "clip":
+        index = minimum(maximum(as_dtype(index, np.intp), np.intp(0)), np.intp(n - 1))
+    elif isinstance(index, Frontend):   # NumPy refuses negative entries: make them too large
+        index = index_array(where(index < 0, np.intp(n), as_dtype(index, np.intp)), n, 0)
+    elif np.any(to_host(index) < 0) or np.any(to_host(index) >= n):
+        raise TensorShapeError("choose: invalid entry in choice array (outside [0, "
+                               f"{n}) for {n} choices)")
+    dtype = result_dtype(*items)
+    result = broadcast_to(as_dtype(items[-1], dtype), shape)
+    for k in range(n - 2, -1, -1):
+        result = where(index == k, as_dtype(items[k], dtype), result)
+    return result
+
+
+def _condition_positions(condition, fn: str) -> np.ndarray:
+    """The positions where the 1-d (flattened) ``condition`` is nonzero, read now (the
+    result's shape depends on them)."""
+    data = to_host(data_of(operand(condition, fn), f"{fn}: reading the condition (the "
+                                                  "result's shape depends on its values)"))
+    return np.flatnonzero(data)
+
+
+@implements(np.compress)
+def compress(condition, a, axis=None, out=None):
+    """``np.compress``: the slices of ``a`` along ``axis`` (the flattened ``a`` if ``None``)
+    where the 1-d ``condition`` is nonzero (read now, so not under ``jit``/``vmap`` when it
+    is traced); a ``condition`` shorter than the axis leaves the rest out.
+
+    >>> compress([True, False, True], np.arange(6.0).reshape(3, 2), axis=0)
+    array([[0., 1.],
+           [4., 5.]])
+    """
+    no_out(out, "compress")
+    if len(shape_of(operand(condition, "compress"))) != 1:
+        raise TensorShapeError("compress: condition must be a 1-d array")
+    return take(a, _condition_positions(condition, "compress"), axis=axis)
+
+
+@implements(np.extract)
+def extract(condition, arr):
+    """``np.extract``: the elements of the flattened ``arr`` where the flattened ``condition``
+    is nonzero (read now, as :func:`compress`'s).
+
+    >>> extract(np.arange(4.0) > 1, np.arange(4.0))
+    array([2., 3.])
+    """
+    return take(arr, _condition_positions(ravel(operand(condition, "extract")), "extract"))
 
 
 def _one_condition(condlist, x_ndim: int) -> bool:
