@@ -43,12 +43,12 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
-from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, first,
-                                              is_foreign_array, is_python_scalar,
-                                              new_value, normalize_axes, normalize_axis,
-                                              operand, reshape, elementwise, maximum,
-                                              minimum, no_out, result_dtype, shape_tuple, stack, sum, transpose,
-                                              where)
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
+                                              elementwise, first, is_foreign_array,
+                                              is_python_scalar, maximum, minimum, new_value,
+                                              no_out, normalize_axes, normalize_axis, operand,
+                                              reshape, result_dtype, shape_tuple, stack, sum,
+                                              transpose, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
