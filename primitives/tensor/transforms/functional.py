@@ -858,7 +858,7 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
     differentiated, ``has_aux``), this trace follows the graph the last trace under that
     key made (:mod:`.retrace`), and leaves its own for the next."""
     flat = _Flat(f, primals, has_aux, transform)
-    _check_differentiable([_as_value(p) for p in flat.leaves], transform)
+    _check_differentiable([_as_value(p, transform) for p in flat.leaves], transform)
     # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
     # closes over, so writing to the caller's arrays later cannot change its cotangents
     # (grad calls it at once, and copies nothing)
@@ -1059,30 +1059,33 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     return _jvp(f, primals, tangents, has_aux, (_template_key(f), "jvp", has_aux))
 
 
-def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, template_key):
-    """:func:`jvp`, its trace following the last one under ``template_key`` (see :func:`_vjp`)."""
+def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, template_key,
+         transform: str = "jvp"):
+    """:func:`jvp`, its trace following the last one under ``template_key`` (see :func:`_vjp`);
+    errors name ``transform`` (what the user called: ``hvp`` runs on this)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
-                              f"per argument), got {type(primals).__name__} and "
+        raise FunctionalError(f"{transform}: primals and tangents must be tuples or lists "
+                              f"(one entry per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    flat = _Flat(f, primals, has_aux, "jvp")
+        raise FunctionalError(f"{transform}: {len(primals)} primals but {len(tangents)} "
+                              "tangents")
+    flat = _Flat(f, primals, has_aux, transform)
     tangent_leaves, tangent_tree = tree_flatten(list(tangents))
     if tangent_tree != tree_flatten(list(primals))[1]:
-        raise FunctionalError(f"jvp: tangents of structure {tangent_tree!r} for primals of "
-                              f"structure {tree_flatten(list(primals))[1]!r}")
-    _check_differentiable([_as_value(p) for p in flat.leaves], "jvp")
+        raise FunctionalError(f"{transform}: tangents of structure {tangent_tree!r} for "
+                              f"primals of structure {tree_flatten(list(primals))[1]!r}")
+    _check_differentiable([_as_value(p, transform) for p in flat.leaves], transform)
     for p, t in zip(flat.leaves, tangent_leaves):
         if shape_of(p) != shape_of(t):
-            raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
-                                   f"{shape_of(p)}")
-        _check_kind(t, p, "jvp", "tangent", "primal")
-    traced = _traced(flat, flat.leaves, "jvp", template_key)
+            raise TensorShapeError(f"{transform}: tangent of shape {shape_of(t)} for a primal "
+                                   f"of shape {shape_of(p)}")
+        _check_kind(t, p, transform, "tangent", "primal")
+    traced = _traced(flat, flat.leaves, transform, template_key)
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
-        values[key] = _cast_like(_as_value(t), p)
+        values[key] = _cast_like(_as_value(t, transform), p)
     keys = linear.tangent_output_keys
     computed = iter(traced.derivatives(range(len(flat.leaves))).tangents(values))
     tangent_out = [result_array(_zeros_like(o) if k is None else next(computed))
@@ -1112,9 +1115,9 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
                               f"per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
     primals, tangents = list(primals), list(tangents)
-    gradient = grad(f, argnums=tuple(range(len(primals))))
-    _, result = _jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents, False,
-                     (_template_key(f), "hvp", len(primals)))
+    value_and_gradient = _value_and_grad(f, tuple(range(len(primals))), False, False, "hvp")
+    _, result = _jvp(lambda *xs: tuple(value_and_gradient(*xs)[1]), primals, tangents, False,
+                     (_template_key(f), "hvp", len(primals)), "hvp")
     return result[0] if len(primals) == 1 else tuple(result)
 
 
