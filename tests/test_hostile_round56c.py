@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -98,3 +99,28 @@ def test_a_keyword_added_to_a_jitted_partial_traces_again() -> None:
     assert jitted(X) == 12.0
     bound.keywords["mode"] = "max"
     assert jitted(X) == bound(X) == 6.0
+
+
+@pytest.mark.parametrize("transform, name", [
+    (tnp.grad, "grad"), (lambda f: tnp.jit(tnp.grad(f)), "grad"),
+    (lambda f: lambda x: tnp.jvp(f, (x,), (np.ones_like(x),))[1], "jvp"),
+    (lambda f: lambda x: tnp.vmap(f)(np.stack([x, x])), "vmap of"),
+])
+def test_a_thread_pool_inside_a_transformed_function_is_refused(transform, name) -> None:
+    # Was wrong: workers binding ops into one trace at once interleaved its graph builder:
+    # grad of sum(pool.map(g, chunks of x)) gave a wrong gradient silently in about one
+    # call in thirty, or "Local(28) is not a value of this builder" (JAX refuses too)
+    chunks = np.linspace(0.1, 2.0, 16)
+
+    def f(x):
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(lambda c: tnp.sum(tnp.sin(c) * c),
+                                  [x[:8], x[8:]]))
+        return parts[0] + parts[1]
+    with pytest.raises(tidu.TiduError, match=f"inside {name}.* on another thread"):
+        transform(f)(chunks)
+    # the eager Tensor records from any thread, and the library stays usable
+    t = tnp.tensor(chunks, requires_grad=True)
+    f(t).backward()
+    np.testing.assert_allclose(t.grad, np.cos(chunks) * chunks + np.sin(chunks))
+    np.testing.assert_allclose(tnp.grad(lambda v: tnp.sum(tnp.sin(v) * v))(chunks), t.grad)

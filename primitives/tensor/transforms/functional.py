@@ -13,8 +13,10 @@ JAX, and so do holomorphic derivatives (``holomorphic=True`` of ``grad``,
 ``value_and_grad`` and the Jacobians).
 
 A transformed function must return arrays or numbers (``grad``: a real float
-scalar), and traced values must not outlive their transform ("escaped tracers"):
-both raise :class:`FunctionalError` instead of giving zero derivatives.
+scalar), and traced values must not outlive their transform ("escaped tracers")
+nor leave the thread that traces them (a thread pool inside ``f``; as JAX): each
+raises :class:`FunctionalError` instead of giving wrong or zero derivatives.
+Different threads may each run transforms of their own at once.
 
 ``f`` is traced into a tidu graph (with concrete values, so Python control
 flow works), then ``linearize`` and ``linear_transpose`` give its derivatives.
@@ -81,6 +83,7 @@ class GraphTrace:
                  transform: str = "a transform", abstract: bool = False,
                  own_constants: bool = False, template: Graph | None = None) -> None:
         self.level = next(_levels)
+        self.thread = threading.get_ident()     # the one thread that may bind into it
         self.own_constants = own_constants  # constants copied: the graph may outlive the call
         self.transform = transform
         self.abstract = abstract        # values not to be read: jit's trace is for any input
@@ -146,6 +149,17 @@ class GraphTrace:
         return self.builder.build()
 
 
+def _other_thread(trace: GraphTrace, op) -> FunctionalError:
+    """A tracer used on another thread than its trace's: the graph builder is not shared
+    between threads (concurrent ops interleave its ids: wrong derivatives), and what the
+    trace reads per thread (grad mode, closure staging) would be another thread's, as JAX."""
+    return FunctionalError(
+        f"a value traced inside {trace.transform} was used by {op!r} on another thread than "
+        "the one tracing it (a thread pool inside the transformed function?): a transform "
+        "traces f on the thread that calls it; compute on that thread, or apply the "
+        "transform inside each worker")
+
+
 class Tracer(ArrayOperators, Frontend):
     """A value inside a traced function: a graph value plus what it is one level down."""
 
@@ -187,6 +201,8 @@ class Tracer(ArrayOperators, Frontend):
                         f"escaped tracer: a value traced inside {a.graph_trace.transform} was used "
                         f"by {op!r} after that transform returned (it was stored outside f, "
                         "e.g. in a list or a global); return it from f instead")
+                if a.graph_trace.thread != threading.get_ident():
+                    raise _other_thread(a.graph_trace, op)
                 if top is None or a.level > top.level:
                     top = a
         trace = top.graph_trace
