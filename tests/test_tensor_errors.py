@@ -164,7 +164,7 @@ def test_grad_of_a_complex_valued_function():
 
 
 def test_hvp_of_a_non_scalar_function():
-    with pytest.raises(FunctionalError, match="grad"):
+    with pytest.raises(FunctionalError, match="hvp: .* must return a real floating point scalar"):
         tnp.hvp(lambda a: a * 2.0, (np.ones(3),), (np.ones(3),))
 
 
@@ -222,7 +222,7 @@ def test_jvp_with_mismatched_shapes():
         tnp.jvp(lambda a: a * 2.0, (np.ones((2, 3)),), (np.ones(3),))
     message = str(info.value)
     assert "jvp" in message and shapes_named(message, (2, 3), (3,)), message
-    with pytest.raises(tnp.TensorShapeError, match="jvp"):
+    with pytest.raises(tnp.TensorShapeError, match="hvp: tangent of shape"):
         tnp.hvp(lambda a: tnp.sum(a * a), (np.ones(3),), (np.ones(2),))
 
 

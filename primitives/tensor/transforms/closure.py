@@ -47,14 +47,16 @@ and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
 nothing. A number is compared by identity with what is there after the trace:
 rebinding it traces again, but a counter that ``f`` itself steps while it is
-traced does not. Strings, ``None``, callables and containers found where a
-number would count are compared the same way, by what decides what they do
-(:func:`_which`): rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"``
-to ``"mean"`` or ``self.head`` to an object of another class traces again, and
+traced does not. Strings, ``None``, callables, containers and immutable values
+(an ``Enum`` member, a ``dtype``, a slice, bytes...) found where a number would
+count are compared the same way, by what decides what they do (:func:`_which`):
+rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
+``MODE = Mode.SUM`` to ``Mode.MEAN``, ``DTYPE = np.dtype("float32")`` to
+another, or ``self.head`` to an object of another class traces again, and
 so does a layer appended to the list ``f`` loops over (the length of a list or
 tuple, the keys of a dict, when it holds more than numbers and strings); a new
 ``partial`` of the same function, or a new object of the same class, is read
-along its paths as before.
+along its paths as before (a keyword added to a ``partial`` traces again).
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
@@ -100,6 +102,7 @@ functions do not see; use ``tnp`` functions on it, or pass it as an argument.
 from __future__ import annotations
 
 import collections
+import enum
 import functools
 import numbers
 import operator
@@ -313,7 +316,8 @@ class _Scan:
                 self.found[key] = (Reference(where.reader(), where.where, value), needs)
             return
         if numbers_count and (value is None or isinstance(value, str) or _holds_more(value) or
-                              (callable(value) and not isinstance(value, Frontend))):
+                              (callable(value) and not isinstance(value, Frontend)) or
+                              _is_atom(value)):
             key = (where.key, where.steps, "which")
             if key not in self.found and (where.steps or where.key[0] != "constant"):
                 self.found[key] = (_which_reference(where, value), where.needs)
@@ -403,6 +407,9 @@ class _Scan:
         for n, arg in enumerate(obj.args):
             self._add(arg, args.part(obj.args, n, True, f"argument {n} of {where.where}"))
         keywords = where.part(obj, "keywords", False, where.where)
+        # a keyword added later changes the call as a rebound one does: its keys compared
+        self.found.setdefault((keywords.key, keywords.steps, "which"),
+                              (_which_reference(keywords, obj.keywords), ()))
         for key, arg in list(obj.keywords.items()):
             self._add(arg, keywords.part(obj.keywords, key, True,
                                          f"keyword {key!r} of {where.where}"))
@@ -480,6 +487,22 @@ def _holds_more(value) -> bool:
                for item in value)
 
 
+def _is_atom(value) -> bool:
+    """An immutable value with nothing inside to follow (an ``Enum`` member, a ``dtype``, a
+    slice, a range, bytes, a frozenset, ``...``, a date): compared at each call, as a string
+    is, for ``f`` may branch on it or pass it to an op (``x.astype(DTYPE)``, ``x[SL]``)."""
+    if isinstance(value, (enum.Enum, slice)):   # (a slice is unhashable before Python 3.12)
+        return True
+    if isinstance(value, (list, tuple, dict, set, Frontend)) or callable(value) or \
+            hasattr(value, "__dict__") or hasattr(type(value), "__slots__"):
+        return False                    # followed along its items or attributes instead
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _which_reference(where: _Location, value) -> Reference:
     """A reference to what decides what ``value``, found at ``where``, does (:func:`_which`):
     a length or keys read as the same object as the last read while they do not change (a
@@ -488,11 +511,20 @@ def _which_reference(where: _Location, value) -> Reference:
 
     def read_which():
         now = _which(read())
-        if type(now) is tuple and now == last[0]:
+        if type(now) is tuple and _same(now, last[0]):
             return last[0]
         last[0] = now
         return now
     return Reference(read_which, where.where, last[0])
+
+
+def _same(now: tuple, last: tuple) -> bool:
+    """Whether two of :func:`_which`'s tuples are equal; one whose ``==`` fails or gives
+    no plain answer is a change."""
+    try:
+        return bool(now == last)
+    except Exception:                   # noqa: BLE001 -- an atom's own __eq__ may raise
+        return False
 
 
 def _which(value):
@@ -508,6 +540,8 @@ def _which(value):
         return (len(value),)
     if isinstance(value, dict):
         return tuple(value)
+    if _is_atom(value):                 # by equality: an equal one made anew is no change
+        return (type(value), value)
     while True:
         if isinstance(value, types.MethodType):
             value = value.__func__

@@ -13,8 +13,10 @@ JAX, and so do holomorphic derivatives (``holomorphic=True`` of ``grad``,
 ``value_and_grad`` and the Jacobians).
 
 A transformed function must return arrays or numbers (``grad``: a real float
-scalar), and traced values must not outlive their transform ("escaped tracers"):
-both raise :class:`FunctionalError` instead of giving zero derivatives.
+scalar), and traced values must not outlive their transform ("escaped tracers")
+nor leave the thread that traces them (a thread pool inside ``f``; as JAX): each
+raises :class:`FunctionalError` instead of giving wrong or zero derivatives.
+Different threads may each run transforms of their own at once.
 
 ``f`` is traced into a tidu graph (with concrete values, so Python control
 flow works), then ``linearize`` and ``linear_transpose`` give its derivatives.
@@ -82,6 +84,7 @@ class GraphTrace:
                  transform: str = "a transform", abstract: bool = False,
                  own_constants: bool = False, template: Graph | None = None) -> None:
         self.level = next(_levels)
+        self.thread = threading.get_ident()     # the one thread that may bind into it
         self.own_constants = own_constants  # constants copied: the graph may outlive the call
         self.transform = transform
         self.abstract = abstract        # values not to be read: jit's trace is for any input
@@ -147,6 +150,17 @@ class GraphTrace:
         return self.builder.build()
 
 
+def _other_thread(trace: GraphTrace, op) -> FunctionalError:
+    """A tracer used on another thread than its trace's: the graph builder is not shared
+    between threads (concurrent ops interleave its ids: wrong derivatives), and what the
+    trace reads per thread (grad mode, closure staging) would be another thread's, as JAX."""
+    return FunctionalError(
+        f"a value traced inside {trace.transform} was used by {op!r} on another thread than "
+        "the one tracing it (a thread pool inside the transformed function?): a transform "
+        "traces f on the thread that calls it; compute on that thread, or apply the "
+        "transform inside each worker")
+
+
 class Tracer(ArrayOperators, Frontend):
     """A value inside a traced function: a graph value plus what it is one level down."""
 
@@ -188,6 +202,8 @@ class Tracer(ArrayOperators, Frontend):
                         f"escaped tracer: a value traced inside {a.graph_trace.transform} was used "
                         f"by {op!r} after that transform returned (it was stored outside f, "
                         "e.g. in a list or a global); return it from f instead")
+                if a.graph_trace.thread != threading.get_ident():
+                    raise _other_thread(a.graph_trace, op)
                 if top is None or a.level > top.level:
                     top = a
         trace = top.graph_trace
@@ -859,7 +875,7 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
     differentiated, ``has_aux``), this trace follows the graph the last trace under that
     key made (:mod:`.retrace`), and leaves its own for the next."""
     flat = _Flat(f, primals, has_aux, transform)
-    _check_differentiable([_as_value(p) for p in flat.leaves], transform)
+    _check_differentiable([_as_value(p, transform) for p in flat.leaves], transform)
     # vjp_fn outlives this call: it differentiates at copies of the primals and of what f
     # closes over, so writing to the caller's arrays later cannot change its cotangents
     # (grad calls it at once, and copies nothing)
@@ -1060,30 +1076,33 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     return _jvp(f, primals, tangents, has_aux, (_template_key(f), "jvp", has_aux))
 
 
-def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, template_key):
-    """:func:`jvp`, its trace following the last one under ``template_key`` (see :func:`_vjp`)."""
+def _jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool, template_key,
+         transform: str = "jvp"):
+    """:func:`jvp`, its trace following the last one under ``template_key`` (see :func:`_vjp`);
+    errors name ``transform`` (what the user called: ``hvp`` runs on this)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise FunctionalError("jvp: primals and tangents must be tuples or lists (one entry "
-                              f"per argument), got {type(primals).__name__} and "
+        raise FunctionalError(f"{transform}: primals and tangents must be tuples or lists "
+                              f"(one entry per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise FunctionalError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    flat = _Flat(f, primals, has_aux, "jvp")
+        raise FunctionalError(f"{transform}: {len(primals)} primals but {len(tangents)} "
+                              "tangents")
+    flat = _Flat(f, primals, has_aux, transform)
     tangent_leaves, tangent_tree = tree_flatten(list(tangents))
     if tangent_tree != tree_flatten(list(primals))[1]:
-        raise FunctionalError(f"jvp: tangents of structure {tangent_tree!r} for primals of "
-                              f"structure {tree_flatten(list(primals))[1]!r}")
-    _check_differentiable([_as_value(p) for p in flat.leaves], "jvp")
+        raise FunctionalError(f"{transform}: tangents of structure {tangent_tree!r} for "
+                              f"primals of structure {tree_flatten(list(primals))[1]!r}")
+    _check_differentiable([_as_value(p, transform) for p in flat.leaves], transform)
     for p, t in zip(flat.leaves, tangent_leaves):
         if shape_of(p) != shape_of(t):
-            raise TensorShapeError(f"jvp: tangent of shape {shape_of(t)} for a primal of shape "
-                                   f"{shape_of(p)}")
-        _check_kind(t, p, "jvp", "tangent", "primal")
-    traced = _traced(flat, flat.leaves, "jvp", template_key)
+            raise TensorShapeError(f"{transform}: tangent of shape {shape_of(t)} for a primal "
+                                   f"of shape {shape_of(p)}")
+        _check_kind(t, p, transform, "tangent", "primal")
+    traced = _traced(flat, flat.leaves, transform, template_key)
     linear = traced.linearized(range(len(flat.leaves)))
     values = dict(traced.trace.values)
     for key, t, p in zip(linear.tangent_input_keys, tangent_leaves, flat.leaves):
-        values[key] = _cast_like(_as_value(t), p)
+        values[key] = _cast_like(_as_value(t, transform), p)
     keys = linear.tangent_output_keys
     computed = iter(traced.derivatives(range(len(flat.leaves))).tangents(values))
     tangent_out = [result_array(_zeros_like(o) if k is None else next(computed))
@@ -1187,9 +1206,9 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
                               f"per argument), got {type(primals).__name__} and "
                               f"{type(tangents).__name__}")
     primals, tangents = list(primals), list(tangents)
-    gradient = grad(f, argnums=tuple(range(len(primals))))
-    _, result = _jvp(lambda *xs: tuple(gradient(*xs)), primals, tangents, False,
-                     (_template_key(f), "hvp", len(primals)))
+    value_and_gradient = _value_and_grad(f, tuple(range(len(primals))), False, False, "hvp")
+    _, result = _jvp(lambda *xs: tuple(value_and_gradient(*xs)[1]), primals, tangents, False,
+                     (_template_key(f), "hvp", len(primals)), "hvp")
     return result[0] if len(primals) == 1 else tuple(result)
 
 
