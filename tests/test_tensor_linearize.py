@@ -153,6 +153,8 @@ def test_misuse_raises_by_name_and_leaves_f_jvp_usable():
         tnp.linearize(3, x)
     with pytest.raises(FunctionalError, match="linearize: argument 0 has dtype int64"):
         tnp.linearize(tnp.sin, np.ones(3, int))
+    with pytest.raises(FunctionalError, match="linearize: expected an array"):
+        tnp.linearize(tnp.sin, "a")
     np.testing.assert_allclose(f_jvp(np.ones(3)), np.cos(x), rtol=1e-15)
 
 

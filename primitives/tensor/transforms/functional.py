@@ -1135,7 +1135,7 @@ def linearize(f: Callable, *primals, has_aux: bool = False):
     """
     check_callable(f, "linearize")
     flat = _Flat(f, primals, has_aux, "linearize")
-    _check_differentiable([_as_value(p) for p in flat.leaves], "linearize")
+    _check_differentiable([_as_value(p, "linearize") for p in flat.leaves], "linearize")
     leaves = [_owned(leaf) for leaf in flat.leaves]
     traced = Traced(flat, [_as_value(leaf) for leaf in leaves], transform="linearize",
                     own_constants=True, weak=weak_numbers(flat.leaves))
