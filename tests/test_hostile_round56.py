@@ -22,3 +22,43 @@ def test_nan_reductions_of_many_float16_values_accumulate_in_float32(name, want)
         assert grad.dtype == np.float16
         want_grad = {"nanmean": [0.5, 0.5, 0.0], "nanvar": [-0.5, 0.5, 0.0]}[name]
         assert np.array_equal(grad, np.array(want_grad, np.float16))
+
+
+X = np.array(2.0)
+
+
+# Was wrong: jit compared the length of a closed-over list, tuple or dict only when it held
+# more than numbers, so a coefficient appended to a list of numbers (or a tuple of them
+# rebound to a longer one) gave the old polynomial, silently.
+def test_a_coefficient_appended_to_a_closed_over_list_of_numbers_traces_again():
+    coefficients = [1.0, 2.0]
+    poly = tnp.jit(lambda x: sum(k * x ** i for i, k in enumerate(coefficients)))
+    assert float(poly(X)) == 5.0
+    coefficients.append(3.0)
+    assert float(poly(X)) == 17.0
+    coefficients[:] = [1.0]
+    assert float(poly(X)) == 1.0
+
+
+COEFFICIENTS = (1.0, 2.0)
+WEIGHTS = {"a": 1.0}
+
+
+def test_a_tuple_or_dict_of_numbers_rebound_or_grown_traces_again():
+    global COEFFICIENTS
+    poly = tnp.jit(lambda x: sum(k * x ** i for i, k in enumerate(COEFFICIENTS)))
+    total = tnp.jit(lambda x: sum(w * x for w in WEIGHTS.values()))
+    assert float(poly(X)) == 5.0 and float(total(X)) == 2.0
+    COEFFICIENTS = (1.0, 2.0, 3.0)
+    WEIGHTS["b"] = 10.0
+    assert float(poly(X)) == 17.0 and float(total(X)) == 22.0
+    COEFFICIENTS = (1.0, 2.0)
+
+
+def test_a_log_two_jitted_functions_append_to_while_traced_still_traces_once_each():
+    log = []
+    f = tnp.jit(lambda x: log.append(1) or x * 2.0)
+    g = tnp.jit(lambda x: log.append(1) or x * 3.0)
+    for _ in range(3):
+        assert float(f(X)) == 4.0 and float(g(X)) == 6.0
+    assert len(log) == 2

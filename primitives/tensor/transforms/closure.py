@@ -53,15 +53,18 @@ count are compared the same way, by what decides what they do (:func:`_which`):
 rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
 ``MODE = Mode.SUM`` to ``Mode.MEAN``, ``DTYPE = np.dtype("float32")`` to
 another, or ``self.head`` to an object of another class traces again, and
-so does a layer appended to the list ``f`` loops over (the length of a list or
-tuple, the keys of a dict, when it holds more than numbers and strings); a new
-``partial`` of the same function, or a new object of the same class, is read
+so does a layer appended to the list ``f`` loops over, or a coefficient to a list
+of numbers (the length of a list or tuple, the keys of a dict; one of numbers only
+that the trace itself changed, a log ``f`` appends to while traced, is not
+compared, or two functions appending to one log would trace again by turns); a
+new ``partial`` of the same function, or a new object of the same class, is read
 along its paths as before (a keyword added to a ``partial`` traces again).
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
 standard library's modules and functions' globals, sets, the length of a list of
-numbers only (or empty), the methods of a class patched after the trace, numbers
+numbers only that ``f`` changes while traced, the methods of a class patched after the
+trace, numbers
 ``f`` reads by a computed key or by iterating a dict, and the arguments ``jit``
 marks static (``static_argnums``: part of the trace's signature, so frozen by
 design, as in JAX: a new value traces again, a value written into does not).
@@ -315,7 +318,7 @@ class _Scan:
                 needs = () if is_array(value) else where.needs
                 self.found[key] = (Reference(where.reader(), where.where, value), needs)
             return
-        if numbers_count and (value is None or isinstance(value, str) or _holds_more(value) or
+        if numbers_count and (value is None or isinstance(value, (str, list, tuple, dict)) or
                               (callable(value) and not isinstance(value, Frontend)) or
                               _is_atom(value)):
             key = (where.key, where.steps, "which")
@@ -474,17 +477,28 @@ class _Scan:
         return len(self.pending) > before
 
 
-def _holds_more(value) -> bool:
-    """A list, tuple or dict holding more than numbers, strings and ``None`` (arrays,
-    containers, functions...), whose length or keys ``f`` may unroll a loop over: compared
-    at each call. One of numbers only, or empty, is not (a log ``f`` appends to while it
-    traces, as a trace counter, would trace again at every call)."""
+def _numbers_only(value) -> bool:
+    """A list, tuple or dict holding numbers, strings and ``None`` only (or nothing): one
+    ``f`` may append to while it traces, as a log (see :class:`_NumbersLength`)."""
     if isinstance(value, dict):
         value = value.values()
     elif not isinstance(value, (list, tuple)):
         return False
-    return any(not (_is_number(item) or item is None or isinstance(item, str))
-               for item in value)
+    return all(_is_number(item) or item is None or isinstance(item, str) for item in value)
+
+
+class _NumbersLength(Reference):
+    """The length or keys of a container of numbers only: compared at each call, as any
+    container's, unless the trace itself changed them (:func:`_changed_while_traced`)."""
+
+    __slots__ = ()
+
+
+def _changed_while_traced(ref: Reference) -> bool:
+    """Whether ``ref`` is the length of a container of numbers that ``f`` changed while it
+    was traced (a log of traces): not compared, or ``f`` would trace again at every call
+    once another function appends to the same log."""
+    return type(ref) is _NumbersLength and ref.read() is not ref.value
 
 
 def _is_atom(value) -> bool:
@@ -515,7 +529,8 @@ def _which_reference(where: _Location, value) -> Reference:
             return last[0]
         last[0] = now
         return now
-    return Reference(read_which, where.where, last[0])
+    kind = _NumbersLength if _numbers_only(value) else Reference
+    return kind(read_which, where.where, last[0])
 
 
 def _same(now: tuple, last: tuple) -> bool:
@@ -730,6 +745,7 @@ class Guard:
     """
 
     def __init__(self, references: list[Reference], constants: list) -> None:
+        references = [ref for ref in references if not _changed_while_traced(ref)]
         by_id: dict = {}
         for position, value in enumerate(constants):
             by_id.setdefault(id(value), []).append(position)
