@@ -62,3 +62,29 @@ def test_a_log_two_jitted_functions_append_to_while_traced_still_traces_once_eac
     for _ in range(3):
         assert float(f(X)) == 4.0 and float(g(X)) == 6.0
     assert len(log) == 2
+
+
+# Was wrong: copy.deepcopy of a leaf dropped its .grad (PyTorch's deepcopy keeps a copy).
+def test_deepcopy_of_a_leaf_keeps_a_copy_of_its_grad():
+    import copy
+
+    x = tnp.tensor([1.0, 2.0], requires_grad=True)
+    assert copy.deepcopy(x).grad is None
+    tnp.sum(x * x).backward()
+    y = copy.deepcopy(x)
+    assert np.array_equal(y.grad, [2.0, 4.0]) and not np.shares_memory(y.grad, x.grad)
+    tnp.sum(y * 3.0).backward()                        # y's own grad accumulates alone
+    assert np.array_equal(y.grad, [5.0, 7.0]) and np.array_equal(x.grad, [2.0, 4.0])
+
+
+# Was wrong: ravel_pytree of a leaf that holds no numbers (an iterator passed where a list
+# was meant, a string, an object) returned an object or string vector, silently.
+@pytest.mark.parametrize("tree", [iter([np.ones(2)]), "abc", (np.ones(2), object())],
+                         ids=["iterator", "string", "object"])
+def test_ravel_pytree_of_a_leaf_that_holds_no_numbers_is_refused(tree):
+    from primitives.tensor.errors import TensorTypeError
+
+    with pytest.raises(TensorTypeError, match="ravel_pytree: leaf"):
+        tnp.ravel_pytree(tree)
+    flat, unravel = tnp.ravel_pytree((np.ones(2), 3.0))   # still usable
+    assert flat.tolist() == [1.0, 1.0, 3.0]

@@ -73,6 +73,7 @@ surface's ``ArrayOperators``, the floor and ``tidu.eager``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import operator
@@ -540,11 +541,16 @@ class Tensor(ArrayOperators, Frontend):
         return _leaf(_owned_data(self), self._requires_grad)
 
     def __deepcopy__(self, memo) -> "Tensor":
-        """A leaf: a new leaf with a copy of the data and ``requires_grad``; a tensor with
-        history: a recorded copy (``tnp.copy``), which keeps the history (PyTorch raises)."""
+        """A leaf: a new leaf with a copy of the data, ``requires_grad`` and a copy of
+        ``.grad`` (PyTorch's); a tensor with history: a recorded copy (``tnp.copy``), which
+        keeps the history (PyTorch raises)."""
         if self._trace is not None:
             return self.copy()
-        return _leaf(library_of(self._data).copy(self._data), self._requires_grad)
+        leaf = _leaf(library_of(self._data).copy(self._data), self._requires_grad)
+        grad = self.grad
+        if grad is not None:
+            leaf.grad = copy.deepcopy(grad, memo)
+        return leaf
 
     @classmethod
     def bind(cls, op, args) -> list:

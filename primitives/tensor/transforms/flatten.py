@@ -56,6 +56,11 @@ def ravel_pytree(tree: Any) -> tuple[Any, Callable]:
     shapes = [tuple(shape_of(leaf)) for leaf in leaves]
     sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
     dtypes = [dtype_of(leaf) for leaf in leaves]
+    for position, (leaf, dtype) in enumerate(zip(leaves, dtypes)):
+        if np.dtype(dtype).kind not in "biufc":      # an iterator, a string: not numbers
+            raise TensorTypeError(f"ravel_pytree: leaf {position} holds {dtype} values, not "
+                                  "numbers (pytree nodes are tuples, lists, dicts, named "
+                                  "tuples and None; anything else is a leaf)")
     if not leaves:
         return np.zeros(0), _Unravel(structure, [], [], [], None)
     common = np.result_type(*dtypes)
