@@ -549,7 +549,7 @@ def _which(value):
     or class itself, and a decorated one (``custom_jvp``, ``lru_cache``); a bound method's
     function and a ``partial``'s (their object and arguments are read along their own
     paths); another callable object's class (its attributes, likewise)."""
-    if type(value) is types.FunctionType or value is None:      # the common cases
+    if type(value) is types.FunctionType or type(value) is str or value is None:  # common
         return value
     if isinstance(value, (list, tuple)):        # its items are read along their own paths
         return (len(value),)
