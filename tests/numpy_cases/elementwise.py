@@ -100,6 +100,9 @@ CASES = [
          wrt=(0, 1), label="operator"),
     Case("power", lambda y: 3.0 ** y, lambda y: 3.0 ** y, (normal((3,)),), label="rpow"),
     Case("pow", tnp.pow, np.pow, (positive((2, 3)), normal((3,))), wrt=(0, 1)),
+    binary("float_power", positive((2, 3)), normal((3,)),
+           "power in float64 (complex128 for complex operands), as NumPy's",
+           dtypes=ALL_DTYPES),
     Case("true_divide", tnp.true_divide, np.true_divide, (normal((2, 3)), positive((3,))),
          wrt=(0, 1)),
     # absolute value, extrema, remainders

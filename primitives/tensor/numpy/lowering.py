@@ -53,7 +53,8 @@ from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Tran
 
 __all__ = [
     "astype", "broadcast_to", "exp", "log", "sin", "cos", "tanh", "sqrt", "negative", "positive",
-    "conj", "conjugate", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+    "conj", "conjugate", "add", "subtract", "multiply", "divide", "power", "float_power",
+    "maximum", "minimum",
     "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "abs",
     "absolute", "real", "imag", "stop_gradient", "reshape", "transpose", "concatenate", "stack",
     "sum", "max", "min", "amax", "amin", "dot_general",
@@ -605,6 +606,20 @@ def power(x, p):
     shape = broadcast_shapes("power", shape_of(x), shape_of(p))
     return first(bind(ew.Power(shape, dtype_name(dtype)), broadcast_to(x, shape),
                       broadcast_to(p, shape)))
+
+
+@implements(np.float_power)
+def float_power(x, p):
+    """``np.float_power``: :func:`power` computed in float64 (complex128 for complex
+    operands), whatever the operands' precision, as NumPy's; differentiable in both.
+
+    >>> float_power(np.float32(2.0), 3).dtype
+    dtype('float64')
+    """
+    x, p = operand(x, "float_power"), operand(p, "float_power")
+    kind = np.result_type(dtype_of(x), dtype_of(p)).kind
+    wide = np.dtype(np.complex128 if kind == "c" else np.float64)
+    return power(as_dtype(x, wide), as_dtype(p, wide))
 
 
 @implements(np.maximum)
