@@ -88,3 +88,14 @@ def test_ravel_pytree_of_a_leaf_that_holds_no_numbers_is_refused(tree):
         tnp.ravel_pytree(tree)
     flat, unravel = tnp.ravel_pytree((np.ones(2), 3.0))   # still usable
     assert flat.tolist() == [1.0, 1.0, 3.0]
+
+
+# Was wrong: tnp.at(a)[key].get() of a plain NumPy array returned NumPy's view for a basic
+# index (a slice, an ellipsis), so writing into the result wrote into a; JAX's is new.
+@pytest.mark.parametrize("key", [slice(None), (Ellipsis,), slice(1, 3)], ids=["all", "...", "1:3"])
+def test_at_get_of_a_numpy_array_is_a_new_array(key):
+    a = np.arange(4.0)
+    got = tnp.at(a)[key].get()
+    assert np.array_equal(got, a[key]) and not np.shares_memory(got, a)
+    got[...] = -1.0
+    assert np.array_equal(a, np.arange(4.0))

@@ -909,7 +909,12 @@ class _IndexedUpdate:
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, fill_value=None):
         _jax_hints("get", mode, fill_value)
-        return getitem(self._array, self._key)
+        out = getitem(self._array, self._key)
+        # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied
+        if type(out) is np.ndarray and type(self._array) is np.ndarray and \
+                np.may_share_memory(out, self._array):
+            return new_value(out)
+        return out
 
     def __getattr__(self, name: str):
         if name not in _JAX_ONLY_UPDATES:
