@@ -477,6 +477,18 @@ class _Scan:
         return len(self.pending) > before
 
 
+def stored_while_traced(f: Callable, before: list[Reference], constants: list) -> bool:
+    """Whether a trace of ``f`` took as a fixed constant an array that ``f`` reaches from
+    outside now but did not before the trace (found by :func:`external_values`): one ``f``
+    stored while traced, as a parameter made at the first call (``if not params:
+    params["w"] = ...``). That trace would keep it at each call however it is rebound
+    later, so it must not be reused: the next call traces again, and finds it."""
+    known = {id(ref.value) for ref in before}
+    fixed = {id(c) for c in constants if is_array(c)} - known
+    return bool(fixed) and any(id(ref.value) in fixed
+                               for ref in external_values(f, warn=False))
+
+
 def _numbers_only(value) -> bool:
     """A list, tuple or dict holding numbers, strings and ``None`` only (or nothing): one
     ``f`` may append to while it traces, as a log (see :class:`_NumbersLength`)."""

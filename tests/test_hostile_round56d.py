@@ -1,0 +1,41 @@
+"""Hostile round 56d: what review of round 56's changes found (``jit``'s closure guard,
+``linearize``, the thread check, the new NumPy functions), each test failing before
+its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import primitives.tensor as tnp
+
+X = np.array([1.0, 2.0])
+
+
+# Was wrong: a parameter that f makes at its first call and stores outside (a lazy
+# initialisation, ``if not params: params["w"] = ...``) was frozen into the first trace:
+# rebinding it later returned the first trace's result, silently, for ever.
+def test_a_parameter_made_and_stored_while_traced_is_read_at_later_calls():
+    params: dict = {}
+    layers: list = []
+
+    class Model:
+        def __call__(self, x):
+            if not hasattr(self, "w"):
+                self.w = np.ones(2)
+            return x * self.w
+
+    def f(x):
+        if "w" not in params:
+            params["w"] = np.ones(2)
+        return x * params["w"]
+
+    def g(x):
+        if not layers:
+            layers.append(np.ones(2))
+        return x * layers[0]
+
+    model = Model()
+    jitted = [tnp.jit(f), tnp.jit(g), tnp.jit(model)]
+    for step in range(3):
+        assert [float(j(X)[1]) for j in jitted] == [2.0 * 3 ** step] * 3
+        params["w"], layers[0], model.w = params["w"] * 3, layers[0] * 3, model.w * 3
