@@ -39,3 +39,30 @@ def test_a_parameter_made_and_stored_while_traced_is_read_at_later_calls():
     for step in range(3):
         assert [float(j(X)[1]) for j in jitted] == [2.0 * 3 ** step] * 3
         params["w"], layers[0], model.w = params["w"] * 3, layers[0] * 3, model.w * 3
+
+
+LEARNING_RATE = 0.1
+MODE = "sum"
+
+
+# Was wrong: a closed-over number or string was compared by identity only, so one computed
+# anew before each call with the same value (a learning rate from a schedule, a mode read
+# from a config) traced again at every call.
+def test_an_equal_number_or_string_made_anew_does_not_trace_again():
+    global LEARNING_RATE, MODE
+    traces = []
+
+    def step(x):
+        traces.append(None)
+        return (tnp.sum(x) if MODE == "sum" else tnp.mean(x)) * LEARNING_RATE
+
+    jitted = tnp.jit(step)
+    try:
+        for _ in range(3):
+            LEARNING_RATE, MODE = float("0.1"), "".join(["su", "m"])
+            assert float(jitted(X)) == 0.1 * 3.0
+        assert len(traces) == 1
+        LEARNING_RATE, MODE = float("-0.0"), "mean"      # a new value traces again
+        assert str(float(jitted(X))) == "-0.0" and len(traces) == 2
+    finally:
+        LEARNING_RATE, MODE = 0.1, "sum"

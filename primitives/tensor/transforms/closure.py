@@ -45,9 +45,10 @@ list or tuple of at most :data:`_MAX_NUMBER_ITEMS` (32) items found at such a
 place (``for w, b, scale in layers``; a longer one is data, as a log of losses,
 and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
-nothing. A number is compared by identity with what is there after the trace:
-rebinding it traces again, but a counter that ``f`` itself steps while it is
-traced does not. Strings, ``None``, callables, containers and immutable values
+nothing. A number is compared with what is there after the trace, bit for bit
+(one made anew with the same value is no change): rebinding it traces again, but
+a counter that ``f`` itself steps while it is traced does not. Strings, ``None``,
+callables, containers and immutable values
 (an ``Enum`` member, a ``dtype``, a slice, bytes...) found where a number would
 count are compared the same way, by what decides what they do (:func:`_which`):
 rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
@@ -778,7 +779,8 @@ class Guard:
         only at trace time changed)."""
         for read, expected, snapshot in self.copied:
             now = read()
-            if now is not expected or not _equal(now, snapshot):
+            same = _equal(now, snapshot) if now is expected else _same_scalar(now, expected)
+            if not same:
                 return None
         if not self.lifted:
             return constants
@@ -797,6 +799,24 @@ class Guard:
             for position in positions:
                 constants[position] = now
         return constants
+
+
+def _same_scalar(now, expected) -> bool:
+    """Whether ``now``, a number or string found in place of ``expected``, is the same value
+    made anew (a learning rate or a mode computed again before each call): no change, bit
+    for bit (``-0.0`` is not ``0.0``, ``1`` is not ``1.0``: each traces otherwise)."""
+    kind = type(now)
+    if kind is not type(expected):
+        return False
+    if kind is str or kind is int or kind is bool:
+        return now == expected
+    if kind is float:
+        return now.hex() == expected.hex()
+    if kind is complex:
+        return now.real.hex() == expected.real.hex() and \
+            now.imag.hex() == expected.imag.hex()
+    return isinstance(now, np.generic) and now.dtype == expected.dtype and \
+        now.tobytes() == expected.tobytes()
 
 
 def _snapshot(ref: Reference) -> tuple:
