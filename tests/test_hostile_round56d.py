@@ -66,3 +66,26 @@ def test_an_equal_number_or_string_made_anew_does_not_trace_again():
         assert str(float(jitted(X))) == "-0.0" and len(traces) == 2
     finally:
         LEARNING_RATE, MODE = 0.1, "sum"
+
+
+# Was wrong: two jitted functions stepping one counter while traced (``traces[0] += 1``)
+# traced by turns at every call, each trace changing the number the other's guard
+# compared; a number the trace itself changed is now not compared, as a log's length.
+def test_two_functions_stepping_one_counter_while_traced_trace_once_each():
+    traces = [0]
+    counts = {"traces": 0}
+
+    def f(x):
+        traces[0] += 1
+        counts["traces"] += 1
+        return x * 2.0
+
+    def g(x):
+        traces[0] += 1
+        counts["traces"] += 1
+        return x * 3.0
+
+    jf, jg = tnp.jit(f), tnp.jit(g)
+    for _ in range(3):
+        assert float(jf(X)[1]) == 4.0 and float(jg(X)[1]) == 6.0
+    assert traces == [2] and counts == {"traces": 2}

@@ -47,11 +47,12 @@ and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
 nothing. A number is compared with what is there after the trace, bit for bit
 (one made anew with the same value is no change): rebinding it traces again, but
-a counter that ``f`` itself steps while it is traced does not. Strings, ``None``,
-callables, containers and immutable values
-(an ``Enum`` member, a ``dtype``, a slice, bytes...) found where a number would
-count are compared the same way, by what decides what they do (:func:`_which`):
-rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
+a counter that ``f`` itself steps while it is traced is not compared (two functions
+stepping one counter would trace by turns). Strings, ``None``, callables,
+containers and immutable values (an ``Enum`` member, a ``dtype``, a slice,
+bytes...) found where a number would count are compared the same way, by what
+decides what they do (:func:`_which`): rebinding ``act = tnp.tanh`` to
+``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
 ``MODE = Mode.SUM`` to ``Mode.MEAN``, ``DTYPE = np.dtype("float32")`` to
 another, or ``self.head`` to an object of another class traces again, and
 so does a layer appended to the list ``f`` loops over, or a coefficient to a list
@@ -508,10 +509,16 @@ class _NumbersLength(Reference):
 
 
 def _changed_while_traced(ref: Reference) -> bool:
-    """Whether ``ref`` is the length of a container of numbers that ``f`` changed while it
-    was traced (a log of traces): not compared, or ``f`` would trace again at every call
-    once another function appends to the same log."""
-    return type(ref) is _NumbersLength and ref.read() is not ref.value
+    """Whether ``ref`` is the length of a container of numbers, or a number, that ``f``
+    changed while it was traced (a log or a counter of traces): not compared, or ``f``
+    would trace again at every call once another function steps the same log or counter
+    (each trace changing what the other's guard compares: they would trace by turns)."""
+    if type(ref) is _NumbersLength:
+        return ref.read() is not ref.value
+    if type(ref) is not Reference or not _is_number(ref.value):
+        return False
+    now = ref.read()
+    return _is_number(now) and now is not ref.value and not _same_scalar(now, ref.value)
 
 
 def _is_atom(value) -> bool:
