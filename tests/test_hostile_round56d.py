@@ -89,3 +89,28 @@ def test_two_functions_stepping_one_counter_while_traced_trace_once_each():
     for _ in range(3):
         assert float(jf(X)[1]) == 4.0 and float(jg(X)[1]) == 6.0
     assert traces == [2] and counts == {"traces": 2}
+
+
+# Was wrong: tnp.choose refused a boolean ``a`` (TensorTypeError 'a must hold integers'),
+# which NumPy casts to 0 and 1.
+def test_choose_takes_a_boolean_index_as_numpy_does():
+    pick = np.array([True, False, True])
+    choices = [np.arange(3.0), -np.arange(3.0)]
+    np.testing.assert_array_equal(tnp.choose(pick, choices), np.choose(pick, choices))
+    np.testing.assert_array_equal(tnp.grad(lambda c: tnp.sum(tnp.choose(pick, [c, 2 * c])))(
+        np.ones(3)), [2.0, 1.0, 2.0])
+
+
+# Was wrong: a condition longer than the axis and nonzero beyond it raised 'index 3 is out of
+# bounds for axis 0 with size 3' from take, naming neither compress nor extract.
+def test_compress_and_extract_name_themselves_for_a_condition_beyond_the_axis():
+    import pytest
+
+    from primitives.tensor import TensorIndexError
+    a = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(TensorIndexError, match=r"compress: .*index 3.* axis 0 with size 3"):
+        tnp.compress([1, 0, 1, 1], a, axis=0)
+    with pytest.raises(TensorIndexError, match=r"extract: .*index 12.* size 12"):
+        tnp.extract(np.ones(13), a)
+    np.testing.assert_array_equal(tnp.compress([1, 0, 1, 0, 0], a, axis=0),
+                                  np.compress([1, 0, 1, 0, 0], a, axis=0))

@@ -1083,6 +1083,8 @@ def choose(a, choices, out=None, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise TensorTypeError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     index = operand(a, "choose")
+    if dtype_of(index).kind == "b":             # NumPy casts booleans (safely) to 0 and 1
+        index = as_dtype(index, np.intp)
     if dtype_of(index).kind not in "iu":
         raise TensorTypeError(f"choose: a must hold integers, got {dtype_of(index)} values")
     if isinstance(choices, (list, tuple)):        # arrays of any broadcastable shapes
@@ -1115,12 +1117,18 @@ def choose(a, choices, out=None, mode="raise"):
     return result
 
 
-def _condition_positions(condition, fn: str) -> np.ndarray:
+def _condition_positions(condition, fn: str, size: int, axis: int | None) -> np.ndarray:
     """The positions where the 1-d (flattened) ``condition`` is nonzero, read now (the
-    result's shape depends on them)."""
+    result's shape depends on them); one beyond the ``size`` entries of the axis read is
+    NumPy's ``IndexError``, by ``fn``'s name."""
     data = to_host(data_of(operand(condition, fn), f"{fn}: reading the condition (the "
                                                   "result's shape depends on its values)"))
-    return np.flatnonzero(data)
+    positions = np.flatnonzero(data)
+    if positions.size and positions[-1] >= size:
+        where = "the flattened array" if axis is None else f"axis {axis}"
+        raise TensorIndexError(f"{fn}: the condition is nonzero at index {positions[-1]}, "
+                               f"out of bounds for {where} with size {size}")
+    return positions
 
 
 @implements(np.compress)
@@ -1136,7 +1144,11 @@ def compress(condition, a, axis=None, out=None):
     no_out(out, "compress")
     if len(shape_of(operand(condition, "compress"))) != 1:
         raise TensorShapeError("compress: condition must be a 1-d array")
-    return take(a, _condition_positions(condition, "compress"), axis=axis)
+    dims = shape_of(operand(a, "compress"))
+    if axis is not None:
+        axis = normalize_axis(axis, len(dims), "compress")
+    length = math.prod(dims) if axis is None else dims[axis]
+    return take(a, _condition_positions(condition, "compress", length, axis), axis=axis)
 
 
 @implements(np.extract)
@@ -1147,7 +1159,9 @@ def extract(condition, arr):
     >>> extract(np.arange(4.0) > 1, np.arange(4.0))
     array([2., 3.])
     """
-    return take(arr, _condition_positions(ravel(operand(condition, "extract")), "extract"))
+    positions = _condition_positions(ravel(operand(condition, "extract")), "extract",
+                                     math.prod(shape_of(operand(arr, "extract"))), None)
+    return take(arr, positions)
 
 
 def _one_condition(condlist, x_ndim: int) -> bool:
