@@ -114,3 +114,18 @@ def test_compress_and_extract_name_themselves_for_a_condition_beyond_the_axis():
         tnp.extract(np.ones(13), a)
     np.testing.assert_array_equal(tnp.compress([1, 0, 1, 0, 0], a, axis=0),
                                   np.compress([1, 0, 1, 0, 0], a, axis=0))
+
+
+# Was wrong: JAX's x.at[...] keywords out_sharding and wrap_negative_indices (at their
+# defaults, a valid JAX call) raised Python's TypeError (unexpected keyword argument).
+def test_jax_out_sharding_and_wrap_negative_indices_keywords_of_indexed_updates():
+    import pytest
+
+    from primitives.tensor import TensorNotSupportedError
+    x = tnp.tensor(np.arange(4.0))
+    hints = {"out_sharding": None, "wrap_negative_indices": True}
+    np.testing.assert_array_equal(x.at[-1].set(9.0, **hints), [0.0, 1.0, 2.0, 9.0])
+    np.testing.assert_array_equal(x.at[-1].add(1.0, **hints), [0.0, 1.0, 2.0, 4.0])
+    assert float(x.at[-1].get(**hints)) == 3.0
+    with pytest.raises(TensorNotSupportedError, match=r"x.at\[...\].set: .*wrap_negative"):
+        x.at[-1].set(9.0, wrap_negative_indices=False)

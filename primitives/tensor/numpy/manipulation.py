@@ -907,8 +907,8 @@ class _IndexedUpdate:
         self._array, self._key = array, key
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None, fill_value=None):
-        _jax_hints("get", mode, fill_value)
+            mode=None, fill_value=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("get", mode, fill_value, out_sharding, wrap_negative_indices)
         return getitem(self._array, self._key)
 
     def __getattr__(self, name: str):
@@ -920,14 +920,14 @@ class _IndexedUpdate:
             "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
 
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None):
-        _jax_hints("set", mode)
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("set", mode, None, out_sharding, wrap_negative_indices)
         flat, positions, values, shape = self._operands(values, "set")
         return reshape(_put_flat(flat, positions, values), shape)
 
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None):
-        _jax_hints("add", mode)
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("add", mode, None, out_sharding, wrap_negative_indices)
         flat, positions, values, shape = self._operands(values, "add")
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
@@ -954,11 +954,18 @@ class _IndexedUpdate:
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
 
 
-def _jax_hints(method: str, mode, fill_value=None) -> None:
+def _jax_hints(method: str, mode, fill_value=None, out_sharding=None,
+               wrap_negative_indices: bool = True) -> None:
     """JAX's keywords of ``x.at[...].<method>``: ``indices_are_sorted`` and
     ``unique_indices`` are hints (the result is right either way, so they are ignored);
     ``mode`` may only promise what tidu does (an index out of range raises NumPy's
-    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values."""
+    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values;
+    so may ``out_sharding`` (none) and ``wrap_negative_indices`` (NumPy's: they wrap)."""
+    if out_sharding is not None or wrap_negative_indices is not True:
+        raise TensorNotSupportedError(
+            f"x.at[...].{method}: out_sharding={out_sharding!r}, wrap_negative_indices="
+            f"{wrap_negative_indices!r} is not supported: tidu's arrays are not sharded, and "
+            "a negative index counts from the end (NumPy's rule)")
     if mode not in (None, "promise_in_bounds") or fill_value is not None:
         raise TensorNotSupportedError(
             f"x.at[...].{method}: mode={mode!r}"
