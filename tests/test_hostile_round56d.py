@@ -11,11 +11,13 @@ import primitives.tensor as tnp
 X = np.array([1.0, 2.0])
 
 
-# Was wrong: a parameter that f makes at its first call and stores outside (a lazy
-# initialisation, ``if not params: params["w"] = ...``) was frozen into the first trace:
-# rebinding it later returned the first trace's result, silently, for ever.
+# Was wrong: a parameter (array or number) that f makes at its first call and stores
+# outside (a lazy initialisation, ``if not params: params["w"] = ...``, ``self.scale = 1.0``)
+# was frozen into the first trace: rebinding it later returned the first trace's result,
+# silently, for ever.
 def test_a_parameter_made_and_stored_while_traced_is_read_at_later_calls():
     params: dict = {}
+    config: dict = {}
     layers: list = []
 
     class Model:
@@ -34,11 +36,19 @@ def test_a_parameter_made_and_stored_while_traced_is_read_at_later_calls():
             layers.append(np.ones(2))
         return x * layers[0]
 
-    model = Model()
-    jitted = [tnp.jit(f), tnp.jit(g), tnp.jit(model)]
+    class Scaled:
+        def __call__(self, x):
+            if not hasattr(self, "scale"):
+                self.scale = 1.0
+            return x * self.scale + config.setdefault("shift", 0.0)
+
+    model, scaled = Model(), Scaled()
+    jitted = [tnp.jit(f), tnp.jit(g), tnp.jit(model), tnp.jit(scaled)]
     for step in range(3):
-        assert [float(j(X)[1]) for j in jitted] == [2.0 * 3 ** step] * 3
+        assert [float(j(X)[1]) for j in jitted] == [2.0 * 3 ** step] * 3 + [
+            2.0 * 3 ** step + step]
         params["w"], layers[0], model.w = params["w"] * 3, layers[0] * 3, model.w * 3
+        scaled.scale, config["shift"] = scaled.scale * 3, config["shift"] + 1
 
 
 LEARNING_RATE = 0.1

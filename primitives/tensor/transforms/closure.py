@@ -152,6 +152,17 @@ class Reference:
         return f"Reference({self.where})"
 
 
+class _Found(Reference):
+    """An array or number found along a path, which ``path`` names (its root and steps):
+    a scan after the trace tells by it what ``f`` stored while traced."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, read: Callable[[], Any], where: str, value, path: tuple) -> None:
+        super().__init__(read, where, value)
+        self.path = path
+
+
 def _is_number(value) -> bool:
     """A Python or NumPy number (a changed one traces again, as ``torch.compile``'s guards
     do), not a traced value."""
@@ -318,7 +329,7 @@ class _Scan:
             key = (where.key, where.steps)
             if key not in self.found:
                 needs = () if is_array(value) else where.needs
-                self.found[key] = (Reference(where.reader(), where.where, value), needs)
+                self.found[key] = (_Found(where.reader(), where.where, value, key), needs)
             return
         if numbers_count and (value is None or isinstance(value, (str, list, tuple, dict)) or
                               (callable(value) and not isinstance(value, Frontend)) or
@@ -480,15 +491,27 @@ class _Scan:
 
 
 def stored_while_traced(f: Callable, before: list[Reference], constants: list) -> bool:
-    """Whether a trace of ``f`` took as a fixed constant an array that ``f`` reaches from
-    outside now but did not before the trace (found by :func:`external_values`): one ``f``
-    stored while traced, as a parameter made at the first call (``if not params:
-    params["w"] = ...``). That trace would keep it at each call however it is rebound
-    later, so it must not be reused: the next call traces again, and finds it."""
+    """Whether a trace of ``f`` read what ``f`` stored outside while traced, where
+    :func:`external_values` (``before``, found before the trace) did not look: an array
+    it took as a fixed constant, or a number under a dict key or an attribute, as a
+    parameter made at the first call (``if "w" not in params: params["w"] = ...``,
+    ``self.scale = 2.0``). That trace would keep it however it is rebound later, so it
+    must not be reused: the next call traces again, and finds it."""
     known = {id(ref.value) for ref in before}
     fixed = {id(c) for c in constants if is_array(c)} - known
-    return bool(fixed) and any(id(ref.value) in fixed
-                               for ref in external_values(f, warn=False))
+    paths = {ref.path for ref in before if type(ref) is _Found}
+    return any(id(ref.value) in fixed or _stored_number(ref, paths)
+               for ref in external_values(f, warn=False))
+
+
+def _stored_number(ref: Reference, paths: set) -> bool:
+    """A number found where the scan before the trace found none, held by a variable, a
+    dict key or an attribute; not a list's item (a log ``f`` appends to at each trace
+    would trace again at each call)."""
+    if type(ref) is not _Found or not _is_number(ref.value) or ref.path in paths:
+        return False
+    steps = ref.path[1]
+    return not steps or steps[-1][0] not in (list, tuple)
 
 
 def _numbers_only(value) -> bool:
@@ -515,7 +538,7 @@ def _changed_while_traced(ref: Reference) -> bool:
     (each trace changing what the other's guard compares: they would trace by turns)."""
     if type(ref) is _NumbersLength:
         return ref.read() is not ref.value
-    if type(ref) is not Reference or not _is_number(ref.value):
+    if type(ref) is not _Found or not _is_number(ref.value):
         return False
     now = ref.read()
     return _is_number(now) and now is not ref.value and not _same_scalar(now, ref.value)
