@@ -139,3 +139,16 @@ def test_jax_out_sharding_and_wrap_negative_indices_keywords_of_indexed_updates(
     assert float(x.at[-1].get(**hints)) == 3.0
     with pytest.raises(TensorNotSupportedError, match=r"x.at\[...\].set: .*wrap_negative"):
         x.at[-1].set(9.0, wrap_negative_indices=False)
+
+
+# Was wrong: copy.deepcopy of a leaf whose .grad has history (after
+# backward(create_graph=True)) raised 'converting to a NumPy array ... would drop its
+# derivative' from the .grad setter; the copy now holds a recorded copy of that gradient.
+def test_deepcopy_of_a_leaf_whose_grad_has_history():
+    import copy
+    w = tnp.tensor(np.arange(3.0), requires_grad=True)
+    tnp.sum(w ** 3).backward(create_graph=True)
+    twin = copy.deepcopy(w)
+    assert isinstance(twin.grad, tnp.Tensor) and twin.grad is not w.grad
+    np.testing.assert_array_equal(twin.grad.detach().numpy(), [0.0, 3.0, 12.0])
+    np.testing.assert_array_equal(twin.detach().numpy(), [0.0, 1.0, 2.0])
