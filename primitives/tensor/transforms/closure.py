@@ -62,6 +62,11 @@ compared, or two functions appending to one log would trace again by turns); a
 new ``partial`` of the same function, or a new object of the same class, is read
 along its paths as before (a keyword added to a ``partial`` traces again).
 
+An array or a number that ``f`` stores where it reads it while traced (a parameter
+made at the first call: ``if "w" not in params: params["w"] = ...``) is found by a
+scan after the trace (:func:`stored_while_traced`): that trace is not kept, and the
+next call traces again and finds it before tracing.
+
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
 standard library's modules and functions' globals, sets, the length of a list of
