@@ -152,3 +152,36 @@ def test_deepcopy_of_a_leaf_whose_grad_has_history():
     assert isinstance(twin.grad, tnp.Tensor) and twin.grad is not w.grad
     np.testing.assert_array_equal(twin.grad.detach().numpy(), [0.0, 3.0, 12.0])
     np.testing.assert_array_equal(twin.detach().numpy(), [0.0, 1.0, 2.0])
+
+
+# Was wrong: a jitted function that makes an array again at each trace and stores it where
+# it reads it (``self.mask = np.tril(...)``) traced again at every call once the attribute
+# held an array before a trace (from a second input shape on): the guard compared the
+# array by identity; one of the same type and contents is now no change.
+def test_an_array_f_stores_again_at_each_trace_does_not_trace_at_every_call():
+    traces = []
+
+    class Masked:
+        mask = None
+
+        def __call__(self, x):
+            traces.append(None)
+            self.mask = np.tril(np.ones((2, 2)))
+            return x @ self.mask
+
+    jitted = tnp.jit(Masked())
+    np.testing.assert_array_equal(jitted(X), [3.0, 2.0])
+    for _ in range(5):
+        np.testing.assert_array_equal(jitted(np.ones((3, 2))), [[2.0, 1.0]] * 3)
+    assert len(traces) <= 3
+
+    class Decaying:                     # stateful: what f reads changes at each call
+        def __init__(self):
+            self.buffer = np.ones(2)
+
+        def __call__(self, x):
+            self.buffer = self.buffer * 0.5
+            return x * self.buffer
+
+    decaying = tnp.jit(Decaying())
+    assert [float(decaying(X)[0]) for _ in range(3)] == [0.5, 0.25, 0.125]

@@ -501,7 +501,7 @@ def stored_while_traced(f: Callable, before: list[Reference], constants: list) -
     it took as a fixed constant, or a number under a dict key or an attribute, as a
     parameter made at the first call (``if "w" not in params: params["w"] = ...``,
     ``self.scale = 2.0``). That trace would keep it however it is rebound later, so it
-    must not be reused: the next call traces again, and finds it."""
+    must not be reused as it is: the next call traces again, and finds it."""
     known = {id(ref.value) for ref in before}
     fixed = {id(c) for c in constants if is_array(c)} - known
     paths = {ref.path for ref in before if type(ref) is _Found}
@@ -808,14 +808,20 @@ class Guard:
                        if id(ref.value) not in by_id]
         self.lifted_positions = frozenset(p for *_, positions in self.lifted for p in positions)
 
+    def expire(self) -> None:
+        """Make the trace stale at the next call (:meth:`constants` gives ``None``)."""
+        self.copied.append((_expired, None, None))
+
     def constants(self, constants: list) -> list | None:
         """``constants`` with the external arrays as they are now; ``None`` if the trace is
         stale (an array changed shape or dtype, a compared one its contents, or one read
         only at trace time changed)."""
         for read, expected, snapshot in self.copied:
             now = read()
-            same = _equal(now, snapshot) if now is expected else _same_scalar(now, expected)
-            if not same:
+            if now is expected:
+                if not _equal(now, snapshot):
+                    return None
+            elif not (_same_scalar(now, expected) or _same_copy(now, expected, snapshot)):
                 return None
         if not self.lifted:
             return constants
@@ -834,6 +840,19 @@ class Guard:
             for position in positions:
                 constants[position] = now
         return constants
+
+
+def _same_copy(now, expected, snapshot) -> bool:
+    """Whether ``now``, an array found in place of ``expected`` (compared by contents,
+    ``snapshot`` its copy), is one of its type with the same contents: what NumPy's
+    functions computed from it while tracing stands (a mask ``f`` makes again and stores
+    at each trace is no change)."""
+    return snapshot is not expected and type(now) is type(expected) and _equal(now, snapshot)
+
+
+def _expired() -> object:
+    """What an expired guard reads (:meth:`Guard.expire`): never what it expects."""
+    return _MISSING
 
 
 def _same_scalar(now, expected) -> bool:

@@ -390,8 +390,13 @@ class _Traced:
         first = [trace.values[k] for k in graph.output_keys]
         self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
-        self.reusable = not any(isinstance(c, Frontend) for c in self.constants) and \
-            not stored_while_traced(f, externals, self.constants)
+        self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
+        # what f stored outside while traced and read (a parameter made at its first call):
+        # traced once more, which finds it; unless the trace before stored too (f stores
+        # at each trace, as a mask it recomputes: what it reads is what f would make now)
+        self.stored = stored_while_traced(f, externals, self.constants)
+        if self.stored and not (previous is not None and previous.stored):
+            self.guard.expire()
         self.traced_keys = (graph.input_keys, graph.output_keys)
         if previous is not None and self._computed_by(previous):
             self.graph, self.input_keys, self.run = previous.graph, previous.input_keys, \
