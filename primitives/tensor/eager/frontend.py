@@ -548,7 +548,9 @@ class Tensor(ArrayOperators, Frontend):
             return self.copy()
         leaf = _leaf(library_of(self._data).copy(self._data), self._requires_grad)
         grad = self.grad
-        if grad is not None:
+        if isinstance(grad, Tensor):    # with history (backward(create_graph=True)): its
+            leaf._grad = copy.deepcopy(grad, memo)  # recorded copy; the setter takes arrays
+        elif grad is not None:
             leaf.grad = copy.deepcopy(grad, memo)
         return leaf
 

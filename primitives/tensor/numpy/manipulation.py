@@ -907,8 +907,8 @@ class _IndexedUpdate:
         self._array, self._key = array, key
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None, fill_value=None):
-        _jax_hints("get", mode, fill_value)
+            mode=None, fill_value=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("get", mode, fill_value, out_sharding, wrap_negative_indices)
         out = getitem(self._array, self._key)
         # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied
         if type(out) is np.ndarray and type(self._array) is np.ndarray and \
@@ -925,14 +925,14 @@ class _IndexedUpdate:
             "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
 
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None):
-        _jax_hints("set", mode)
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("set", mode, None, out_sharding, wrap_negative_indices)
         flat, positions, values, shape = self._operands(values, "set")
         return reshape(_put_flat(flat, positions, values), shape)
 
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None):
-        _jax_hints("add", mode)
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
+        _jax_hints("add", mode, None, out_sharding, wrap_negative_indices)
         flat, positions, values, shape = self._operands(values, "add")
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
@@ -959,11 +959,18 @@ class _IndexedUpdate:
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
 
 
-def _jax_hints(method: str, mode, fill_value=None) -> None:
+def _jax_hints(method: str, mode, fill_value=None, out_sharding=None,
+               wrap_negative_indices: bool = True) -> None:
     """JAX's keywords of ``x.at[...].<method>``: ``indices_are_sorted`` and
     ``unique_indices`` are hints (the result is right either way, so they are ignored);
     ``mode`` may only promise what tidu does (an index out of range raises NumPy's
-    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values."""
+    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values;
+    so may ``out_sharding`` (none) and ``wrap_negative_indices`` (NumPy's: they wrap)."""
+    if out_sharding is not None or wrap_negative_indices is not True:
+        raise TensorNotSupportedError(
+            f"x.at[...].{method}: out_sharding={out_sharding!r}, wrap_negative_indices="
+            f"{wrap_negative_indices!r} is not supported: tidu's arrays are not sharded, and "
+            "a negative index counts from the end (NumPy's rule)")
     if mode not in (None, "promise_in_bounds") or fill_value is not None:
         raise TensorNotSupportedError(
             f"x.at[...].{method}: mode={mode!r}"
@@ -1088,6 +1095,8 @@ def choose(a, choices, out=None, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise TensorTypeError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     index = operand(a, "choose")
+    if dtype_of(index).kind == "b":             # NumPy casts booleans (safely) to 0 and 1
+        index = as_dtype(index, np.intp)
     if dtype_of(index).kind not in "iu":
         raise TensorTypeError(f"choose: a must hold integers, got {dtype_of(index)} values")
     if isinstance(choices, (list, tuple)):        # arrays of any broadcastable shapes
@@ -1120,12 +1129,18 @@ def choose(a, choices, out=None, mode="raise"):
     return result
 
 
-def _condition_positions(condition, fn: str) -> np.ndarray:
+def _condition_positions(condition, fn: str, size: int, axis: int | None) -> np.ndarray:
     """The positions where the 1-d (flattened) ``condition`` is nonzero, read now (the
-    result's shape depends on them)."""
+    result's shape depends on them); one beyond the ``size`` entries of the axis read is
+    NumPy's ``IndexError``, by ``fn``'s name."""
     data = to_host(data_of(operand(condition, fn), f"{fn}: reading the condition (the "
                                                   "result's shape depends on its values)"))
-    return np.flatnonzero(data)
+    positions = np.flatnonzero(data)
+    if positions.size and positions[-1] >= size:
+        where = "the flattened array" if axis is None else f"axis {axis}"
+        raise TensorIndexError(f"{fn}: the condition is nonzero at index {positions[-1]}, "
+                               f"out of bounds for {where} with size {size}")
+    return positions
 
 
 @implements(np.compress)
@@ -1141,7 +1156,11 @@ def compress(condition, a, axis=None, out=None):
     no_out(out, "compress")
     if len(shape_of(operand(condition, "compress"))) != 1:
         raise TensorShapeError("compress: condition must be a 1-d array")
-    return take(a, _condition_positions(condition, "compress"), axis=axis)
+    dims = shape_of(operand(a, "compress"))
+    if axis is not None:
+        axis = normalize_axis(axis, len(dims), "compress")
+    length = math.prod(dims) if axis is None else dims[axis]
+    return take(a, _condition_positions(condition, "compress", length, axis), axis=axis)
 
 
 @implements(np.extract)
@@ -1152,7 +1171,9 @@ def extract(condition, arr):
     >>> extract(np.arange(4.0) > 1, np.arange(4.0))
     array([2., 3.])
     """
-    return take(arr, _condition_positions(ravel(operand(condition, "extract")), "extract"))
+    positions = _condition_positions(ravel(operand(condition, "extract")), "extract",
+                                     math.prod(shape_of(operand(arr, "extract"))), None)
+    return take(arr, positions)
 
 
 def _one_condition(condlist, x_ndim: int) -> bool:

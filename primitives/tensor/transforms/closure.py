@@ -45,12 +45,14 @@ list or tuple of at most :data:`_MAX_NUMBER_ITEMS` (32) items found at such a
 place (``for w, b, scale in layers``; a longer one is data, as a log of losses,
 and ``f`` cannot tell which of its items it reads). A counter the code never
 names (``self.step``, ``stats["calls"]`` in an object ``f`` reaches) changes
-nothing. A number is compared by identity with what is there after the trace:
-rebinding it traces again, but a counter that ``f`` itself steps while it is
-traced does not. Strings, ``None``, callables, containers and immutable values
-(an ``Enum`` member, a ``dtype``, a slice, bytes...) found where a number would
-count are compared the same way, by what decides what they do (:func:`_which`):
-rebinding ``act = tnp.tanh`` to ``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
+nothing. A number is compared with what is there after the trace, bit for bit
+(one made anew with the same value is no change): rebinding it traces again, but
+a counter that ``f`` itself steps while it is traced is not compared (two functions
+stepping one counter would trace by turns). Strings, ``None``, callables,
+containers and immutable values (an ``Enum`` member, a ``dtype``, a slice,
+bytes...) found where a number would count are compared the same way, by what
+decides what they do (:func:`_which`): rebinding ``act = tnp.tanh`` to
+``tnp.sin``, ``mode = "sum"`` to ``"mean"``,
 ``MODE = Mode.SUM`` to ``Mode.MEAN``, ``DTYPE = np.dtype("float32")`` to
 another, or ``self.head`` to an object of another class traces again, and
 so does a layer appended to the list ``f`` loops over, or a coefficient to a list
@@ -59,6 +61,11 @@ that the trace itself changed, a log ``f`` appends to while traced, is not
 compared, or two functions appending to one log would trace again by turns); a
 new ``partial`` of the same function, or a new object of the same class, is read
 along its paths as before (a keyword added to a ``partial`` traces again).
+
+An array or a number that ``f`` stores where it reads it while traced (a parameter
+made at the first call: ``if "w" not in params: params["w"] = ...``) is found by a
+scan after the trace (:func:`stored_while_traced`): that trace is not kept, and the
+next call traces again and finds it before tracing.
 
 Not followed: library modules and the attributes of library objects (tidu's,
 NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
@@ -148,6 +155,17 @@ class Reference:
 
     def __repr__(self) -> str:
         return f"Reference({self.where})"
+
+
+class _Found(Reference):
+    """An array or number found along a path, which ``path`` names (its root and steps):
+    a scan after the trace tells by it what ``f`` stored while traced."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, read: Callable[[], Any], where: str, value, path: tuple) -> None:
+        super().__init__(read, where, value)
+        self.path = path
 
 
 def _is_number(value) -> bool:
@@ -316,7 +334,7 @@ class _Scan:
             key = (where.key, where.steps)
             if key not in self.found:
                 needs = () if is_array(value) else where.needs
-                self.found[key] = (Reference(where.reader(), where.where, value), needs)
+                self.found[key] = (_Found(where.reader(), where.where, value, key), needs)
             return
         if numbers_count and (value is None or isinstance(value, (str, list, tuple, dict)) or
                               (callable(value) and not isinstance(value, Frontend)) or
@@ -477,6 +495,30 @@ class _Scan:
         return len(self.pending) > before
 
 
+def stored_while_traced(f: Callable, before: list[Reference], constants: list) -> bool:
+    """Whether a trace of ``f`` read what ``f`` stored outside while traced, where
+    :func:`external_values` (``before``, found before the trace) did not look: an array
+    it took as a fixed constant, or a number under a dict key or an attribute, as a
+    parameter made at the first call (``if "w" not in params: params["w"] = ...``,
+    ``self.scale = 2.0``). That trace would keep it however it is rebound later, so it
+    must not be reused as it is: the next call traces again, and finds it."""
+    known = {id(ref.value) for ref in before}
+    fixed = {id(c) for c in constants if is_array(c)} - known
+    paths = {ref.path for ref in before if type(ref) is _Found}
+    return any(id(ref.value) in fixed or _stored_number(ref, paths)
+               for ref in external_values(f, warn=False))
+
+
+def _stored_number(ref: Reference, paths: set) -> bool:
+    """A number found where the scan before the trace found none, held by a variable, a
+    dict key or an attribute; not a list's item (a log ``f`` appends to at each trace
+    would trace again at each call)."""
+    if type(ref) is not _Found or not _is_number(ref.value) or ref.path in paths:
+        return False
+    steps = ref.path[1]
+    return not steps or steps[-1][0] not in (list, tuple)
+
+
 def _numbers_only(value) -> bool:
     """A list, tuple or dict holding numbers, strings and ``None`` only (or nothing): one
     ``f`` may append to while it traces, as a log (see :class:`_NumbersLength`)."""
@@ -495,10 +537,16 @@ class _NumbersLength(Reference):
 
 
 def _changed_while_traced(ref: Reference) -> bool:
-    """Whether ``ref`` is the length of a container of numbers that ``f`` changed while it
-    was traced (a log of traces): not compared, or ``f`` would trace again at every call
-    once another function appends to the same log."""
-    return type(ref) is _NumbersLength and ref.read() is not ref.value
+    """Whether ``ref`` is the length of a container of numbers, or a number, that ``f``
+    changed while it was traced (a log or a counter of traces): not compared, or ``f``
+    would trace again at every call once another function steps the same log or counter
+    (each trace changing what the other's guard compares: they would trace by turns)."""
+    if type(ref) is _NumbersLength:
+        return ref.read() is not ref.value
+    if type(ref) is not _Found or not _is_number(ref.value):
+        return False
+    now = ref.read()
+    return _is_number(now) and now is not ref.value and not _same_scalar(now, ref.value)
 
 
 def _is_atom(value) -> bool:
@@ -760,13 +808,20 @@ class Guard:
                        if id(ref.value) not in by_id]
         self.lifted_positions = frozenset(p for *_, positions in self.lifted for p in positions)
 
+    def expire(self) -> None:
+        """Make the trace stale at the next call (:meth:`constants` gives ``None``)."""
+        self.copied.append((_expired, None, None))
+
     def constants(self, constants: list) -> list | None:
         """``constants`` with the external arrays as they are now; ``None`` if the trace is
         stale (an array changed shape or dtype, a compared one its contents, or one read
         only at trace time changed)."""
         for read, expected, snapshot in self.copied:
             now = read()
-            if now is not expected or not _equal(now, snapshot):
+            if now is expected:
+                if not _equal(now, snapshot):
+                    return None
+            elif not (_same_scalar(now, expected) or _same_copy(now, expected, snapshot)):
                 return None
         if not self.lifted:
             return constants
@@ -785,6 +840,37 @@ class Guard:
             for position in positions:
                 constants[position] = now
         return constants
+
+
+def _same_copy(now, expected, snapshot) -> bool:
+    """Whether ``now``, an array found in place of ``expected`` (compared by contents,
+    ``snapshot`` its copy), is one of its type with the same contents: what NumPy's
+    functions computed from it while tracing stands (a mask ``f`` makes again and stores
+    at each trace is no change)."""
+    return snapshot is not expected and type(now) is type(expected) and _equal(now, snapshot)
+
+
+def _expired() -> object:
+    """What an expired guard reads (:meth:`Guard.expire`): never what it expects."""
+    return _MISSING
+
+
+def _same_scalar(now, expected) -> bool:
+    """Whether ``now``, a number or string found in place of ``expected``, is the same value
+    made anew (a learning rate or a mode computed again before each call): no change, bit
+    for bit (``-0.0`` is not ``0.0``, ``1`` is not ``1.0``: each traces otherwise)."""
+    kind = type(now)
+    if kind is not type(expected):
+        return False
+    if kind is str or kind is int or kind is bool:
+        return now == expected
+    if kind is float:
+        return now.hex() == expected.hex()
+    if kind is complex:
+        return now.real.hex() == expected.real.hex() and \
+            now.imag.hex() == expected.imag.hex()
+    return isinstance(now, np.generic) and now.dtype == expected.dtype and \
+        now.tobytes() == expected.tobytes()
 
 
 def _snapshot(ref: Reference) -> tuple:

@@ -57,7 +57,8 @@ from tidu import MemoryBudgetError, hoisted, measure_program, optimize, recomput
 from tidu.graph import Program, compiled
 from primitives.tensor.backends import NUMPY, as_array, common_library, device_of, library_of
 from primitives.tensor.transforms.checkpoint import saves
-from primitives.tensor.transforms.closure import Guard, external_values, same_bits, staging
+from primitives.tensor.transforms.closure import (Guard, external_values, same_bits, staging,
+                                                 stored_while_traced)
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
@@ -390,6 +391,12 @@ class _Traced:
         self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
+        # what f stored outside while traced and read (a parameter made at its first call):
+        # traced once more, which finds it; unless the trace before stored too (f stores
+        # at each trace, as a mask it recomputes: what it reads is what f would make now)
+        self.stored = stored_while_traced(f, externals, self.constants)
+        if self.stored and not (previous is not None and previous.stored):
+            self.guard.expire()
         self.traced_keys = (graph.input_keys, graph.output_keys)
         if previous is not None and self._computed_by(previous):
             self.graph, self.input_keys, self.run = previous.graph, previous.input_keys, \
