@@ -33,3 +33,24 @@ def test_vmap_of_indexing_with_a_0d_index_array(key, in_axis) -> None:
     expected = np.asarray(jax.vmap(jax.grad(lambda a: jax.numpy.sum(f(a) ** 2)),
                                    in_axes=in_axis)(jax.numpy.asarray(x)))
     assert np.array_equal(grads, expected)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "cholesky", "matrix_power", "grad_det"])
+def test_vmap_of_linear_algebra_over_zero_examples(name) -> None:
+    # Was wrong: vmap over a batch of size 0 traced f at a matrix of zeros, so solve, inv,
+    # cholesky and matrix_power(a, -2) raised LinAlgError ("Singular matrix") for a batch
+    # holding no matrix at all; jax.vmap returns empty results
+    jax = _jax()
+    a, b = np.zeros((0, 3, 3)), np.zeros((0, 3))
+    fs = {"solve": (lambda m, v: tnp.linalg.solve(m, v), lambda m, v: jax.numpy.linalg.solve(m, v)),
+          "inv": (lambda m, v: tnp.linalg.inv(m) @ v, lambda m, v: jax.numpy.linalg.inv(m) @ v),
+          "cholesky": (lambda m, v: tnp.linalg.cholesky(m) @ v,
+                       lambda m, v: jax.numpy.linalg.cholesky(m) @ v),
+          "matrix_power": (lambda m, v: tnp.linalg.matrix_power(m, -2) @ v,
+                           lambda m, v: jax.numpy.linalg.matrix_power(m, -2) @ v),
+          "grad_det": (tnp.grad(lambda m, v: tnp.linalg.slogdet(m)[1] + tnp.sum(v)),
+                       jax.grad(lambda m, v: jax.numpy.linalg.slogdet(m)[1] + jax.numpy.sum(v)))}
+    ours, theirs = fs[name]
+    out = tnp.vmap(ours)(a, b)
+    expected = np.asarray(jax.vmap(theirs)(a, b))
+    assert out.shape == expected.shape and out.dtype == expected.dtype
