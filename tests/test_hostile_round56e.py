@@ -54,3 +54,45 @@ def test_vmap_of_linear_algebra_over_zero_examples(name) -> None:
     out = tnp.vmap(ours)(a, b)
     expected = np.asarray(jax.vmap(theirs)(a, b))
     assert out.shape == expected.shape and out.dtype == expected.dtype
+
+
+_PAD_CASES = [("edge", {}), ("reflect", {}), ("symmetric", {}), ("wrap", {}),
+              ("maximum", {}), ("minimum", {"stat_length": 2}), ("mean", {"stat_length": (1, 3)}),
+              ("median", {}), ("linear_ramp", {"end_values": (2.0, -3.0)}),
+              ("constant", {"constant_values": (1.5, -2.0)}), ("empty", {})]
+
+
+@pytest.mark.parametrize("mode, options", _PAD_CASES)
+def test_vmap_and_grad_of_pad_in_every_mode(mode, options) -> None:
+    # Was wrong: tnp.pad took only mode="constant" with one scalar constant_values, so
+    # vmap(lambda r: tnp.pad(r, 2, mode="reflect")), valid in JAX, raised
+    jax = _jax()
+    jnp = jax.numpy
+    x = np.random.default_rng(5).standard_normal((3, 2, 4))
+    widths = ((3, 1), (0, 5))
+    weights = np.arange(1.0, 1.0 + 6 * 9).reshape(6, 9)
+    f = lambda a: tnp.pad(a, widths, mode=mode, **options)                  # noqa: E731
+    g = lambda a: jnp.pad(a, widths, mode=mode, **options)                  # noqa: E731
+    for in_axis, out_axis in [(0, 0), (-1, 1)]:
+        out = tnp.vmap(f, in_axes=in_axis, out_axes=out_axis)(x)
+        expected = np.asarray(jax.vmap(g, in_axes=in_axis, out_axes=out_axis)(x))
+        if mode != "empty":
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        assert out.shape == expected.shape and out.dtype == expected.dtype
+    grads = tnp.vmap(tnp.grad(lambda a: tnp.sum(f(a) ** 2 * weights)))(x)
+    expected = jax.vmap(jax.grad(lambda a: jnp.sum(g(a) ** 2 * weights)))(x)
+    if mode != "empty":
+        np.testing.assert_allclose(grads, np.asarray(expected), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32])
+@pytest.mark.parametrize("mode, options", _PAD_CASES[:-1])
+def test_pad_modes_match_numpy(mode, options, dtype) -> None:
+    # Was wrong: every mode but "constant" raised; NumPy's own rounding (an integer array's
+    # mean rounded, its linear ramp floored) and dtype are kept
+    x = (np.random.default_rng(6).standard_normal((2, 3)) * 7).astype(dtype)
+    widths = ((2, 3), (4, 1))
+    out, expected = tnp.pad(x, widths, mode=mode, **options), np.pad(x, widths, mode=mode,
+                                                                     **options)
+    np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype == np.float32 else 0)
+    assert out.dtype == dtype
