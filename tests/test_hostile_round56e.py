@@ -96,3 +96,25 @@ def test_pad_modes_match_numpy(mode, options, dtype) -> None:
                                                                      **options)
     np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype == np.float32 else 0)
     assert out.dtype == dtype
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_under_vmap_and_jit(side) -> None:
+    # Was wrong: tnp.searchsorted was NumPy's own, so under vmap or jit (valid in JAX) it
+    # raised ConcretizationError; the positions are counted now, NaN sorting last as NumPy's
+    jax = _jax()
+    rng = np.random.default_rng(7)
+    rows = np.sort(rng.standard_normal((3, 6)), axis=1)
+    rows[1, 4:] = np.nan
+    values = rng.standard_normal((3, 4))
+    values[0, 1], values[2, 2] = np.nan, rows[2, 3]
+    f = lambda a, v: tnp.searchsorted(a, v, side=side)                     # noqa: E731
+    g = lambda a, v: jax.numpy.searchsorted(a, v, side=side)               # noqa: E731
+    for axes, args in [((0, 0), (rows, values)), ((-1, 1), (rows.T, values.T)),
+                       ((None, 0), (rows[1], values))]:
+        out = tnp.vmap(f, in_axes=axes)(*args)
+        expected = np.asarray(jax.vmap(g, in_axes=axes)(*args))
+        np.testing.assert_array_equal(out, expected)
+        assert out.dtype == np.intp                                         # NumPy's, not int32
+    np.testing.assert_array_equal(tnp.jit(f)(rows[1], values[0]),
+                                  np.searchsorted(rows[1], values[0], side=side))

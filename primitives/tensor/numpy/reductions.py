@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.backends import library_of
+from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
@@ -51,7 +51,8 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
 from primitives.tensor.numpy.manipulation import diagonal, squeeze
-from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, isfinite, round as round_, sign
+from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
+                                               logical_not, logical_or, round as round_, sign)
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
@@ -62,7 +63,8 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient",
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
-           "sort", "argsort", "partition", "argpartition", "argmax", "argmin", "median",
+           "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
 
@@ -942,6 +944,46 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     kind = _sort_kind(kind, order, stable, "argsort")
     x, axis = _sort_operand(a, axis, "argsort")
     return first(bind(Argsort(axis, kind), x))
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    """``np.searchsorted``: where ``v``'s entries would go in the sorted 1-d ``a`` to keep it
+    sorted. Integer positions, not differentiated: NumPy's own for NumPy values it can read;
+    for traced ones (``jit``, ``vmap``) and other libraries' arrays the count of ``a``'s
+    entries that sort before each (``side="left"``) or not after it (``"right"``), NaN
+    sorting last as in NumPy.
+
+    >>> searchsorted(np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0, 5.0]), side="right")
+    array([3, 4])
+    """
+    if side not in ("left", "right"):
+        raise TensorShapeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    given = (a, v, sorter)
+    known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
+    if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
+                    for k, x in zip(known, given)):
+        return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+    a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
+    if len(shape_of(a)) != 1:
+        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
+                               f"{shape_of(a)}")
+    if "c" in (dtype_of(a).kind, dtype_of(v).kind):
+        raise TensorNotSupportedError("searchsorted: complex values are not supported under "
+                                      "jit or vmap")
+    if sorter is not None:
+        a = take(a, sorter)
+    v = reshape(v, shape_of(v) + (1,))
+    before = _sorts_before(a, v) if side == "left" else logical_not(_sorts_before(v, a))
+    return sum(before, axis=-1, dtype=np.intp)
+
+
+def _sorts_before(x, y):
+    """Whether ``x`` comes before ``y`` in NumPy's sort order (NaN last)."""
+    less_than = less(x, y)
+    if "f" not in (dtype_of(x).kind, dtype_of(y).kind):
+        return less_than
+    return logical_or(less_than, logical_and(isnan(y), logical_not(isnan(x))))
 
 
 def _partition_operand(a, kth, axis, kind, order, fn: str):
