@@ -118,3 +118,31 @@ def test_searchsorted_under_vmap_and_jit(side) -> None:
         assert out.dtype == np.intp                                         # NumPy's, not int32
     np.testing.assert_array_equal(tnp.jit(f)(rows[1], values[0]),
                                   np.searchsorted(rows[1], values[0], side=side))
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_with_a_batched_q(method) -> None:
+    # Was wrong: q was read as a constant, so vmap over q (valid in JAX) and jit with q an
+    # argument raised ConcretizationError; q is data there now
+    jax = _jax()
+    jnp = jax.numpy
+    rng = np.random.default_rng(8)
+    x, q = rng.standard_normal((3, 7)), rng.uniform(0.05, 0.95, (3, 2))
+    for axes, args in [((0, 0), (x, q)), ((None, 1), (x[0], q.T)), ((1, 0), (x.T, q[:, 0]))]:
+        out = tnp.vmap(lambda a, p: tnp.quantile(a, p, method=method), in_axes=axes)(*args)
+        expected = jax.vmap(lambda a, p: jnp.quantile(a, p, method=method), in_axes=axes)(*args)
+        np.testing.assert_allclose(out, np.asarray(expected), rtol=1e-14, atol=1e-14)
+    masked = np.where(x > 1.0, np.nan, x)
+    np.testing.assert_allclose(
+        tnp.vmap(lambda a, p: tnp.nanpercentile(a, 100 * p, method=method))(masked, q),
+        np.asarray(jax.vmap(lambda a, p: jnp.nanpercentile(a, 100 * p, method=method))(masked, q)),
+        rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(tnp.jit(lambda a, p: tnp.quantile(a, p, method=method))(x[0], q[0]),
+                               np.quantile(x[0], q[0], method=method), rtol=1e-14)
+    loss = lambda a, p: tnp.sum(tnp.quantile(a, p, method=method) ** 2)         # noqa: E731
+    jloss = lambda a, p: jnp.sum(jnp.quantile(a, p, method=method) ** 2)        # noqa: E731
+    for ours, theirs in zip(tnp.vmap(tnp.grad(loss, argnums=(0, 1)))(x, q),
+                            jax.vmap(jax.grad(jloss, argnums=(0, 1)))(x, q)):
+        np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-12, atol=1e-12)
+    # a quantile out of range cannot raise under vmap: nan, not a clamped value
+    assert np.isnan(tnp.vmap(lambda p: tnp.quantile(x[0], p))(np.array([0.5, 1.5]))[1])
