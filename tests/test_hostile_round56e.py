@@ -146,3 +146,26 @@ def test_quantile_with_a_batched_q(method) -> None:
         np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-12, atol=1e-12)
     # a quantile out of range cannot raise under vmap: nan, not a clamped value
     assert np.isnan(tnp.vmap(lambda p: tnp.quantile(x[0], p))(np.array([0.5, 1.5]))[1])
+
+
+def test_interp_at_a_batched_x() -> None:
+    # Was wrong: interp read x's values to find its segments, so vmap over x (valid in
+    # JAX) raised ConcretizationError; the segments are counted by comparisons there now
+    jax = _jax()
+    rng = np.random.default_rng(4)
+    knots, values = np.array([0.0, 1.0, 1.5, 3.0]), rng.standard_normal((3, 4))
+    x = np.concatenate([rng.uniform(-1.0, 4.0, (3, 5)), np.tile([0.0, 1.0, 1.5, 3.0, -5.0],
+                                                                (3, 1))], axis=1)
+    for axes, args in [((0, None, 0), (x, knots, values)), ((1, None, None), (x.T, knots,
+                                                                             values[0]))]:
+        out = tnp.vmap(lambda a, k, f: tnp.interp(a, k, f, right=9.0), in_axes=axes)(*args)
+        expected = jax.vmap(lambda a, k, f: jax.numpy.interp(a, k, f, right=9.0),
+                            in_axes=axes)(*args)
+        np.testing.assert_allclose(out, np.asarray(expected), rtol=1e-14, atol=1e-14)
+    grads = tnp.vmap(tnp.grad(lambda a, f: tnp.sum(tnp.interp(a, knots, f) ** 2),
+                              argnums=(0, 1)))(x[:, :5], values)
+    for row, (gx, gf) in enumerate(zip(*grads)):
+        ex, ef = tnp.grad(lambda a, f: tnp.sum(tnp.interp(a, knots, f) ** 2),
+                          argnums=(0, 1))(x[row, :5], values[row])
+        np.testing.assert_allclose(gx, ex, rtol=1e-14)
+        np.testing.assert_allclose(gf, ef, rtol=1e-14)
