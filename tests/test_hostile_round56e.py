@@ -169,3 +169,21 @@ def test_interp_at_a_batched_x() -> None:
                           argnums=(0, 1))(x[row, :5], values[row])
         np.testing.assert_allclose(gx, ex, rtol=1e-14)
         np.testing.assert_allclose(gf, ef, rtol=1e-14)
+
+
+def test_broadcast_arrays_under_vmap_and_grad() -> None:
+    # Was wrong: tnp had no broadcast_arrays, so np.broadcast_arrays on traced values (and
+    # jax.numpy.broadcast_arrays code under vmap) raised TensorNotSupportedError
+    jax = _jax()
+    rng = np.random.default_rng(10)
+    a, b = rng.standard_normal((2, 3, 1)), rng.standard_normal((4, 2))
+    f = lambda u, v: tnp.broadcast_arrays(u, v)                                 # noqa: E731
+    g = lambda u, v: tuple(jax.numpy.broadcast_arrays(u, v))                    # noqa: E731
+    for ours, theirs in zip(tnp.vmap(f, in_axes=(0, 1), out_axes=-1)(a, b),
+                            jax.vmap(g, in_axes=(0, 1), out_axes=-1)(a, b)):
+        np.testing.assert_array_equal(ours, np.asarray(theirs))
+    weights = np.arange(12.0).reshape(3, 4)
+    grads = tnp.vmap(tnp.grad(lambda u, v: tnp.sum(np.broadcast_arrays(u, v)[0] * weights),
+                              argnums=(0, 1)), in_axes=(0, 1))(a, b)
+    np.testing.assert_array_equal(grads[0], np.broadcast_to(weights.sum(1)[:, None], (2, 3, 1)))
+    np.testing.assert_array_equal(grads[1], np.zeros((2, 4)))

@@ -62,7 +62,7 @@ __all__ = [
     "repeat", "tile",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
-    "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
+    "broadcast_arrays", "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
 ]
@@ -423,6 +423,24 @@ def tile(A, reps):
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
     return reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+@implements(np.broadcast_arrays)
+def broadcast_arrays(*args, subok: bool = False) -> tuple:
+    """``np.broadcast_arrays``: the arrays broadcast to one shape, differentiable; a tuple
+    (NumPy 2's) of new arrays.
+
+    >>> [a.shape for a in broadcast_arrays(np.ones((3, 1)), np.ones(4))]
+    [(3, 4), (3, 4)]
+    """
+    arrays = [operand(a, "broadcast_arrays") for a in args]
+    try:
+        shape = tuple(np.broadcast_shapes(*(shape_of(a) for a in arrays)))
+    except ValueError:
+        raise TensorShapeError(f"broadcast_arrays: shapes {[shape_of(a) for a in arrays]} "
+                               "cannot be broadcast together") from None
+    return tuple(new_value(a) if shape_of(a) == shape else broadcast_to(a, shape)
+                 for a in arrays)
 
 
 # --- padding ------------------------------------------------------------------------------
