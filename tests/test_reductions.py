@@ -330,10 +330,11 @@ def test_misuse_raises_a_tidu_error_naming_the_function(call, error, name):
     assert name in str(info.value)
 
 
-def test_a_differentiated_q_is_refused():
-    x = np.array([1.0, 2.0, 3.0])
-    with pytest.raises(TiduError, match="q"):
-        tnp.grad(lambda q: tnp.quantile(x, q))(np.array(0.5))
-    with pytest.raises(TiduError, match="quantile"):
-        tnp.jit(lambda v, q: tnp.quantile(v, q))(x, np.array(0.5))
-    np.testing.assert_allclose(tnp.quantile(x, 0.5), 2.0)                  # still usable
+def test_a_differentiated_q_is_differentiated():
+    x = np.array([1.0, 2.0, 4.0])      # the slope of the linear interpolation: 2 * (4 - 2)
+    np.testing.assert_allclose(tnp.grad(lambda q: tnp.quantile(x, q))(np.array(0.75)), 4.0)
+    np.testing.assert_allclose(tnp.jit(tnp.grad(lambda q: tnp.quantile(x, q)))(0.75), 4.0)
+    np.testing.assert_allclose(tnp.jit(lambda v, q: tnp.quantile(v, q))(x, np.array(0.5)), 2.0)
+    with pytest.raises(TiduError, match="Quantiles must be in the range"):
+        tnp.grad(lambda q: tnp.quantile(x, q))(np.array(1.5))
+    np.testing.assert_allclose(tnp.quantile(x, 0.5), 2.0)

@@ -27,7 +27,7 @@ array([[3.14159265, 0.        ],
 NumPy's non-differentiable utilities are here too, as NumPy's own (``tnp.allclose is
 numpy.allclose``): comparisons (``allclose``, ``isclose``, ``array_equal``,
 ``array_equiv``), indices of values (``nonzero``, ``argwhere``, ``flatnonzero``,
-``count_nonzero``, ``searchsorted``), floating-point error and print settings
+``count_nonzero``), floating-point error and print settings
 (``seterr``, ``geterr``, ``errstate``, ``printoptions``, ``set_printoptions``...), and
 type queries (``finfo``, ``iinfo``, ``isscalar``...; ``iscomplexobj`` reads only the
 dtype, in :mod:`.manipulation`). Their results
@@ -72,7 +72,7 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     inexact,
     # NumPy's own non-differentiable utilities (comparisons, indices, settings, queries)
     allclose, isclose, array_equal, array_equiv, nonzero, argwhere, flatnonzero,
-    count_nonzero, searchsorted, isneginf, isposinf,
+    count_nonzero, isneginf, isposinf,
     shares_memory, may_share_memory, seterr, geterr, seterrcall, geterrcall, printoptions,
     set_printoptions, get_printoptions, array2string, array_repr, array_str,
     format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
@@ -89,7 +89,7 @@ __all__ = [
     "complexfloating", "inexact", "zeros_like", "ones_like", "full_like", "array", "asarray",
     "r_", "c_",
     "allclose", "isclose", "array_equal", "array_equiv", "nonzero", "argwhere", "flatnonzero",
-    "count_nonzero", "searchsorted", "isneginf", "isposinf",
+    "count_nonzero", "isneginf", "isposinf",
     "shares_memory", "may_share_memory", "seterr", "geterr", "seterrcall", "geterrcall",
     "printoptions", "set_printoptions", "get_printoptions", "array2string", "array_repr",
     "array_str", "format_float_positional", "format_float_scientific", "typename",

@@ -47,7 +47,7 @@ _NAMES: set = set()              # tnp's names ("sum", "linalg.det"...): what er
 _NOT_DIFFERENTIABLE = {
     np.shape, np.ndim, np.size, np.argwhere, np.nonzero,
     np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal,
-    np.array_equiv, np.searchsorted, np.isneginf,
+    np.array_equiv, np.isneginf,
     np.isposinf, np.may_share_memory, np.shares_memory, np.array2string, np.array_repr,
     np.array_str, np.result_type, np.linalg.matrix_rank,
 }

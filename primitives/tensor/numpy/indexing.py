@@ -295,7 +295,8 @@ def _broadcast_index(index, shape: tuple):
     """A checked index array broadcast to ``shape``: a C-ordered ``intp`` array, or an operand."""
     if _is_data(index):
         return index if shape_of(index) == shape else broadcast_to(index, shape)
-    return np.ascontiguousarray(np.broadcast_to(index, shape), dtype=np.intp)
+    # (np.array, not np.ascontiguousarray: that makes a 0-d index 1-d, off index_shape)
+    return np.array(np.broadcast_to(index, shape), dtype=np.intp, order="C")
 
 
 def _flat_index(indices: list, dims: tuple, shape: tuple):

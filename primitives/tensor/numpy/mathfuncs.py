@@ -32,15 +32,15 @@ from typing import Callable
 import numpy as np
 
 from primitives.tensor.backends import NUMPY, as_array, library_of, operands, to_host
-from primitives.tensor.core import Frontend, bind, data_of, dtype_of, shape_of
+from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
-                                              first, imag, less, maximum, minimum, multiply,
-                                              negative, operand, power, real, result_dtype,
-                                              subtract, where)
+                                              first, greater, imag, less, less_equal, maximum,
+                                              minimum, multiply, negative, operand, power, real,
+                                              reshape, result_dtype, subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
@@ -353,8 +353,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` and ``fp``.
 
     ``xp`` is a constant (the knots); which segment each ``x`` falls in is read
-    from its values (in ``x``'s library: on its device, lazily for Dask), so
-    under ``jit`` a traced ``x`` raises ``ConcretizationError``.
+    from its values (in ``x``'s library: on its device, lazily for Dask), or under
+    ``jit`` and ``vmap`` counted by comparing ``x`` with the knots.
     At a knot the derivative in ``x`` is the slope of the segment to its right
     (of the last segment at the last knot); outside ``[xp[0], xp[-1]]`` it is 0.
 
@@ -378,6 +378,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TensorShapeError("interp: xp is empty")
     fp = as_dtype(fp, np.result_type(dtype_of(fp), np.float64))
     x = as_dtype(x, np.float64)
+    if data_if_known(x) is None:
+        return _interp_traced(x, fp, np.asarray(to_host(knots), np.float64), left, right)
     where_x = as_array(data_of(x, "interp: reading x to find its segments"))
     array_xp, (where_x, knots) = operands([where_x, knots])
     knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)
@@ -398,6 +400,26 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     above = take(fp, -1) if right is None else right
     result = where(where_x < knots[0], below, result)
     return where(where_x > knots[-1], above, result)
+
+
+def _interp_traced(x, fp, knots: np.ndarray, left, right):
+    """:func:`interp` at an ``x`` whose values are not known (``jit``, ``vmap``): each
+    entry's segment is the count of knots not above it (``searchsorted(side="right")``)."""
+    n = knots.shape[0]
+    if n == 1:
+        result = add(multiply(x, 0.0), take(fp, 0))
+    else:
+        count = sum(less_equal(knots, reshape(x, shape_of(x) + (1,))), axis=-1, dtype=np.intp)
+        i = clip(subtract(count, 1), 0, n - 2)
+        j = add(i, 1)
+        k0, k1 = take(knots, i), take(knots, j)
+        f0 = take(fp, i)
+        t = divide(subtract(x, k0), subtract(k1, k0))
+        result = add(f0, multiply(t, subtract(take(fp, j), f0)))
+    below = take(fp, 0) if left is None else left
+    above = take(fp, -1) if right is None else right
+    result = where(less(x, knots[0]), below, result)
+    return where(greater(x, knots[-1]), above, result)
 
 
 @implements(np.polyval)

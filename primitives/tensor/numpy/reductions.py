@@ -35,11 +35,11 @@ import numbers
 
 import numpy as np
 
-from primitives.tensor.backends import library_of
+from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
-from primitives.tensor.numpy.dispatch import constant_data, implements
+from primitives.tensor.numpy.dispatch import carries_gradient, implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
                                               concatenate, conj, divide, dtype_name, equal,
@@ -51,7 +51,8 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
 from primitives.tensor.numpy.manipulation import diagonal, squeeze
-from primitives.tensor.numpy.mathfuncs import ceil, clip, floor, isfinite, round as round_, sign
+from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
+                                               logical_not, logical_or, round as round_, sign)
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
@@ -62,7 +63,8 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient",
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
-           "sort", "argsort", "partition", "argpartition", "argmax", "argmin", "median",
+           "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
 
@@ -944,6 +946,46 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return first(bind(Argsort(axis, kind), x))
 
 
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    """``np.searchsorted``: where ``v``'s entries would go in the sorted 1-d ``a`` to keep it
+    sorted. Integer positions, not differentiated: NumPy's own for NumPy values it can read;
+    for traced ones (``jit``, ``vmap``) and other libraries' arrays the count of ``a``'s
+    entries that sort before each (``side="left"``) or not after it (``"right"``), NaN
+    sorting last as in NumPy.
+
+    >>> searchsorted(np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0, 5.0]), side="right")
+    array([3, 4])
+    """
+    if side not in ("left", "right"):
+        raise TensorShapeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    given = (a, v, sorter)
+    known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
+    if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
+                    for k, x in zip(known, given)):
+        return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+    a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
+    if len(shape_of(a)) != 1:
+        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
+                               f"{shape_of(a)}")
+    if "c" in (dtype_of(a).kind, dtype_of(v).kind):
+        raise TensorNotSupportedError("searchsorted: complex values are not supported under "
+                                      "jit or vmap")
+    if sorter is not None:
+        a = take(a, sorter)
+    v = reshape(v, shape_of(v) + (1,))
+    before = _sorts_before(a, v) if side == "left" else logical_not(_sorts_before(v, a))
+    return sum(before, axis=-1, dtype=np.intp)
+
+
+def _sorts_before(x, y):
+    """Whether ``x`` comes before ``y`` in NumPy's sort order (NaN last)."""
+    less_than = less(x, y)
+    if "f" not in (dtype_of(x).kind, dtype_of(y).kind):
+        return less_than
+    return logical_or(less_than, logical_and(isnan(y), logical_not(isnan(x))))
+
+
 def _partition_operand(a, kth, axis, kind, order, fn: str):
     """The operand (flattened for ``axis=None``), its axis, and ``kth`` as non-negative
     positions along it (static: read now)."""
@@ -1090,6 +1132,35 @@ def _order_statistics(q: np.ndarray, n: int, method: str):
     return below, above, weight
 
 
+def _traced_order_statistics(ordered, fractions, method: str, dtype):
+    """The quantiles ``fractions`` (traced, 1-d) of each sorted row of ``ordered``, placed as
+    :func:`_order_statistics` places them; ``nan`` for a fraction out of ``[0, 1]`` (NumPy
+    raises, which a traced one cannot; JAX clamps, which would hide the error)."""
+    n = shape_of(ordered)[-1]
+    position = multiply(fractions, float(n - 1))
+    below = floor(position)
+    above = minimum(add(below, 1.0), float(n - 1))
+    weight = None
+    if method == "linear":
+        weight = subtract(position, below)
+    elif method == "midpoint":
+        weight = where(equal(position, below), 0.0, 0.5)
+    elif method == "higher":
+        below = ceil(position)
+    elif method == "nearest":
+        below = round_(position)
+
+    def at(p):                  # ordered[..., p], p clipped into range
+        return take(ordered, as_dtype(clip(p, 0, n - 1), np.intp), axis=-1)
+
+    result = at(below)
+    if weight is not None:
+        result = add(result, multiply(subtract(at(above), result), as_dtype(weight, dtype)))
+    if dtype.kind != "f":
+        return result
+    return where(logical_or(less(fractions, 0.0), greater(fractions, 1.0)), np.nan, result)
+
+
 def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, dtype):
     """The quantiles ``fractions`` of the entries that are not NaN in each row of ``grouped``
     (``ordered``: the rows sorted, NaNs last), ``nan`` for a row of NaNs. Where they are is
@@ -1127,11 +1198,15 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
                                       f"{', '.join(_QUANTILE_METHODS)}")
     x = operand(a, fn)
     _real_only(x, fn)
-    q_data = np.asarray(constant_data(q, f"{fn}: q (differentiating in q is not supported)"))
+    known = data_if_known(q) if isinstance(q, Frontend) else q
+    # q is data where its values are not known (jit, vmap) or it is differentiated
+    traced_q = isinstance(q, Frontend) and (known is None or carries_gradient(q))
+    q_data = np.zeros(shape_of(q), dtype_of(q)) if known is None else np.asarray(known)
     if q_data.dtype.kind not in "biuf":
         raise TensorTypeError(f"{fn}: q must be real numbers, got dtype {q_data.dtype}")
-    fractions = q_data.astype(np.float64) / scale
-    if not ((fractions >= 0) & (fractions <= 1)).all():
+    fractions = divide(reshape(as_dtype(q, np.float64), (-1,)), scale) if traced_q else \
+        q_data.astype(np.float64) / scale
+    if known is not None and not ((q_data / scale >= 0) & (q_data / scale <= 1)).all():
         kind = "Percentiles must be in the range [0, 100]" if scale == 100 else \
             "Quantiles must be in the range [0, 1]"
         raise TensorShapeError(f"{fn}: {kind}")
@@ -1161,12 +1236,15 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
         result = _nan_order_statistics(grouped, ordered, fractions.ravel(), method, dtype)
         result = transpose(result, (len(kept),) + tuple(range(len(kept))))
         return reshape(result, out_shape)
-    below, above, weight = _order_statistics(fractions.ravel(), n, method)
-    low = take(ordered, below, axis=-1)
-    result = low
-    if weight.any():
-        high = take(ordered, above, axis=-1)
-        result = add(low, multiply(subtract(high, low), weight.astype(dtype)))
+    if traced_q:
+        result = _traced_order_statistics(ordered, fractions, method, dtype)
+    else:
+        below, above, weight = _order_statistics(fractions.ravel(), n, method)
+        low = take(ordered, below, axis=-1)
+        result = low
+        if weight.any():
+            high = take(ordered, above, axis=-1)
+            result = add(low, multiply(subtract(high, low), weight.astype(dtype)))
     if dtype.kind == "f":          # NaN sorts last: a slice holding one gives NaN, as in NumPy
         last = take(ordered, np.array([n - 1]), axis=-1)
         result = where(_isnan(last), np.nan, result)
@@ -1181,7 +1259,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     """``np.quantile`` with ``method`` ``"linear"`` (the default), ``"lower"``, ``"higher"``,
     ``"nearest"`` or ``"midpoint"``, through a sort: the derivative goes to the order
     statistics the quantile reads (tied values: by the stable sort order), weighted as
-    they are interpolated. ``q`` is a constant (not differentiated); real input only.
+    they are interpolated; in ``q`` as the interpolation is (zero for the methods that pick
+    one order statistic). Under ``jit`` and ``vmap`` ``q`` is data: one out of range gives
+    ``nan`` there, not an error. Real input only.
 
     >>> quantile(np.array([1.0, 2.0, 4.0, 8.0]), [0.5, 1.0])
     array([3., 8.])

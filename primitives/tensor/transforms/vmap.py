@@ -269,8 +269,7 @@ class _Call:
             if axis is not None:
                 shape = shape_of(data)
                 data = data[(slice(None),) * axis + (0,)] if self.axis_size else \
-                    library_of(data).xp.zeros(shape[:axis] + shape[axis + 1:],
-                                              dtype=dtype_of(data), device=device_of(data))
+                    _stand_in(data, shape[:axis] + shape[axis + 1:])
             inputs[i] = trace.new_input(("arg", i), data, is_differentiated(leaf))
             leaf_inputs.append(i)
         args, kwargs = tree_unflatten(self.structure, inputs)
@@ -317,6 +316,17 @@ class _Call:
             return moveaxis(out, axis, want)
         xp, (out,) = operands([out])
         return xp.moveaxis(out, axis, want)
+
+
+def _stand_in(like, shape: tuple):
+    """An example of ``shape`` to trace at when there are none (``axis_size`` 0): zeros with
+    ones on the diagonal of the last two axes, as zeros are singular and ``solve``,
+    ``cholesky``... of them raise for a batch that holds no matrix at all."""
+    xp, dtype, device = library_of(like).xp, dtype_of(like), device_of(like)
+    if len(shape) < 2:
+        return xp.zeros(shape, dtype=dtype, device=device)
+    eye = xp.eye(shape[-2], shape[-1], dtype=dtype, device=device)
+    return xp.asarray(xp.broadcast_to(eye, shape), copy=True)
 
 
 _PROGRAMS: dict = {}            # structure -> (batched, run, operations), oldest first
