@@ -16,7 +16,8 @@ above (``primitives.tensor``):
 - the families, each above :mod:`.lowering`: :mod:`.indexing` (``x[key]``,
   ``take``); :mod:`.mathfuncs` and :mod:`.manipulation` (above :mod:`.indexing`);
   :mod:`.products` (above :mod:`.manipulation`); :mod:`.reductions` (above
-  :mod:`.mathfuncs` and :mod:`.products`); :mod:`.linalg` (above :mod:`.products`)
+  :mod:`.mathfuncs` and :mod:`.products`); :mod:`.padding` (``pad``, above
+  :mod:`.reductions`); :mod:`.linalg` (above :mod:`.products`)
   and :mod:`.fft`; :mod:`.creation` (above :mod:`.reductions`);
 - :mod:`.methods`: the operators and ``ndarray`` methods of tensors and traced
   values (``ArrayOperators``), from one table of the tnp functions; it is the top,
@@ -34,17 +35,19 @@ above (``primitives.tensor``):
 import numpy as _np
 
 from primitives.tensor.numpy import (creation, dispatch, fft, indexing, linalg, lowering,
-                                     manipulation, mathfuncs, products, reductions)
+                                     manipulation, mathfuncs, padding, products, reductions)
 from primitives.tensor.numpy.lowering import *       # noqa: F401,F403
 from primitives.tensor.numpy.indexing import *       # noqa: F401,F403
 from primitives.tensor.numpy.mathfuncs import *      # noqa: F401,F403
 from primitives.tensor.numpy.manipulation import *   # noqa: F401,F403
 from primitives.tensor.numpy.products import *       # noqa: F401,F403
 from primitives.tensor.numpy.reductions import *     # noqa: F401,F403
+from primitives.tensor.numpy.padding import *        # noqa: F401,F403
 from primitives.tensor.numpy.creation import *       # noqa: F401,F403
 
 __all__ = ["linalg", "fft", *lowering.__all__, *indexing.__all__, *mathfuncs.__all__,
-           *manipulation.__all__, *products.__all__, *reductions.__all__, *creation.__all__]
+           *manipulation.__all__, *products.__all__, *reductions.__all__, *padding.__all__,
+           *creation.__all__]
 
 # the names errors may point to (tnp.<name>): not those of NumPy's own functions that tnp
 # re-exports (logspace, geomspace...), which would drop a derivative just the same

@@ -46,23 +46,23 @@ from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
                                               elementwise, first, is_foreign_array,
                                               is_python_scalar, maximum, minimum, new_value,
-                                              divide, multiply, no_out, normalize_axes,
-                                              normalize_axis, operand, reshape, result_dtype,
-                                              shape_tuple, stack, subtract, sum, transpose,
-                                              where)
+                                              no_out, normalize_axes, normalize_axis, operand,
+                                              reshape, result_dtype, shape_tuple, stack, sum,
+                                              transpose, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
 from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
-    "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims", "pad",
+    "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims",
     "diag", "diagonal", "trace", "tril", "triu",
     "flip", "fliplr", "flipud", "rot90", "roll",
     "repeat", "tile",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
-    "broadcast_arrays", "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
+    "broadcast_arrays", "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d",
+    "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
 ]
@@ -447,51 +447,57 @@ def broadcast_arrays(*args, subok: bool = False) -> tuple:
 
 
 _INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")   # each a gather of x's own entries
-_STAT_MODES = ("maximum", "minimum", "mean", "median")
-_PAD_MODES = ("constant", "empty", "linear_ramp") + _INDEX_MODES + _STAT_MODES
+_OWN_MODES = ("constant", "empty") + _INDEX_MODES             # what this module pads with
 
 
-@implements(np.pad)
 def pad(x, pad_width, mode: str = "constant", **kwargs):
-    """``np.pad`` in every mode but a callable one, differentiable in ``x``: ``"constant"``
-    (``constant_values``, ``"empty"`` pads with zeros), ``"edge"``, ``"reflect"``,
-    ``"symmetric"``, ``"wrap"`` (gathers of ``x``'s entries), ``"maximum"``, ``"minimum"``,
-    ``"mean"``, ``"median"`` (``stat_length``) and ``"linear_ramp"`` (``end_values``). As
-    NumPy, axes are padded one after another, values are cast to ``x``'s dtype (rounded for
-    an integer ``x``), and ``reflect_type`` is ``"even"`` only.
+    """``np.pad`` in the modes made of constants and of ``x``'s own entries: ``"constant"``
+    (``constant_values``, one scalar or per axis and side; ``"empty"`` pads with zeros),
+    ``"edge"``, ``"reflect"``, ``"symmetric"`` and ``"wrap"`` (gathers of ``x``'s entries),
+    differentiable in ``x``. ``tnp.pad`` (:mod:`.padding`) adds the statistics and ramps.
 
     >>> pad(np.arange(3.0), (2, 1), mode="reflect")
     array([2., 1., 0., 1., 2., 1.])
     """
-    if mode not in _PAD_MODES:
+    if mode not in _OWN_MODES:
         raise TensorNotSupportedError(f"pad: mode {mode!r} is not supported (one of "
-                                      f"{', '.join(_PAD_MODES)})")
-    allowed = {"constant": {"constant_values"}, "linear_ramp": {"end_values"},
-               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}.get(
-        mode, {"stat_length"} if mode in _STAT_MODES else set())
-    if set(kwargs) - allowed:
-        raise TensorTypeError(f"pad: unsupported keyword arguments for mode {mode!r}: "
-                              f"{sorted(set(kwargs) - allowed)}")
-    if kwargs.get("reflect_type", "even") != "even":
-        raise TensorNotSupportedError("pad: only reflect_type='even' is supported")
-    x = operand(x)
-    shape = shape_of(x)
-    widths = _pad_pairs(pad_width, shape, "pad_width", integral=True)
-    if (widths < 0).any():
-        raise TensorShapeError(f"pad: negative pad_width {pad_width!r}")
+                                      f"{', '.join(_OWN_MODES)})")
+    check_pad_options(mode, kwargs, {"constant": {"constant_values"},
+                                     "reflect": {"reflect_type"},
+                                     "symmetric": {"reflect_type"}}.get(mode, set()))
+    x, widths = operand(x), pad_widths(x, pad_width)
     if not widths.any():
         return new_value(x)
-    if mode in ("constant", "empty"):
-        values = kwargs.get("constant_values", 0)
-        if is_python_scalar(values) or np.ndim(values) == 0:
-            return _pad_constant(x, widths, values)
-    for axis, (before, after) in enumerate(widths.tolist()):
-        if before or after:
-            x = _pad_axis(x, axis, before, after, mode, kwargs)
-    return x
+    values = kwargs.get("constant_values", 0)
+    if mode in ("constant", "empty") and (is_python_scalar(values) or np.ndim(values) == 0):
+        return _pad_constant(x, widths, values)
+
+    def constant_block(x, axis: int, side: int, width: int):
+        shape = shape_of(x)
+        value = pad_pairs(values, shape, "constant_values")[axis, side]
+        return np.full(shape[:axis] + (width,) + shape[axis + 1:], value).astype(dtype_of(x))
+    return pad_by_axis(x, widths, mode, constant_block)
 
 
-def _pad_pairs(value, shape: tuple, what: str, integral: bool = False) -> np.ndarray:
+def check_pad_options(mode: str, options: dict, allowed: set) -> None:
+    """``np.pad``'s keyword arguments for ``mode``: only ``allowed`` ones, ``reflect_type``
+    ``"even"`` only."""
+    if set(options) - allowed:
+        raise TensorTypeError(f"pad: unsupported keyword arguments for mode {mode!r}: "
+                              f"{sorted(set(options) - allowed)}")
+    if options.get("reflect_type", "even") != "even":
+        raise TensorNotSupportedError("pad: only reflect_type='even' is supported")
+
+
+def pad_widths(x, pad_width) -> np.ndarray:
+    """``pad_width`` as checked ``(before, after)`` pairs, one per axis of ``x``."""
+    widths = pad_pairs(pad_width, shape_of(operand(x)), "pad_width", integral=True)
+    if (widths < 0).any():
+        raise TensorShapeError(f"pad: negative pad_width {pad_width!r}")
+    return widths
+
+
+def pad_pairs(value, shape: tuple, what: str, integral: bool = False) -> np.ndarray:
     """``np.pad``'s per-axis ``(before, after)`` pairs of ``value``, shape ``(ndim, 2)``."""
     pairs = np.asarray(to_host(value) if not isinstance(value, Frontend)
                        else data_of(value, f"pad: {what}"))
@@ -515,78 +521,33 @@ def _pad_constant(x, widths: np.ndarray, value):
     return add(first(bind(op, x)), border)       # exact: x + 0 inside, 0 + border outside
 
 
-def _pad_axis(x, axis: int, before: int, after: int, mode: str, options: dict):
-    """``x`` padded along one ``axis`` in a mode other than a scalar constant."""
-    shape = shape_of(x)
-    n = shape[axis]
-    if mode in _INDEX_MODES:
-        if n == 0:
-            raise TensorShapeError(f"pad: can't extend empty axis {axis} using modes other "
-                                   "than 'constant' or 'empty'")
-        index = np.pad(np.arange(n, dtype=np.intp), (before, after), mode=mode)
-        return first(bind(Gather(axis, shape, index.shape), x, index))
-    parts = [x]
-    for side, width in ((0, before), (1, after)):
-        if not width:                # (a ramp of no entries would divide by zero)
+def pad_by_axis(x, widths: np.ndarray, mode: str, block):
+    """``x`` padded one axis after another, as NumPy does: by a gather in an index mode, else
+    between the blocks ``block(x, axis, side, width)`` gives (``side`` 0 before, 1 after)."""
+    for axis, (before, after) in enumerate(widths.tolist()):
+        if not (before or after):
             continue
-        side_shape = shape[:axis] + (width,) + shape[axis + 1:]
-        if mode == "constant":
-            value = _pad_pairs(options.get("constant_values", 0), shape, "constant_values")
-            fill = np.full(side_shape, value[axis, side]).astype(dtype_of(x))
-        elif mode in _STAT_MODES:
-            fill = broadcast_to(_pad_stat(x, axis, side, mode, options), side_shape)
-        else:
-            fill = _pad_ramp(x, axis, side, width, options)
-        parts.insert(len(parts) if side else 0, fill)
-    return concatenate(parts, axis)
+        shape = shape_of(x)
+        if mode in _INDEX_MODES:
+            if shape[axis] == 0:
+                raise TensorShapeError(f"pad: can't extend empty axis {axis} using modes "
+                                       "other than 'constant' or 'empty'")
+            index = np.pad(np.arange(shape[axis], dtype=np.intp), (before, after), mode=mode)
+            x = first(bind(Gather(axis, shape, index.shape), x, index))
+            continue
+        parts = [x]
+        for side, width in ((0, before), (1, after)):
+            if width:                # (a ramp of no entries would divide by zero)
+                parts.insert(len(parts) if side else 0, block(x, axis, side, width))
+        x = concatenate(parts, axis)
+    return x
 
 
-def _edge_slice(x, axis: int, side: int, count: int):
+def edge_slice(x, axis: int, side: int, count: int):
     """The first (``side`` 0) or last ``count`` entries of ``x`` along ``axis``."""
     n = shape_of(x)[axis]
     part = slice(0, count) if side == 0 else slice(n - count, n)
     return getitem(x, (slice(None),) * axis + (part,))
-
-
-def _rounded(value, dtype, rounding=None):
-    """``value`` cast to ``dtype``, rounded first for an integer one (NumPy's pad does)."""
-    from primitives.tensor.numpy import mathfuncs    # (it imports this module)
-    if np.dtype(dtype).kind in "iub":
-        value = (rounding or mathfuncs.round)(value)
-    return as_dtype(value, dtype)
-
-
-def _pad_stat(x, axis: int, side: int, mode: str, options: dict):
-    """The maximum, minimum, mean or median of the ``stat_length`` entries at one end of
-    ``x``'s ``axis`` (all of them by default), with that axis kept."""
-    from primitives.tensor.numpy import reductions   # (it imports this module)
-    n = shape_of(x)[axis]
-    length = options.get("stat_length")
-    count = n if length is None else min(
-        int(_pad_pairs(length, shape_of(x), "stat_length", integral=True)[axis, side]), n)
-    if count <= 0:
-        raise TensorShapeError(f"pad: stat_length of 0 (or an empty axis {axis}) yields no "
-                               f"value for mode {mode!r}")
-    reduce = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
-              "median": reductions.median}[mode]
-    stat = reduce(_edge_slice(x, axis, side, count), axis=axis, keepdims=True)
-    return _rounded(stat, dtype_of(x))
-
-
-def _pad_ramp(x, axis: int, side: int, width: int, options: dict):
-    """``linear_ramp``'s ``width`` entries from ``end_values`` to the edge of ``x`` (the edge
-    itself excluded): NumPy's ``linspace(end, edge, width, endpoint=False)``, computed as it
-    does (``end + i * ((edge - end) / width)``, floored for an integer ``x``)."""
-    from primitives.tensor.numpy import mathfuncs    # (it imports this module)
-    if shape_of(x)[axis] == 0:
-        raise TensorShapeError(f"pad: can't extend empty axis {axis} using modes other than "
-                               "'constant' or 'empty'")
-    end = _pad_pairs(options.get("end_values", 0), shape_of(x), "end_values")[axis, side]
-    step = divide(subtract(_edge_slice(x, axis, side, 1), end), float(width))
-    steps = np.arange(width, dtype=np.float64)[::-1 if side else 1]
-    ramp = add(multiply(step, steps.reshape((width,) + (1,) * (len(shape_of(x)) - axis - 1))),
-               end)
-    return _rounded(ramp, dtype_of(x), mathfuncs.floor)
 
 
 # --- splitting ----------------------------------------------------------------------------
