@@ -1132,14 +1132,12 @@ def _order_statistics(q: np.ndarray, n: int, method: str):
     return below, above, weight
 
 
-def _traced_order_statistics(ordered, fractions, method: str, dtype):
-    """The quantiles ``fractions`` (traced, 1-d) of each sorted row of ``ordered``, placed as
-    :func:`_order_statistics` places them; ``nan`` for a fraction out of ``[0, 1]`` (NumPy
-    raises, which a traced one cannot; JAX clamps, which would hide the error)."""
-    n = shape_of(ordered)[-1]
-    position = multiply(fractions, float(n - 1))
+def _traced_placement(position, last, method: str) -> tuple:
+    """``(below, above, weight)`` for quantile positions ``position`` whose values are not
+    known, the last index ``last``, as :func:`_order_statistics` places them by ``method``
+    (``weight`` ``None``: the entry at ``below`` alone)."""
     below = floor(position)
-    above = minimum(add(below, 1.0), float(n - 1))
+    above = minimum(add(below, 1.0), last)
     weight = None
     if method == "linear":
         weight = subtract(position, below)
@@ -1149,6 +1147,16 @@ def _traced_order_statistics(ordered, fractions, method: str, dtype):
         below = ceil(position)
     elif method == "nearest":
         below = round_(position)
+    return below, above, weight
+
+
+def _traced_order_statistics(ordered, fractions, method: str, dtype):
+    """The quantiles ``fractions`` (traced, 1-d) of each sorted row of ``ordered``, placed as
+    :func:`_order_statistics` places them; ``nan`` for a fraction out of ``[0, 1]`` (NumPy
+    raises, which a traced one cannot; JAX clamps, which would hide the error)."""
+    n = shape_of(ordered)[-1]
+    below, above, weight = _traced_placement(multiply(fractions, float(n - 1)), float(n - 1),
+                                             method)
 
     def at(p):                  # ordered[..., p], p clipped into range
         return take(ordered, as_dtype(clip(p, 0, n - 1), np.intp), axis=-1)
@@ -1168,18 +1176,8 @@ def _nan_order_statistics(grouped, ordered, fractions: np.ndarray, method: str, 
     derivative goes to the order statistics read, as :func:`quantile`'s."""
     n = shape_of(grouped)[-1]
     count = sum(as_dtype(equal(grouped, grouped), np.intp), -1, keepdims=True)
-    position = multiply(as_dtype(subtract(count, 1), np.float64), fractions)
-    below = floor(position)
-    above = minimum(add(below, 1), as_dtype(subtract(count, 1), np.float64))
-    weight = None
-    if method == "linear":
-        weight = subtract(position, below)
-    elif method == "midpoint":
-        weight = where(equal(position, below), 0.0, 0.5)
-    elif method == "higher":
-        below = ceil(position)
-    elif method == "nearest":
-        below = round_(position)
+    last = as_dtype(subtract(count, 1), np.float64)
+    below, above, weight = _traced_placement(multiply(last, fractions), last, method)
 
     def take_rows(p):           # ordered[..., p] by row, p clipped into range
         return _take_along(ordered, clip(p, 0, n - 1), len(shape_of(ordered)) - 1)
