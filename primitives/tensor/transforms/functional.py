@@ -195,6 +195,7 @@ class Tracer(ArrayOperators, Frontend):
     @classmethod
     def bind(cls, op, args) -> list:
         top = None
+        thread = threading.get_ident()
         for a in args:
             if isinstance(a, Tracer):
                 if not a.graph_trace._active:
@@ -202,7 +203,7 @@ class Tracer(ArrayOperators, Frontend):
                         f"escaped tracer: a value traced inside {a.graph_trace.transform} was used "
                         f"by {op!r} after that transform returned (it was stored outside f, "
                         "e.g. in a list or a global); return it from f instead")
-                if a.graph_trace.thread != threading.get_ident():
+                if a.graph_trace.thread != thread:
                     raise _other_thread(a.graph_trace, op)
                 if top is None or a.level > top.level:
                     top = a
