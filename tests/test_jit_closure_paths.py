@@ -27,6 +27,7 @@ CFG = types.ModuleType("jit_closure_paths_cfg")
 CFG.W = np.ones(2)
 CFG.SCALE = 2.0
 LAYERS = [(np.ones(2), np.zeros(2))]
+SCALES = {"s": 2.0}
 
 
 def _same(jitted, f, *args):
@@ -740,3 +741,50 @@ def test_a_closed_over_array_read_by_numpy_and_tnp_is_current_in_every_compositi
             got = g(np.stack([X, X])) if batched else g(X)
             want = np.stack([grad_now(X)] * 2) if batched else grad_now(X)
             np.testing.assert_allclose(got, want, err_msg=name)
+
+
+# --- a library's own closure: its parameters are not compared, what it holds is ------------
+
+
+def test_a_transforms_own_parameters_are_not_read_at_each_call():
+    """``value_and_grad(loss)`` holds ``argnums``, ``has_aux`` and ``loss`` in its closure, which
+    tidu's code never rebinds: the guard reads none of them at each call (it did, five reads
+    per call of a jitted training step), yet still follows ``loss`` to what it reads."""
+    def loss(x):
+        return tnp.sum(x * SCALES["s"])
+
+    refs = external_values(tnp.value_and_grad(loss, argnums=0, has_aux=False))
+    # the global dict's keys and its item: loss's own reads, nothing of value_and_grad's
+    name = loss.__qualname__
+    assert [r.where for r in refs] == [f"global 'SCALES' of {name}",
+                                       f"global 'SCALES' of {name}['s']"]
+    step = tnp.jit(tnp.value_and_grad(loss))
+    assert float(step(X)[0]) == 6.0
+    SCALES["s"] = 3.0                   # what loss reads through grad's closure: read again
+    value, gradient = step(X)
+    assert float(value) == 9.0
+    np.testing.assert_array_equal(gradient, [3.0, 3.0])
+
+
+def test_arrays_and_lists_in_a_library_closure_are_still_read():
+    """What a library closure holds that can change in place (an array, a list) is still read
+    at each call: only numbers, strings, tuples of them and functions are taken as fixed."""
+    w = np.ones(2)
+    layers = [np.ones(2)]
+
+    def make(weights, stack):          # a closure in a module tidu treats as a library's
+        def apply(x):
+            out = x * weights
+            for layer in stack:
+                out = out * layer
+            return tnp.sum(out)
+        return apply
+    make.__module__ = apply_module = "primitives.fake_library"
+    apply = make(w, layers)
+    apply.__module__ = apply_module
+    step = tnp.jit(apply)
+    assert float(step(X)) == 3.0
+    w[:] = 2.0
+    assert float(step(X)) == 6.0
+    layers.append(np.full(2, 10.0))
+    assert float(step(X)) == 60.0

@@ -68,7 +68,9 @@ scan after the trace (:func:`stored_while_traced`): that trace is not kept, and 
 next call traces again and finds it before tracing.
 
 Not followed: library modules and the attributes of library objects (tidu's,
-NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, Python's
+NumPy's...: :data:`_LIBRARY_MODULES`), the globals of library functions, the numbers,
+strings and tuples of them a library function's closure holds (``grad``'s ``argnums``:
+its code never rebinds them; the functions there are followed, not compared), Python's
 standard library's modules and functions' globals, sets, the length of a list of
 numbers only that ``f`` changes while traced, the methods of a class patched after the
 trace, numbers
@@ -386,17 +388,24 @@ class _Scan:
 
     def _function(self, fn: types.FunctionType) -> None:
         name = _name(fn)
+        library = _is_library_code(fn)
         for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 value = cell.cell_contents
             except ValueError:
+                continue
+            if library and (type(value) is types.FunctionType or _never_changes(value)):
+                # a library's own parameter (``grad``'s ``argnums``, its ``f``): its code
+                # never rebinds its closure, so only what a function holds is read again
+                if type(value) is types.FunctionType:
+                    self.pending.append((value, _Location.constant(value, name)))
                 continue
             self._add(value, _Location(_cell_reader(cell), ("cell", id(cell)),
                                        f"closure variable {var!r} of {name}"))
         wrapped = getattr(fn, "__wrapped__", None)
         if wrapped is not None:
             self._add(wrapped, _Location.constant(wrapped, name))
-        if _is_library_code(fn):
+        if library:
             return
         self.vocabulary |= _code_vocabulary(fn.__code__)
         globals_ = fn.__globals__
@@ -547,6 +556,15 @@ def _changed_while_traced(ref: Reference) -> bool:
         return False
     now = ref.read()
     return _is_number(now) and now is not ref.value and not _same_scalar(now, ref.value)
+
+
+def _never_changes(value) -> bool:
+    """Whether ``value``, held where nothing rebinds it, stays what it is: a number, a
+    string, ``None``, an immutable value (:func:`_is_atom`) or a tuple of these. (A list,
+    a dict, an array or an object may be written into; a function reads what it holds.)"""
+    if value is None or isinstance(value, (str, numbers.Number)) or _is_atom(value):
+        return True
+    return type(value) is tuple and all(_never_changes(item) for item in value)
 
 
 def _is_atom(value) -> bool:
