@@ -256,15 +256,21 @@ class Tensor(ArrayOperators, Frontend):
         >>> p.data, y.backward(np.ones(2)).grad(p)
         (array([0., 1.]), array([2., 4.]))
         """
+        # A computed tensor's array that its node holds weakly, to be made again for backward
+        # (a checkpoint strategy let it go), is copied first: the node must not take written
+        # values for the ones it made (tidu.eager.checkpointing keeps only the latter).
+        remade = self._trace is not None and self._trace.dropped is not None
         if type(self._data) is not np.ndarray:
-            if not self._exposed and not (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS
-                                          and not is_view(self._data)):
+            if not self._exposed and (remade or not (
+                    _EXACT_REFS and _data_refs(self) <= _SOLE_REFS
+                    and not is_view(self._data))):
                 self._data = library_of(self._data).copy(self._data)
             self._exposed = True
             return self._data
         if not self._exposed or not self._data.flags.writeable:
             # (the buffer cache's own reference does not count: it reuses only idle arrays)
-            if (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS + is_cached(self._data)
+            if (not remade and _EXACT_REFS
+                    and _data_refs(self) <= _SOLE_REFS + is_cached(self._data)
                     and self._data.base is None):
                 self._data.flags.writeable = True
             else:
