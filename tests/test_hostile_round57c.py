@@ -44,3 +44,33 @@ def test_a_computed_tensor_written_before_use_is_differentiated_at_its_new_value
         yt += 1.0
     torch.sin(yt).sum().backward()
     np.testing.assert_allclose(g, xt.grad.numpy(), rtol=1e-12)
+
+
+# ``y.data = array`` of another shape on a computed tensor was taken: ops recorded after it
+# sent gradients of the new shape into the op that made y, which broadcast them (x.grad
+# [12, 12, 12] where PyTorch gives [2, 4, 6]) or failed with NumPy's ValueError in backward.
+@pytest.mark.parametrize("shape", [(1,), (), (4,), (3, 1)])
+def test_data_of_another_shape_on_a_computed_tensor_is_refused(shape):
+    from primitives.tensor.errors import TensorShapeError
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2.0
+    with pytest.raises(TensorShapeError, match=r"\.data of shape"):
+        y.data = np.ones(shape)
+    assert y.shape == (3,)                 # unchanged: backward still gives PyTorch's gradient
+    tnp.sum(y * tensor([1.0, 2.0, 3.0])).backward()
+    np.testing.assert_allclose(x.grad, [2.0, 4.0, 6.0])
+    leaf = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    leaf.data = np.ones(shape)             # a leaf may still change shape
+    assert leaf.shape == shape
+
+
+# ... and real data on a complex computed tensor (or complex on a real one) sent a gradient of
+# the other kind into the op that made it; the error named the leaf's .data instead.
+@pytest.mark.parametrize("new", [np.ones(3, dtype=complex), np.ones(3)])
+def test_data_of_the_other_kind_on_a_computed_tensor_is_refused(new):
+    from primitives.tensor.errors import TensorTypeError
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * (2.0 if new.dtype.kind == "c" else 2.0 + 1.0j)
+    with pytest.raises(TensorTypeError, match=r"\.data of dtype"):
+        y.data = new
+    y.data = np.ones(3, dtype=y.dtype)     # the same kind is taken, as PyTorch takes it

@@ -30,7 +30,9 @@ through ``t.data``, copy-on-write:
   ``t``'s array, so a write through it can never reach a saved value. A NumPy
   array's reference count says when the handle and its views are all gone (a view
   holds its base); from then on ops save the array itself again.
-- ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays.
+- ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays. A
+  tensor a recorded op computed keeps its shape and its kind (real or complex): its
+  gradient goes back through that op.
   The caller's ``array`` (or a view of it) counts as a handle.
 - A tensor on another library's array (PyTorch, CuPy, Dask: ``tnp.tensor(torch_t)``)
   keeps it in that library. Their reference counts say nothing about views, so once
@@ -302,6 +304,20 @@ class Tensor(ArrayOperators, Frontend):
         if self._requires_grad and not _can_require_grad(dtype_of(array)):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
                                   f"data, got dtype {dtype_of(array)}")
+        if self._trace is not None and self._requires_grad and shape_of(array) != self.shape:
+            # ops recorded from now on would send gradients of the new shape into the op
+            # that made the old one, which broadcasts or reshapes them into a wrong gradient
+            raise TensorShapeError(
+                f"assigning .data of shape {shape_of(array)} to a tensor of shape {self.shape} "
+                "that a recorded op computed: backward would pass a gradient of the new shape "
+                "to that op; keep the shape, or assign to a leaf (t = t.detach(); t.data = ...)")
+        if self._trace is not None and self._requires_grad and \
+                dtype_of(array).kind != self.dtype.kind:
+            raise TensorTypeError(
+                f"assigning .data of dtype {dtype_of(array)} to a tensor of dtype {self.dtype} "
+                "that a recorded op computed: backward would pass a complex gradient where a "
+                "real one belongs, or the reverse; keep it real or complex as it is, or assign "
+                "to a leaf (t = t.detach(); t.data = ...)")
         if type(array) is not np.ndarray:
             self._data = library_of(array).copy(array) if is_view(array) else array
             self._exposed = held_by_caller
