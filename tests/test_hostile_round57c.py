@@ -74,3 +74,41 @@ def test_data_of_the_other_kind_on_a_computed_tensor_is_refused(new):
     with pytest.raises(TensorTypeError, match=r"\.data of dtype"):
         y.data = new
     y.data = np.ones(3, dtype=y.dtype)     # the same kind is taken, as PyTorch takes it
+
+
+# ``x.grad *= 0.5`` on a gradient with history (after backward(create_graph=True)) raised a
+# TensorTypeError about np.asarray, in a no_grad block after the values had already changed;
+# ``x.grad = t`` of a Tensor with history raised the same. Both now keep the history, as torch.
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_a_gradient_with_history_is_updated_and_assigned_as_in_torch():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    tnp.sum(x * x * x).backward(create_graph=True)
+    with no_grad():
+        x.grad *= 0.5
+    x.grad *= 2.0                          # recorded: x.grad is 3 x^2 again, with history
+    tnp.sum(x.grad).backward()             # accumulates 6 x into x.grad (a Tensor)
+    xt = torch.tensor([1.0, 2.0], requires_grad=True, dtype=torch.float64)
+    (xt * xt * xt).sum().backward(create_graph=True)
+    with torch.no_grad():
+        xt.grad *= 0.5
+    xt.grad = xt.grad * 2.0
+    xt.grad.sum().backward()
+    np.testing.assert_allclose(x.grad.data, xt.grad.detach().numpy())
+    w = tensor([1.0, 1.0], requires_grad=True)
+    h = w * 3.0
+    x.grad = h                             # a Tensor with history, kept as one
+    assert x.grad.requires_grad and x.grad is not h
+    tnp.sum(x.grad * x.grad).backward(inputs=[w])
+    np.testing.assert_allclose(w.grad, [18.0, 18.0])
+
+
+# ``x.grad = c`` of a constant Tensor stored a read-only view of c's array: writing the
+# gradient in place (x.grad[0] = 0, x.grad *= s) then failed with NumPy's ValueError.
+def test_a_gradient_assigned_from_a_constant_tensor_is_a_writable_copy():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    c = tensor([3.0, 4.0])
+    x.grad = c
+    x.grad[0] = 0.0
+    x.grad *= 2.0
+    np.testing.assert_array_equal(x.grad, [0.0, 8.0])
+    np.testing.assert_array_equal(c.data, [3.0, 4.0])   # c itself is not written

@@ -425,7 +425,13 @@ class Tensor(ArrayOperators, Frontend):
 
         An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
-        (a ``Tensor``'s data is stored).
+        (a ``Tensor``'s values are copied; a ``Tensor`` with history is kept as one).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> x.grad = tensor([3.0, 4.0])
+        >>> x.grad *= 2.0
+        >>> x.grad
+        array([6., 8.])
         """
         if self._key in _shared_grads:         # handed over by a backward: take a copy if
             _unshare(self)                       # its Gradients are still alive
@@ -433,8 +439,13 @@ class Tensor(ArrayOperators, Frontend):
 
     @grad.setter
     def grad(self, value) -> None:
+        if isinstance(value, Tensor):
+            if value is not self._grad:      # (x.grad *= s in a no_grad block: x.grad itself)
+                value = _tensor_gradient(self, value)
+        elif value is not None:
+            value = _checked_gradient(self, value, "assigning .grad")
         _shared_grads.pop(self._key, None)
-        self._grad = None if value is None else _checked_gradient(self, value, "assigning .grad")
+        self._grad = value
 
     @property
     def value_below(self):
@@ -880,6 +891,24 @@ def _checked_gradient(t: Tensor, value, what: str):
         raise TensorTypeError(f"{what}: a gradient of dtype {dtype_of(array)} for a tensor of "
                               f"dtype {t.dtype}")
     return in_library_of_tensor(t, array)
+
+
+def _tensor_gradient(t: Tensor, g: Tensor):
+    """The ``Tensor`` ``g`` as ``t.grad``: with history, a ``Tensor`` keeping it (as
+    ``backward(create_graph=True)`` leaves one); otherwise a copy of its values, writable
+    as any ``.grad`` (``g``'s own array may be saved by a recorded op)."""
+    if not g._requires_grad:
+        return _checked_gradient(t, library_of(g._data).copy(g._data), "assigning .grad")
+    if g.shape != t.shape:
+        raise TensorShapeError(f"assigning .grad: a gradient of shape {g.shape} for a tensor "
+                               f"of shape {t.shape}")
+    if g.dtype != t.dtype:
+        raise TensorTypeError(f"assigning .grad: a gradient of dtype {g.dtype} for a tensor "
+                              f"of dtype {t.dtype}")
+    if library_of(g._data) is not library_of(t._data):
+        raise TensorTypeError(f"assigning .grad: a Tensor of {library_of(g._data).name} for a "
+                              f"tensor of {library_of(t._data).name}")
+    return _another(g)
 
 
 def in_library_of_tensor(t: Tensor, array):
