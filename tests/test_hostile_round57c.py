@@ -125,3 +125,17 @@ def test_a_piece_of_a_split_written_before_use_is_differentiated_at_its_new_valu
     # (torch refuses to write a piece of a split; the gradient at the new values is this)
     want = np.concatenate([2.0 * np.cos(2.0 * x0[:200] + 1.0), np.zeros(200)])
     np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+# Gradients.replace(t, g) had the .grad setter's faults: a constant Tensor's read-only view
+# was stored, and a Tensor with history raised an error about np.asarray.
+def test_gradients_replace_takes_tensors_as_the_grad_setter():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    grads = tnp.sum(x * x).backward()
+    grads.replace(x, tensor([5.0, 5.0]))
+    grads.grad(x)[0] = 0.0                 # writable, as every gradient array
+    np.testing.assert_array_equal(grads.grad(x), [0.0, 5.0])
+    grads.replace(x, x * 2.0)
+    g = grads.grad(x)
+    assert g.requires_grad
+    np.testing.assert_allclose(tnp.sum(g * g).backward().grad(x), 8.0 * x.data)

@@ -441,7 +441,7 @@ class Tensor(ArrayOperators, Frontend):
     def grad(self, value) -> None:
         if isinstance(value, Tensor):
             if value is not self._grad:      # (x.grad *= s in a no_grad block: x.grad itself)
-                value = _tensor_gradient(self, value)
+                value = _tensor_gradient(self, value, "assigning .grad")
         elif value is not None:
             value = _checked_gradient(self, value, "assigning .grad")
         _shared_grads.pop(self._key, None)
@@ -893,21 +893,21 @@ def _checked_gradient(t: Tensor, value, what: str):
     return in_library_of_tensor(t, array)
 
 
-def _tensor_gradient(t: Tensor, g: Tensor):
-    """The ``Tensor`` ``g`` as ``t.grad``: with history, a ``Tensor`` keeping it (as
-    ``backward(create_graph=True)`` leaves one); otherwise a copy of its values, writable
-    as any ``.grad`` (``g``'s own array may be saved by a recorded op)."""
+def _tensor_gradient(t: Tensor, g: Tensor, what: str):
+    """The ``Tensor`` ``g`` as the gradient of ``t``: with history, a ``Tensor`` keeping it
+    (as ``backward(create_graph=True)`` gives one); otherwise a copy of its values, writable
+    as any gradient (``g``'s own array may be saved by a recorded op)."""
     if not g._requires_grad:
-        return _checked_gradient(t, library_of(g._data).copy(g._data), "assigning .grad")
+        return _checked_gradient(t, library_of(g._data).copy(g._data), what)
     if g.shape != t.shape:
-        raise TensorShapeError(f"assigning .grad: a gradient of shape {g.shape} for a tensor "
-                               f"of shape {t.shape}")
+        raise TensorShapeError(f"{what}: a gradient of shape {g.shape} for a tensor of shape "
+                               f"{t.shape}")
     if g.dtype != t.dtype:
-        raise TensorTypeError(f"assigning .grad: a gradient of dtype {g.dtype} for a tensor "
-                              f"of dtype {t.dtype}")
+        raise TensorTypeError(f"{what}: a gradient of dtype {g.dtype} for a tensor of dtype "
+                              f"{t.dtype}")
     if library_of(g._data) is not library_of(t._data):
-        raise TensorTypeError(f"assigning .grad: a Tensor of {library_of(g._data).name} for a "
-                              f"tensor of {library_of(t._data).name}")
+        raise TensorTypeError(f"{what}: a Tensor of {library_of(g._data).name} for a tensor of "
+                              f"{library_of(t._data).name}")
     return _another(g)
 
 
@@ -1102,10 +1102,12 @@ class Gradients:
         return value
 
     def replace(self, t: Tensor, g) -> None:
-        """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype."""
+        """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype (a
+        ``Tensor``'s values are copied; a ``Tensor`` with history is kept as one)."""
         key = _key_of(t, "replace")
         self._shared.discard(key)
-        self._by_key[key] = _checked_gradient(t, g, "Gradients.replace")
+        self._by_key[key] = (_tensor_gradient(t, g, "Gradients.replace") if isinstance(g, Tensor)
+                             else _checked_gradient(t, g, "Gradients.replace"))
 
     def __contains__(self, t: Tensor) -> bool:
         return isinstance(t, Tensor) and t.key in self._by_key
