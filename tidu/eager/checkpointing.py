@@ -13,7 +13,10 @@ Seed 002's ``Autodiff<B, C: CheckpointStrategy>``, on tidu's eager trace:
   factorizations, FFTs) and of ops that declare nothing are kept.
 
 Values no node made (leaves, constants) are always kept: nothing could
-recompute them; so are values of under ``SMALL_BYTES`` (1 KiB, by their ``nbytes``). A recorder given no strategy keeps everything (``Recorder.record``).
+recompute them; so are values of under ``SMALL_BYTES`` (1 KiB, by their ``nbytes``),
+and an input whose value is not the object its node made (or holds a weak reference
+to): a frontend may have given that key new values since, which running the node
+again would not give back. A recorder given no strategy keeps everything (``Recorder.record``).
 
 Backward reads a value that was not kept through a :class:`Rematerializer`,
 which runs the node that made it again (through the executor's
@@ -138,7 +141,7 @@ class CheckpointStrategy:
             producer = item.trace
             if producer is not None and (not reads[position] or _memory_bound(
                     producer.recorded.primitive)) and \
-                    getattr(item.data, "nbytes", 0) >= SMALL_BYTES:
+                    getattr(item.data, "nbytes", 0) >= SMALL_BYTES and _made_by(producer, item):
                 if kept_inputs is None:
                     kept_inputs = list(inputs)
                 kept_inputs[position] = EagerInput(item.key, producer, item.requires_grad, None)
@@ -159,6 +162,20 @@ class CheckpointStrategy:
 
 
 _UNKNOWN = object()
+
+
+def _made_by(producer: Trace, item) -> bool:
+    """Whether ``item``'s data is the value ``producer`` made for its key (the object the
+    node keeps, or keeps a weak reference to): only then does running the node again give
+    it back. A frontend may have given the key new values since (a write through
+    ``t.data``, an update in a ``no_grad`` block); those are kept."""
+    data = item.data
+    slot = 0 if producer.output_key is not None else producer.output_keys.index(item.key)
+    if producer.output_data[slot] is data:
+        return True
+    dropped = producer.dropped
+    ref = dropped[slot] if dropped is not None else None
+    return ref is not None and ref() is data
 
 
 def _memory_bound(op) -> bool:
@@ -186,9 +203,10 @@ class Rematerializer:
     ...     nbytes = 4096
     >>> recorder, balanced = Recorder(), CheckpointStrategy("balanced")
     >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, Big(0.5))
-    >>> node = recorder.record(RecordedGraph.from_primitive(Op.SIN, ["a"]), [x], [Big(0.479)],
+    >>> sin_x = Big(0.479)
+    >>> node = recorder.record(RecordedGraph.from_primitive(Op.SIN, ["a"]), [x], [sin_x],
     ...                        strategy=balanced)
-    >>> y = EagerInput(node.output_key, node, True, Big(0.479))
+    >>> y = EagerInput(node.output_key, node, True, sin_x)    # the very value SIN made
     >>> later = recorder.record(RecordedGraph.from_primitive(Op.MUL, ["a", "b"]), [y, y],
     ...                         [Big(0.229)], strategy=balanced)
     >>> later.inputs[0].data, node.output_data      # SIN is memory-bound: nobody keeps sin x

@@ -30,7 +30,9 @@ through ``t.data``, copy-on-write:
   ``t``'s array, so a write through it can never reach a saved value. A NumPy
   array's reference count says when the handle and its views are all gone (a view
   holds its base); from then on ops save the array itself again.
-- ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays.
+- ``t.data = array`` gives ``t`` new data; ops recorded before keep the old arrays. A
+  tensor a recorded op computed keeps its shape and its kind (real or complex): its
+  gradient goes back through that op.
   The caller's ``array`` (or a view of it) counts as a handle.
 - A tensor on another library's array (PyTorch, CuPy, Dask: ``tnp.tensor(torch_t)``)
   keeps it in that library. Their reference counts say nothing about views, so once
@@ -256,15 +258,21 @@ class Tensor(ArrayOperators, Frontend):
         >>> p.data, y.backward(np.ones(2)).grad(p)
         (array([0., 1.]), array([2., 4.]))
         """
+        # A computed tensor's array that its node holds weakly, to be made again for backward
+        # (a checkpoint strategy let it go), is copied first: the node must not take written
+        # values for the ones it made (tidu.eager.checkpointing keeps only the latter).
+        remade = self._trace is not None and self._trace.dropped is not None
         if type(self._data) is not np.ndarray:
-            if not self._exposed and not (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS
-                                          and not is_view(self._data)):
+            if not self._exposed and (remade or not (
+                    _EXACT_REFS and _data_refs(self) <= _SOLE_REFS
+                    and not is_view(self._data))):
                 self._data = library_of(self._data).copy(self._data)
             self._exposed = True
             return self._data
         if not self._exposed or not self._data.flags.writeable:
             # (the buffer cache's own reference does not count: it reuses only idle arrays)
-            if (_EXACT_REFS and _data_refs(self) <= _SOLE_REFS + is_cached(self._data)
+            if (not remade and _EXACT_REFS
+                    and _data_refs(self) <= _SOLE_REFS + is_cached(self._data)
                     and self._data.base is None):
                 self._data.flags.writeable = True
             else:
@@ -296,6 +304,20 @@ class Tensor(ArrayOperators, Frontend):
         if self._requires_grad and not _can_require_grad(dtype_of(array)):
             raise TensorTypeError(f"a tensor that requires grad needs floating point or complex "
                                   f"data, got dtype {dtype_of(array)}")
+        if self._trace is not None and self._requires_grad and shape_of(array) != self.shape:
+            # ops recorded from now on would send gradients of the new shape into the op
+            # that made the old one, which broadcasts or reshapes them into a wrong gradient
+            raise TensorShapeError(
+                f"assigning .data of shape {shape_of(array)} to a tensor of shape {self.shape} "
+                "that a recorded op computed: backward would pass a gradient of the new shape "
+                "to that op; keep the shape, or assign to a leaf (t = t.detach(); t.data = ...)")
+        if self._trace is not None and self._requires_grad and \
+                dtype_of(array).kind != self.dtype.kind:
+            raise TensorTypeError(
+                f"assigning .data of dtype {dtype_of(array)} to a tensor of dtype {self.dtype} "
+                "that a recorded op computed: backward would pass a complex gradient where a "
+                "real one belongs, or the reverse; keep it real or complex as it is, or assign "
+                "to a leaf (t = t.detach(); t.data = ...)")
         if type(array) is not np.ndarray:
             self._data = library_of(array).copy(array) if is_view(array) else array
             self._exposed = held_by_caller
@@ -403,7 +425,13 @@ class Tensor(ArrayOperators, Frontend):
 
         An array, or a ``Tensor`` with history after ``backward(create_graph=True)``.
         Assigning checks it: ``None``, or an array of this tensor's shape and dtype
-        (a ``Tensor``'s data is stored).
+        (a ``Tensor``'s values are copied; a ``Tensor`` with history is kept as one).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> x.grad = tensor([3.0, 4.0])
+        >>> x.grad *= 2.0
+        >>> x.grad
+        array([6., 8.])
         """
         if self._key in _shared_grads:         # handed over by a backward: take a copy if
             _unshare(self)                       # its Gradients are still alive
@@ -411,8 +439,13 @@ class Tensor(ArrayOperators, Frontend):
 
     @grad.setter
     def grad(self, value) -> None:
+        if isinstance(value, Tensor):
+            if value is not self._grad:      # (x.grad *= s in a no_grad block: x.grad itself)
+                value = _tensor_gradient(self, value, "assigning .grad")
+        elif value is not None:
+            value = _checked_gradient(self, value, "assigning .grad")
         _shared_grads.pop(self._key, None)
-        self._grad = None if value is None else _checked_gradient(self, value, "assigning .grad")
+        self._grad = value
 
     @property
     def value_below(self):
@@ -860,6 +893,24 @@ def _checked_gradient(t: Tensor, value, what: str):
     return in_library_of_tensor(t, array)
 
 
+def _tensor_gradient(t: Tensor, g: Tensor, what: str):
+    """The ``Tensor`` ``g`` as the gradient of ``t``: with history, a ``Tensor`` keeping it
+    (as ``backward(create_graph=True)`` gives one); otherwise a copy of its values, writable
+    as any gradient (``g``'s own array may be saved by a recorded op)."""
+    if not g._requires_grad:
+        return _checked_gradient(t, library_of(g._data).copy(g._data), what)
+    if g.shape != t.shape:
+        raise TensorShapeError(f"{what}: a gradient of shape {g.shape} for a tensor of shape "
+                               f"{t.shape}")
+    if g.dtype != t.dtype:
+        raise TensorTypeError(f"{what}: a gradient of dtype {g.dtype} for a tensor of dtype "
+                              f"{t.dtype}")
+    if library_of(g._data) is not library_of(t._data):
+        raise TensorTypeError(f"{what}: a Tensor of {library_of(g._data).name} for a tensor of "
+                              f"{library_of(t._data).name}")
+    return _another(g)
+
+
 def in_library_of_tensor(t: Tensor, array):
     """``array`` in the library of ``t``'s data (a NumPy array for a PyTorch tensor is
     converted; two other libraries are a ``TensorTypeError``)."""
@@ -1051,10 +1102,12 @@ class Gradients:
         return value
 
     def replace(self, t: Tensor, g) -> None:
-        """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype."""
+        """Set the gradient of ``t`` to ``g``, an array of ``t``'s shape and dtype (a
+        ``Tensor``'s values are copied; a ``Tensor`` with history is kept as one)."""
         key = _key_of(t, "replace")
         self._shared.discard(key)
-        self._by_key[key] = _checked_gradient(t, g, "Gradients.replace")
+        self._by_key[key] = (_tensor_gradient(t, g, "Gradients.replace") if isinstance(g, Tensor)
+                             else _checked_gradient(t, g, "Gradients.replace"))
 
     def __contains__(self, t: Tensor) -> bool:
         return isinstance(t, Tensor) and t.key in self._by_key
