@@ -61,7 +61,8 @@ __all__ = [
     "repeat", "tile",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
-    "broadcast_arrays", "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d",
+    "broadcast_arrays", "moveaxis", "swapaxes", "matrix_transpose", "rollaxis", "ravel",
+    "unstack", "atleast_1d",
     "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
@@ -798,6 +799,21 @@ def swapaxes(a, axis1: int, axis2: int):
     return transpose(a, order)
 
 
+@implements(np.matrix_transpose, np.linalg.matrix_transpose)
+def matrix_transpose(x, /):
+    """``np.matrix_transpose`` (the Array API's, also ``np.linalg``'s): ``x`` with its last two
+    axes swapped; ``x`` must be at least 2-d.
+
+    >>> matrix_transpose(np.zeros((4, 2, 3))).shape
+    (4, 3, 2)
+    """
+    x = operand(x, "matrix_transpose")
+    if len(shape_of(x)) < 2:
+        raise TensorShapeError(f"matrix_transpose: input array must be at least 2-dimensional, "
+                               f"got shape {shape_of(x)}")
+    return swapaxes(x, -1, -2)
+
+
 @implements(np.rollaxis)
 def rollaxis(a, axis: int, start: int = 0):
     """``np.rollaxis``: ``axis`` moved to lie before ``start`` (prefer :func:`moveaxis`)."""
@@ -823,6 +839,22 @@ def ravel(a, order: str = "C"):
     if order != "C":
         raise TensorNotSupportedError(f"ravel: order {order!r} is not supported (only 'C')")
     return reshape(operand(a, "ravel"), (-1,))
+
+
+@implements(np.unstack)
+def unstack(x, /, *, axis: int = 0) -> tuple:
+    """``np.unstack`` (the Array API's): the tuple of ``x``'s slices along ``axis``, the inverse
+    of :func:`stack`.
+
+    >>> unstack(np.arange(4.0).reshape(2, 2), axis=1)
+    (array([0., 2.]), array([1., 3.]))
+    """
+    x = operand(x, "unstack")
+    shape = shape_of(x)
+    if not shape:
+        raise TensorShapeError("unstack: input array must be at least 1-d, got a 0-d array")
+    axis = normalize_axis(axis, len(shape), "unstack")
+    return tuple(getitem(x, (slice(None),) * axis + (i,)) for i in range(shape[axis]))
 
 
 # --- copies ----------------------------------------------------------------------------------

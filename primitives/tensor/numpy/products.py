@@ -41,8 +41,8 @@ from primitives.tensor.numpy.lowering import (broadcast_shapes, broadcast_to, co
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
 
-__all__ = ["matmul", "dot", "tensordot", "outer", "einsum", "inner", "vdot", "kron", "cross",
-           "convolve", "correlate"]
+__all__ = ["matmul", "matvec", "vecmat", "vecdot", "dot", "tensordot", "outer", "einsum",
+           "inner", "vdot", "kron", "cross", "convolve", "correlate"]
 
 
 def _array(x, fn: str):
@@ -52,7 +52,7 @@ def _array(x, fn: str):
     return x if isinstance(x, Frontend) else as_array(x)
 
 
-@implements(np.matmul)
+@implements(np.matmul, np.linalg.matmul)
 def matmul(x, y):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
     (x, y), dtype = promoted(x, y)
@@ -79,6 +79,73 @@ def matmul(x, y):
     return dot_general(x, y, (((nb + 1,), (nb,)), (batch_axes, batch_axes)))
 
 
+def _core_last(x, axis, fn: str):
+    """``x`` with its axis ``axis`` (a gufunc's core axis) moved last."""
+    x = operand(x, fn)
+    if not shape_of(x):
+        raise TensorShapeError(f"{fn}: operands must be at least 1-d, got a 0-d array")
+    ndim = len(shape_of(x))
+    axis = normalize_axis(axis, ndim, fn)
+    return x if axis == ndim - 1 else transpose(
+        x, [i for i in range(ndim) if i != axis] + [axis])
+
+
+def _same_size(fn: str, n1: int, n2: int, shapes: tuple) -> None:
+    if n1 != n2:
+        raise TensorShapeError(f"{fn}: shapes {shapes[0]} and {shapes[1]} do not match: the "
+                               f"contracted axes have sizes {n1} and {n2}")
+
+
+@implements(np.vecdot, np.linalg.vecdot)
+def vecdot(x1, x2, /, *, axis: int = -1):
+    """``np.vecdot`` (the Array API's, also ``np.linalg``'s): ``sum(conj(x1) * x2)`` along
+    ``axis``, the other axes broadcast; antilinear in ``x1`` (as ``vdot``).
+
+    >>> vecdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
+    array([3., 7.])
+    """
+    shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
+    (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
+    _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
+    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])),
+                 reshape(x2, shape_of(x2) + (1,)))
+    return reshape(out, shape_of(out)[:-2])
+
+
+@implements(np.matvec)
+def matvec(x1, x2, /):
+    """``np.matvec`` (NumPy 2.2): the matrix-vector products of the matrices ``x1`` (last two
+    axes) and the vectors ``x2`` (last axis), the other axes broadcast.
+
+    >>> matvec(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
+    array([-1., -1.])
+    """
+    x1, x2 = operand(x1, "matvec"), operand(x2, "matvec")
+    if len(shape_of(x1)) < 2 or not shape_of(x2):
+        raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
+                               f"shapes {shape_of(x1)} and {shape_of(x2)}")
+    _same_size("matvec", shape_of(x1)[-1], shape_of(x2)[-1], (shape_of(x1), shape_of(x2)))
+    out = matmul(x1, reshape(x2, shape_of(x2) + (1,)))
+    return reshape(out, shape_of(out)[:-1])
+
+
+@implements(np.vecmat)
+def vecmat(x1, x2, /):
+    """``np.vecmat`` (NumPy 2.2): the vector-matrix products of the conjugated vectors ``x1``
+    (last axis) and the matrices ``x2`` (last two axes), the other axes broadcast.
+
+    >>> vecmat(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([-2., -2.])
+    """
+    x1, x2 = operand(x1, "vecmat"), operand(x2, "vecmat")
+    if not shape_of(x1) or len(shape_of(x2)) < 2:
+        raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
+                               f"shapes {shape_of(x1)} and {shape_of(x2)}")
+    _same_size("vecmat", shape_of(x1)[-1], shape_of(x2)[-2], (shape_of(x1), shape_of(x2)))
+    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])), x2)
+    return reshape(out, shape_of(out)[:-2] + shape_of(out)[-1:])
+
+
 @implements(np.dot)
 def dot(a, b):
     """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
@@ -94,7 +161,7 @@ def dot(a, b):
     return dot_general(a, b, (((a_axis,), (b_axis,)), ((), ())))
 
 
-@implements(np.tensordot)
+@implements(np.tensordot, np.linalg.tensordot)
 def tensordot(a, b, axes=2):
     """``np.tensordot``."""
     a, b = _array(a, "tensordot"), _array(b, "tensordot")

@@ -50,7 +50,7 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
-from primitives.tensor.numpy.manipulation import diagonal, squeeze
+from primitives.tensor.numpy.manipulation import diagonal, pad, squeeze
 from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
                                                logical_not, logical_or, round as round_, sign)
 from primitives.tensor.numpy.products import matmul
@@ -59,7 +59,8 @@ from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogS
                                           sqrt_zero_slope_at_zero)
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
-__all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient", "var", "std",
+__all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
+           "diff", "gradient", "var", "std",
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
@@ -219,6 +220,48 @@ def cumprod(a, axis=None, dtype=None, out=None):
     x, axis = _scan_operand(a, axis, "cumprod")
     x = _as_accumulated(x, dtype)
     return first(bind(Cumprod(axis, shape_of(x), dtype_of(x).name), x))
+
+
+def _cumulative(scan, a, axis, dtype, out, include_initial: bool, fn: str, start: int):
+    """The Array API's cumulative ``scan`` (:func:`cumsum`, :func:`cumprod`): ``axis`` may be
+    left out for a 0-d or 1-d ``a`` only; with ``include_initial`` the result starts with
+    ``start`` (the empty sum or product) along ``axis``."""
+    no_out(out, fn)
+    x = operand(a, fn)
+    ndim = len(shape_of(x))
+    if axis is None:
+        if ndim > 1:
+            raise TensorShapeError(f"{fn}: for arrays which have more than one dimension the "
+                                   "axis argument is required")
+        axis = 0
+    result = scan(x, axis, dtype)
+    if not include_initial:
+        return result
+    widths = [(0, 0)] * len(shape_of(result))
+    widths[normalize_axis(axis, len(widths), fn)] = (1, 0)
+    return pad(result, widths, constant_values=start)
+
+
+@implements(np.cumulative_sum)
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial: bool = False):
+    """``np.cumulative_sum`` (the Array API's :func:`cumsum`): ``axis`` is required for arrays
+    of more than one dimension; ``include_initial`` starts the sums with 0.
+
+    >>> cumulative_sum(np.array([1.0, 2.0, 3.0]), include_initial=True)
+    array([0., 1., 3., 6.])
+    """
+    return _cumulative(cumsum, x, axis, dtype, out, include_initial, "cumulative_sum", 0)
+
+
+@implements(np.cumulative_prod)
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial: bool = False):
+    """``np.cumulative_prod`` (the Array API's :func:`cumprod`): ``axis`` is required for arrays
+    of more than one dimension; ``include_initial`` starts the products with 1.
+
+    >>> cumulative_prod(np.array([2.0, 0.5, 3.0]), include_initial=True)
+    array([1., 2., 1., 3.])
+    """
+    return _cumulative(cumprod, x, axis, dtype, out, include_initial, "cumulative_prod", 1)
 
 
 @implements(np.diff)
