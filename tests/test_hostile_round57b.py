@@ -76,7 +76,9 @@ def check_everywhere(name, args, kwargs=None, batched=0):
     out = np_fn(*tensors, **kwargs)
     grads = weighted(out, weights).backward()
     for t, e in zip(tensors, expected):
-        np.testing.assert_allclose(grads.grad(t), e, rtol=1e-10, atol=1e-12)
+        g = grads.grad(t)                      # None: no path from t (a zero derivative)
+        np.testing.assert_allclose(np.zeros_like(e) if g is None else g, e, rtol=1e-10,
+                                   atol=1e-12)
 
 
 # --- the Array API's names -----------------------------------------------------------------
@@ -156,3 +158,53 @@ def test_array_api_names_refuse_what_numpy_refuses():
     x = np.arange(6, dtype=np.int32).reshape(2, 3)
     assert tnp.vecdot(x, x).dtype == np.vecdot(x, x).dtype == np.int32
     assert tnp.cumulative_sum(np.arange(3, dtype=np.int8)).dtype == np.int64
+
+
+# --- elementwise ---------------------------------------------------------------------------
+
+
+# np.heaviside, np.divmod, np.modf on a tensor were refused ("tnp has no heaviside"), tnp had
+# none of them
+@requires_jax
+@pytest.mark.parametrize("name, args", [
+    ("heaviside", (np.array([[-1.5, 0.0, 2.0], [0.0, 0.3, -0.2]]), normal(3))),
+    ("divmod", (RNG.uniform(-4, 4, (2, 3)), np.array([1.3, -0.7, 2.1]))),
+    ("modf", (RNG.uniform(-4, 4, (2, 3)),)),
+])
+def test_elementwise_names(name, args):
+    check_everywhere(name, args)
+
+
+# np.ldexp on a tensor was refused and tnp had no ldexp
+@requires_jax
+def test_ldexp():
+    x, k = normal(2, 3), np.array([[3, -2, 0], [1, 1100, -1]])
+    with np.errstate(over="ignore"):
+        want = np.ldexp(x, k)
+        for got in (tnp.ldexp(x, k), tnp.jit(tnp.ldexp)(x, k),
+                    tnp.vmap(tnp.ldexp)(x, k)):
+            np.testing.assert_array_equal(got, want)
+    tiny = np.array([1e-300])                        # 2**1100 alone overflows; the result not
+    np.testing.assert_allclose(tnp.ldexp(tiny, np.array([1100])), np.ldexp(tiny, 1100))
+    assert tnp.ldexp(np.float32([1.5]), np.int64(3)).dtype == np.float32
+    assert tnp.ldexp(np.arange(3, dtype=np.int8), 2).dtype == np.ldexp(
+        np.arange(3, dtype=np.int8), 2).dtype
+    k = np.array([3, -2, 0])
+    g = tnp.grad(lambda v: tnp.sum(tnp.ldexp(v, k) ** 2))(x[0])
+    np.testing.assert_allclose(g, jax_grad(lambda v: jnp.sum(jnp.ldexp(v, k) ** 2), x[0]))
+    t = tnp.tensor(x[0], requires_grad=True)
+    np.testing.assert_allclose(tnp.sum(np.ldexp(t, k)).backward().grad(t), 2.0 ** k)
+    with pytest.raises(TiduError, match="ldexp: the exponents"):
+        tnp.ldexp(x, 2.0)
+
+
+def test_heaviside_nan_and_modf_signs_are_numpys():
+    # NaN in x1 is NaN (not x2); modf's zero fractions keep x's sign; no RuntimeWarning
+    x = np.array([np.nan, -0.0, 0.0, -3.0, np.inf, -np.inf])
+    np.testing.assert_array_equal(tnp.heaviside(x, 0.5), np.heaviside(x, 0.5))
+    with np.errstate(all="raise"):
+        for got, want in zip(tnp.modf(x), np.modf(x)):
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    g = tnp.grad(lambda v: tnp.sum(tnp.modf(v)[0] * 3.0))(np.array([0.5, -2.25]))
+    np.testing.assert_array_equal(g, [3.0, 3.0])
