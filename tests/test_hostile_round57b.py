@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
+from primitives.tensor import ConcretizationError
 from tidu import TiduError
 
 try:
@@ -208,3 +209,127 @@ def test_heaviside_nan_and_modf_signs_are_numpys():
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     g = tnp.grad(lambda v: tnp.sum(tnp.modf(v)[0] * 3.0))(np.array([0.5, -2.25]))
     np.testing.assert_array_equal(g, [3.0, 3.0])
+
+
+# --- building and editing arrays -----------------------------------------------------------
+
+
+# np.diagflat, np.vander, np.insert, np.delete on a tensor were refused and tnp had none
+@requires_jax
+@pytest.mark.parametrize("name, args, kwargs", [
+    ("diagflat", (normal(2, 2),), {"k": -1}),
+    ("vander", (np.array([0.5, 1.5, -2.0]),), {"N": 4, "increasing": True}),
+    ("vander", (normal(3),), {}),
+    ("insert", (normal(2, 4), [1, 3, 3], normal(3)), {"axis": 1}),
+    ("insert", (normal(2, 3), 2, normal(2)), {}),
+    ("delete", (normal(2, 4), np.array([0, -1])), {"axis": 1}),
+    ("delete", (normal(5),), {"obj": slice(None, None, 2)}),
+])
+def test_building_and_editing(name, args, kwargs):
+    if name == "insert":                         # obj is static: close over it
+        arr, obj, values = args
+        fn = getattr(tnp, name)
+        want = np.insert(arr, obj, values, **kwargs)
+        for got in (fn(arr, obj, values, **kwargs),
+                    tnp.jit(lambda a, v: fn(a, obj, v, **kwargs))(arr, values),
+                    tnp.vmap(lambda a: fn(a, obj, values, **kwargs))(np.stack([arr, arr]))[1]):
+            np.testing.assert_array_equal(got, want)
+        weights = normal(*want.shape)
+        got = tnp.grad(lambda a, v: tnp.sum(fn(a, obj, v, **kwargs) * weights),
+                       argnums=(0, 1))(arr, values)
+        expected = jax_grad(lambda a, v: jnp.sum(jnp.insert(a, np.asarray(obj), v, **kwargs)
+                                                 * weights),
+                            arr, values, argnums=(0, 1))
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        t, u = tnp.tensor(arr, requires_grad=True), tnp.tensor(values, requires_grad=True)
+        grads = tnp.sum(np.insert(t, obj, u, **kwargs) * weights).backward()
+        np.testing.assert_allclose(grads.grad(t), expected[0], rtol=1e-12)
+        np.testing.assert_allclose(grads.grad(u), expected[1], rtol=1e-12)
+        return
+    if name == "delete" and "obj" in kwargs:
+        obj = kwargs["obj"]
+        fn = lambda a: tnp.delete(a, obj)                                    # noqa: E731
+        want = np.delete(args[0], obj)
+        np.testing.assert_array_equal(tnp.jit(fn)(args[0]), want)
+        g = tnp.grad(lambda a: tnp.sum(fn(a) ** 2))(args[0])
+        np.testing.assert_allclose(g, jax_grad(lambda a: jnp.sum(jnp.delete(a, obj) ** 2),
+                                               args[0]))
+        return
+    if name == "delete":
+        arr, obj = args
+        check_everywhere(name, (arr,), {"obj": obj, **kwargs})
+        return
+    check_everywhere(name, args, kwargs)
+
+
+def test_vander_derivative_is_exact_at_zero():
+    # powers by repeated products: JAX's vander gives NaN at x = 0, the derivative is k x**(k-1)
+    x, w = np.array([0.0, 1.5, -2.0]), normal(3, 4)
+    g = tnp.grad(lambda v: tnp.sum(tnp.vander(v, 4, increasing=True) * w))(x)
+    np.testing.assert_allclose(g, (w[:, 1:] * np.arange(1, 4) * x[:, None] ** np.arange(3)).sum(1))
+
+
+# np.block on tensors was refused ("tnp has no block") and tnp had no block
+@requires_jax
+def test_block():
+    a, b, c = normal(2, 2), normal(2, 1), normal(2)
+    f = lambda lib, a, b, c: lib.block([[a, b], [c, 2.0]])                    # noqa: E731
+    want = f(np, a, b, c)
+    for got in (f(tnp, a, b, c), tnp.jit(lambda *v: f(tnp, *v))(a, b, c), f(np, *[
+            tnp.tensor(v) for v in (a, b, c)])):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    got = tnp.vmap(lambda u: f(tnp, u, b, c))(np.stack([a, 2 * a]))
+    np.testing.assert_array_equal(got[1], f(np, 2 * a, b, c))
+    weights = normal(*want.shape)
+    g = tnp.grad(lambda *v: tnp.sum(f(tnp, *v) * weights), argnums=(0, 1, 2))(a, b, c)
+    e = jax_grad(lambda *v: jnp.sum(f(jnp, *v) * weights), a, b, c, argnums=(0, 1, 2))
+    for gi, ei in zip(g, e):
+        np.testing.assert_allclose(gi, ei)
+    t = tnp.tensor(a, requires_grad=True)
+    out = np.block([[t, b], [c, 2.0]])                # NumPy's dispatch finds t in the lists
+    np.testing.assert_allclose((out * weights).sum().backward().grad(t), e[0])
+    assert tnp.block([np.float32([1.0]), 2.0]).dtype == np.block([np.float32([1.0]), 2.0]).dtype
+    for bad, match in [([[a], a], "depths are mismatched"), ((a, a), "tuple"),
+                       ([], "cannot be empty"), ([a, c], "block: concatenate")]:
+        with pytest.raises(TiduError, match=match):
+            tnp.block(bad)
+
+
+def test_insert_and_delete_read_obj():
+    # obj decides the result's shape: a traced obj raises ConcretizationError naming the
+    # function, as compress does; NumPy's errors are TiduErrors naming it
+    x = normal(5)
+    with pytest.raises(ConcretizationError, match="delete: reading obj"):
+        tnp.jit(lambda a, i: tnp.delete(a, i))(x, np.array([1, 2]))
+    with pytest.raises(ConcretizationError, match="insert: reading obj"):
+        tnp.jit(lambda a, i: tnp.insert(a, i, 0.0))(x, np.array(1))
+    np.testing.assert_array_equal(tnp.delete(x, tnp.tensor(np.array([0, 4]))), x[1:4])
+    with pytest.raises(TiduError, match="delete: index 9 is out of bounds"):
+        tnp.delete(x, 9)
+    with pytest.raises(TiduError, match="insert: index 9 is out of bounds"):
+        tnp.insert(x, 9, 1.0)
+    with pytest.raises(TiduError, match="insert: could not broadcast"):
+        tnp.insert(normal(3, 4), 1, normal(3, 2), axis=1)
+    assert tnp.insert(np.arange(4), 1, 2.7).dtype == np.insert(np.arange(4), 1, 2.7).dtype
+
+
+# np.tril_indices_from/triu_indices_from/diag_indices_from on a tensor requiring grad were
+# refused, though they read only its shape; now they read it, under jit and vmap too
+def test_indices_from_read_the_shape_only():
+    x = np.arange(12.0).reshape(3, 4)
+    t = tnp.tensor(x, requires_grad=True)
+    for name, args in [("tril_indices_from", (-1,)), ("triu_indices_from", ()),
+                       ("diag_indices_from", ())]:
+        y = x[:, :3] if name == "diag_indices_from" else x
+        for got in (getattr(np, name)(t[:, :3] if name == "diag_indices_from" else t, *args),
+                    getattr(tnp, name)(y, *args)):
+            for g, w in zip(got, getattr(np, name)(y, *args)):
+                np.testing.assert_array_equal(g, w)
+    g = tnp.grad(lambda a: tnp.sum(a[np.triu_indices_from(a)] ** 2))(x)
+    np.testing.assert_allclose(g, np.triu(2 * x))
+    np.testing.assert_array_equal(tnp.vmap(lambda a: a[tnp.tril_indices_from(a)])(
+        np.stack([x, x])), np.stack([x[np.tril_indices_from(x)]] * 2))
+    with pytest.raises(TiduError, match="tril_indices_from: input array must be 2-d"):
+        tnp.tril_indices_from(np.ones(3))

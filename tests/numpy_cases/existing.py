@@ -120,6 +120,13 @@ CASES = [
            wrt=(), dtypes=REAL_DTYPES)
       for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")],
     Case("zeros_like", tnp.zeros_like, np.zeros_like, (normal((2, 3)),), wrt=()),
+    Case("tril_indices_from", lambda a: tnp.tril_indices_from(a, -1),
+         lambda a: np.tril_indices_from(a, -1), (normal((3, 4)),), wrt=(),
+         note="reads the shape only (jit and vmap take it)"),
+    Case("triu_indices_from", tnp.triu_indices_from, np.triu_indices_from, (normal((3, 3)),),
+         wrt=(), note="reads the shape only (jit and vmap take it)"),
+    Case("diag_indices_from", tnp.diag_indices_from, np.diag_indices_from, (normal((3, 3)),),
+         wrt=(), note="reads the shape only (jit and vmap take it)"),
     Case("ones_like", tnp.ones_like, np.ones_like, (normal((2, 3)),), wrt=()),
     Case("full_like", lambda a: tnp.full_like(a, 2.5), lambda a: np.full_like(a, 2.5),
          (normal((2, 3)),), wrt=()),

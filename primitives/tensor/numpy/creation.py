@@ -53,7 +53,7 @@ import operator
 import numpy as np
 
 from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
-from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, divide,
@@ -82,7 +82,7 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
     "geomspace", "tri", "indices", "diag_indices", "tril_indices", "triu_indices",
-    "result_type", "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
+    "diag_indices_from", "tril_indices_from", "triu_indices_from", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
     "dtype", "errstate", "pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float16",
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",
@@ -170,6 +170,34 @@ def _with_shape_read(np_fn):
 
 
 zeros, ones, empty = map(_with_shape_read, (np.zeros, np.ones, np.empty))
+
+
+def _indices_from(np_fn):
+    """``np_fn`` (``tril_indices_from``...), which reads only its array's shape, on the shape
+    of a tensor or traced value (its values need not be known: ``jit`` and ``vmap`` take it)."""
+    name = np_fn.__name__
+
+    def fn(arr, *args, **kwargs):
+        arr = operand(arr, name)
+        try:
+            indices = np_fn(np.broadcast_to(np.zeros((), np.int8), shape_of(arr)), *args,
+                            **kwargs)
+        except ValueError as error:                     # "input array must be 2-d"...
+            raise TensorShapeError(f"{name}: {error}") from None
+        # in arr's library, on its device (NumPy's for a traced arr, as filled_like's)
+        below = arr if not isinstance(arr, Frontend) or arr.is_tracer else array_below(arr)
+        library = library_of(below)
+        return indices if library is NUMPY else tuple(library.from_numpy(i, below)
+                                                      for i in indices)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``np.{name}``: NumPy's own on ``arr``'s shape (not its values, so ``jit`` "
+                  f"and ``vmap`` take it).\n\n    >>> {name}(np.ones((2, 2)))[0]\n    "
+                  f"array({np_fn(np.ones((2, 2)))[0].tolist()})\n    ")
+    return implements(np_fn)(fn)
+
+
+diag_indices_from, tril_indices_from, triu_indices_from = map(
+    _indices_from, (np.diag_indices_from, np.tril_indices_from, np.triu_indices_from))
 
 
 @implements(np.linspace)
