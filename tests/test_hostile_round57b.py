@@ -333,3 +333,77 @@ def test_indices_from_read_the_shape_only():
         np.stack([x, x])), np.stack([x[np.tril_indices_from(x)]] * 2))
     with pytest.raises(TiduError, match="tril_indices_from: input array must be 2-d"):
         tnp.tril_indices_from(np.ones(3))
+
+
+# --- unique, isin, bincount ----------------------------------------------------------------
+
+
+# np.unique & co., np.isin and np.bincount on tensors or traced values were refused and tnp
+# had none of them (JAX has them all)
+@requires_jax
+def test_unique_values_and_their_gradient():
+    x = np.array([3.0, 1.0, 3.0, np.nan, 2.0, np.nan, 1.0])
+    for name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
+        got, want = getattr(tnp, name)(x), getattr(np, name)(x)
+        assert type(got).__name__ == type(want).__name__
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+        assert getattr(got, "_fields", None) == getattr(want, "_fields", None)
+    kwargs = dict(return_index=True, return_inverse=True, return_counts=True)
+    for g, w in zip(tnp.unique(x, **kwargs), np.unique(x, **kwargs)):
+        np.testing.assert_array_equal(g, w)
+    m = np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]])
+    for g, w in zip(tnp.unique(m, axis=0, **kwargs), np.unique(m, axis=0, **kwargs)):
+        np.testing.assert_array_equal(g, w)
+    # each distinct value's derivative goes to its first occurrence, as JAX's (its traceable
+    # unique, with size=; without it JAX reads the values and returns a zero gradient)
+    v, weights = np.array([3.0, 1.0, 3.0, 2.0, 1.0]), np.array([0.5, -1.0, 2.0])
+    g = tnp.grad(lambda a: tnp.sum(tnp.unique(a) * weights))(v)
+    np.testing.assert_array_equal(g, jax_grad(lambda a: jnp.sum(jnp.unique(a, size=3) * weights),
+                                              v))
+    np.testing.assert_array_equal(g, [2.0, 0.5, 0.0, -1.0, 0.0])
+    t = tnp.tensor(v, requires_grad=True)
+    out = np.unique_counts(t)
+    np.testing.assert_array_equal(out.counts, [2, 1, 2])
+    np.testing.assert_array_equal((out.values * weights).sum().backward().grad(t), g)
+    rows = tnp.grad(lambda a: tnp.sum(tnp.unique(a, axis=0) * m[:2]))(m)
+    np.testing.assert_array_equal(rows, [[0.0, 5.0], [1.0, 2.0], [0.0, 0.0]])
+    # the shape depends on the values: refused under jit and vmap, naming the function
+    for transform, name in [(tnp.jit, "unique"), (tnp.vmap, "unique_values")]:
+        with pytest.raises(ConcretizationError, match=f"{name}: reading the values"):
+            transform(getattr(tnp, name))(m)
+
+
+@requires_jax
+def test_isin_and_bincount():
+    x = np.array([[1.5, -2.0, np.nan], [0.5, 3.0, 1.5]])
+    tests = np.array([1.5, np.nan, 3.0])
+    for invert in (False, True):
+        want = np.isin(x, tests, invert=invert)
+        for got in (tnp.isin(x, tests, invert=invert),
+                    tnp.jit(lambda a, b: tnp.isin(a, b, invert=invert))(x, tests),
+                    np.isin(tnp.tensor(x, requires_grad=True), tests, invert=invert)):
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tnp.vmap(tnp.isin)(x, np.stack([tests, tests[::-1]])),
+                                  np.isin(x, tests))
+    bins, w = np.array([0, 3, 3, 1, 0]), normal(5)
+    for kwargs in ({}, {"weights": w}, {"weights": w.astype(np.float32), "minlength": 7}):
+        got, want = tnp.bincount(bins, **kwargs), np.bincount(bins, **kwargs)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(tnp.jit(lambda u: tnp.bincount(bins, weights=u))(w),
+                               np.bincount(bins, weights=w))
+    g = tnp.grad(lambda u: tnp.sum(tnp.bincount(bins, weights=u) ** 2))(w)
+    np.testing.assert_allclose(g, jax_grad(lambda u: jnp.sum(
+        jnp.bincount(bins, weights=u, length=4) ** 2), w))
+    t = tnp.tensor(w, requires_grad=True)
+    np.testing.assert_allclose(tnp.sum(np.bincount(bins, weights=t) ** 2).backward().grad(t), g)
+    with pytest.raises(ConcretizationError, match="bincount: reading the values"):
+        tnp.jit(tnp.bincount)(bins)
+    for call, match in [(lambda: tnp.bincount(np.array([-1, 2])), "bincount: .*negative"),
+                        (lambda: tnp.bincount(np.array([0.5])), "bincount: Cannot cast"),
+                        (lambda: tnp.bincount(bins, weights=w[:2]), "bincount: the weights")]:
+        with pytest.raises(TiduError, match=match):
+            call()

@@ -17,6 +17,10 @@ CUMPROD_NOTE = "exact where entries are zero, to every order (a linear recurrenc
 SORT_NOTE = "the derivative follows the stable sort permutation (ties: original order); real only"
 QUANTILE_NOTE = ("the derivative goes to the order statistics read, weighted as interpolated "
                  "(ties: stable sort order); q is not differentiated; real only")
+UNIQUE_NOTE = ("the values are read (the result's shape depends on them); each distinct value's "
+               "derivative goes to its first occurrence (as JAX)")
+REPEATS = [[1.5, -2.0, 1.5], [0.5, np.nan, 0.5], [1.5, -2.0, 1.5]]
+BINS = np.array([0, 3, 3, 1, 0])                 # bincount's x
 STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
 
 
@@ -114,6 +118,27 @@ CASES = [
          lambda a, v: np.searchsorted(a, v, side="right"),
          (lambda rng, dtype: np.sort(rng.standard_normal(6)).astype(dtype), distinct((2, 3))),
          wrt=(), dtypes=REAL_DTYPES, note="integer result, not differentiated"),
+    # --- unique, isin, bincount ---
+    Case("unique", tnp.unique, np.unique, (distinct((2, 3)),), dtypes=REAL_DTYPES, jit=False,
+         note=UNIQUE_NOTE),
+    Case("unique", lambda x: tnp.unique(x, return_index=True, return_inverse=True,
+                                        return_counts=True, axis=0),
+         lambda x: np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                             axis=0),
+         (fixed(REPEATS),), wrt=(), dtypes=REAL_DTYPES, jit=False, label="rows, everything"),
+    Case("unique_values", tnp.unique_values, np.unique_values, (distinct((2, 3)),),
+         dtypes=REAL_DTYPES, jit=False, note=UNIQUE_NOTE),
+    *[Case(name, lambda x, name=name: tuple(getattr(tnp, name)(x)),
+           lambda x, name=name: tuple(getattr(np, name)(x)), (fixed(REPEATS),), wrt=(),
+           dtypes=REAL_DTYPES, jit=False, note=UNIQUE_NOTE)
+      for name in ("unique_counts", "unique_inverse", "unique_all")],
+    Case("isin", lambda x: tnp.isin(x, [1.5, np.nan, 0.5]),
+         lambda x: np.isin(x, [1.5, np.nan, 0.5]), (fixed(REPEATS),), wrt=(),
+         dtypes=REAL_DTYPES, note="a boolean result, by comparisons (jit and vmap take it)"),
+    Case("bincount", lambda w: tnp.bincount(BINS, weights=w, minlength=6),
+         lambda w: np.bincount(BINS, weights=w, minlength=6), (normal((5,)),),
+         dtypes=REAL_DTYPES, note="differentiable in the weights; x is read (the result's "
+                                  "length depends on it)"),
     Case("argmax", lambda x: tnp.argmax(x, axis=-1, keepdims=True),
          lambda x: np.argmax(x, axis=-1, keepdims=True), (distinct((3, 4)),), wrt=(),
          note="integer result, not differentiated"),

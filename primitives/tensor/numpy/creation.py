@@ -53,10 +53,11 @@ import operator
 import numpy as np
 
 from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
-from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
+from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, divide,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
+                                              constant_in_library_of, divide,
                                               filled_like, holds_frontend, is_foreign_array,
                                               is_python_scalar, multiply, operand, reshape,
                                               shape_tuple, subtract, transpose, where)
@@ -184,11 +185,7 @@ def _indices_from(np_fn):
                             **kwargs)
         except ValueError as error:                     # "input array must be 2-d"...
             raise TensorShapeError(f"{name}: {error}") from None
-        # in arr's library, on its device (NumPy's for a traced arr, as filled_like's)
-        below = arr if not isinstance(arr, Frontend) or arr.is_tracer else array_below(arr)
-        library = library_of(below)
-        return indices if library is NUMPY else tuple(library.from_numpy(i, below)
-                                                      for i in indices)
+        return tuple(constant_in_library_of(i, arr) for i in indices)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``np.{name}``: NumPy's own on ``arr``'s shape (not its values, so ``jit`` "
                   f"and ``vmap`` take it).\n\n    >>> {name}(np.ones((2, 2)))[0]\n    "

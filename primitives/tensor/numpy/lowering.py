@@ -504,6 +504,14 @@ def filled_like(a, value, dtype, fn: str):
     return library.xp.full(shape, value, dtype=dtype, device=device_of(below))
 
 
+def constant_in_library_of(constant: np.ndarray, a):
+    """A NumPy ``constant`` (indices, counts) as an array of ``a``'s library, on its device;
+    NumPy's for a traced ``a`` (as :func:`filled_like`'s)."""
+    below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
+    library = library_of(below)
+    return constant if library is NUMPY else library.from_numpy(constant, below)
+
+
 # --- elementwise ----------------------------------------------------------------------
 
 

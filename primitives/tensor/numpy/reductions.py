@@ -32,17 +32,18 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of
+from primitives.tensor.backends import NUMPY, library_of, to_host
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (TensorNotSupportedError,
+from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import carries_gradient, implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
-                                              concatenate, conj, divide, dtype_name, equal,
+                                              concatenate, constant_in_library_of, conj, divide, dtype_name, equal,
                                               filled_like, first, float_dtype, greater,
                                               is_python_scalar, masked, max, maximum, min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
@@ -54,7 +55,7 @@ from primitives.tensor.numpy.manipulation import diagonal, pad, squeeze
 from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
                                                logical_not, logical_or, round as round_, sign)
 from primitives.tensor.numpy.products import matmul
-from primitives.tensor.ops.indexing import Gather
+from primitives.tensor.ops.indexing import Gather, ScatterAdd
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
                                           sqrt_zero_slope_at_zero)
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
@@ -65,6 +66,8 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
            "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "isin", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+           "bincount",
            "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
@@ -1019,6 +1022,166 @@ def searchsorted(a, v, side="left", sorter=None):
     v = reshape(v, shape_of(v) + (1,))
     before = _sorts_before(a, v) if side == "left" else logical_not(_sorts_before(v, a))
     return sum(before, axis=-1, dtype=np.intp)
+
+
+@implements(np.isin)
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,
+         kind=None):
+    """``np.isin``: whether each entry of ``element`` equals some entry of ``test_elements``
+    (NaN equals nothing), by comparisons, so ``jit`` and ``vmap`` take traced arguments; a
+    boolean result, not differentiated.
+
+    >>> isin(np.array([1.0, 2.0, np.nan]), [2.0, np.nan])
+    array([False,  True, False])
+    """
+    element, tests = operand(element, "isin"), operand(test_elements, "isin")
+    shape = shape_of(element)
+    hits = any(equal(reshape(element, shape + (1,)),
+                     reshape(tests, (1,) * len(shape) + (-1,))), axis=-1)
+    return logical_not(hits) if invert else hits
+
+
+class UniqueAllResult(NamedTuple):
+    """:func:`unique_all`'s result (NumPy's fields)."""
+
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    """:func:`unique_counts`'s result (NumPy's fields)."""
+
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    """:func:`unique_inverse`'s result (NumPy's fields)."""
+
+    values: Any
+    inverse_indices: Any
+
+
+def _read_for_unique(x, fn: str):
+    """``x`` as an operand and its values on the host: the result's shape depends on them
+    (a ``ConcretizationError`` under ``jit`` and ``vmap``)."""
+    x = operand(x, fn)
+    return x, to_host(data_of(x, f"{fn}: reading the values (the result's shape depends on "
+                                 "them)"))
+
+
+@implements(np.unique)
+def unique(ar, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis=None, *, equal_nan: bool = True,
+           sorted: bool = True):
+    """``np.unique``: the distinct values (slices along ``axis``), read now (under ``jit``
+    or ``vmap``: ``ConcretizationError``), and NumPy's indices, inverse and counts. The
+    values are differentiable: each one's derivative goes to its first occurrence (as
+    JAX's); the indices and counts are not.
+
+    >>> unique(np.array([3.0, 1.0, 3.0]), return_counts=True)
+    (array([1., 3.]), array([1, 2]))
+    """
+    x, data = _read_for_unique(ar, "unique")
+    if axis is None:
+        x = reshape(x, (-1,))
+    else:
+        axis = normalize_axis(axis, len(shape_of(x)), "unique")
+    try:
+        found = np.unique(data, return_index=True, return_inverse=return_inverse,
+                          return_counts=return_counts, axis=axis, equal_nan=equal_nan,
+                          sorted=sorted)
+    except (TypeError, ValueError) as error:
+        raise TensorTypeError(f"unique: {error}") from None
+    values = take(x, found[1], axis=0 if axis is None else axis)
+    extra = [constant_in_library_of(found[1], x)] if return_index else []
+    extra += [constant_in_library_of(f, x) for f in found[2:]]
+    return (values, *extra) if extra else values
+
+
+def _unique_all(x, fn: str):
+    """``np.unique_all`` of ``x``'s values (read now) with the values taken from ``x``."""
+    x, data = _read_for_unique(x, fn)
+    found = np.unique_all(data)
+    values = take(reshape(x, (-1,)), found.indices)
+    return values, *(constant_in_library_of(f, x) for f in found[1:])
+
+
+@implements(np.unique_values)
+def unique_values(x, /):
+    """``np.unique_values`` (the Array API's :func:`unique`, NaNs kept apart), read now; the
+    values are differentiable, each at its first occurrence.
+
+    >>> unique_values(np.array([2.0, 1.0, 2.0]))
+    array([1., 2.])
+    """
+    return _unique_all(x, "unique_values")[0]
+
+
+@implements(np.unique_counts)
+def unique_counts(x, /) -> UniqueCountsResult:
+    """``np.unique_counts``: the distinct values (differentiable) and their counts.
+
+    >>> unique_counts(np.array([2.0, 1.0, 2.0])).counts
+    array([1, 2])
+    """
+    values, _, _, counts = _unique_all(x, "unique_counts")
+    return UniqueCountsResult(values, counts)
+
+
+@implements(np.unique_inverse)
+def unique_inverse(x, /) -> UniqueInverseResult:
+    """``np.unique_inverse``: the distinct values (differentiable) and where each entry of
+    ``x`` is among them (of ``x``'s shape).
+
+    >>> unique_inverse(np.array([2.0, 1.0, 2.0])).inverse_indices
+    array([1, 0, 1])
+    """
+    values, _, inverse, _ = _unique_all(x, "unique_inverse")
+    return UniqueInverseResult(values, inverse)
+
+
+@implements(np.unique_all)
+def unique_all(x, /) -> UniqueAllResult:
+    """``np.unique_all``: the distinct values (differentiable), their first indices, the
+    inverse and the counts.
+
+    >>> unique_all(np.array([2.0, 1.0, 2.0])).indices
+    array([1, 0])
+    """
+    return UniqueAllResult(*_unique_all(x, "unique_all"))
+
+
+@implements(np.bincount)
+def bincount(x, /, weights=None, minlength: int = 0):
+    """``np.bincount``: the count (the sum of ``weights``, in float64) of each value of the
+    non-negative integers ``x``, read now (the result's length depends on them: under
+    ``jit`` or ``vmap``, ``ConcretizationError``). Differentiable in ``weights``.
+
+    >>> bincount(np.array([0, 2, 2]), weights=np.array([0.5, 1.0, 2.0]))
+    array([0.5, 0. , 3. ])
+    """
+    x, data = _read_for_unique(x, "bincount")
+    try:
+        counts = np.bincount(data, minlength=minlength)
+    except TypeError as error:                   # x of floats
+        raise TensorTypeError(f"bincount: {error}") from None
+    except ValueError as error:                  # negative entries, x not 1-d
+        raise TensorIndexError(f"bincount: {error}") from None
+    if weights is None:
+        return constant_in_library_of(counts, x)
+    weights = operand(weights, "bincount")
+    if shape_of(weights) != shape_of(data):
+        raise TensorShapeError(f"bincount: the weights and list don't have the same length "
+                               f"({shape_of(weights)} and {shape_of(data)})")
+    if dtype_of(weights).kind == "c":
+        raise TensorTypeError("bincount: complex weights are not supported (NumPy casts "
+                              "them to float64)")
+    size = counts.shape[0]
+    return first(bind(ScatterAdd(0, (size,), shape_of(data)),
+                      as_dtype(weights, np.float64), data.astype(np.intp)))
 
 
 def _sorts_before(x, y):
