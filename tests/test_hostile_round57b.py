@@ -40,14 +40,16 @@ def weighted(out, weights):
     return sum((leaf * w).sum() for leaf, w in zip(leaves, weights))
 
 
-def check_everywhere(name, args, kwargs=None, batched=0):
+def check_everywhere(name, args, kwargs=None, batched=0, jax_name=None):
     """``tnp.name``: NumPy's values and dtypes on arrays, under ``jit`` and ``vmap`` (over
     axis 0 of ``args[batched]``), ``np.name`` on a tensor requiring grad gives a tensor with
     history, and ``grad`` of a weighted sum equals JAX's (float64 arguments)."""
     kwargs = kwargs or {}
     fn = getattr(tnp, name) if "." not in name else getattr(tnp.linalg, name.split(".")[1])
     np_fn = getattr(np, name) if "." not in name else getattr(np.linalg, name.split(".")[1])
-    jnp_fn = getattr(jnp, name) if "." not in name else getattr(jnp.linalg, name.split(".")[1])
+    jax_name = jax_name or name
+    jnp_fn = getattr(jnp, jax_name) if "." not in jax_name else getattr(
+        jnp.linalg, jax_name.split(".")[1])
     want = np_fn(*args, **kwargs)
     for got in (fn(*args, **kwargs), tnp.jit(lambda *a: fn(*a, **kwargs))(*args)):
         for g, w in zip(got if isinstance(got, tuple) else (got,),
@@ -405,5 +407,78 @@ def test_isin_and_bincount():
     for call, match in [(lambda: tnp.bincount(np.array([-1, 2])), "bincount: .*negative"),
                         (lambda: tnp.bincount(np.array([0.5])), "bincount: Cannot cast"),
                         (lambda: tnp.bincount(bins, weights=w[:2]), "bincount: the weights")]:
+        with pytest.raises(TiduError, match=match):
+            call()
+
+
+# --- polynomials, differences, phases, bins, resizing --------------------------------------
+
+
+# np.polyadd/polysub/polymul/polyder/polyint, np.ediff1d, np.unwrap, np.fix and np.resize on
+# tensors were refused and tnp had none of them
+@requires_jax
+@pytest.mark.parametrize("name, args, kwargs", [
+    ("polyadd", (normal(4), normal(2)), {}),
+    ("polysub", (normal(2), normal(3)), {}),
+    ("polymul", (normal(3), normal(2)), {}),
+    ("polyder", (normal(5),), {"m": 2}),
+    ("polyint", (normal(3), normal(2)), {"m": 2}),
+    ("ediff1d", (normal(2, 3), normal(2)), {}),
+    ("unwrap", (np.cumsum(3 * normal(3, 6), axis=1),), {"axis": 1}),
+    ("fix", (RNG.uniform(-3, 3, (2, 3)),), {}),
+    ("resize", (normal(2, 2),), {"new_shape": (3, 3)}),
+])
+def test_polynomials_and_friends(name, args, kwargs):
+    if name == "polyint":                      # k positional in both
+        p, k = args
+        f = lambda lib, p, k: lib.polyint(p, 2, k)                            # noqa: E731
+        np.testing.assert_allclose(f(tnp, p, k), f(np, p, k))
+        np.testing.assert_allclose(tnp.jit(lambda *a: f(tnp, *a))(p, k), f(np, p, k))
+        w = normal(5)
+        g = tnp.grad(lambda *a: tnp.sum(f(tnp, *a) * w), argnums=(0, 1))(p, k)
+        e = jax_grad(lambda *a: jnp.sum(f(jnp, *a) * w), p, k, argnums=(0, 1))
+        for gi, ei in zip(g, e):
+            np.testing.assert_allclose(gi, ei, rtol=1e-12)
+        return
+    if name == "ediff1d":
+        a, b = args
+        f = lambda lib, a, b: lib.ediff1d(a, to_begin=b, to_end=2.0)        # noqa: E731
+        np.testing.assert_allclose(tnp.jit(lambda *v: f(tnp, *v))(a, b), f(np, a, b))
+        w = normal(8)
+        g = tnp.grad(lambda *v: tnp.sum(f(tnp, *v) * w), argnums=(0, 1))(a, b)
+        e = jax_grad(lambda *v: jnp.sum(f(jnp, *v) * w), a, b, argnums=(0, 1))
+        for gi, ei in zip(g, e):
+            np.testing.assert_allclose(gi, ei, rtol=1e-12)
+        return
+    # (JAX has no fix any more: its trunc is the same function)
+    check_everywhere(name, args, kwargs, jax_name="trunc" if name == "fix" else None)
+
+
+@requires_jax
+def test_digitize():
+    # np.digitize on a tensor was refused; tnp.digitize counts with searchsorted, so a traced x
+    # works under jit and vmap, and decreasing bins are read (never assumed increasing)
+    x, bins = 3 * normal(4, 5), np.array([-2.0, 0.0, 0.5, 3.0])
+    for edges in (bins, bins[::-1]):
+        for right in (False, True):
+            want = np.digitize(x, edges, right=right)
+            for got in (tnp.digitize(x, edges, right=right),
+                        tnp.jit(lambda u: tnp.digitize(u, edges, right=right))(x),
+                        tnp.vmap(lambda u: tnp.digitize(u, edges, right=right))(x),
+                        np.digitize(tnp.tensor(x, requires_grad=True), edges, right=right)):
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == want.dtype
+    with pytest.raises(ConcretizationError, match="digitize: reading bins"):
+        tnp.jit(tnp.digitize)(x, bins)
+    with pytest.raises(TiduError, match="digitize: bins must be monotonically"):
+        tnp.digitize(x, np.array([0.0, 2.0, 1.0]))
+
+
+def test_polynomial_errors_name_the_function():
+    for call, match in [(lambda: tnp.polyder(normal(3), -1), "polyder: Order"),
+                        (lambda: tnp.polyint(normal(3), 3, [1.0, 2.0]), "polyint: k must"),
+                        (lambda: tnp.polyadd(normal(2, 2), normal(2)), "polyadd: coefficients"),
+                        (lambda: tnp.resize(normal(3), (-1, 2)), "resize: all elements"),
+                        (lambda: tnp.ediff1d(np.arange(3), to_begin=0.5), "ediff1d: dtype")]:
         with pytest.raises(TiduError, match=match):
             call()

@@ -139,6 +139,7 @@ CASES = [
          (normal((2, 3)),), dtypes=REAL_DTYPES,
          note="derivative 2**x2 in x1; the integer exponents x2 are not differentiated"),
     # rounding
+    unary("fix", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}", dtypes=REAL_DTYPES),
     unary("floor", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}",
           dtypes=REAL_DTYPES),
     unary("ceil", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}",

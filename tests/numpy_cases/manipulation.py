@@ -78,6 +78,8 @@ CASES = [
          lambda a: np.repeat(a, [2, 0, 1], axis=-1), (normal((2, 3)),), label="per element"),
     Case("broadcast_arrays", lambda a, b: tnp.broadcast_arrays(a, b),
          lambda a, b: np.broadcast_arrays(a, b), (normal((3, 1)), normal((4,))), wrt=(0, 1)),
+    Case("resize", lambda a: tnp.resize(a, (3, 3)), lambda a: np.resize(a, (3, 3)),
+         (normal((2, 2)),), note="linear: each entry collects its copies' derivatives"),
     Case("tile", lambda a: tnp.tile(a, (2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)),
          (normal((2, 3)),)),
     Case("tile", lambda a: tnp.tile(a, 2), lambda a: np.tile(a, 2), (normal((2, 3)),),

@@ -68,4 +68,11 @@ CASES = [
     Case("einsum", lambda a, b: _einsum_sublist(a, [Ellipsis, 30, 2], b, [2, 3]),
          lambda a, b: np.einsum(a, [Ellipsis, 30, 2], b, [2, 3]),
          (normal((2, 3, 4)), normal((4, 2))), wrt=(0, 1), label="sublist-implicit"),
+    # polynomial arithmetic
+    Case("polyadd", tnp.polyadd, np.polyadd, (normal((4,)), normal((2,))), wrt=(0, 1)),
+    Case("polysub", tnp.polysub, np.polysub, (normal((2,)), normal((3,))), wrt=(0, 1)),
+    Case("polymul", tnp.polymul, np.polymul, (normal((3,)), normal((2,))), wrt=(0, 1)),
+    Case("polyder", lambda p: tnp.polyder(p, 2), lambda p: np.polyder(p, 2), (normal((5,)),)),
+    Case("polyint", lambda p, k: tnp.polyint(p, 2, k), lambda p, k: np.polyint(p, 2, k),
+         (normal((3,)), normal((2,))), wrt=(0, 1), note="differentiable in p and in k"),
 ]

@@ -118,6 +118,16 @@ CASES = [
          lambda a, v: np.searchsorted(a, v, side="right"),
          (lambda rng, dtype: np.sort(rng.standard_normal(6)).astype(dtype), distinct((2, 3))),
          wrt=(), dtypes=REAL_DTYPES, note="integer result, not differentiated"),
+    Case("ediff1d", lambda a, b: tnp.ediff1d(a, to_begin=b, to_end=2.0),
+         lambda a, b: np.ediff1d(a, to_begin=b, to_end=2.0), (normal((2, 3)), normal((2,))),
+         wrt=(0, 1)),
+    Case("unwrap", lambda p: tnp.unwrap(p * 4, axis=0), lambda p: np.unwrap(p * 4, axis=0),
+         (normal((5, 2)),), dtypes=REAL_DTYPES,
+         note="piecewise-constant corrections: the derivative is the identity"),
+    Case("digitize", lambda x: tnp.digitize(x, [2.0, 0.5, -1.0], right=True),
+         lambda x: np.digitize(x, [2.0, 0.5, -1.0], right=True), (normal((2, 3)),), wrt=(),
+         dtypes=REAL_DTYPES, note="an integer result; bins are read (increasing or "
+                                  "decreasing), x may be traced"),
     # --- unique, isin, bincount ---
     Case("unique", tnp.unique, np.unique, (distinct((2, 3)),), dtypes=REAL_DTYPES, jit=False,
          note=UNIQUE_NOTE),

@@ -59,7 +59,7 @@ __all__ = [
     "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims",
     "diag", "diagflat", "vander", "diagonal", "trace", "tril", "triu",
     "flip", "fliplr", "flipud", "rot90", "roll",
-    "repeat", "tile",
+    "repeat", "tile", "resize",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "block", "append", "insert",
     "delete",
@@ -464,6 +464,26 @@ def tile(A, reps):
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
     return reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+@implements(np.resize)
+def resize(a, new_shape):
+    """``np.resize``: the flattened ``a`` repeated (or cut) to fill ``new_shape``; zeros if
+    ``a`` is empty. Linear: each entry's derivative collects its copies'.
+
+    >>> resize(np.array([1.0, 2.0, 3.0]), (2, 2))
+    array([[1., 2.],
+           [3., 1.]])
+    """
+    a = operand(a, "resize")
+    shape = shape_tuple(new_shape, "resize")
+    if any(n < 0 for n in shape):
+        raise TensorShapeError(f"resize: all elements of `new_shape` must be non-negative, got "
+                               f"{shape}")
+    size = math.prod(shape_of(a))
+    if size == 0 or math.prod(shape) == 0:
+        return where(True, np.zeros(shape, dtype_of(a)), 0)         # NumPy's zeros: a constant
+    return reshape(take(reshape(a, (-1,)), np.resize(np.arange(size), math.prod(shape))), shape)
 
 
 @implements(np.broadcast_arrays)

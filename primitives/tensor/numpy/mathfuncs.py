@@ -38,7 +38,7 @@ from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
-                                              first, greater, imag, less, less_equal, maximum,
+                                              first, greater, greater_equal, imag, less, less_equal, maximum,
                                               minimum, multiply, negative, operand, power, real,
                                               reshape, result_dtype, subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
@@ -345,7 +345,20 @@ __all__ += [  # the names not declared with _unary or _binary
     "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "angle", "pow", "true_divide",
     "sign", "clip", "copysign", "mod", "round", "around", "nan_to_num", "interp", "polyval",
     "real_if_close", "bitwise_not", "bitwise_invert", "heaviside", "ldexp", "divmod", "modf",
+    "fix",
 ]
+
+
+@implements(np.fix)
+def fix(x):
+    """``np.fix``: rounding toward zero (``floor`` of the non-negative entries, ``ceil`` of
+    the others), in ``x``'s dtype as NumPy's; derivative zero (piecewise constant).
+
+    >>> fix(np.array([2.7, -2.7]))
+    array([ 2., -2.])
+    """
+    x = operand(x, "fix")
+    return where(greater_equal(x, 0), floor(x), ceil(x))
 
 
 @implements(np.heaviside)

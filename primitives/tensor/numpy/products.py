@@ -35,14 +35,16 @@ from primitives.tensor.core import Frontend, bind, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (broadcast_shapes, broadcast_to, conj, dot_general,
+from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to, concatenate,
+                                              conj, divide, dot_general,
                                               dot_general_of_promoted, first, multiply, negative, normalize_axis, operand,
                                               promoted, reshape, stack, subtract, sum, transpose)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
 
 __all__ = ["matmul", "matvec", "vecmat", "vecdot", "dot", "tensordot", "outer", "einsum",
-           "inner", "vdot", "kron", "cross", "convolve", "correlate"]
+           "inner", "vdot", "kron", "cross", "convolve", "correlate", "polyadd", "polysub",
+           "polymul", "polyder", "polyint"]
 
 
 def _array(x, fn: str):
@@ -505,3 +507,100 @@ def correlate(a, v, mode: str = "valid"):
     if shape_of(v)[0] > shape_of(a)[0]:       # as NumPy: the longer first, then undone
         return conj(getitem(convolve(v, getitem(conj(a), reverse), mode), reverse))
     return convolve(a, getitem(conj(v), reverse), mode)
+
+
+# --- polynomial arithmetic on coefficient arrays (highest power first, as np.polyval's) ------
+
+
+def _coefficients(p, fn: str):
+    """``p`` as a 1-d coefficient array (NumPy's ``atleast_1d``)."""
+    p = _array(p, fn)
+    if len(shape_of(p)) > 1:
+        raise TensorShapeError(f"{fn}: coefficients must be a 1-d array, got shape "
+                               f"{shape_of(p)}")
+    return reshape(p, (-1,)) if not shape_of(p) else p
+
+
+def _aligned(a1, a2, fn: str):
+    """The coefficients of ``a1`` and ``a2`` padded at the front to one length."""
+    a1, a2 = _coefficients(a1, fn), _coefficients(a2, fn)
+    n1, n2 = shape_of(a1)[0], shape_of(a2)[0]
+    return pad(a1, [(builtins.max(n2 - n1, 0), 0)]), pad(a2, [(builtins.max(n1 - n2, 0), 0)])
+
+
+@implements(np.polyadd)
+def polyadd(a1, a2):
+    """``np.polyadd``: the coefficients of the sum of two polynomials; linear in both.
+
+    >>> polyadd(np.array([1.0, 2.0]), np.array([3.0, 0.0, 1.0]))
+    array([3., 1., 3.])
+    """
+    return add(*_aligned(a1, a2, "polyadd"))
+
+
+@implements(np.polysub)
+def polysub(a1, a2):
+    """``np.polysub``: the coefficients of ``a1 - a2``; linear in both.
+
+    >>> polysub(np.array([1.0, 2.0]), np.array([3.0, 0.0, 1.0]))
+    array([-3.,  1.,  1.])
+    """
+    return subtract(*_aligned(a1, a2, "polysub"))
+
+
+@implements(np.polymul)
+def polymul(a1, a2):
+    """``np.polymul``: the coefficients of the product (:func:`convolve`); bilinear.
+
+    >>> polymul(np.array([1.0, 1.0]), np.array([1.0, -1.0]))
+    array([ 1.,  0., -1.])
+    """
+    return convolve(_coefficients(a1, "polymul"), _coefficients(a2, "polymul"))
+
+
+def _order(m, fn: str, what: str) -> int:
+    try:
+        m = operator.index(m)
+    except TypeError:
+        raise TensorTypeError(f"{fn}: the order m must be an integer, got {m!r}") from None
+    if m < 0:
+        raise TensorShapeError(f"{fn}: Order of {what} must be positive, got {m}")
+    return m
+
+
+@implements(np.polyder)
+def polyder(p, m: int = 1):
+    """``np.polyder``: the coefficients of the ``m``-th derivative; linear in ``p``.
+
+    >>> polyder(np.array([1.0, 2.0, 3.0]))
+    array([2., 2.])
+    """
+    m = _order(m, "polyder", "derivative")
+    p = _coefficients(p, "polyder")
+    for _ in range(m):
+        n = shape_of(p)[0] - 1
+        p = multiply(getitem(p, slice(None, -1)), np.arange(n, 0, -1))
+    return p
+
+
+@implements(np.polyint)
+def polyint(p, m: int = 1, k=None):
+    """``np.polyint``: the coefficients of the ``m``-th antiderivative, the integration
+    constants ``k`` (zeros by default; one for all orders, or one per order) last;
+    differentiable in ``p`` and ``k``.
+
+    >>> polyint(np.array([3.0, 2.0]), k=1.0)
+    array([1.5, 2. , 1. ])
+    """
+    m = _order(m, "polyint", "integral")
+    k = np.zeros(m) if k is None else _coefficients(k, "polyint")
+    if shape_of(k)[0] == 1 and m > 1:
+        k = multiply(getitem(k, 0), np.ones(m))
+    if shape_of(k)[0] < m:
+        raise TensorShapeError("polyint: k must be a scalar or a rank-1 array of length 1 or "
+                               f">m, got length {shape_of(k)[0]} for m={m}")
+    p = _array(p, "polyint")
+    for i in range(m):
+        n = shape_of(p)[0]
+        p = concatenate([divide(p, np.arange(n, 0, -1)), reshape(getitem(k, i), (1,))])
+    return p

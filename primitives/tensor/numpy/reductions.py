@@ -53,7 +53,8 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
 from primitives.tensor.numpy.lowering import abs, exp, less, log
 from primitives.tensor.numpy.manipulation import diagonal, pad, squeeze
 from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
-                                               logical_not, logical_or, round as round_, sign)
+                                               logical_not, logical_or, remainder,
+                                               round as round_, sign)
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather, ScatterAdd
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
@@ -61,7 +62,7 @@ from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogS
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
 __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
-           "diff", "gradient", "var", "std",
+           "diff", "ediff1d", "unwrap", "digitize", "gradient", "var", "std",
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
@@ -301,6 +302,86 @@ def diff(a, n: int = 1, axis: int = -1, prepend=NO_VALUE, append=NO_VALUE):
     for _ in range(n):
         x = step(getitem(x, later), getitem(x, earlier))
     return x
+
+
+@implements(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    """``np.ediff1d``: the differences of the flattened ``ary``, with ``to_begin`` before and
+    ``to_end`` after (cast to ``ary``'s dtype, as NumPy's); linear in each.
+
+    >>> ediff1d(np.array([1.0, 4.0, 9.0]), to_begin=-1.0)
+    array([-1.,  3.,  5.])
+    """
+    ary = reshape(operand(ary, "ediff1d"), (-1,))
+    dtype = dtype_of(ary)
+    if dtype.kind == "b":
+        raise TensorTypeError("ediff1d: boolean input is not supported (NumPy's subtract has "
+                              "no boolean loop)")
+    parts = [subtract(getitem(ary, slice(1, None)), getitem(ary, slice(None, -1)))]
+    for name, extra, where_ in (("to_begin", to_begin, 0), ("to_end", to_end, 1)):
+        if extra is None:
+            continue
+        extra = reshape(operand(extra, "ediff1d"), (-1,))
+        if not np.can_cast(dtype_of(extra), dtype, "same_kind"):
+            raise TensorTypeError(f"ediff1d: dtype of `{name}` must be compatible with input "
+                                  f"`ary` under the `same_kind` rule")
+        parts.insert(0 if where_ == 0 else len(parts), as_dtype(extra, dtype))
+    return concatenate(parts)
+
+
+@implements(np.unwrap)
+def unwrap(p, discont=None, axis: int = -1, *, period=2 * np.pi):
+    """``np.unwrap``: ``p`` with the jumps between neighbours along ``axis`` larger than
+    ``max(discont, period/2)`` replaced by their ``period`` complement, as NumPy computes it.
+    The corrections are piecewise constant: the derivative is the identity.
+
+    >>> unwrap(np.array([0.0, 3.0, 6.5]))
+    array([0.        , 3.        , 0.21681469])
+    """
+    p = operand(p, "unwrap")
+    axis = normalize_axis(axis, len(shape_of(p)), "unwrap")
+    dd = diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    dtype = np.result_type(dtype_of(dd), period)
+    if dtype.kind in "iu":
+        high, rem = builtins.divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    ddmod = add(remainder(subtract(dd, low), period), low)
+    if ambiguous:
+        ddmod = where(logical_and(equal(ddmod, low), greater(dd, 0)), high, ddmod)
+    correction = where(less(abs(dd), discont), 0, subtract(ddmod, dd))
+    widths = [(0, 0)] * len(shape_of(p))
+    widths[axis] = (1, 0)
+    return add(as_dtype(p, dtype), pad(cumsum(correction, axis=axis), widths))
+
+
+@implements(np.digitize)
+def digitize(x, bins, right: bool = False):
+    """``np.digitize``: the index of the bin of ``bins`` (increasing or decreasing, read now)
+    each entry of ``x`` falls in, by :func:`searchsorted`, so ``x`` may be traced (``jit``,
+    ``vmap``); an integer result, not differentiated.
+
+    >>> digitize(np.array([0.2, 6.4, 3.0]), np.array([0.0, 1.0, 2.5, 4.0]))
+    array([1, 4, 3])
+    """
+    x = operand(x, "digitize")
+    if dtype_of(x).kind == "c":
+        raise TensorTypeError("digitize: x may not be complex")
+    edges = to_host(data_of(operand(bins, "digitize"), "digitize: reading bins (whether they "
+                                                       "increase or decrease)"))
+    if edges.ndim != 1:
+        raise TensorShapeError(f"digitize: bins must be 1-dimensional, got shape {edges.shape}")
+    steps = np.diff(edges)
+    side = "left" if right else "right"
+    if np.all(steps >= 0):
+        return searchsorted(edges, x, side=side)
+    if np.all(steps <= 0):
+        return subtract(np.intp(edges.shape[0]), searchsorted(edges[::-1], x, side=side))
+    raise TensorShapeError("digitize: bins must be monotonically increasing or decreasing")
 
 
 def _gradient_axes(axis, ndim: int) -> tuple:
