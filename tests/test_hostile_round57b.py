@@ -482,3 +482,18 @@ def test_polynomial_errors_name_the_function():
                         (lambda: tnp.ediff1d(np.arange(3), to_begin=0.5), "ediff1d: dtype")]:
         with pytest.raises(TiduError, match=match):
             call()
+
+
+# the Array API's dtype names and shape helpers: tnp.bool, uint16/32/64, broadcast_shapes,
+# empty_like and linalg.matrix_rank were missing; np.empty_like of a tensor requiring grad was
+# refused, though it reads only the shape and dtype
+def test_array_api_dtypes_and_shape_helpers():
+    assert tnp.bool is np.bool and tnp.uint64 is np.uint64 and tnp.uint16 is np.uint16
+    assert tnp.zeros(2, dtype=tnp.bool).dtype == np.bool_
+    assert tnp.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    t = tnp.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    for e in (np.empty_like(t), tnp.empty_like(t), tnp.jit(tnp.empty_like)(t.detach())):
+        assert e.shape == (2, 3) and e.dtype == np.float32
+    assert tnp.empty_like(np.ones(2), dtype=np.int8).dtype == np.int8
+    assert tnp.linalg.matrix_rank(np.diag([1.0, 0.0, 2.0])) == 2
+    assert np.linalg.matrix_rank(tnp.tensor(np.eye(3), requires_grad=True)) == 3

@@ -128,6 +128,8 @@ CASES = [
     Case("diag_indices_from", tnp.diag_indices_from, np.diag_indices_from, (normal((3, 3)),),
          wrt=(), note="reads the shape only (jit and vmap take it)"),
     Case("ones_like", tnp.ones_like, np.ones_like, (normal((2, 3)),), wrt=()),
+    Case("empty_like", tnp.empty_like, np.zeros_like, (normal((2, 3)),), wrt=(),
+         note="NumPy's values are unspecified; tnp's are zeros"),
     Case("full_like", lambda a: tnp.full_like(a, 2.5), lambda a: np.full_like(a, 2.5),
          (normal((2, 3)),), wrt=()),
     Case("linspace", lambda a, b: tnp.linspace(a, b, 5, axis=-1),

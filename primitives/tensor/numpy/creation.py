@@ -70,7 +70,7 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     finfo, iinfo, issubdtype, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
     int64, uint8, bool_, intp, ndarray, generic, number, integer, floating, complexfloating,
-    inexact,
+    inexact, bool, uint16, uint32, uint64, broadcast_shapes,   # (bool: np.bool, the Array API's)
     # NumPy's own non-differentiable utilities (comparisons, indices, settings, queries)
     allclose, isclose, array_equal, array_equiv, nonzero, argwhere, flatnonzero,
     count_nonzero, isneginf, isposinf,
@@ -87,7 +87,8 @@ __all__ = [
     "dtype", "errstate", "pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float16",
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",
-    "complexfloating", "inexact", "zeros_like", "ones_like", "full_like", "array", "asarray",
+    "complexfloating", "inexact", "bool", "uint16", "uint32", "uint64", "broadcast_shapes",
+    "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray",
     "r_", "c_",
     "allclose", "isclose", "array_equal", "array_equiv", "nonzero", "argwhere", "flatnonzero",
     "count_nonzero", "isneginf", "isposinf",
@@ -113,6 +114,17 @@ def zeros_like(a, dtype=None):
 def ones_like(a, dtype=None):
     """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
     return filled_like(a, 1, dtype, "ones_like")
+
+
+@implements(np.empty_like)
+def empty_like(prototype, dtype=None):
+    """``np.empty_like``: a constant array of ``prototype``'s shape (and dtype, unless given);
+    its values are unspecified (as NumPy's), here zeros.
+
+    >>> empty_like(np.ones(2, dtype=np.float32)).shape
+    (2,)
+    """
+    return filled_like(prototype, None, dtype, "empty_like")
 
 
 @implements(np.full_like)
@@ -216,7 +228,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> import primitives.tensor as tnp
     >>> tnp.grad(lambda s: tnp.sum(linspace(s, 1.0, 5) ** 2))(0.0)     # sum 2 x_i (1 - i/4)
     array(1.25)
-    >>> bool(np.array_equal(tnp.jit(lambda a: linspace(a, 2.0, 7))(0.1), np.linspace(0.1, 2.0, 7)))
+    >>> np.array_equal(tnp.jit(lambda a: linspace(a, 2.0, 7))(0.1), np.linspace(0.1, 2.0, 7))
     True
     """
     if not (_carries_values(start) or _carries_values(stop)):

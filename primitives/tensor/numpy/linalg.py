@@ -83,7 +83,10 @@ __all__ = ["LinAlgError", "EigResult", "EighResult", "QRResult", "SVDResult", "S
            "matrix_norm", "matrix_power", "multi_dot",
            "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
            "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "diagonal", "trace",
-           "cross"]
+           "cross", "matrix_rank"]
+
+# NumPy's own: an integer result, no derivative to lose (NumPy's dispatch runs it on the data)
+matrix_rank = np.linalg.matrix_rank
 
 
 class EigResult(NamedTuple):
