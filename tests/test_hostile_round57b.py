@@ -497,3 +497,40 @@ def test_array_api_dtypes_and_shape_helpers():
     assert tnp.empty_like(np.ones(2), dtype=np.int8).dtype == np.int8
     assert tnp.linalg.matrix_rank(np.diag([1.0, 0.0, 2.0])) == 2
     assert np.linalg.matrix_rank(tnp.tensor(np.eye(3), requires_grad=True)) == 3
+
+
+# np.union1d/intersect1d/setdiff1d/setxor1d and np.trim_zeros on tensors were refused and tnp
+# had none of them; each reads the values (as unique) and differentiates the entries it keeps
+def test_set_operations_and_trim_zeros():
+    a, b = np.array([3.0, 1.0, np.nan, 2.0, 1.0, 5.0]), np.array([[2.0, 3.0], [np.nan, 7.0]])
+    for name, kwargs in [("union1d", {}), ("intersect1d", {"return_indices": True}),
+                         ("setdiff1d", {}), ("setxor1d", {})]:
+        got, want = getattr(tnp, name)(a, b, **kwargs), getattr(np, name)(a, b, **kwargs)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+        with pytest.raises(ConcretizationError, match=f"{name}: reading the values"):
+            tnp.jit(getattr(tnp, name))(a, b)
+    np.testing.assert_array_equal(tnp.setdiff1d(np.array([4.0, 1.0, 3.0]), b, assume_unique=True),
+                                  np.setdiff1d(np.array([4.0, 1.0, 3.0]), b, assume_unique=True))
+    # each value's derivative goes to its first occurrence (in ar1, then ar2)
+    u, v = np.array([3.0, 1.0, 2.0, 1.0]), np.array([2.0, 4.0, 6.0])
+    w = np.arange(1.0, 5.0)
+    g = tnp.grad(lambda p, q: tnp.sum(tnp.setxor1d(p, q) * w), argnums=(0, 1))(u, v)
+    np.testing.assert_array_equal(g[0], [2.0, 1.0, 0.0, 0.0])              # 3 -> w[1], 1 -> w[0]
+    np.testing.assert_array_equal(g[1], [0.0, 3.0, 4.0])
+    g = tnp.grad(lambda p: tnp.sum(tnp.intersect1d(p, v) * 5.0))(u)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 5.0, 0.0])
+    t = tnp.tensor(u, requires_grad=True)
+    grads = tnp.sum(np.union1d(t, v) * np.arange(1.0, 6.0)).backward()   # union: 1 2 3 4 6
+    np.testing.assert_array_equal(grads.grad(t), [3.0, 1.0, 2.0, 0.0])
+    x = np.array([[0.0, 1.5, 0.0, 2.0, 0.0], [0.0, 0.0, -1.0, 0.0, 0.0]])
+    for kwargs in ({}, {"axis": 1}, {"trim": "b", "axis": 0}, {"trim": "f"}):
+        np.testing.assert_array_equal(tnp.trim_zeros(x, **kwargs), np.trim_zeros(x, **kwargs))
+    g = tnp.grad(lambda p: tnp.sum(tnp.trim_zeros(p, axis=1) ** 2))(x)
+    np.testing.assert_array_equal(g, np.where(np.arange(5) % 4 != 0, 2 * x, 0.0))
+    with pytest.raises(ConcretizationError, match="trim_zeros: reading filt"):
+        tnp.vmap(tnp.trim_zeros)(x)
+    with pytest.raises(TiduError, match="trim_zeros: unexpected character"):
+        tnp.trim_zeros(x, "x")

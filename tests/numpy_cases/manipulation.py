@@ -57,6 +57,11 @@ CASES = [
          (normal((2, 3, 4)),), label="axes"),
     Case("fliplr", tnp.fliplr, np.fliplr, (normal((2, 3)),)),
     Case("flipud", tnp.flipud, np.flipud, (normal((3,)),)),
+    Case("trim_zeros", lambda a: tnp.trim_zeros(a, axis=1),
+         lambda a: np.trim_zeros(a, axis=1), (fixed([[0.0, 1.5, 0.0, 2.0, 0.0],
+                                                    [0.0, 0.0, -1.0, 0.0, 0.0]]),), wrt=(),
+         jit=False, note="filt is read (the result's shape depends on it); the derivative "
+                         "goes to the entries kept"),
     Case("diagflat", lambda v: tnp.diagflat(v, -1), lambda v: np.diagflat(v, -1),
          (normal((2, 2)),)),
     Case("vander", tnp.vander, np.vander, (normal((3,)),),

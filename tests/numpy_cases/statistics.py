@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 import primitives.tensor as tnp
-from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive
+from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive, uniform
 
 # rows with no zero, one zero and two zeros: prod's and cumprod's derivatives must stay exact
 WITH_ZEROS = [[2.0, 0.0, 3.0, -1.5], [0.0, 1.5, 0.0, 2.0], [1.25, -2.0, 0.5, 3.0]]
@@ -19,6 +19,8 @@ QUANTILE_NOTE = ("the derivative goes to the order statistics read, weighted as 
                  "(ties: stable sort order); q is not differentiated; real only")
 UNIQUE_NOTE = ("the values are read (the result's shape depends on them); each distinct value's "
                "derivative goes to its first occurrence (as JAX)")
+SET_NOTE = ("the values are read (the result's shape depends on them); each value's derivative "
+            "goes to its first occurrence (ar1's first)")
 REPEATS = [[1.5, -2.0, 1.5], [0.5, np.nan, 0.5], [1.5, -2.0, 1.5]]
 BINS = np.array([0, 3, 3, 1, 0])                 # bincount's x
 STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
@@ -142,6 +144,13 @@ CASES = [
            lambda x, name=name: tuple(getattr(np, name)(x)), (fixed(REPEATS),), wrt=(),
            dtypes=REAL_DTYPES, jit=False, note=UNIQUE_NOTE)
       for name in ("unique_counts", "unique_inverse", "unique_all")],
+    Case("union1d", tnp.union1d, np.union1d, (distinct((2, 2)), uniform((3,), 5.0, 6.0)),
+         wrt=(0, 1), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE),
+    Case("setxor1d", tnp.setxor1d, np.setxor1d, (distinct((3,)), uniform((2,), 5.0, 6.0)),
+         wrt=(0, 1), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE),
+    *[Case(name, getattr(tnp, name), getattr(np, name), (fixed(REPEATS), fixed([0.5, 3.0])),
+           wrt=(), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE)
+      for name in ("intersect1d", "setdiff1d")],
     Case("isin", lambda x: tnp.isin(x, [1.5, np.nan, 0.5]),
          lambda x: np.isin(x, [1.5, np.nan, 0.5]), (fixed(REPEATS),), wrt=(),
          dtypes=REAL_DTYPES, note="a boolean result, by comparisons (jit and vmap take it)"),

@@ -57,7 +57,7 @@ from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
     "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims",
-    "diag", "diagflat", "vander", "diagonal", "trace", "tril", "triu",
+    "diag", "diagflat", "vander", "diagonal", "trace", "tril", "triu", "trim_zeros",
     "flip", "fliplr", "flipud", "rot90", "roll",
     "repeat", "tile", "resize",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
@@ -235,6 +235,36 @@ def diag(v, k: int = 0):
     end = start + (n - 1) * (size + 1) + 1 if n else size * size
     padded = first(bind(Pad((start,), (size * size - end,), (size if n else 0,), (n,)), v))
     return reshape(padded, (size, size))
+
+
+@implements(np.trim_zeros)
+def trim_zeros(filt, trim: str = "fb", axis=None):
+    """``np.trim_zeros``: ``filt`` without its leading (``"f"``) and trailing (``"b"``) slices
+    of zeros along ``axis`` (every axis for ``None``), found by reading its values (under
+    ``jit`` or ``vmap``: ``ConcretizationError``); the derivative goes to the entries kept.
+
+    >>> trim_zeros(np.array([0.0, 1.5, 0.0, 2.0, 0.0]))
+    array([1.5, 0. , 2. ])
+    """
+    filt = operand(filt, "trim_zeros")
+    shape = shape_of(filt)
+    if not shape:
+        raise TensorShapeError("trim_zeros: filt must be at least 1-d, got a 0-d array")
+    if not isinstance(trim, str) or not trim or set(trim.lower()) - set("fb"):
+        raise TensorTypeError(f"trim_zeros: unexpected character(s) in `trim`: {trim!r}")
+    nonzero = to_host(data_of(filt, "trim_zeros: reading filt (the result's shape depends on "
+                                    "its values)")) != 0
+    key = [slice(None)] * len(shape)
+    for ax in range(len(shape)) if axis is None else normalize_axes(axis, len(shape),
+                                                                        "trim_zeros"):
+        others = tuple(i for i in range(len(shape)) if i != ax)
+        hits = np.flatnonzero(np.any(nonzero, axis=others) if others else nonzero)
+        if not hits.size:
+            key[ax] = slice(0, 0)
+            continue
+        key[ax] = slice(int(hits[0]) if "f" in trim.lower() else 0,
+                        int(hits[-1]) + 1 if "b" in trim.lower() else shape[ax])
+    return getitem(filt, tuple(key))
 
 
 @implements(np.diagflat)

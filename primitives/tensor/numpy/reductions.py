@@ -68,7 +68,7 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "
            "nanquantile", "nanpercentile",
            "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
            "isin", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
-           "bincount",
+           "union1d", "intersect1d", "setdiff1d", "setxor1d", "bincount",
            "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
@@ -1233,6 +1233,76 @@ def unique_all(x, /) -> UniqueAllResult:
     array([1, 0])
     """
     return UniqueAllResult(*_unique_all(x, "unique_all"))
+
+
+def _set_values(values: np.ndarray, arrays: list, fn: str):
+    """The entries ``values`` (distinct, found in ``arrays``' values) taken from ``arrays``
+    flattened and concatenated, each at its first occurrence: the derivative goes there."""
+    operands, datas = zip(*(_read_for_unique(a, fn) for a in arrays))
+    source = concatenate([reshape(x, (-1,)) for x in operands])
+    distinct, first_at = np.unique(np.concatenate([d.reshape(-1) for d in datas]),
+                                   return_index=True)
+    return take(source, first_at[np.searchsorted(distinct, values)].astype(np.intp))
+
+
+def _set_data(arrays, fn: str) -> list:
+    return [to_host(data_of(operand(a, fn), f"{fn}: reading the values (the result's shape "
+                                            "depends on them)")) for a in arrays]
+
+
+@implements(np.union1d)
+def union1d(ar1, ar2):
+    """``np.union1d``: the sorted distinct values of both arrays, read now; each value's
+    derivative goes to its first occurrence (in ``ar1``, then ``ar2``).
+
+    >>> union1d(np.array([3.0, 1.0]), np.array([2.0, 3.0]))
+    array([1., 2., 3.])
+    """
+    return _set_values(np.union1d(*_set_data((ar1, ar2), "union1d")), [ar1, ar2], "union1d")
+
+
+@implements(np.intersect1d)
+def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False):
+    """``np.intersect1d``: the sorted values in both arrays, read now, differentiated in
+    ``ar1`` (each value's first occurrence there); NumPy's indices with ``return_indices``.
+
+    >>> intersect1d(np.array([3.0, 1.0, 2.0]), np.array([2.0, 3.0, 5.0]))
+    array([2., 3.])
+    """
+    found = np.intersect1d(*_set_data((ar1, ar2), "intersect1d"), assume_unique=assume_unique,
+                           return_indices=True)
+    values = take(reshape(operand(ar1, "intersect1d"), (-1,)), found[1])
+    if not return_indices:
+        return values
+    return values, *(constant_in_library_of(i, operand(ar1, "intersect1d")) for i in found[1:])
+
+
+@implements(np.setdiff1d)
+def setdiff1d(ar1, ar2, assume_unique: bool = False):
+    """``np.setdiff1d``: the sorted distinct values of ``ar1`` not in ``ar2`` (with
+    ``assume_unique``, ``ar1``'s entries not in ``ar2``, in order), read now; differentiated
+    in ``ar1`` (each value's first occurrence).
+
+    >>> setdiff1d(np.array([3.0, 1.0, 2.0, 1.0]), np.array([2.0]))
+    array([1., 3.])
+    """
+    d1, d2 = _set_data((ar1, ar2), "setdiff1d")
+    if assume_unique:
+        keep = np.flatnonzero(np.isin(d1.reshape(-1), d2, invert=True))
+        return take(reshape(operand(ar1, "setdiff1d"), (-1,)), keep)
+    return _set_values(np.setdiff1d(d1, d2), [ar1], "setdiff1d")
+
+
+@implements(np.setxor1d)
+def setxor1d(ar1, ar2, assume_unique: bool = False):
+    """``np.setxor1d``: the sorted values in exactly one of the arrays, read now; each
+    value's derivative goes to its first occurrence.
+
+    >>> setxor1d(np.array([3.0, 1.0]), np.array([2.0, 3.0]))
+    array([1., 2.])
+    """
+    values = np.setxor1d(*_set_data((ar1, ar2), "setxor1d"), assume_unique=assume_unique)
+    return _set_values(values, [ar1, ar2], "setxor1d")
 
 
 @implements(np.bincount)
