@@ -534,3 +534,27 @@ def test_set_operations_and_trim_zeros():
         tnp.vmap(tnp.trim_zeros)(x)
     with pytest.raises(TiduError, match="trim_zeros: unexpected character"):
         tnp.trim_zeros(x, "x")
+
+
+# np.lexsort on a tensor requiring grad (or traced) was refused and tnp had no lexsort
+def test_lexsort():
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.integers(1, 10))
+        keys = [rng.integers(0, 3, (2, n)) for _ in range(int(rng.integers(1, 4)))]
+        keys[0] = keys[0].astype(float)
+        if trial % 3 == 0:
+            keys[0][0, 0] = np.nan
+        for axis in (-1, 0):
+            want = np.lexsort(keys, axis=axis)
+            got = tnp.lexsort(keys, axis=axis)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    a, b = normal(3, 5), rng.integers(0, 2, (3, 5)).astype(float)
+    want = np.lexsort((a, b))
+    np.testing.assert_array_equal(tnp.jit(lambda u, v: tnp.lexsort((u, v)))(a, b), want)
+    np.testing.assert_array_equal(tnp.vmap(lambda u, v: tnp.lexsort((u, v)))(a, b), want)
+    np.testing.assert_array_equal(np.lexsort((tnp.tensor(a, requires_grad=True), b)), want)
+    np.testing.assert_array_equal(tnp.lexsort(np.stack([a, b])), want)
+    with pytest.raises(TiduError, match="lexsort: all keys need to be the same shape"):
+        tnp.lexsort((a, b[:, :2]))

@@ -21,6 +21,7 @@ UNIQUE_NOTE = ("the values are read (the result's shape depends on them); each d
                "derivative goes to its first occurrence (as JAX)")
 SET_NOTE = ("the values are read (the result's shape depends on them); each value's derivative "
             "goes to its first occurrence (ar1's first)")
+LEX_TIES = [[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0]]   # lexsort's 2nd
 REPEATS = [[1.5, -2.0, 1.5], [0.5, np.nan, 0.5], [1.5, -2.0, 1.5]]
 BINS = np.array([0, 3, 3, 1, 0])                 # bincount's x
 STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
@@ -116,6 +117,10 @@ CASES = [
     Case("argsort", lambda x: tnp.argsort(x, axis=0), lambda x: np.argsort(x, axis=0),
          (distinct((3, 4)),), wrt=(), dtypes=REAL_DTYPES,
          note="integer result, not differentiated"),
+    Case("lexsort", lambda a, b: tnp.lexsort((a, b), axis=0),
+         lambda a, b: np.lexsort((a, b), axis=0), (normal((3, 4)), fixed(LEX_TIES)), wrt=(),
+         dtypes=REAL_DTYPES, note="integer result, not differentiated; stable sorts (jit and "
+                                  "vmap take traced keys)"),
     Case("searchsorted", lambda a, v: tnp.searchsorted(a, v, side="right"),
          lambda a, v: np.searchsorted(a, v, side="right"),
          (lambda rng, dtype: np.sort(rng.standard_normal(6)).astype(dtype), distinct((2, 3))),

@@ -66,7 +66,7 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
-           "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
            "isin", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "union1d", "intersect1d", "setdiff1d", "setxor1d", "bincount",
            "median",
@@ -1071,6 +1071,39 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     kind = _sort_kind(kind, order, stable, "argsort")
     x, axis = _sort_operand(a, axis, "argsort")
     return first(bind(Argsort(axis, kind), x))
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis: int = -1):
+    """``np.lexsort``: the indices sorting by the last key, ties broken by the one before,
+    and so on (stable sorts from the first key to the last, so ``jit`` and ``vmap`` take
+    traced keys); integer indices, not differentiated.
+
+    >>> lexsort((np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 0.0])))
+    array([2, 1, 0])
+    """
+    if isinstance(keys, (list, tuple)):
+        keys = [operand(k, "lexsort") for k in keys]
+    else:
+        keys = operand(keys, "lexsort")
+        keys = [getitem(keys, i) for i in range(shape_of(keys)[0])] if shape_of(keys) else []
+    if not keys:
+        raise TensorShapeError("lexsort: need sequence of keys with len > 0")
+    shape = shape_of(keys[0])
+    if builtins.any(shape_of(k) != shape for k in keys):
+        raise TensorShapeError(f"lexsort: all keys need to be the same shape, got "
+                               f"{[shape_of(k) for k in keys]}")
+    if not shape:
+        raise TensorShapeError("lexsort: the keys must be at least 1-d (NumPy's axis -1)")
+    axis = normalize_axis(axis, len(shape), "lexsort")
+    for k in keys:
+        _real_only(k, "lexsort")
+    order = None
+    for key in keys:                    # least significant first: each stable sort keeps ties
+        permuted = key if order is None else _take_along(key, order, axis)
+        step = argsort(permuted, axis=axis, kind="stable")
+        order = step if order is None else _take_along(order, step, axis)
+    return order
 
 
 @implements(np.searchsorted)
