@@ -558,3 +558,12 @@ def test_lexsort():
     np.testing.assert_array_equal(tnp.lexsort(np.stack([a, b])), want)
     with pytest.raises(TiduError, match="lexsort: all keys need to be the same shape"):
         tnp.lexsort((a, b[:, :2]))
+
+
+# tnp.searchsorted (np.searchsorted on a tensor) of an `a` that is not 1-d raised NumPy's own
+# ValueError ("object too deep for desired array") in eager mode; jit's TiduError said why
+def test_searchsorted_refuses_a_not_1d_naming_itself():
+    for a in (np.ones((2, 2)), tnp.tensor(np.ones((2, 2)), requires_grad=True), np.float64(1.0)):
+        with pytest.raises(TiduError, match="searchsorted: a must be 1-dimensional"):
+            np.searchsorted(a, 1.0) if isinstance(a, tnp.Tensor) else tnp.searchsorted(a, 1.0)
+    assert tnp.searchsorted([1.0, 2.0], 1.5) == 1

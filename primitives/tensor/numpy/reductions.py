@@ -1119,15 +1119,15 @@ def searchsorted(a, v, side="left", sorter=None):
     """
     if side not in ("left", "right"):
         raise TensorShapeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if len(shape_of(operand(a, "searchsorted"))) != 1:      # (NumPy's own: "object too deep")
+        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
+                               f"{shape_of(operand(a, 'searchsorted'))}")
     given = (a, v, sorter)
     known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
     if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
                     for k, x in zip(known, given)):
         return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
     a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
-    if len(shape_of(a)) != 1:
-        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
-                               f"{shape_of(a)}")
     if "c" in (dtype_of(a).kind, dtype_of(v).kind):
         raise TensorNotSupportedError("searchsorted: complex values are not supported under "
                                       "jit or vmap")
