@@ -567,3 +567,10 @@ def test_searchsorted_refuses_a_not_1d_naming_itself():
         with pytest.raises(TiduError, match="searchsorted: a must be 1-dimensional"):
             np.searchsorted(a, 1.0) if isinstance(a, tnp.Tensor) else tnp.searchsorted(a, 1.0)
     assert tnp.searchsorted([1.0, 2.0], 1.5) == 1
+
+
+# tnp.polyint (np.polyint on a traced value) of 2-d coefficients raised concatenate's error,
+# naming neither polyint nor NumPy (test_numpy_interop's sweep found it)
+def test_polyint_of_a_matrix_names_polyint():
+    with pytest.raises(TiduError, match="polyint: coefficients must be a 1-d array"):
+        tnp.grad(lambda v: tnp.sum(np.polyint(v)))(np.ones((2, 2)))

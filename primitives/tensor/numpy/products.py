@@ -599,7 +599,7 @@ def polyint(p, m: int = 1, k=None):
     if shape_of(k)[0] < m:
         raise TensorShapeError("polyint: k must be a scalar or a rank-1 array of length 1 or "
                                f">m, got length {shape_of(k)[0]} for m={m}")
-    p = _array(p, "polyint")
+    p = _coefficients(p, "polyint") if m else _array(p, "polyint")
     for i in range(m):
         n = shape_of(p)[0]
         p = concatenate([divide(p, np.arange(n, 0, -1)), reshape(getitem(k, i), (1,))])
