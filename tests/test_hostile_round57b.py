@@ -574,3 +574,18 @@ def test_searchsorted_refuses_a_not_1d_naming_itself():
 def test_polyint_of_a_matrix_names_polyint():
     with pytest.raises(TiduError, match="polyint: coefficients must be a 1-d array"):
         tnp.grad(lambda v: tnp.sum(np.polyint(v)))(np.ones((2, 2)))
+
+
+# the Array API's bitwise shifts (and NumPy's integer ufuncs gcd, lcm, bitwise_count) were
+# missing from tnp; they are NumPy's own, on integer tensors' data, and under jit they say why
+# they cannot run rather than failing on a missing name
+def test_integer_ufunc_names():
+    i = np.array([1, 6, -8])
+    for name, args in [("bitwise_left_shift", (i, 2)), ("bitwise_right_shift", (i, 1)),
+                       ("left_shift", (i, 3)), ("right_shift", (i, 2)), ("gcd", (i, 4)),
+                       ("lcm", (i, 4)), ("bitwise_count", (i,))]:
+        np.testing.assert_array_equal(getattr(tnp, name)(*args), getattr(np, name)(*args))
+        got = getattr(tnp, name)(tnp.tensor(args[0]), *args[1:])
+        np.testing.assert_array_equal(got, getattr(np, name)(*args))
+    with pytest.raises(ConcretizationError, match="left_shift"):
+        tnp.jit(lambda v: tnp.bitwise_left_shift(v, 1))(i)

@@ -78,6 +78,9 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     set_printoptions, get_printoptions, array2string, array_repr, array_str,
     format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
     base_repr, binary_repr,
+    # integer-only ufuncs (the Array API's shifts): nothing to differentiate; on traced values
+    # under jit or vmap, NumPy's dispatch raises ConcretizationError
+    left_shift, right_shift, bitwise_left_shift, bitwise_right_shift, bitwise_count, gcd, lcm,
 )
 
 __all__ = [
@@ -96,6 +99,8 @@ __all__ = [
     "printoptions", "set_printoptions", "get_printoptions", "array2string", "array_repr",
     "array_str", "format_float_positional", "format_float_scientific", "typename",
     "mintypecode", "isdtype", "base_repr", "binary_repr",
+    "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
+    "gcd", "lcm",
 ]
 
 
