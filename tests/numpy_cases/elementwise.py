@@ -15,6 +15,7 @@ HOLOMORPHIC = "holomorphic: the VJP multiplies by conj(f'(z))"
 ROUNDING = "piecewise constant: derivative 0 (as JAX)"
 BOOLEAN = "a boolean result: not differentiated"
 INF = np.inf
+_EXPONENTS = np.array([3, -2, 0])                  # ldexp's integer exponents
 
 # complex inputs for functions with branch cuts on the imaginary axis: real parts > 0
 right_half = uniform((2, 3), 0.3, 1.5)
@@ -127,7 +128,18 @@ CASES = [
     Case("floor_divide", lambda x, y: x // y, lambda x, y: x // y,
          (uniform((2, 3), -4.0, 4.0), fixed([1.3, -0.7, 2.1])), wrt=(0, 1),
          dtypes=REAL_DTYPES, label="operator"),
+    Case("divmod", tnp.divmod, np.divmod, (uniform((2, 3), -4.0, 4.0), fixed([1.3, -0.7, 2.1])),
+         wrt=(0, 1), dtypes=REAL_DTYPES, note="floor_divide's and remainder's derivatives"),
+    unary("modf", uniform((2, 3), -4.0, 4.0), dtypes=REAL_DTYPES,
+          note="real only; derivatives 1 (fraction) and 0 (integral part)"),
+    Case("heaviside", tnp.heaviside, np.heaviside,
+         (fixed([[-1.5, 0.0, 2.0], [0.0, 0.3, -0.2]]), normal((3,))), wrt=(1,),
+         dtypes=REAL_DTYPES, note="derivative 0 in x1 (as JAX); in x2 where x1 == 0"),
+    Case("ldexp", lambda x: tnp.ldexp(x, _EXPONENTS), lambda x: np.ldexp(x, _EXPONENTS),
+         (normal((2, 3)),), dtypes=REAL_DTYPES,
+         note="derivative 2**x2 in x1; the integer exponents x2 are not differentiated"),
     # rounding
+    unary("fix", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}", dtypes=REAL_DTYPES),
     unary("floor", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}",
           dtypes=REAL_DTYPES),
     unary("ceil", uniform((2, 3), -3.0, 3.0), note=f"real only; {ROUNDING}",

@@ -279,4 +279,10 @@ CASES = [
          note=EIGVALS_NOTE),
     Case("linalg.eigvals", *pair("eigvals"), (complex_spectrum(4),), dtypes=("complex128",),
          label="complex", note=EIGVALS_NOTE),
+    # --- the Array API's names ---
+    Case("linalg.outer", *pair("outer", ("x1", "x2")), (normal((3,)), normal((4,))), wrt=(0, 1)),
+    Case("linalg.diagonal", *pair("diagonal", ("x",), offset=-1), (normal((2, 3, 4)),)),
+    Case("linalg.trace", *pair("trace", ("x",), offset=1), (normal((2, 3, 4)),)),
+    Case("linalg.cross", *pair("cross", ("x1", "x2"), axis=0), (normal((3, 2)), normal((3, 1))),
+         wrt=(0, 1), note="3-vectors only (np.cross also takes 2-vectors)"),
 ]

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import primitives.tensor as tnp
-from numpy_cases import Case, normal
+from numpy_cases import Case, fixed, normal
 
 # index arrays for take_along_axis / put_along_axis (negative ones and repeats included)
 _TAKE = np.array([[[0, -1, 2, 2, 1]], [[3, 3, 0, -4, 1]]])       # (2, 1, 5) into (2, 4, 5)
@@ -57,6 +57,18 @@ CASES = [
          (normal((2, 3, 4)),), label="axes"),
     Case("fliplr", tnp.fliplr, np.fliplr, (normal((2, 3)),)),
     Case("flipud", tnp.flipud, np.flipud, (normal((3,)),)),
+    Case("trim_zeros", lambda a: tnp.trim_zeros(a, axis=1),
+         lambda a: np.trim_zeros(a, axis=1), (fixed([[0.0, 1.5, 0.0, 2.0, 0.0],
+                                                    [0.0, 0.0, -1.0, 0.0, 0.0]]),), wrt=(),
+         jit=False, note="filt is read (the result's shape depends on it); the derivative "
+                         "goes to the entries kept"),
+    Case("diagflat", lambda v: tnp.diagflat(v, -1), lambda v: np.diagflat(v, -1),
+         (normal((2, 2)),)),
+    Case("vander", tnp.vander, np.vander, (normal((3,)),),
+         note="powers by repeated products: exact at x = 0"),
+    Case("vander", lambda x: tnp.vander(x, 4, increasing=True),
+         lambda x: np.vander(x, 4, increasing=True), (fixed([0.0, 1.5, -2.0]),),
+         label="increasing, at 0"),
     Case("rot90", tnp.rot90, np.rot90, (normal((2, 3)),)),
     Case("rot90", lambda a: tnp.rot90(a, -3, (2, 0)), lambda a: np.rot90(a, -3, (2, 0)),
          (normal((2, 3, 4)),), label="k,axes"),
@@ -71,6 +83,8 @@ CASES = [
          lambda a: np.repeat(a, [2, 0, 1], axis=-1), (normal((2, 3)),), label="per element"),
     Case("broadcast_arrays", lambda a, b: tnp.broadcast_arrays(a, b),
          lambda a, b: np.broadcast_arrays(a, b), (normal((3, 1)), normal((4,))), wrt=(0, 1)),
+    Case("resize", lambda a: tnp.resize(a, (3, 3)), lambda a: np.resize(a, (3, 3)),
+         (normal((2, 2)),), note="linear: each entry collects its copies' derivatives"),
     Case("tile", lambda a: tnp.tile(a, (2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)),
          (normal((2, 3)),)),
     Case("tile", lambda a: tnp.tile(a, 2), lambda a: np.tile(a, 2), (normal((2, 3)),),
@@ -102,6 +116,23 @@ CASES = [
          (normal((2, 3)), normal((2, 3, 2))), wrt=(0, 1)),
     Case("column_stack", lambda a, b: tnp.column_stack([a, b]),
          lambda a, b: np.column_stack([a, b]), (normal((3,)), normal((3, 2))), wrt=(0, 1)),
+    Case("block", lambda a, b, c: tnp.block([[a, b], [c, 2.0]]),
+         lambda a, b, c: np.block([[a, b], [c, 2.0]]),
+         (normal((2, 2)), normal((2, 1)), normal((2,))), wrt=(0, 1, 2),
+         note="concatenations: linear in every block"),
+    Case("block", lambda a, b: tnp.block([[[a]], [[b]]]), lambda a, b: np.block([[[a]], [[b]]]),
+         (normal((2,)), normal((1, 2))), wrt=(0, 1), label="depth 3"),
+    Case("insert", lambda a, v: tnp.insert(a, [1, 3, 3], v, axis=1),
+         lambda a, v: np.insert(a, [1, 3, 3], v, axis=1), (normal((2, 4)), normal((3,))),
+         wrt=(0, 1), note="obj is read (the result's shape depends on it); values cast to "
+                          "arr's dtype"),
+    Case("insert", lambda a, v: tnp.insert(a, 2, v), lambda a, v: np.insert(a, 2, v),
+         (normal((2, 3)), normal((2,))), wrt=(0, 1), label="flattened, one block"),
+    Case("delete", lambda a: tnp.delete(a, [0, -1], axis=1),
+         lambda a: np.delete(a, [0, -1], axis=1), (normal((2, 4)),),
+         note="obj is read (the result's shape depends on it)"),
+    Case("delete", lambda a: tnp.delete(a, slice(None, None, 2)),
+         lambda a: np.delete(a, slice(None, None, 2)), (normal((2, 3)),), label="slice"),
     Case("append", tnp.append, np.append, (normal((2, 3)), normal((2,))), wrt=(0, 1)),
     Case("append", lambda a, b: tnp.append(a, b, axis=0), lambda a, b: np.append(a, b, axis=0),
          (normal((2, 3)), normal((1, 3))), wrt=(0, 1), label="axis"),
@@ -110,6 +141,17 @@ CASES = [
          lambda a: np.moveaxis(a, [0, -1], [-1, 1]), (normal((2, 3, 4)),)),
     Case("swapaxes", lambda a: tnp.swapaxes(a, 0, -1), lambda a: np.swapaxes(a, 0, -1),
          (normal((2, 3, 4)),)),
+    Case("matrix_transpose", tnp.matrix_transpose, np.matrix_transpose, (normal((2, 3, 4)),)),
+    Case("linalg.matrix_transpose", tnp.linalg.matrix_transpose, np.linalg.matrix_transpose,
+         (normal((3, 4)),)),
+    Case("permute_dims", lambda a: tnp.permute_dims(a, (2, 0, 1)),
+         lambda a: np.permute_dims(a, (2, 0, 1)), (normal((2, 3, 4)),),
+         note="the Array API's name of transpose"),
+    Case("unstack", lambda a: tnp.unstack(a, axis=1), lambda a: np.unstack(a, axis=1),
+         (normal((2, 3, 4)),)),
+    Case("concat", lambda a, b: tnp.concat([a, b], axis=-1),
+         lambda a, b: np.concat([a, b], axis=-1), (normal((2, 3)), normal((2, 1))), wrt=(0, 1),
+         note="the Array API's name of concatenate"),
     Case("rollaxis", lambda a: tnp.rollaxis(a, -1, 1), lambda a: np.rollaxis(a, -1, 1),
          (normal((2, 3, 4)),)),
     Case("ravel", tnp.ravel, np.ravel, (normal((2, 3)),)),

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 import primitives.tensor as tnp
-from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive
+from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive, uniform
 
 # rows with no zero, one zero and two zeros: prod's and cumprod's derivatives must stay exact
 WITH_ZEROS = [[2.0, 0.0, 3.0, -1.5], [0.0, 1.5, 0.0, 2.0], [1.25, -2.0, 0.5, 3.0]]
@@ -17,6 +17,13 @@ CUMPROD_NOTE = "exact where entries are zero, to every order (a linear recurrenc
 SORT_NOTE = "the derivative follows the stable sort permutation (ties: original order); real only"
 QUANTILE_NOTE = ("the derivative goes to the order statistics read, weighted as interpolated "
                  "(ties: stable sort order); q is not differentiated; real only")
+UNIQUE_NOTE = ("the values are read (the result's shape depends on them); each distinct value's "
+               "derivative goes to its first occurrence (as JAX)")
+SET_NOTE = ("the values are read (the result's shape depends on them); each value's derivative "
+            "goes to its first occurrence (ar1's first)")
+LEX_TIES = [[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0]]   # lexsort's 2nd
+REPEATS = [[1.5, -2.0, 1.5], [0.5, np.nan, 0.5], [1.5, -2.0, 1.5]]
+BINS = np.array([0, 3, 3, 1, 0])                 # bincount's x
 STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
 
 
@@ -52,6 +59,13 @@ CASES = [
     Case("cumsum", lambda x: tnp.cumsum(tnp.astype(x, np.bool_)),
          lambda x: np.cumsum(x.astype(np.bool_)), (fixed([1, 0, 1]),), wrt=(),
          dtypes=("float64",), label="bool widens"),
+    Case("cumulative_sum", lambda x: tnp.cumulative_sum(x, axis=1, include_initial=True),
+         lambda x: np.cumulative_sum(x, axis=1, include_initial=True), (normal((2, 3)),),
+         note="linear; include_initial starts with 0"),
+    Case("cumulative_sum", tnp.cumulative_sum, np.cumulative_sum, (normal((4,)),), label="1d"),
+    Case("cumulative_prod", lambda x: tnp.cumulative_prod(x, axis=1, include_initial=True),
+         lambda x: np.cumulative_prod(x, axis=1, include_initial=True), (fixed(WITH_ZEROS),),
+         note=CUMPROD_NOTE + "; include_initial starts with 1"),
     Case("cumprod", lambda x: tnp.cumprod(x, axis=1), lambda x: np.cumprod(x, axis=1),
          (normal((2, 4)),), note=CUMPROD_NOTE),
     Case("cumprod", lambda x: tnp.cumprod(x, axis=1), lambda x: np.cumprod(x, axis=1),
@@ -103,10 +117,52 @@ CASES = [
     Case("argsort", lambda x: tnp.argsort(x, axis=0), lambda x: np.argsort(x, axis=0),
          (distinct((3, 4)),), wrt=(), dtypes=REAL_DTYPES,
          note="integer result, not differentiated"),
+    Case("lexsort", lambda a, b: tnp.lexsort((a, b), axis=0),
+         lambda a, b: np.lexsort((a, b), axis=0), (normal((3, 4)), fixed(LEX_TIES)), wrt=(),
+         dtypes=REAL_DTYPES, note="integer result, not differentiated; stable sorts (jit and "
+                                  "vmap take traced keys)"),
     Case("searchsorted", lambda a, v: tnp.searchsorted(a, v, side="right"),
          lambda a, v: np.searchsorted(a, v, side="right"),
          (lambda rng, dtype: np.sort(rng.standard_normal(6)).astype(dtype), distinct((2, 3))),
          wrt=(), dtypes=REAL_DTYPES, note="integer result, not differentiated"),
+    Case("ediff1d", lambda a, b: tnp.ediff1d(a, to_begin=b, to_end=2.0),
+         lambda a, b: np.ediff1d(a, to_begin=b, to_end=2.0), (normal((2, 3)), normal((2,))),
+         wrt=(0, 1)),
+    Case("unwrap", lambda p: tnp.unwrap(p * 4, axis=0), lambda p: np.unwrap(p * 4, axis=0),
+         (normal((5, 2)),), dtypes=REAL_DTYPES,
+         note="piecewise-constant corrections: the derivative is the identity"),
+    Case("digitize", lambda x: tnp.digitize(x, [2.0, 0.5, -1.0], right=True),
+         lambda x: np.digitize(x, [2.0, 0.5, -1.0], right=True), (normal((2, 3)),), wrt=(),
+         dtypes=REAL_DTYPES, note="an integer result; bins are read (increasing or "
+                                  "decreasing), x may be traced"),
+    # --- unique, isin, bincount ---
+    Case("unique", tnp.unique, np.unique, (distinct((2, 3)),), dtypes=REAL_DTYPES, jit=False,
+         note=UNIQUE_NOTE),
+    Case("unique", lambda x: tnp.unique(x, return_index=True, return_inverse=True,
+                                        return_counts=True, axis=0),
+         lambda x: np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                             axis=0),
+         (fixed(REPEATS),), wrt=(), dtypes=REAL_DTYPES, jit=False, label="rows, everything"),
+    Case("unique_values", tnp.unique_values, np.unique_values, (distinct((2, 3)),),
+         dtypes=REAL_DTYPES, jit=False, note=UNIQUE_NOTE),
+    *[Case(name, lambda x, name=name: tuple(getattr(tnp, name)(x)),
+           lambda x, name=name: tuple(getattr(np, name)(x)), (fixed(REPEATS),), wrt=(),
+           dtypes=REAL_DTYPES, jit=False, note=UNIQUE_NOTE)
+      for name in ("unique_counts", "unique_inverse", "unique_all")],
+    Case("union1d", tnp.union1d, np.union1d, (distinct((2, 2)), uniform((3,), 5.0, 6.0)),
+         wrt=(0, 1), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE),
+    Case("setxor1d", tnp.setxor1d, np.setxor1d, (distinct((3,)), uniform((2,), 5.0, 6.0)),
+         wrt=(0, 1), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE),
+    *[Case(name, getattr(tnp, name), getattr(np, name), (fixed(REPEATS), fixed([0.5, 3.0])),
+           wrt=(), dtypes=REAL_DTYPES, jit=False, note=SET_NOTE)
+      for name in ("intersect1d", "setdiff1d")],
+    Case("isin", lambda x: tnp.isin(x, [1.5, np.nan, 0.5]),
+         lambda x: np.isin(x, [1.5, np.nan, 0.5]), (fixed(REPEATS),), wrt=(),
+         dtypes=REAL_DTYPES, note="a boolean result, by comparisons (jit and vmap take it)"),
+    Case("bincount", lambda w: tnp.bincount(BINS, weights=w, minlength=6),
+         lambda w: np.bincount(BINS, weights=w, minlength=6), (normal((5,)),),
+         dtypes=REAL_DTYPES, note="differentiable in the weights; x is read (the result's "
+                                  "length depends on it)"),
     Case("argmax", lambda x: tnp.argmax(x, axis=-1, keepdims=True),
          lambda x: np.argmax(x, axis=-1, keepdims=True), (distinct((3, 4)),), wrt=(),
          note="integer result, not differentiated"),

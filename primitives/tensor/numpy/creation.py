@@ -56,7 +56,8 @@ from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate, divide,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
+                                              constant_in_library_of, divide,
                                               filled_like, holds_frontend, is_foreign_array,
                                               is_python_scalar, multiply, operand, reshape,
                                               shape_tuple, subtract, transpose, where)
@@ -69,7 +70,7 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     finfo, iinfo, issubdtype, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
     int64, uint8, bool_, intp, ndarray, generic, number, integer, floating, complexfloating,
-    inexact,
+    inexact, bool, uint16, uint32, uint64, broadcast_shapes,   # (bool: np.bool, the Array API's)
     # NumPy's own non-differentiable utilities (comparisons, indices, settings, queries)
     allclose, isclose, array_equal, array_equiv, nonzero, argwhere, flatnonzero,
     count_nonzero, isneginf, isposinf,
@@ -77,16 +78,20 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     set_printoptions, get_printoptions, array2string, array_repr, array_str,
     format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
     base_repr, binary_repr,
+    # integer-only ufuncs (the Array API's shifts): nothing to differentiate; on traced values
+    # under jit or vmap, NumPy's dispatch raises ConcretizationError
+    left_shift, right_shift, bitwise_left_shift, bitwise_right_shift, bitwise_count, gcd, lcm,
 )
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
     "geomspace", "tri", "indices", "diag_indices", "tril_indices", "triu_indices",
-    "result_type", "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
+    "diag_indices_from", "tril_indices_from", "triu_indices_from", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
     "dtype", "errstate", "pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float16",
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",
-    "complexfloating", "inexact", "zeros_like", "ones_like", "full_like", "array", "asarray",
+    "complexfloating", "inexact", "bool", "uint16", "uint32", "uint64", "broadcast_shapes",
+    "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray",
     "r_", "c_",
     "allclose", "isclose", "array_equal", "array_equiv", "nonzero", "argwhere", "flatnonzero",
     "count_nonzero", "isneginf", "isposinf",
@@ -94,6 +99,8 @@ __all__ = [
     "printoptions", "set_printoptions", "get_printoptions", "array2string", "array_repr",
     "array_str", "format_float_positional", "format_float_scientific", "typename",
     "mintypecode", "isdtype", "base_repr", "binary_repr",
+    "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
+    "gcd", "lcm",
 ]
 
 
@@ -112,6 +119,17 @@ def zeros_like(a, dtype=None):
 def ones_like(a, dtype=None):
     """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
     return filled_like(a, 1, dtype, "ones_like")
+
+
+@implements(np.empty_like)
+def empty_like(prototype, dtype=None):
+    """``np.empty_like``: a constant array of ``prototype``'s shape (and dtype, unless given);
+    its values are unspecified (as NumPy's), here zeros.
+
+    >>> empty_like(np.ones(2, dtype=np.float32)).shape
+    (2,)
+    """
+    return filled_like(prototype, None, dtype, "empty_like")
 
 
 @implements(np.full_like)
@@ -172,6 +190,30 @@ def _with_shape_read(np_fn):
 zeros, ones, empty = map(_with_shape_read, (np.zeros, np.ones, np.empty))
 
 
+def _indices_from(np_fn):
+    """``np_fn`` (``tril_indices_from``...), which reads only its array's shape, on the shape
+    of a tensor or traced value (its values need not be known: ``jit`` and ``vmap`` take it)."""
+    name = np_fn.__name__
+
+    def fn(arr, *args, **kwargs):
+        arr = operand(arr, name)
+        try:
+            indices = np_fn(np.broadcast_to(np.zeros((), np.int8), shape_of(arr)), *args,
+                            **kwargs)
+        except ValueError as error:                     # "input array must be 2-d"...
+            raise TensorShapeError(f"{name}: {error}") from None
+        return tuple(constant_in_library_of(i, arr) for i in indices)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``np.{name}``: NumPy's own on ``arr``'s shape (not its values, so ``jit`` "
+                  f"and ``vmap`` take it).\n\n    >>> {name}(np.ones((2, 2)))[0]\n    "
+                  f"array({np_fn(np.ones((2, 2)))[0].tolist()})\n    ")
+    return implements(np_fn)(fn)
+
+
+diag_indices_from, tril_indices_from, triu_indices_from = map(
+    _indices_from, (np.diag_indices_from, np.tril_indices_from, np.triu_indices_from))
+
+
 @implements(np.linspace)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
@@ -191,7 +233,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> import primitives.tensor as tnp
     >>> tnp.grad(lambda s: tnp.sum(linspace(s, 1.0, 5) ** 2))(0.0)     # sum 2 x_i (1 - i/4)
     array(1.25)
-    >>> bool(np.array_equal(tnp.jit(lambda a: linspace(a, 2.0, 7))(0.1), np.linspace(0.1, 2.0, 7)))
+    >>> np.array_equal(tnp.jit(lambda a: linspace(a, 2.0, 7))(0.1), np.linspace(0.1, 2.0, 7))
     True
     """
     if not (_carries_values(start) or _carries_values(stop)):

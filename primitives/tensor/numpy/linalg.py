@@ -61,7 +61,10 @@ from primitives.tensor.numpy.lowering import (abs, as_dtype, broadcast_to, cache
                                               multiply, no_out, normalize_axis, not_equal,
                                               operand, power, real, reshape, sqrt, subtract, sum,
                                               transpose, where)
-from primitives.tensor.numpy.products import matmul
+from primitives.tensor.numpy.manipulation import diagonal as _diagonal, matrix_transpose
+from primitives.tensor.numpy.manipulation import trace as _trace
+from primitives.tensor.numpy.products import cross as _cross, matmul, outer as _outer, tensordot
+from primitives.tensor.numpy.products import vecdot
 from primitives.tensor.ops.linalg import (
     Cholesky,
     Det,
@@ -78,7 +81,12 @@ from primitives.tensor.ops.linalg import (
 __all__ = ["LinAlgError", "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult",
            "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
            "matrix_norm", "matrix_power", "multi_dot",
-           "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
+           "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+           "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "diagonal", "trace",
+           "cross", "matrix_rank"]
+
+# NumPy's own: an integer result, no derivative to lose (NumPy's dispatch runs it on the data)
+matrix_rank = np.linalg.matrix_rank
 
 
 class EigResult(NamedTuple):
@@ -618,3 +626,69 @@ def cond(x, p=None):
                        _identity(shape[-1], shape, dtype_of(x)), x)
     ratio = multiply(norm(x, p, axis=(-2, -1)), norm(inv(invertible), p, axis=(-2, -1)))
     return where(singular, np.inf, ratio)
+
+
+# --- the Array API's names (NumPy 2's np.linalg.matmul, .vecdot... are tnp's matmul, vecdot...)
+
+
+def _at_least_2d(x, fn: str):
+    x = operand(x, f"linalg.{fn}")
+    if len(shape_of(x)) < 2:
+        raise TensorShapeError(f"linalg.{fn}: input array must be at least 2-dimensional, got "
+                               f"shape {shape_of(x)}")
+    return x
+
+
+@implements(np.linalg.outer)
+def outer(x1, x2, /):
+    """``np.linalg.outer``: the outer product of two 1-d arrays (``np.outer`` flattens them;
+    this refuses other shapes, as NumPy's does).
+
+    >>> outer(np.array([1.0, 2.0]), np.array([3.0, -1.0]))
+    array([[ 3., -1.],
+           [ 6., -2.]])
+    """
+    x1, x2 = operand(x1, "linalg.outer"), operand(x2, "linalg.outer")
+    if len(shape_of(x1)) != 1 or len(shape_of(x2)) != 1:
+        raise TensorShapeError(f"linalg.outer: input arrays must be one-dimensional, got shapes "
+                               f"{shape_of(x1)} and {shape_of(x2)}")
+    return _outer(x1, x2)
+
+
+@implements(np.linalg.diagonal)
+def diagonal(x, /, *, offset: int = 0):
+    """``np.linalg.diagonal``: the ``offset``-th diagonals of the matrices ``x`` (last two axes).
+
+    >>> diagonal(np.arange(8.0).reshape(2, 2, 2))
+    array([[0., 3.],
+           [4., 7.]])
+    """
+    return _diagonal(_at_least_2d(x, "diagonal"), offset, -2, -1)
+
+
+@implements(np.linalg.trace)
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """``np.linalg.trace``: the traces of the matrices ``x`` (last two axes).
+
+    >>> trace(np.stack([np.eye(2), 2 * np.eye(2)]))
+    array([2., 4.])
+    """
+    return _trace(_at_least_2d(x, "trace"), offset, -2, -1, dtype)
+
+
+@implements(np.linalg.cross)
+def cross(x1, x2, /, *, axis: int = -1):
+    """``np.linalg.cross``: the cross products of 3-vectors along ``axis`` (``np.cross``
+    also takes 2-vectors; this refuses them, as NumPy's does).
+
+    >>> cross(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+    array([0., 0., 1.])
+    """
+    x1, x2 = operand(x1, "linalg.cross"), operand(x2, "linalg.cross")
+    for x in (x1, x2):
+        shape = shape_of(x)
+        if not shape or shape[normalize_axis(axis, len(shape), "linalg.cross")] != 3:
+            raise TensorShapeError(f"linalg.cross: both input arrays must be (arrays of) "
+                                   f"3-dimensional vectors along axis {axis}, got shapes "
+                                   f"{shape_of(x1)} and {shape_of(x2)}")
+    return _cross(x1, x2, axis=axis)

@@ -56,7 +56,8 @@ __all__ = [
     "conj", "conjugate", "add", "subtract", "multiply", "divide", "power", "float_power",
     "maximum", "minimum",
     "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "abs",
-    "absolute", "real", "imag", "stop_gradient", "reshape", "transpose", "concatenate", "stack",
+    "absolute", "real", "imag", "stop_gradient", "reshape", "transpose", "permute_dims",
+    "concatenate", "concat", "stack",
     "sum", "max", "min", "amax", "amin", "dot_general",
 ]
 
@@ -503,6 +504,14 @@ def filled_like(a, value, dtype, fn: str):
     return library.xp.full(shape, value, dtype=dtype, device=device_of(below))
 
 
+def constant_in_library_of(constant: np.ndarray, a):
+    """A NumPy ``constant`` (indices, counts) as an array of ``a``'s library, on its device;
+    NumPy's for a traced ``a`` (as :func:`filled_like`'s)."""
+    below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
+    library = library_of(below)
+    return constant if library is NUMPY else library.from_numpy(constant, below)
+
+
 # --- elementwise ----------------------------------------------------------------------
 
 
@@ -803,6 +812,9 @@ def transpose(x, axes=None):
     return x if perm == tuple(range(ndim)) else first(bind(cached_op(Transpose, perm), x))
 
 
+permute_dims = transpose        # the Array API's name (NumPy 2's np.permute_dims is np.transpose)
+
+
 @implements(np.concatenate)
 def concatenate(arrays, axis=0):
     """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
@@ -826,6 +838,9 @@ def concatenate(arrays, axis=0):
     if len(arrays) == 1:
         return new_value(arrays[0])
     return first(bind(Concatenate(axis, tuple(shapes), dtype_name(dtype)), *arrays))
+
+
+concat = concatenate            # the Array API's name (NumPy 2's np.concat is np.concatenate)
 
 
 @implements(np.stack)

@@ -45,7 +45,8 @@ from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
                                               elementwise, first, is_foreign_array,
-                                              is_python_scalar, maximum, minimum, new_value,
+                                              is_python_scalar, maximum, minimum, multiply,
+                                              new_value,
                                               no_out, normalize_axes, normalize_axis, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
@@ -56,12 +57,14 @@ from primitives.tensor.ops.shape import BroadcastInDim
 
 __all__ = [
     "shape", "ndim", "size", "iscomplexobj", "isrealobj", "squeeze", "expand_dims",
-    "diag", "diagonal", "trace", "tril", "triu",
+    "diag", "diagflat", "vander", "diagonal", "trace", "tril", "triu", "trim_zeros",
     "flip", "fliplr", "flipud", "rot90", "roll",
-    "repeat", "tile",
+    "repeat", "tile", "resize",
     "split", "array_split", "hsplit", "vsplit", "dsplit",
-    "hstack", "vstack", "dstack", "column_stack", "row_stack", "append",
-    "broadcast_arrays", "moveaxis", "swapaxes", "rollaxis", "ravel", "atleast_1d",
+    "hstack", "vstack", "dstack", "column_stack", "row_stack", "block", "append", "insert",
+    "delete",
+    "broadcast_arrays", "moveaxis", "swapaxes", "matrix_transpose", "rollaxis", "ravel",
+    "unstack", "atleast_1d",
     "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
@@ -232,6 +235,74 @@ def diag(v, k: int = 0):
     end = start + (n - 1) * (size + 1) + 1 if n else size * size
     padded = first(bind(Pad((start,), (size * size - end,), (size if n else 0,), (n,)), v))
     return reshape(padded, (size, size))
+
+
+@implements(np.trim_zeros)
+def trim_zeros(filt, trim: str = "fb", axis=None):
+    """``np.trim_zeros``: ``filt`` without its leading (``"f"``) and trailing (``"b"``) slices
+    of zeros along ``axis`` (every axis for ``None``), found by reading its values (under
+    ``jit`` or ``vmap``: ``ConcretizationError``); the derivative goes to the entries kept.
+
+    >>> trim_zeros(np.array([0.0, 1.5, 0.0, 2.0, 0.0]))
+    array([1.5, 0. , 2. ])
+    """
+    filt = operand(filt, "trim_zeros")
+    shape = shape_of(filt)
+    if not shape:
+        raise TensorShapeError("trim_zeros: filt must be at least 1-d, got a 0-d array")
+    if not isinstance(trim, str) or not trim or set(trim.lower()) - set("fb"):
+        raise TensorTypeError(f"trim_zeros: unexpected character(s) in `trim`: {trim!r}")
+    nonzero = to_host(data_of(filt, "trim_zeros: reading filt (the result's shape depends on "
+                                    "its values)")) != 0
+    key = [slice(None)] * len(shape)
+    for ax in range(len(shape)) if axis is None else normalize_axes(axis, len(shape),
+                                                                        "trim_zeros"):
+        others = tuple(i for i in range(len(shape)) if i != ax)
+        hits = np.flatnonzero(np.any(nonzero, axis=others) if others else nonzero)
+        if not hits.size:
+            key[ax] = slice(0, 0)
+            continue
+        key[ax] = slice(int(hits[0]) if "f" in trim.lower() else 0,
+                        int(hits[-1]) + 1 if "b" in trim.lower() else shape[ax])
+    return getitem(filt, tuple(key))
+
+
+@implements(np.diagflat)
+def diagflat(v, k: int = 0):
+    """``np.diagflat``: the square 2-d array with the flattened ``v`` on its ``k``-th diagonal.
+
+    >>> diagflat(np.array([[1.0, 2.0]]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    return diag(ravel(operand(v, "diagflat")), _integer(k, "diagflat", "k"))
+
+
+@implements(np.vander)
+def vander(x, N=None, increasing: bool = False):
+    """``np.vander``: the columns ``x**(N-1), ..., x, 1`` (the other way with ``increasing``)
+    of a 1-d ``x``, in ``x``'s dtype promoted with NumPy's integer; made by multiplying by
+    ``x``, so the derivative is exact at ``x = 0`` too.
+
+    >>> vander(np.array([1.0, 2.0, 3.0]), 3)
+    array([[1., 1., 1.],
+           [4., 2., 1.],
+           [9., 3., 1.]])
+    """
+    x = operand(x, "vander")
+    if len(shape_of(x)) != 1:
+        raise TensorShapeError(f"vander: x must be a one-dimensional array or sequence, got "
+                               f"shape {shape_of(x)}")
+    n = shape_of(x)[0] if N is None else _integer(N, "vander", "N")
+    if n < 0:
+        raise TensorShapeError(f"vander: N must be non-negative, got {n}")
+    x = reshape(as_dtype(x, np.promote_types(dtype_of(x), np.int_)), (-1, 1))
+    if n == 0:
+        return getitem(x, (slice(None), slice(0, 0)))
+    columns = [where(True, np.ones((), dtype_of(x)), x)]        # x**0: 1, of x's shape
+    for _ in range(n - 1):
+        columns.append(multiply(columns[-1], x))
+    return concatenate(columns if increasing else columns[::-1], axis=1)
 
 
 @implements(np.trace)
@@ -423,6 +494,26 @@ def tile(A, reps):
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
     return reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+@implements(np.resize)
+def resize(a, new_shape):
+    """``np.resize``: the flattened ``a`` repeated (or cut) to fill ``new_shape``; zeros if
+    ``a`` is empty. Linear: each entry's derivative collects its copies'.
+
+    >>> resize(np.array([1.0, 2.0, 3.0]), (2, 2))
+    array([[1., 2.],
+           [3., 1.]])
+    """
+    a = operand(a, "resize")
+    shape = shape_tuple(new_shape, "resize")
+    if any(n < 0 for n in shape):
+        raise TensorShapeError(f"resize: all elements of `new_shape` must be non-negative, got "
+                               f"{shape}")
+    size = math.prod(shape_of(a))
+    if size == 0 or math.prod(shape) == 0:
+        return where(True, np.zeros(shape, dtype_of(a)), 0)         # NumPy's zeros: a constant
+    return reshape(take(reshape(a, (-1,)), np.resize(np.arange(size), math.prod(shape))), shape)
 
 
 @implements(np.broadcast_arrays)
@@ -748,6 +839,119 @@ def column_stack(tup):
     return _stack_along(arrays, 1, "column_stack")
 
 
+def _block_depth(value, index: tuple) -> int:
+    """The nesting depth of ``np.block``'s lists at ``arrays[index]``; NumPy's errors."""
+    if type(value) is tuple:
+        raise TensorTypeError(f"block: arrays{''.join(f'[{i}]' for i in index)} is a tuple. "
+                              "Only lists can be used to arrange blocks, and np.block does not "
+                              "allow implicit conversion from tuple to ndarray.")
+    if type(value) is not list:
+        return 0
+    if not value:
+        raise TensorShapeError(f"block: list at arrays{''.join(f'[{i}]' for i in index)} cannot "
+                               "be empty")
+    depths = {_block_depth(item, index + (i,)) for i, item in enumerate(value)}
+    if len(depths) != 1:
+        raise TensorShapeError(f"block: list depths are mismatched under arrays"
+                               f"{''.join(f'[{i}]' for i in index)}")
+    return depths.pop() + 1
+
+
+def _block_leaves(value) -> list:
+    return [leaf for item in value for leaf in _block_leaves(item)] \
+        if type(value) is list else [value]
+
+
+@implements(np.block)
+def block(arrays):
+    """``np.block``: one array assembled from nested lists of blocks, the innermost lists
+    concatenated along the last axis, the next ones along the axis before, and so on; each
+    block first gets leading axes of size one up to the result's dimension (the larger of
+    the nesting depth and the blocks' dimensions). Differentiable in every block.
+
+    >>> block([[np.eye(2), np.zeros((2, 1))], [np.ones((1, 2)), 2.0]])
+    array([[1., 0., 0.],
+           [0., 1., 0.],
+           [1., 1., 2.]])
+    """
+    depth = _block_depth(arrays, ())
+
+    def leaf(value):          # a Python number is an array (of float64...), as NumPy's
+        return np.asarray(value) if is_python_scalar(value) else operand(value, "block")
+    ndim = max([depth] + [len(shape_of(leaf(x))) for x in _block_leaves(arrays)])
+
+    def assemble(value, level: int):
+        if level == depth:
+            x = leaf(value)
+            return reshape(x, (1,) * (ndim - len(shape_of(x))) + shape_of(x))
+        return _concatenate([assemble(item, level + 1) for item in value], level - depth,
+                            "block")
+    return copy(assemble(arrays, 0)) if depth == 0 else assemble(arrays, 0)
+
+
+def _static_positions(obj, fn: str):
+    """``insert``'s or ``delete``'s ``obj`` as NumPy takes it: a slice, a number or a sequence
+    as given; a tensor, traced value or other library's array read now (the result's shape
+    depends on it: a ``ConcretizationError`` under ``jit`` or ``vmap``)."""
+    if isinstance(obj, Frontend) or is_foreign_array(obj):
+        return to_host(data_of(obj, f"{fn}: reading obj (the result's shape depends on it)"))
+    return obj
+
+
+def _positions_error(error: Exception) -> type:
+    """The TiduError for NumPy's error laying out ``insert``'s or ``delete``'s positions."""
+    if isinstance(error, IndexError):
+        return TensorIndexError
+    return TensorTypeError if isinstance(error, TypeError) else TensorShapeError
+
+
+@implements(np.delete)
+def delete(arr, obj, axis=None):
+    """``np.delete``: ``arr`` without the slices along ``axis`` (the entries of the flattened
+    ``arr`` for ``None``) that ``obj`` selects (an integer, a slice, integers or a boolean
+    mask, read now); the derivative goes to the entries kept.
+
+    >>> delete(np.arange(5.0), [0, 3])
+    array([1., 2., 4.])
+    """
+    arr = operand(arr, "delete")
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = normalize_axis(axis, len(shape_of(arr)), "delete")
+    obj = _static_positions(obj, "delete")
+    try:
+        kept = np.delete(np.arange(shape_of(arr)[axis]), obj)
+    except (IndexError, ValueError, TypeError) as error:
+        raise _positions_error(error)(f"delete: {error}") from None
+    return take(arr, kept, axis=axis)
+
+
+@implements(np.insert)
+def insert(arr, obj, values, axis=None):
+    """``np.insert``: ``values`` inserted into ``arr`` before the positions ``obj`` (read now)
+    along ``axis`` (into the flattened ``arr`` for ``None``), laid out as NumPy lays them out
+    (a scalar ``obj`` inserts ``values`` as one block, a sequence one slice per position)
+    and cast to ``arr``'s dtype; differentiable in ``arr`` and ``values``.
+
+    >>> insert(np.arange(3.0), 1, [10.0, 20.0])
+    array([ 0., 10., 20.,  1.,  2.])
+    """
+    arr, values = operand(arr, "insert"), operand(values, "insert")
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = normalize_axis(axis, len(shape_of(arr)), "insert")
+    n, m = math.prod(shape_of(arr)), math.prod(shape_of(values))
+    obj = _static_positions(obj, "insert")
+    # NumPy's layout of the entries' positions in [arr.ravel(), values.ravel()]
+    try:
+        layout = np.insert(np.arange(n).reshape(shape_of(arr)), obj,
+                           np.arange(n, n + m).reshape(shape_of(values)), axis=axis)
+    except (IndexError, ValueError, TypeError) as error:
+        raise _positions_error(error)(f"insert: {error}") from None
+    source = concatenate([reshape(arr, (-1,)), reshape(as_dtype(values, dtype_of(arr)), (-1,))])
+    return take(source, layout)
+
+
 @implements(np.append)
 def append(arr, values, axis=None):
     """``np.append``: ``values`` concatenated after ``arr`` along ``axis`` (both flattened if
@@ -798,6 +1002,21 @@ def swapaxes(a, axis1: int, axis2: int):
     return transpose(a, order)
 
 
+@implements(np.matrix_transpose, np.linalg.matrix_transpose)
+def matrix_transpose(x, /):
+    """``np.matrix_transpose`` (the Array API's, also ``np.linalg``'s): ``x`` with its last two
+    axes swapped; ``x`` must be at least 2-d.
+
+    >>> matrix_transpose(np.zeros((4, 2, 3))).shape
+    (4, 3, 2)
+    """
+    x = operand(x, "matrix_transpose")
+    if len(shape_of(x)) < 2:
+        raise TensorShapeError(f"matrix_transpose: input array must be at least 2-dimensional, "
+                               f"got shape {shape_of(x)}")
+    return swapaxes(x, -1, -2)
+
+
 @implements(np.rollaxis)
 def rollaxis(a, axis: int, start: int = 0):
     """``np.rollaxis``: ``axis`` moved to lie before ``start`` (prefer :func:`moveaxis`)."""
@@ -823,6 +1042,22 @@ def ravel(a, order: str = "C"):
     if order != "C":
         raise TensorNotSupportedError(f"ravel: order {order!r} is not supported (only 'C')")
     return reshape(operand(a, "ravel"), (-1,))
+
+
+@implements(np.unstack)
+def unstack(x, /, *, axis: int = 0) -> tuple:
+    """``np.unstack`` (the Array API's): the tuple of ``x``'s slices along ``axis``, the inverse
+    of :func:`stack`.
+
+    >>> unstack(np.arange(4.0).reshape(2, 2), axis=1)
+    (array([0., 2.]), array([1., 3.]))
+    """
+    x = operand(x, "unstack")
+    shape = shape_of(x)
+    if not shape:
+        raise TensorShapeError("unstack: input array must be at least 1-d, got a 0-d array")
+    axis = normalize_axis(axis, len(shape), "unstack")
+    return tuple(getitem(x, (slice(None),) * axis + (i,)) for i in range(shape[axis]))
 
 
 # --- copies ----------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
-                                              first, greater, imag, less, less_equal, maximum,
+                                              first, greater, greater_equal, imag, less, less_equal, maximum,
                                               minimum, multiply, negative, operand, power, real,
                                               reshape, result_dtype, subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
@@ -344,8 +344,89 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
 __all__ += [  # the names not declared with _unary or _binary
     "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "angle", "pow", "true_divide",
     "sign", "clip", "copysign", "mod", "round", "around", "nan_to_num", "interp", "polyval",
-    "real_if_close", "bitwise_not", "bitwise_invert",
+    "real_if_close", "bitwise_not", "bitwise_invert", "heaviside", "ldexp", "divmod", "modf",
+    "fix",
 ]
+
+
+@implements(np.fix)
+def fix(x):
+    """``np.fix``: rounding toward zero (``floor`` of the non-negative entries, ``ceil`` of
+    the others), in ``x``'s dtype as NumPy's; derivative zero (piecewise constant).
+
+    >>> fix(np.array([2.7, -2.7]))
+    array([ 2., -2.])
+    """
+    x = operand(x, "fix")
+    return where(greater_equal(x, 0), floor(x), ceil(x))
+
+
+@implements(np.heaviside)
+def heaviside(x1, x2):
+    """``np.heaviside``: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN
+    where ``x1`` is NaN), real only. Piecewise constant in ``x1`` (derivative 0, as JAX's);
+    the derivative in ``x2`` goes to the entries where ``x1 == 0``.
+
+    >>> heaviside(np.array([-1.5, 0.0, 2.0]), 0.5)
+    array([0. , 0.5, 1. ])
+    """
+    x1, x2 = operand(x1, "heaviside"), operand(x2, "heaviside")
+    dtype = _computing_dtype(np.heaviside, "heaviside", result_dtype(x1, x2))
+    x1, x2 = as_dtype(x1, dtype), as_dtype(x2, dtype)
+    step = where(less(x1, 0), 0, where(greater(x1, 0), 1, x2))
+    return where(isnan(x1), np.nan, step)
+
+
+@implements(np.ldexp)
+def ldexp(x1, x2):
+    """``np.ldexp``: ``x1 * 2**x2`` for integer exponents ``x2`` (not differentiated); the
+    derivative in ``x1`` is ``2**x2``.
+
+    >>> ldexp(np.array([0.75, -1.0]), np.array([2, -1]))
+    array([ 3. , -0.5])
+    """
+    x1, x2 = operand(x1, "ldexp"), operand(x2, "ldexp")
+    if dtype_of(x2).kind not in "biu":
+        raise TensorTypeError(f"ldexp: the exponents x2 must be integers, got {dtype_of(x2)} "
+                              "values (as NumPy's ldexp)")
+    try:
+        dtype = numpy_result_dtype(np.ldexp, dtype_of(x1), dtype_of(x2))
+    except TypeError:
+        raise TensorTypeError(f"ldexp: inputs of dtypes {dtype_of(x1)} and {dtype_of(x2)} are "
+                              "not supported (NumPy's ldexp has no loop for them)") from None
+    # 2**x2 in two halves, so that 2**x2 alone may overflow where the result does not
+    half = elementwise(ew.floor_divide, as_dtype(x2, np.int64), np.int64(2))
+    rest = subtract(as_dtype(x2, np.int64), half)
+    twos = [exp2(as_dtype(k, dtype)) for k in (half, rest)]
+    return multiply(multiply(as_dtype(x1, dtype), twos[0]), twos[1])
+
+
+@implements(np.divmod)
+def divmod(x1, x2):
+    """``np.divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``, each differentiated as
+    those are.
+
+    >>> divmod(np.array([7.0, -7.0]), 2.0)
+    (array([ 3., -4.]), array([1., 1.]))
+    """
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+@implements(np.modf)
+def modf(x):
+    """``np.modf``: the fractional and integral parts of ``x``, both with ``x``'s sign (real
+    only); derivatives 1 and 0.
+
+    >>> modf(np.array([2.5, -0.25, np.inf]))
+    (array([ 0.5 , -0.25,  0.  ]), array([  2.,  -0.,  inf]))
+    """
+    x = operand(x, "modf")
+    dtype = _computing_dtype(np.modf, "modf", dtype_of(x))
+    x = as_dtype(x, dtype)
+    finite = where(isinf(x), 0, x)                      # no inf - inf: the fraction is 0
+    fraction = subtract(finite, trunc(finite))
+    # NumPy's zero fractions carry x's sign (-0.0 for -2.0 and -inf)
+    return where(logical_and(equal(fraction, 0), signbit(x)), -0.0, fraction), trunc(x)
 
 
 @implements(np.interp)

@@ -35,14 +35,16 @@ from primitives.tensor.core import Frontend, bind, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (broadcast_shapes, broadcast_to, conj, dot_general,
+from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to, concatenate,
+                                              conj, divide, dot_general,
                                               dot_general_of_promoted, first, multiply, negative, normalize_axis, operand,
                                               promoted, reshape, stack, subtract, sum, transpose)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
 
-__all__ = ["matmul", "dot", "tensordot", "outer", "einsum", "inner", "vdot", "kron", "cross",
-           "convolve", "correlate"]
+__all__ = ["matmul", "matvec", "vecmat", "vecdot", "dot", "tensordot", "outer", "einsum",
+           "inner", "vdot", "kron", "cross", "convolve", "correlate", "polyadd", "polysub",
+           "polymul", "polyder", "polyint"]
 
 
 def _array(x, fn: str):
@@ -52,7 +54,7 @@ def _array(x, fn: str):
     return x if isinstance(x, Frontend) else as_array(x)
 
 
-@implements(np.matmul)
+@implements(np.matmul, np.linalg.matmul)
 def matmul(x, y):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
     (x, y), dtype = promoted(x, y)
@@ -79,6 +81,73 @@ def matmul(x, y):
     return dot_general(x, y, (((nb + 1,), (nb,)), (batch_axes, batch_axes)))
 
 
+def _core_last(x, axis, fn: str):
+    """``x`` with its axis ``axis`` (a gufunc's core axis) moved last."""
+    x = operand(x, fn)
+    if not shape_of(x):
+        raise TensorShapeError(f"{fn}: operands must be at least 1-d, got a 0-d array")
+    ndim = len(shape_of(x))
+    axis = normalize_axis(axis, ndim, fn)
+    return x if axis == ndim - 1 else transpose(
+        x, [i for i in range(ndim) if i != axis] + [axis])
+
+
+def _same_size(fn: str, n1: int, n2: int, shapes: tuple) -> None:
+    if n1 != n2:
+        raise TensorShapeError(f"{fn}: shapes {shapes[0]} and {shapes[1]} do not match: the "
+                               f"contracted axes have sizes {n1} and {n2}")
+
+
+@implements(np.vecdot, np.linalg.vecdot)
+def vecdot(x1, x2, /, *, axis: int = -1):
+    """``np.vecdot`` (the Array API's, also ``np.linalg``'s): ``sum(conj(x1) * x2)`` along
+    ``axis``, the other axes broadcast; antilinear in ``x1`` (as ``vdot``).
+
+    >>> vecdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
+    array([3., 7.])
+    """
+    shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
+    (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
+    _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
+    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])),
+                 reshape(x2, shape_of(x2) + (1,)))
+    return reshape(out, shape_of(out)[:-2])
+
+
+@implements(np.matvec)
+def matvec(x1, x2, /):
+    """``np.matvec`` (NumPy 2.2): the matrix-vector products of the matrices ``x1`` (last two
+    axes) and the vectors ``x2`` (last axis), the other axes broadcast.
+
+    >>> matvec(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
+    array([-1., -1.])
+    """
+    x1, x2 = operand(x1, "matvec"), operand(x2, "matvec")
+    if len(shape_of(x1)) < 2 or not shape_of(x2):
+        raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
+                               f"shapes {shape_of(x1)} and {shape_of(x2)}")
+    _same_size("matvec", shape_of(x1)[-1], shape_of(x2)[-1], (shape_of(x1), shape_of(x2)))
+    out = matmul(x1, reshape(x2, shape_of(x2) + (1,)))
+    return reshape(out, shape_of(out)[:-1])
+
+
+@implements(np.vecmat)
+def vecmat(x1, x2, /):
+    """``np.vecmat`` (NumPy 2.2): the vector-matrix products of the conjugated vectors ``x1``
+    (last axis) and the matrices ``x2`` (last two axes), the other axes broadcast.
+
+    >>> vecmat(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([-2., -2.])
+    """
+    x1, x2 = operand(x1, "vecmat"), operand(x2, "vecmat")
+    if not shape_of(x1) or len(shape_of(x2)) < 2:
+        raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
+                               f"shapes {shape_of(x1)} and {shape_of(x2)}")
+    _same_size("vecmat", shape_of(x1)[-1], shape_of(x2)[-2], (shape_of(x1), shape_of(x2)))
+    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])), x2)
+    return reshape(out, shape_of(out)[:-2] + shape_of(out)[-1:])
+
+
 @implements(np.dot)
 def dot(a, b):
     """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
@@ -94,7 +163,7 @@ def dot(a, b):
     return dot_general(a, b, (((a_axis,), (b_axis,)), ((), ())))
 
 
-@implements(np.tensordot)
+@implements(np.tensordot, np.linalg.tensordot)
 def tensordot(a, b, axes=2):
     """``np.tensordot``."""
     a, b = _array(a, "tensordot"), _array(b, "tensordot")
@@ -438,3 +507,100 @@ def correlate(a, v, mode: str = "valid"):
     if shape_of(v)[0] > shape_of(a)[0]:       # as NumPy: the longer first, then undone
         return conj(getitem(convolve(v, getitem(conj(a), reverse), mode), reverse))
     return convolve(a, getitem(conj(v), reverse), mode)
+
+
+# --- polynomial arithmetic on coefficient arrays (highest power first, as np.polyval's) ------
+
+
+def _coefficients(p, fn: str):
+    """``p`` as a 1-d coefficient array (NumPy's ``atleast_1d``)."""
+    p = _array(p, fn)
+    if len(shape_of(p)) > 1:
+        raise TensorShapeError(f"{fn}: coefficients must be a 1-d array, got shape "
+                               f"{shape_of(p)}")
+    return reshape(p, (-1,)) if not shape_of(p) else p
+
+
+def _aligned(a1, a2, fn: str):
+    """The coefficients of ``a1`` and ``a2`` padded at the front to one length."""
+    a1, a2 = _coefficients(a1, fn), _coefficients(a2, fn)
+    n1, n2 = shape_of(a1)[0], shape_of(a2)[0]
+    return pad(a1, [(builtins.max(n2 - n1, 0), 0)]), pad(a2, [(builtins.max(n1 - n2, 0), 0)])
+
+
+@implements(np.polyadd)
+def polyadd(a1, a2):
+    """``np.polyadd``: the coefficients of the sum of two polynomials; linear in both.
+
+    >>> polyadd(np.array([1.0, 2.0]), np.array([3.0, 0.0, 1.0]))
+    array([3., 1., 3.])
+    """
+    return add(*_aligned(a1, a2, "polyadd"))
+
+
+@implements(np.polysub)
+def polysub(a1, a2):
+    """``np.polysub``: the coefficients of ``a1 - a2``; linear in both.
+
+    >>> polysub(np.array([1.0, 2.0]), np.array([3.0, 0.0, 1.0]))
+    array([-3.,  1.,  1.])
+    """
+    return subtract(*_aligned(a1, a2, "polysub"))
+
+
+@implements(np.polymul)
+def polymul(a1, a2):
+    """``np.polymul``: the coefficients of the product (:func:`convolve`); bilinear.
+
+    >>> polymul(np.array([1.0, 1.0]), np.array([1.0, -1.0]))
+    array([ 1.,  0., -1.])
+    """
+    return convolve(_coefficients(a1, "polymul"), _coefficients(a2, "polymul"))
+
+
+def _order(m, fn: str, what: str) -> int:
+    try:
+        m = operator.index(m)
+    except TypeError:
+        raise TensorTypeError(f"{fn}: the order m must be an integer, got {m!r}") from None
+    if m < 0:
+        raise TensorShapeError(f"{fn}: Order of {what} must be positive, got {m}")
+    return m
+
+
+@implements(np.polyder)
+def polyder(p, m: int = 1):
+    """``np.polyder``: the coefficients of the ``m``-th derivative; linear in ``p``.
+
+    >>> polyder(np.array([1.0, 2.0, 3.0]))
+    array([2., 2.])
+    """
+    m = _order(m, "polyder", "derivative")
+    p = _coefficients(p, "polyder")
+    for _ in range(m):
+        n = shape_of(p)[0] - 1
+        p = multiply(getitem(p, slice(None, -1)), np.arange(n, 0, -1))
+    return p
+
+
+@implements(np.polyint)
+def polyint(p, m: int = 1, k=None):
+    """``np.polyint``: the coefficients of the ``m``-th antiderivative, the integration
+    constants ``k`` (zeros by default; one for all orders, or one per order) last;
+    differentiable in ``p`` and ``k``.
+
+    >>> polyint(np.array([3.0, 2.0]), k=1.0)
+    array([1.5, 2. , 1. ])
+    """
+    m = _order(m, "polyint", "integral")
+    k = np.zeros(m) if k is None else _coefficients(k, "polyint")
+    if shape_of(k)[0] == 1 and m > 1:
+        k = multiply(getitem(k, 0), np.ones(m))
+    if shape_of(k)[0] < m:
+        raise TensorShapeError("polyint: k must be a scalar or a rank-1 array of length 1 or "
+                               f">m, got length {shape_of(k)[0]} for m={m}")
+    p = _coefficients(p, "polyint") if m else _array(p, "polyint")
+    for i in range(m):
+        n = shape_of(p)[0]
+        p = concatenate([divide(p, np.arange(n, 0, -1)), reshape(getitem(k, i), (1,))])
+    return p

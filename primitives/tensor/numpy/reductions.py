@@ -32,17 +32,18 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of
+from primitives.tensor.backends import NUMPY, library_of, to_host
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
-from primitives.tensor.errors import (TensorNotSupportedError,
+from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from primitives.tensor.numpy.dispatch import carries_gradient, implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
-                                              concatenate, conj, divide, dtype_name, equal,
+                                              concatenate, constant_in_library_of, conj, divide, dtype_name, equal,
                                               filled_like, first, float_dtype, greater,
                                               is_python_scalar, masked, max, maximum, min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
@@ -50,20 +51,24 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
-from primitives.tensor.numpy.manipulation import diagonal, squeeze
+from primitives.tensor.numpy.manipulation import diagonal, pad, squeeze
 from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
-                                               logical_not, logical_or, round as round_, sign)
+                                               logical_not, logical_or, remainder,
+                                               round as round_, sign)
 from primitives.tensor.numpy.products import matmul
-from primitives.tensor.ops.indexing import Gather
+from primitives.tensor.ops.indexing import Gather, ScatterAdd
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
                                           sqrt_zero_slope_at_zero)
 from primitives.tensor.ops.scan import Argpartition, Argsort, Cumprod, Cumsum, PartitionOrder, Sort
 
-__all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "diff", "gradient", "var", "std",
+__all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
+           "diff", "ediff1d", "unwrap", "digitize", "gradient", "var", "std",
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
-           "sort", "argsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "argmax", "argmin",
+           "isin", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+           "union1d", "intersect1d", "setdiff1d", "setxor1d", "bincount",
            "median",
            "quantile", "percentile", "all", "any", "cov", "corrcoef", "trapezoid"]
 
@@ -221,6 +226,48 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return first(bind(Cumprod(axis, shape_of(x), dtype_of(x).name), x))
 
 
+def _cumulative(scan, a, axis, dtype, out, include_initial: bool, fn: str, start: int):
+    """The Array API's cumulative ``scan`` (:func:`cumsum`, :func:`cumprod`): ``axis`` may be
+    left out for a 0-d or 1-d ``a`` only; with ``include_initial`` the result starts with
+    ``start`` (the empty sum or product) along ``axis``."""
+    no_out(out, fn)
+    x = operand(a, fn)
+    ndim = len(shape_of(x))
+    if axis is None:
+        if ndim > 1:
+            raise TensorShapeError(f"{fn}: for arrays which have more than one dimension the "
+                                   "axis argument is required")
+        axis = 0
+    result = scan(x, axis, dtype)
+    if not include_initial:
+        return result
+    widths = [(0, 0)] * len(shape_of(result))
+    widths[normalize_axis(axis, len(widths), fn)] = (1, 0)
+    return pad(result, widths, constant_values=start)
+
+
+@implements(np.cumulative_sum)
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial: bool = False):
+    """``np.cumulative_sum`` (the Array API's :func:`cumsum`): ``axis`` is required for arrays
+    of more than one dimension; ``include_initial`` starts the sums with 0.
+
+    >>> cumulative_sum(np.array([1.0, 2.0, 3.0]), include_initial=True)
+    array([0., 1., 3., 6.])
+    """
+    return _cumulative(cumsum, x, axis, dtype, out, include_initial, "cumulative_sum", 0)
+
+
+@implements(np.cumulative_prod)
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial: bool = False):
+    """``np.cumulative_prod`` (the Array API's :func:`cumprod`): ``axis`` is required for arrays
+    of more than one dimension; ``include_initial`` starts the products with 1.
+
+    >>> cumulative_prod(np.array([2.0, 0.5, 3.0]), include_initial=True)
+    array([1., 2., 1., 3.])
+    """
+    return _cumulative(cumprod, x, axis, dtype, out, include_initial, "cumulative_prod", 1)
+
+
 @implements(np.diff)
 def diff(a, n: int = 1, axis: int = -1, prepend=NO_VALUE, append=NO_VALUE):
     """``np.diff``: ``n``-th differences along ``axis``, after joining ``prepend`` and
@@ -255,6 +302,86 @@ def diff(a, n: int = 1, axis: int = -1, prepend=NO_VALUE, append=NO_VALUE):
     for _ in range(n):
         x = step(getitem(x, later), getitem(x, earlier))
     return x
+
+
+@implements(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    """``np.ediff1d``: the differences of the flattened ``ary``, with ``to_begin`` before and
+    ``to_end`` after (cast to ``ary``'s dtype, as NumPy's); linear in each.
+
+    >>> ediff1d(np.array([1.0, 4.0, 9.0]), to_begin=-1.0)
+    array([-1.,  3.,  5.])
+    """
+    ary = reshape(operand(ary, "ediff1d"), (-1,))
+    dtype = dtype_of(ary)
+    if dtype.kind == "b":
+        raise TensorTypeError("ediff1d: boolean input is not supported (NumPy's subtract has "
+                              "no boolean loop)")
+    parts = [subtract(getitem(ary, slice(1, None)), getitem(ary, slice(None, -1)))]
+    for name, extra, where_ in (("to_begin", to_begin, 0), ("to_end", to_end, 1)):
+        if extra is None:
+            continue
+        extra = reshape(operand(extra, "ediff1d"), (-1,))
+        if not np.can_cast(dtype_of(extra), dtype, "same_kind"):
+            raise TensorTypeError(f"ediff1d: dtype of `{name}` must be compatible with input "
+                                  f"`ary` under the `same_kind` rule")
+        parts.insert(0 if where_ == 0 else len(parts), as_dtype(extra, dtype))
+    return concatenate(parts)
+
+
+@implements(np.unwrap)
+def unwrap(p, discont=None, axis: int = -1, *, period=2 * np.pi):
+    """``np.unwrap``: ``p`` with the jumps between neighbours along ``axis`` larger than
+    ``max(discont, period/2)`` replaced by their ``period`` complement, as NumPy computes it.
+    The corrections are piecewise constant: the derivative is the identity.
+
+    >>> unwrap(np.array([0.0, 3.0, 6.5]))
+    array([0.        , 3.        , 0.21681469])
+    """
+    p = operand(p, "unwrap")
+    axis = normalize_axis(axis, len(shape_of(p)), "unwrap")
+    dd = diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    dtype = np.result_type(dtype_of(dd), period)
+    if dtype.kind in "iu":
+        high, rem = builtins.divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    ddmod = add(remainder(subtract(dd, low), period), low)
+    if ambiguous:
+        ddmod = where(logical_and(equal(ddmod, low), greater(dd, 0)), high, ddmod)
+    correction = where(less(abs(dd), discont), 0, subtract(ddmod, dd))
+    widths = [(0, 0)] * len(shape_of(p))
+    widths[axis] = (1, 0)
+    return add(as_dtype(p, dtype), pad(cumsum(correction, axis=axis), widths))
+
+
+@implements(np.digitize)
+def digitize(x, bins, right: bool = False):
+    """``np.digitize``: the index of the bin of ``bins`` (increasing or decreasing, read now)
+    each entry of ``x`` falls in, by :func:`searchsorted`, so ``x`` may be traced (``jit``,
+    ``vmap``); an integer result, not differentiated.
+
+    >>> digitize(np.array([0.2, 6.4, 3.0]), np.array([0.0, 1.0, 2.5, 4.0]))
+    array([1, 4, 3])
+    """
+    x = operand(x, "digitize")
+    if dtype_of(x).kind == "c":
+        raise TensorTypeError("digitize: x may not be complex")
+    edges = to_host(data_of(operand(bins, "digitize"), "digitize: reading bins (whether they "
+                                                       "increase or decrease)"))
+    if edges.ndim != 1:
+        raise TensorShapeError(f"digitize: bins must be 1-dimensional, got shape {edges.shape}")
+    steps = np.diff(edges)
+    side = "left" if right else "right"
+    if np.all(steps >= 0):
+        return searchsorted(edges, x, side=side)
+    if np.all(steps <= 0):
+        return subtract(np.intp(edges.shape[0]), searchsorted(edges[::-1], x, side=side))
+    raise TensorShapeError("digitize: bins must be monotonically increasing or decreasing")
 
 
 def _gradient_axes(axis, ndim: int) -> tuple:
@@ -946,6 +1073,39 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return first(bind(Argsort(axis, kind), x))
 
 
+@implements(np.lexsort)
+def lexsort(keys, axis: int = -1):
+    """``np.lexsort``: the indices sorting by the last key, ties broken by the one before,
+    and so on (stable sorts from the first key to the last, so ``jit`` and ``vmap`` take
+    traced keys); integer indices, not differentiated.
+
+    >>> lexsort((np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 0.0])))
+    array([2, 1, 0])
+    """
+    if isinstance(keys, (list, tuple)):
+        keys = [operand(k, "lexsort") for k in keys]
+    else:
+        keys = operand(keys, "lexsort")
+        keys = [getitem(keys, i) for i in range(shape_of(keys)[0])] if shape_of(keys) else []
+    if not keys:
+        raise TensorShapeError("lexsort: need sequence of keys with len > 0")
+    shape = shape_of(keys[0])
+    if builtins.any(shape_of(k) != shape for k in keys):
+        raise TensorShapeError(f"lexsort: all keys need to be the same shape, got "
+                               f"{[shape_of(k) for k in keys]}")
+    if not shape:
+        raise TensorShapeError("lexsort: the keys must be at least 1-d (NumPy's axis -1)")
+    axis = normalize_axis(axis, len(shape), "lexsort")
+    for k in keys:
+        _real_only(k, "lexsort")
+    order = None
+    for key in keys:                    # least significant first: each stable sort keeps ties
+        permuted = key if order is None else _take_along(key, order, axis)
+        step = argsort(permuted, axis=axis, kind="stable")
+        order = step if order is None else _take_along(order, step, axis)
+    return order
+
+
 @implements(np.searchsorted)
 def searchsorted(a, v, side="left", sorter=None):
     """``np.searchsorted``: where ``v``'s entries would go in the sorted 1-d ``a`` to keep it
@@ -959,15 +1119,15 @@ def searchsorted(a, v, side="left", sorter=None):
     """
     if side not in ("left", "right"):
         raise TensorShapeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if len(shape_of(operand(a, "searchsorted"))) != 1:      # (NumPy's own: "object too deep")
+        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
+                               f"{shape_of(operand(a, 'searchsorted'))}")
     given = (a, v, sorter)
     known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
     if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
                     for k, x in zip(known, given)):
         return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
     a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
-    if len(shape_of(a)) != 1:
-        raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
-                               f"{shape_of(a)}")
     if "c" in (dtype_of(a).kind, dtype_of(v).kind):
         raise TensorNotSupportedError("searchsorted: complex values are not supported under "
                                       "jit or vmap")
@@ -976,6 +1136,236 @@ def searchsorted(a, v, side="left", sorter=None):
     v = reshape(v, shape_of(v) + (1,))
     before = _sorts_before(a, v) if side == "left" else logical_not(_sorts_before(v, a))
     return sum(before, axis=-1, dtype=np.intp)
+
+
+@implements(np.isin)
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,
+         kind=None):
+    """``np.isin``: whether each entry of ``element`` equals some entry of ``test_elements``
+    (NaN equals nothing), by comparisons, so ``jit`` and ``vmap`` take traced arguments; a
+    boolean result, not differentiated.
+
+    >>> isin(np.array([1.0, 2.0, np.nan]), [2.0, np.nan])
+    array([False,  True, False])
+    """
+    element, tests = operand(element, "isin"), operand(test_elements, "isin")
+    shape = shape_of(element)
+    hits = any(equal(reshape(element, shape + (1,)),
+                     reshape(tests, (1,) * len(shape) + (-1,))), axis=-1)
+    return logical_not(hits) if invert else hits
+
+
+class UniqueAllResult(NamedTuple):
+    """:func:`unique_all`'s result (NumPy's fields)."""
+
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    """:func:`unique_counts`'s result (NumPy's fields)."""
+
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    """:func:`unique_inverse`'s result (NumPy's fields)."""
+
+    values: Any
+    inverse_indices: Any
+
+
+def _read_for_unique(x, fn: str):
+    """``x`` as an operand and its values on the host: the result's shape depends on them
+    (a ``ConcretizationError`` under ``jit`` and ``vmap``)."""
+    x = operand(x, fn)
+    return x, to_host(data_of(x, f"{fn}: reading the values (the result's shape depends on "
+                                 "them)"))
+
+
+@implements(np.unique)
+def unique(ar, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis=None, *, equal_nan: bool = True,
+           sorted: bool = True):
+    """``np.unique``: the distinct values (slices along ``axis``), read now (under ``jit``
+    or ``vmap``: ``ConcretizationError``), and NumPy's indices, inverse and counts. The
+    values are differentiable: each one's derivative goes to its first occurrence (as
+    JAX's); the indices and counts are not.
+
+    >>> unique(np.array([3.0, 1.0, 3.0]), return_counts=True)
+    (array([1., 3.]), array([1, 2]))
+    """
+    x, data = _read_for_unique(ar, "unique")
+    if axis is None:
+        x = reshape(x, (-1,))
+    else:
+        axis = normalize_axis(axis, len(shape_of(x)), "unique")
+    try:
+        found = np.unique(data, return_index=True, return_inverse=return_inverse,
+                          return_counts=return_counts, axis=axis, equal_nan=equal_nan,
+                          sorted=sorted)
+    except (TypeError, ValueError) as error:
+        raise TensorTypeError(f"unique: {error}") from None
+    values = take(x, found[1], axis=0 if axis is None else axis)
+    extra = [constant_in_library_of(found[1], x)] if return_index else []
+    extra += [constant_in_library_of(f, x) for f in found[2:]]
+    return (values, *extra) if extra else values
+
+
+def _unique_all(x, fn: str):
+    """``np.unique_all`` of ``x``'s values (read now) with the values taken from ``x``."""
+    x, data = _read_for_unique(x, fn)
+    found = np.unique_all(data)
+    values = take(reshape(x, (-1,)), found.indices)
+    return values, *(constant_in_library_of(f, x) for f in found[1:])
+
+
+@implements(np.unique_values)
+def unique_values(x, /):
+    """``np.unique_values`` (the Array API's :func:`unique`, NaNs kept apart), read now; the
+    values are differentiable, each at its first occurrence.
+
+    >>> unique_values(np.array([2.0, 1.0, 2.0]))
+    array([1., 2.])
+    """
+    return _unique_all(x, "unique_values")[0]
+
+
+@implements(np.unique_counts)
+def unique_counts(x, /) -> UniqueCountsResult:
+    """``np.unique_counts``: the distinct values (differentiable) and their counts.
+
+    >>> unique_counts(np.array([2.0, 1.0, 2.0])).counts
+    array([1, 2])
+    """
+    values, _, _, counts = _unique_all(x, "unique_counts")
+    return UniqueCountsResult(values, counts)
+
+
+@implements(np.unique_inverse)
+def unique_inverse(x, /) -> UniqueInverseResult:
+    """``np.unique_inverse``: the distinct values (differentiable) and where each entry of
+    ``x`` is among them (of ``x``'s shape).
+
+    >>> unique_inverse(np.array([2.0, 1.0, 2.0])).inverse_indices
+    array([1, 0, 1])
+    """
+    values, _, inverse, _ = _unique_all(x, "unique_inverse")
+    return UniqueInverseResult(values, inverse)
+
+
+@implements(np.unique_all)
+def unique_all(x, /) -> UniqueAllResult:
+    """``np.unique_all``: the distinct values (differentiable), their first indices, the
+    inverse and the counts.
+
+    >>> unique_all(np.array([2.0, 1.0, 2.0])).indices
+    array([1, 0])
+    """
+    return UniqueAllResult(*_unique_all(x, "unique_all"))
+
+
+def _set_values(values: np.ndarray, arrays: list, fn: str):
+    """The entries ``values`` (distinct, found in ``arrays``' values) taken from ``arrays``
+    flattened and concatenated, each at its first occurrence: the derivative goes there."""
+    operands, datas = zip(*(_read_for_unique(a, fn) for a in arrays))
+    source = concatenate([reshape(x, (-1,)) for x in operands])
+    distinct, first_at = np.unique(np.concatenate([d.reshape(-1) for d in datas]),
+                                   return_index=True)
+    return take(source, first_at[np.searchsorted(distinct, values)].astype(np.intp))
+
+
+def _set_data(arrays, fn: str) -> list:
+    return [to_host(data_of(operand(a, fn), f"{fn}: reading the values (the result's shape "
+                                            "depends on them)")) for a in arrays]
+
+
+@implements(np.union1d)
+def union1d(ar1, ar2):
+    """``np.union1d``: the sorted distinct values of both arrays, read now; each value's
+    derivative goes to its first occurrence (in ``ar1``, then ``ar2``).
+
+    >>> union1d(np.array([3.0, 1.0]), np.array([2.0, 3.0]))
+    array([1., 2., 3.])
+    """
+    return _set_values(np.union1d(*_set_data((ar1, ar2), "union1d")), [ar1, ar2], "union1d")
+
+
+@implements(np.intersect1d)
+def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False):
+    """``np.intersect1d``: the sorted values in both arrays, read now, differentiated in
+    ``ar1`` (each value's first occurrence there); NumPy's indices with ``return_indices``.
+
+    >>> intersect1d(np.array([3.0, 1.0, 2.0]), np.array([2.0, 3.0, 5.0]))
+    array([2., 3.])
+    """
+    found = np.intersect1d(*_set_data((ar1, ar2), "intersect1d"), assume_unique=assume_unique,
+                           return_indices=True)
+    values = take(reshape(operand(ar1, "intersect1d"), (-1,)), found[1])
+    if not return_indices:
+        return values
+    return values, *(constant_in_library_of(i, operand(ar1, "intersect1d")) for i in found[1:])
+
+
+@implements(np.setdiff1d)
+def setdiff1d(ar1, ar2, assume_unique: bool = False):
+    """``np.setdiff1d``: the sorted distinct values of ``ar1`` not in ``ar2`` (with
+    ``assume_unique``, ``ar1``'s entries not in ``ar2``, in order), read now; differentiated
+    in ``ar1`` (each value's first occurrence).
+
+    >>> setdiff1d(np.array([3.0, 1.0, 2.0, 1.0]), np.array([2.0]))
+    array([1., 3.])
+    """
+    d1, d2 = _set_data((ar1, ar2), "setdiff1d")
+    if assume_unique:
+        keep = np.flatnonzero(np.isin(d1.reshape(-1), d2, invert=True))
+        return take(reshape(operand(ar1, "setdiff1d"), (-1,)), keep)
+    return _set_values(np.setdiff1d(d1, d2), [ar1], "setdiff1d")
+
+
+@implements(np.setxor1d)
+def setxor1d(ar1, ar2, assume_unique: bool = False):
+    """``np.setxor1d``: the sorted values in exactly one of the arrays, read now; each
+    value's derivative goes to its first occurrence.
+
+    >>> setxor1d(np.array([3.0, 1.0]), np.array([2.0, 3.0]))
+    array([1., 2.])
+    """
+    values = np.setxor1d(*_set_data((ar1, ar2), "setxor1d"), assume_unique=assume_unique)
+    return _set_values(values, [ar1, ar2], "setxor1d")
+
+
+@implements(np.bincount)
+def bincount(x, /, weights=None, minlength: int = 0):
+    """``np.bincount``: the count (the sum of ``weights``, in float64) of each value of the
+    non-negative integers ``x``, read now (the result's length depends on them: under
+    ``jit`` or ``vmap``, ``ConcretizationError``). Differentiable in ``weights``.
+
+    >>> bincount(np.array([0, 2, 2]), weights=np.array([0.5, 1.0, 2.0]))
+    array([0.5, 0. , 3. ])
+    """
+    x, data = _read_for_unique(x, "bincount")
+    try:
+        counts = np.bincount(data, minlength=minlength)
+    except TypeError as error:                   # x of floats
+        raise TensorTypeError(f"bincount: {error}") from None
+    except ValueError as error:                  # negative entries, x not 1-d
+        raise TensorIndexError(f"bincount: {error}") from None
+    if weights is None:
+        return constant_in_library_of(counts, x)
+    weights = operand(weights, "bincount")
+    if shape_of(weights) != shape_of(data):
+        raise TensorShapeError(f"bincount: the weights and list don't have the same length "
+                               f"({shape_of(weights)} and {shape_of(data)})")
+    if dtype_of(weights).kind == "c":
+        raise TensorTypeError("bincount: complex weights are not supported (NumPy casts "
+                              "them to float64)")
+    size = counts.shape[0]
+    return first(bind(ScatterAdd(0, (size,), shape_of(data)),
+                      as_dtype(weights, np.float64), data.astype(np.intp)))
 
 
 def _sorts_before(x, y):
