@@ -86,7 +86,8 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
     "geomspace", "tri", "indices", "diag_indices", "tril_indices", "triu_indices",
-    "diag_indices_from", "tril_indices_from", "triu_indices_from", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
+    "diag_indices_from", "tril_indices_from", "triu_indices_from", "result_type",
+    "promote_types", "can_cast", "finfo", "iinfo", "issubdtype", "isscalar",
     "dtype", "errstate", "pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float16",
     "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
     "uint8", "bool_", "intp", "ndarray", "generic", "number", "integer", "floating",

@@ -38,9 +38,10 @@ from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
-                                              first, greater, greater_equal, imag, less, less_equal, maximum,
-                                              minimum, multiply, negative, operand, power, real,
-                                              reshape, result_dtype, subtract, sum, where)
+                                              first, greater, greater_equal, imag, less,
+                                              less_equal, maximum, minimum, multiply, negative,
+                                              operand, power, real, reshape, result_dtype,
+                                              subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
