@@ -384,6 +384,13 @@ class Tensor(ArrayOperators, Frontend):
         leaf, as in PyTorch)."""
         return self._trace is not None and _leaves.get(self._key) is self
 
+    def _rebound(self, result):
+        """``x op= y`` on a tensor that retains its grad: so does the tensor ``x`` names now
+        (PyTorch updates ``x`` in place, and its ``.grad`` is that of the updated values)."""
+        if type(result) is Tensor and self.retains_grad and result._trace is not None:
+            result.retain_grad()
+        return result
+
     def _same_layout(self, other) -> bool:
         # ArrayOperators' check, on the arrays: x * y on 0-d tensors is dispatch-bound
         if type(other) is not Tensor:

@@ -47,7 +47,8 @@ from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, conj, 
 from primitives.tensor.numpy.manipulation import (IndexUpdates, copy, diagonal, ndim, ravel,
                                                   repeat, size, squeeze, swapaxes, trace)
 from primitives.tensor.numpy.mathfuncs import (bitwise_and, bitwise_or, bitwise_xor, clip,
-                                               floor_divide, invert, remainder, round)
+                                               divmod as divmod_, floor_divide, invert,
+                                               remainder, round, trunc)
 from primitives.tensor.numpy.products import dot, matmul
 from primitives.tensor.numpy.reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,
                                                 mean, prod, std, var)
@@ -68,6 +69,8 @@ def _matrix_transpose(x):
 #   "equality"   as "binary", but NotImplemented for what is not array-like, so Python
 #                falls back to identity (x == None is False)
 #   "unary"      x.name() is f(x)                                   (-x, abs(x), ~x)
+#   "power"      as "binary"; a modulus (pow(x, y, m)) is refused, as NumPy refuses it
+#   "round"      round(x, n) is f(x, n), n 0 when left out: an array, as JAX's round(x)
 #   "property"   x.name is f(x)                                     (x.T, x.real)
 #   "method"     x.name(*args, **kwargs) is f(x, *args, **kwargs)   (x.sum(axis=0))
 #   "shape"      x.name(2, 3) is x.name((2, 3)) is f(x, (2, 3)); keywords pass on
@@ -85,9 +88,11 @@ TABLE = {
     "__truediv__": ("binary", divide), "__rtruediv__": ("reflected", divide),
     "__floordiv__": ("binary", floor_divide), "__rfloordiv__": ("reflected", floor_divide),
     "__mod__": ("binary", remainder), "__rmod__": ("reflected", remainder),
-    "__pow__": ("binary", power), "__rpow__": ("reflected", power),
+    "__pow__": ("power", power), "__rpow__": ("reflected", power),
+    "__divmod__": ("binary", divmod_), "__rdivmod__": ("reflected", divmod_),
     "__matmul__": ("binary", matmul), "__rmatmul__": ("reflected", matmul),
     "__neg__": ("unary", negative), "__pos__": ("unary", positive), "__abs__": ("unary", abs),
+    "__round__": ("round", round), "__trunc__": ("unary", trunc),
     "__iadd__": ("augmented", add), "__isub__": ("augmented", subtract),
     "__imul__": ("augmented", multiply), "__itruediv__": ("augmented", divide),
     "__ifloordiv__": ("augmented", floor_divide), "__imod__": ("augmented", remainder),
@@ -148,6 +153,22 @@ def _binary(f):
     return method
 
 
+def _power(f):
+    def method(self, other, modulo=None):
+        if modulo is not None:
+            raise TensorTypeError("pow(x, y, modulo) of a tensor or traced value: three-argument "
+                                  "pow is not supported (NumPy's arrays refuse it too); write "
+                                  "tnp.remainder(x ** y, modulo)")
+        return f(self, other)
+    return method
+
+
+def _python_round(f):
+    def method(self, ndigits=None):
+        return f(self, 0 if ndigits is None else ndigits)   # an array, as JAX's round(x)
+    return method
+
+
 def _reflected(f):
     def method(self, other):
         return f(other, self)
@@ -197,13 +218,17 @@ class _Probe:
         return self
 
 
-def _one_holder_refs() -> int:
+def _one_holder_refs() -> tuple[int, int]:
+    """The counts for ``x op= y`` and for ``x op= x`` (whose operand is references more)."""
     probe = _Probe()
     probe += 1
-    return _Probe.counts.pop()
+    probe += probe
+    counts = tuple(_Probe.counts)
+    _Probe.counts.clear()
+    return counts
 
 
-_ONE_HOLDER = _one_holder_refs()
+_ONE_HOLDER, _ONE_HOLDER_TWICE = _one_holder_refs()
 _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()   # exact only with the GIL
 
 
@@ -221,13 +246,15 @@ def _augmented(f, name: str):
                 f"update would cut from its gradient (PyTorch refuses it too); update its "
                 f"values with x.data {symbol} ... (what tnp.optim does), or make a new "
                 f"tensor: x = x {symbol[:-1]} ...")
-        if _EXACT_REFS and sys.getrefcount(self) > _ONE_HOLDER:
+        # (x op= x: the right-hand operand holds x too, which is no other name)
+        if _EXACT_REFS and sys.getrefcount(self) > (
+                _ONE_HOLDER_TWICE if other is self else _ONE_HOLDER):
             raise TensorTypeError(
                 f"x {symbol} ...: {type(self).__name__}s are immutable, so this makes a new "
                 f"value, and another name (a caller's variable, a list, an attribute) still "
                 f"holds the old one, which NumPy would have changed in place; write "
                 f"x = x {symbol[:-1]} ... and pass the result on")
-        return _as_numpy_updates(self, binary(self, other), symbol)
+        return self._rebound(_as_numpy_updates(self, binary(self, other), symbol))
     return method
 
 
@@ -268,6 +295,7 @@ def _in_place(instead: str):
 
 
 _KINDS = {"binary": _binary, "reflected": _reflected, "equality": _equality, "unary": _unary,
+          "power": _power, "round": _python_round,
           "method": _forwarded, "shape": _shape, "axes": _axes, "in_place": _in_place}
 
 
@@ -347,6 +375,11 @@ class ArrayOperators:
         ``x``; or ``None``: it makes a new value, ``x = x op y``. The eager ``Tensor``
         updates in place in a ``no_grad`` block, as PyTorch's."""
         return None
+
+    def _rebound(self, result):
+        """What ``x op= y`` rebinds ``x`` to, ``result`` being ``x op y``: a front end carries
+        over what it keeps per value (the eager ``Tensor``, ``retain_grad``)."""
+        return result
 
     def __setitem__(self, key, value):
         raise TensorTypeError(f"{type(self).__name__}s are immutable: x[{key!r}] = ... cannot "
