@@ -122,6 +122,11 @@ class Library:
         """A copy of ``array`` that writing to ``array`` does not change."""
         return array.copy()
 
+    def clone(self, array):
+        """:meth:`copy`, for a function's result: PyTorch's autograd history is kept, so a
+        tensor that requires grad in PyTorch's sense still gets its gradient through it."""
+        return self.copy(array)
+
     def checked(self, array):
         """``array``, if tidu can compute with it (else a ``TiduError`` saying why)."""
         return array
@@ -162,6 +167,9 @@ class _Torch(Library):
         # detached: tidu differentiates; PyTorch's own autograd history (a tensor that
         # requires grad, given to tnp.tensor) is not kept, as torch.tensor(t) does
         return array.detach().clone()
+
+    def clone(self, array):
+        return array.clone()
 
 
 class _Dask(Library):

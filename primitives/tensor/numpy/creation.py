@@ -256,7 +256,7 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
         raise TensorShapeError(f"{fn}: could not broadcast fill_value of shape "
                                f"{shape_of(value)} into shape {shape}") from None
     if not isinstance(out, Frontend) and library_of(out) is not NUMPY:
-        out = library_of(out).copy(out)
+        out = library_of(out).clone(out)
     return out
 
 

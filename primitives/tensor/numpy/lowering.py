@@ -378,7 +378,7 @@ def astype(x, dtype, *, copy: bool = True):
         return np.astype(x, numpy_dtype(dtype), copy=copy)
     converted = as_dtype(x, dtype)
     if copy and converted is x and not isinstance(x, Frontend):
-        return library_of(x).copy(x)
+        return library_of(x).clone(x)
     return converted
 
 
@@ -391,7 +391,7 @@ def new_value(x):
         return x
     if type(x) in _REAL_SCALARS or type(x) is complex:
         return np.asarray(x)
-    return library_of(x).copy(x)
+    return library_of(x).clone(x)
 
 
 def broadcast_to(x, shape):

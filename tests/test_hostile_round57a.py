@@ -1,0 +1,36 @@
+"""Hostile round 57a: other array libraries (PyTorch tensors, Dask arrays) through tidu."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
+
+
+# tnp.conj/positive/astype/full of a real torch tensor (and results jit/vjp copy) copied it detached, so PyTorch's
+# autograd lost that path: tnp.cov's gradient was half torch.cov's, vdot's first one None
+def test_torch_autograd_keeps_history_through_copying_functions():
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((2, 5))
+    x = torch.tensor(data, requires_grad=True)
+    tnp.sum(tnp.cov(x) * torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)).backward()
+    y = torch.tensor(data, requires_grad=True)
+    torch.sum(torch.cov(y) * torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-12)
+    a = torch.tensor(data[0], requires_grad=True)
+    b = torch.tensor(data[1], requires_grad=True)
+    tnp.vdot(a, b).backward()
+    assert a.grad is not None and torch.equal(a.grad, b.detach())
+    one, first = np.ones(5), np.eye(5)[0]
+    for f, expected in ((tnp.positive, one), (tnp.conj, one),
+                        (lambda v: tnp.astype(v, np.float64), one),
+                        (lambda v: tnp.full(5, v[0]), 5 * first),
+                        (lambda v: tnp.jit(lambda w: w)(v), one)):
+        c = torch.tensor(data[0], requires_grad=True)
+        out = f(c)
+        assert out.grad_fn is not None and out.data_ptr() != c.data_ptr()
+        torch.sum(out * 3.0).backward()
+        np.testing.assert_array_equal(c.grad.numpy(), 3.0 * expected)
