@@ -34,3 +34,19 @@ def test_torch_autograd_keeps_history_through_copying_functions():
         assert out.grad_fn is not None and out.data_ptr() != c.data_ptr()
         torch.sum(out * 3.0).backward()
         np.testing.assert_array_equal(c.grad.numpy(), 3.0 * expected)
+
+
+# tnp.reciprocal of an integer torch tensor called torch.reciprocal: float32 [1, 0.5, ...]
+# where NumPy (and tidu's traced dtype) gives the integers' truncated 1 / x
+def test_torch_reciprocal_of_integers_is_numpys():
+    for dtype in (torch.int8, torch.int64, torch.uint8):
+        x = torch.tensor([1, 2, 3, 7], dtype=dtype)
+        for got in (tnp.reciprocal(x), tnp.jit(tnp.reciprocal)(x)):
+            want = np.reciprocal(x.numpy())
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got.numpy(), want)
+    signed = tnp.reciprocal(torch.tensor([-1, -2, 1], dtype=torch.int32))
+    np.testing.assert_array_equal(signed.numpy(), [-1, 0, 1])
+    flags = tnp.reciprocal(torch.tensor([False, True]))
+    assert flags.dtype == torch.int8 and flags.tolist() == [0, 1]        # NumPy's int8
+

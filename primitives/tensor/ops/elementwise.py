@@ -341,7 +341,18 @@ def _no_tangent(b, x, y, t):
 # Holomorphic where NumPy takes complex values: the JVP multiplies by f'(z) and the
 # transpose (of that ``mul``) by conj(f'(z)). 1 - x*x is formed as (1 - x)(1 + x),
 # which keeps its relative accuracy near x = ±1, where these derivatives are large.
-reciprocal = unary("reciprocal", np.reciprocal, "reciprocal", deriv=lambda x, y: -(y * y),
+def _reciprocal_api(xp, x):
+    """NumPy's ``reciprocal``: on integers ``1 / x`` truncated (bools as int8), where
+    PyTorch's would be floating; ``1 / 0`` is 0 (NumPy's is the platform's, with a warning)."""
+    kind = dtype_of(x).kind
+    if kind in "fc":
+        return xp.reciprocal(x)
+    if kind == "b":
+        x = xp.astype(x, np.int8)
+    return xp.where((x == 1) | (x == -1), x, xp.zeros_like(x))
+
+
+reciprocal = unary("reciprocal", np.reciprocal, _reciprocal_api, deriv=lambda x, y: -(y * y),
                    keeps_dtype=True)
 sinh = unary("sinh", np.sinh, "sinh", deriv=lambda x, y: x.apply(cosh),
              keeps_dtype=True, floating=True)
