@@ -50,3 +50,14 @@ def test_torch_reciprocal_of_integers_is_numpys():
     flags = tnp.reciprocal(torch.tensor([False, True]))
     assert flags.dtype == torch.int8 and flags.tolist() == [0, 1]        # NumPy's int8
 
+
+# tnp.sum of an unsigned torch tensor was int64 (PyTorch's sum), NumPy's uint64
+def test_torch_sum_of_unsigned_integers_is_uint64():
+    x = torch.tensor([[200, 100], [255, 1]], dtype=torch.uint8)
+    for got, want in ((tnp.sum(x), np.sum(x.numpy())),
+                      (tnp.sum(x, axis=0), np.sum(x.numpy(), axis=0)),
+                      (tnp.jit(tnp.sum)(x), np.sum(x.numpy()))):
+        assert got.dtype == torch.uint64
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert tnp.sum(torch.tensor([1, 2], dtype=torch.int8)).dtype == torch.int64
+
