@@ -61,3 +61,13 @@ def test_torch_sum_of_unsigned_integers_is_uint64():
         np.testing.assert_array_equal(got.numpy(), want)
     assert tnp.sum(torch.tensor([1, 2], dtype=torch.int8)).dtype == torch.int64
 
+
+# tnp.maximum/minimum/clip with a complex operand on torch raised PyTorch's RuntimeError
+# (not a TiduError); fmax, max, sort raise TensorNotSupportedError naming the function
+def test_torch_maximum_of_complex_operands_is_a_tidu_error():
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    for call in (lambda: tnp.maximum(x, 1j), lambda: tnp.minimum(1j, x),
+                 lambda: tnp.maximum(x, torch.tensor([1j, 2.0]))):
+        with pytest.raises(tnp.TensorNotSupportedError, match="(maximum|minimum): PyTorch"):
+            call()
+    np.testing.assert_array_equal(tnp.maximum(x, 1.5).numpy(), [1.5, 2.0])    # still usable

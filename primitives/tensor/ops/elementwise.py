@@ -1170,7 +1170,11 @@ class _Extremum(TensorPrimitive):
     def eval(self, ctx, inputs):
         xp, (x, y) = operands(inputs, self)
         fn = type(self)._fn
-        return [fn(x, y) if xp is NUMPY.xp else getattr(xp, fn.__name__)(x, y)]
+        if xp is NUMPY.xp:
+            return [fn(x, y)]
+        check_ordered(xp, x, self.name)
+        check_ordered(xp, y, self.name)
+        return [getattr(xp, fn.__name__)(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         x, y = External(primal_inputs[0]), External(primal_inputs[1])
