@@ -71,3 +71,25 @@ def test_torch_maximum_of_complex_operands_is_a_tidu_error():
         with pytest.raises(tnp.TensorNotSupportedError, match="(maximum|minimum): PyTorch"):
             call()
     np.testing.assert_array_equal(tnp.maximum(x, 1.5).numpy(), [1.5, 2.0])    # still usable
+
+
+# a scipy.special function PyTorch lacks (gamma, betaln, stdtr...) ran SciPy on a detached
+# host copy of a torch tensor that requires grad: the result had no PyTorch history, so
+# torch's gradient through it was silently lost; now a TensorNotSupportedError
+def test_torch_special_on_the_host_refuses_a_tensor_that_requires_grad():
+    t = torch.tensor([0.3, 0.7], dtype=torch.float64, requires_grad=True)
+    for f in (tnp.scipy.special.gamma, lambda v: tnp.scipy.special.betaln(v, 2.0),
+              lambda v: tnp.scipy.special.stdtr(3.0, v)):
+        with pytest.raises(tnp.TensorNotSupportedError, match="requires grad.*detach"):
+            f(t)
+    want = np.array([2.99156899, 1.29805533])
+    with torch.no_grad():                                         # nothing recorded: fine
+        np.testing.assert_allclose(tnp.scipy.special.gamma(t).numpy(), want, rtol=1e-8)
+    np.testing.assert_allclose(tnp.scipy.special.gamma(t.detach()).numpy(), want, rtol=1e-8)
+    x = tnp.tensor(t, requires_grad=True)                          # tidu differentiates it
+    g = tnp.sum(tnp.scipy.special.gamma(x)).backward().grad(x)
+    np.testing.assert_allclose(g.numpy(), tnp.grad(
+        lambda v: tnp.sum(tnp.scipy.special.gamma(v)))(t.detach().numpy()), rtol=1e-12)
+    t.sum().backward()                                             # torch's erf has a graph
+    out = tnp.scipy.special.erf(torch.tensor([0.5], dtype=torch.float64, requires_grad=True))
+    assert out.grad_fn is not None
