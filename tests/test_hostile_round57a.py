@@ -93,3 +93,28 @@ def test_torch_special_on_the_host_refuses_a_tensor_that_requires_grad():
     t.sum().backward()                                             # torch's erf has a graph
     out = tnp.scipy.special.erf(torch.tensor([0.5], dtype=torch.float64, requires_grad=True))
     assert out.grad_fn is not None
+
+
+# vjp and linearize copied their primals detached: the cotangents/tangents of a torch
+# tensor that requires grad had no PyTorch history (grad, jvp, jacrev, hessian kept it), so
+# torch's gradient through them was silently lost; now they agree with torch.func
+def test_torch_history_flows_through_vjp_and_linearize():
+    tf = pytest.importorskip("torch.func", reason="torch.func is not available")
+    x0 = np.array([0.3, -0.7, 1.2])
+    h = lambda w: tnp.sin(w) * w ** 3                                 # noqa: E731
+    ones = torch.ones(3, dtype=torch.float64)
+    want = tf.grad(lambda w: tf.grad(lambda u: torch.sum(torch.sin(u) * u ** 3))(w).sum())(
+        torch.tensor(x0))
+    for transform in (lambda v: tnp.vjp(h, v)[1](ones)[0],
+                      lambda v: tnp.linearize(h, v)[1](ones),
+                      lambda v: tnp.jvp(h, (v,), (ones,))[1]):
+        t = torch.tensor(x0, requires_grad=True)
+        out = transform(t)
+        assert out.grad_fn is not None
+        (out.sum() + t.sum()).backward()
+        np.testing.assert_allclose(t.grad.numpy(), want.numpy() + 1.0, rtol=1e-12)
+    # the primal is still the one vjp was given: writing to a plain tensor later changes nothing
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
+    x[0] = 100.0
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0].numpy(), [2.0, 4.0])

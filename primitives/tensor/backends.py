@@ -432,9 +432,10 @@ def is_view(array) -> bool:
     return getattr(array, "_base", None) is not None
 
 
-def owned_copy(value):
+def owned_copy(value, history: bool = False):
     """``value`` as an array nobody else can write to: an array that the caller holds (or a
-    view of one) is copied, in its library; a number becomes a new array.
+    view of one) is copied, in its library; a number becomes a new array. ``history``: the
+    copy keeps PyTorch's autograd history (:meth:`Library.clone`), else it is detached.
 
     >>> a = np.ones(2)
     >>> owned_copy(a) is a
@@ -442,7 +443,8 @@ def owned_copy(value):
     """
     array = as_array(value)
     if array is value or is_view(array):
-        array = library_of(array).copy(array)
+        library = library_of(array)
+        array = library.clone(array) if history else library.copy(array)
     return array
 
 
