@@ -118,3 +118,19 @@ def test_torch_history_flows_through_vjp_and_linearize():
     _, vjp_fn = tnp.vjp(lambda v: tnp.sum(v * v), x)
     x[0] = 100.0
     np.testing.assert_allclose(vjp_fn(np.array(1.0))[0].numpy(), [2.0, 4.0])
+
+
+# a Dask array of unknown shape (after boolean masking) reached tnp.where's broadcast as it
+# was: a builtins TypeError ("'float' object cannot be interpreted as an integer"), and
+# tnp.stack blamed reshape's shape; now the TensorShapeError saying why, naming the function
+def test_dask_array_of_unknown_shape_is_refused_by_name():
+    da = pytest.importorskip("dask.array", reason="Dask is not installed")
+    x = da.from_array(np.arange(1.0, 8.0), chunks=((3, 1, 3),))
+    masked = x[x > 2]
+    for name, call in (("where", lambda: tnp.where(masked > 3, masked, 0.0)),
+                       ("stack", lambda: tnp.stack([masked, masked])),
+                       ("add", lambda: tnp.add(masked, np.float64(1.0)))):
+        with pytest.raises(tnp.TensorShapeError, match=rf"^{name}: .*unknown shape.*compute_chunk"):
+            call()
+    known = masked.compute_chunk_sizes()
+    np.testing.assert_array_equal(tnp.where(known > 3, known, 0.0).compute(), [0, 4, 5, 6, 7])

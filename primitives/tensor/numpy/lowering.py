@@ -138,8 +138,13 @@ def operand(x, fn: str | None = None):
     tensors or traced values); arrays, numbers and frontend values pass through; anything else
     (``None``, strings, a list of strings, generators...) is a ``TensorTypeError`` naming the
     tnp function ``fn`` (by default the innermost one of this package on the stack)."""
-    if isinstance(x, _ARRAY_LIKE) or is_foreign_array(x):
+    if isinstance(x, _ARRAY_LIKE):
         return x
+    if is_foreign_array(x):
+        try:
+            return library_of(x).checked(x)
+        except TensorShapeError as error:   # a Dask array of unknown shape
+            raise TensorShapeError(f"{fn or _public_caller()}: {error}") from None
     if not isinstance(x, (list, tuple)):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
                               f"list of them, got {type(x).__name__}")
