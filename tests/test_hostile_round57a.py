@@ -134,3 +134,24 @@ def test_dask_array_of_unknown_shape_is_refused_by_name():
             call()
     known = masked.compute_chunk_sizes()
     np.testing.assert_array_equal(tnp.where(known > 3, known, 0.0).compute(), [0, 4, 5, 6, 7])
+
+
+# tnp.isposinf/isneginf/nonzero/argwhere... are NumPy's own functions, which on a PyTorch
+# tensor call the tensor's methods of those names: isposinf marked -inf as +inf (uint8 bits
+# flipped by ~), argwhere came out transposed, nonzero one (n, ndim) tensor, flatnonzero a
+# NumPy array, array_repr a TypeError; now they read it on the host and give tensors
+def test_numpys_value_reading_functions_on_torch_tensors():
+    a = np.array([[1.0, 0.0, -np.inf], [np.inf, 2.0, np.nan]])
+    for make in (lambda: torch.from_numpy(a.copy()), lambda: tnp.tensor(torch.from_numpy(a))):
+        x = make()
+        for name in ("isposinf", "isneginf", "nonzero", "argwhere", "flatnonzero",
+                     "count_nonzero"):
+            got, want = getattr(tnp, name)(x), getattr(np, name)(a)
+            got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+            assert len(got) == len(want), name
+            for g, w in zip(got, want):
+                assert isinstance(g, torch.Tensor), name
+                assert g.numpy().dtype == np.asarray(w).dtype, name
+                np.testing.assert_array_equal(g.numpy(), w, err_msg=name)
+        assert tnp.array_repr(x) == np.array_repr(a)
+    np.testing.assert_array_equal(tnp.count_nonzero(torch.from_numpy(a), axis=1).numpy(), [2, 3])

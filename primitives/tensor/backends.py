@@ -448,6 +448,51 @@ def owned_copy(value, history: bool = False):
     return array
 
 
+def on_host(fn: Callable) -> Callable:
+    """NumPy's own ``fn``, which reads values (``np.nonzero``, ``np.isposinf``...), on any
+    library's arrays. NumPy's functions do not dispatch on PyTorch tensors: they call the
+    tensor's methods of the same names, which mean other things (``nonzero`` gives one
+    ``(n, ndim)`` tensor, ``~`` of a ``uint8`` flips bits), so PyTorch tensors are read on the
+    host and the array results made tensors on their device. Other arrays go to ``fn`` as
+    they are (Dask and CuPy implement NumPy's functions).
+
+    >>> on_host(np.nonzero)(np.array([0, 3]))
+    (array([1]),)
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return call_on_host(fn, args, kwargs)
+    return call
+
+
+def call_on_host(fn: Callable, args: Sequence, kwargs: dict):
+    """``on_host(fn)(*args, **kwargs)``, without making the wrapper.
+
+    >>> call_on_host(np.argwhere, [np.array([0, 3])], {})
+    array([[1]])
+    """
+    like = next((a for a in (*args, *kwargs.values()) if _is_torch(a)), None)
+    if like is None:
+        return fn(*args, **kwargs)
+    library = library_of(like)
+    host = [library.to_numpy(a) if _is_torch(a) else a for a in args]
+    return _in_library(fn(*host, **{k: library.to_numpy(v) if _is_torch(v) else v
+                                    for k, v in kwargs.items()}), library, like)
+
+
+def _is_torch(value) -> bool:
+    return type(value) is not np.ndarray and library_of(value).name == "torch"
+
+
+def _in_library(out, library: Library, like):
+    """``out`` (NumPy arrays and scalars, maybe in a tuple or list) as arrays of ``library``."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_in_library(o, library, like) for o in out)
+    if isinstance(out, (np.ndarray, np.generic)):
+        return library.from_numpy(out, like)
+    return out
+
+
 def to_library(value, library: Library, like=None):
     """``value`` (a NumPy array or a number; an array of ``library`` is returned as it is) as
     an array of ``library``, on ``like``'s device.

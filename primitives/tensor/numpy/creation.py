@@ -52,7 +52,7 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
+from primitives.tensor.backends import NUMPY, library_of, numpy_dtype, on_host
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
@@ -78,6 +78,11 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
     base_repr, binary_repr,
 )
+
+# NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``)
+nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, array2string, array_repr, \
+    array_str = (on_host(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero, isneginf,
+                                      isposinf, array2string, array_repr, array_str))
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
