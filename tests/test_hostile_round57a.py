@@ -154,4 +154,6 @@ def test_numpys_value_reading_functions_on_torch_tensors():
                 assert g.numpy().dtype == np.asarray(w).dtype, name
                 np.testing.assert_array_equal(g.numpy(), w, err_msg=name)
         assert tnp.array_repr(x) == np.array_repr(a)
+        close = tnp.isclose(x, x, equal_nan=True)
+        assert isinstance(close, torch.Tensor) and bool(close.all())
     np.testing.assert_array_equal(tnp.count_nonzero(torch.from_numpy(a), axis=1).numpy(), [2, 3])

@@ -80,9 +80,10 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
 )
 
 # NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``)
-nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, array2string, array_repr, \
-    array_str = (on_host(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero, isneginf,
-                                      isposinf, array2string, array_repr, array_str))
+nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, isclose, array2string, \
+    array_repr, array_str = (on_host(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero,
+                                                  isneginf, isposinf, isclose, array2string,
+                                                  array_repr, array_str))
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
