@@ -157,3 +157,15 @@ def test_numpys_value_reading_functions_on_torch_tensors():
         close = tnp.isclose(x, x, equal_nan=True)
         assert isinstance(close, torch.Tensor) and bool(close.all())
     np.testing.assert_array_equal(tnp.count_nonzero(torch.from_numpy(a), axis=1).numpy(), [2, 3])
+
+
+# bool ** 2 on a torch tensor was PyTorch's int64; tidu's NumPy path (x ** 2, NumPy's
+# square) and the traced dtype say int8, so jit's declared dtype and the value disagreed
+def test_torch_bool_squared_is_int8_as_on_numpy():
+    b = np.array([True, False])
+    for n in (0, 1, 2, 3):
+        for f in (lambda v: tnp.power(v, n), tnp.jit(lambda v: v ** n)):
+            got, want = f(torch.from_numpy(b)), f(b)
+            assert got.numpy().dtype == want.dtype, n
+            np.testing.assert_array_equal(got.numpy(), want)
+

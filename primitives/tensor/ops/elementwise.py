@@ -615,6 +615,9 @@ class IntegerPow(TensorPrimitive):
     def eval(self, ctx, inputs):
         x = inputs[0]
         if self.n >= 0:
+            if self.n == 2 and type(x) is not np.ndarray and dtype_of(x).kind == "b":
+                xp, (x,) = operands(inputs, self)      # NumPy's bool ** 2 is np.square's int8
+                x = xp.astype(x, np.dtype(np.int8))   # (PyTorch's int64, as NumPy's bool ** 3)
             return [x ** self.n]
         xp, (x,) = operands(inputs, self)
         if dtype_of(x).kind in "fc":
