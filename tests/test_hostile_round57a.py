@@ -169,3 +169,14 @@ def test_torch_bool_squared_is_int8_as_on_numpy():
             assert got.numpy().dtype == want.dtype, n
             np.testing.assert_array_equal(got.numpy(), want)
 
+
+# abs/floor/ceil/trunc of a bool torch tensor raised PyTorch's NotImplementedError (not a
+# TiduError) where NumPy gives the booleans back
+def test_torch_bool_abs_floor_ceil_trunc_are_numpys():
+    b = torch.tensor([True, False])
+    for name in ("abs", "floor", "ceil", "trunc"):
+        for f in (getattr(tnp, name), tnp.jit(getattr(tnp, name))):
+            got = f(b)
+            assert got.dtype == torch.bool and got.tolist() == [True, False], name
+            assert got.data_ptr() != b.data_ptr()
+    np.testing.assert_array_equal(tnp.floor(torch.tensor([1.5, -0.5])).numpy(), [1.0, -1.0])

@@ -315,6 +315,14 @@ def _linear(op_name: str):
     return lambda b, x, y, t: emit(b, Unary(op_name), [Local(t)], LIN)
 
 
+def _keeping_bools(name: str) -> Callable:
+    """``xp.<name>``, with booleans copied as they are: NumPy's loop for them (PyTorch has
+    none, and raises)."""
+    def api(xp, x):
+        return xp.asarray(x, copy=True) if dtype_of(x).kind == "b" else getattr(xp, name)(x)
+    return api
+
+
 neg = unary("neg", np.negative, "negative", jvp=_linear("neg"),
             transpose=lambda b, ct, x: emit(b, neg, [Local(ct)], LIN), keeps_dtype=True)
 conj = unary("conj", lambda a: np.conj(a) if np.iscomplexobj(a) else a, _conj_api,
@@ -330,7 +338,8 @@ tanh = unary("tanh", np.tanh, "tanh",
 sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y, keeps_dtype=True, floating=True)
 sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None,       # zero almost everywhere
              real_only=True)
-abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign), real_only=True)
+abs_real = unary("abs", np.abs, _keeping_bools("abs"), deriv=lambda x, y: x.apply(sign),
+                 real_only=True)
 
 
 def _no_tangent(b, x, y, t):
@@ -402,9 +411,12 @@ copy = unary("copy", np.copy, lambda xp, x: xp.asarray(x, copy=True), jvp=_linea
              transpose=lambda b, ct, x: emit(b, copy, [Local(ct)], LIN))
 
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
-floor = unary("floor", np.floor, "floor", jvp=_no_tangent, keeps_dtype=True, real_only=True)
-ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent, keeps_dtype=True, real_only=True)
-trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent, keeps_dtype=True, real_only=True)
+floor = unary("floor", np.floor, _keeping_bools("floor"), jvp=_no_tangent, keeps_dtype=True,
+              real_only=True)
+ceil = unary("ceil", np.ceil, _keeping_bools("ceil"), jvp=_no_tangent, keeps_dtype=True,
+             real_only=True)
+trunc = unary("trunc", np.trunc, _keeping_bools("trunc"), jvp=_no_tangent, keeps_dtype=True,
+              real_only=True)
 rint = unary("rint", np.rint, "rint", jvp=_no_tangent, keeps_dtype=True, real_only=True)
 
 # boolean results: no tangent
