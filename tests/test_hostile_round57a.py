@@ -180,3 +180,19 @@ def test_torch_bool_abs_floor_ceil_trunc_are_numpys():
             assert got.dtype == torch.bool and got.tolist() == [True, False], name
             assert got.data_ptr() != b.data_ptr()
     np.testing.assert_array_equal(tnp.floor(torch.tensor([1.5, -0.5])).numpy(), [1.0, -1.0])
+
+
+# integer floor_divide/remainder/fmod by zero on torch tensors raised PyTorch's RuntimeError
+# (ZeroDivisionError), not a TiduError, where NumPy gives 0 (with its warning)
+def test_torch_integer_division_by_zero_is_numpys():
+    a, z = np.array([5, -7, 3]), np.array([0, 2, 0])
+    for name in ("floor_divide", "remainder", "fmod"):
+        f = getattr(tnp, name)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want = getattr(np, name)(a, z)
+        for call in (f, tnp.jit(f)):
+            got = call(torch.from_numpy(a), torch.from_numpy(z))
+            assert got.dtype == torch.int64
+            np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(tnp.floor_divide(torch.tensor([5.0]), 0.0).numpy(), [np.inf])

@@ -1236,8 +1236,21 @@ def _truncated_quotient(xp, x, y):
     return xp.round((x - xp.fmod(x, y)) / y)
 
 
+def _by_integer_zero(name: str) -> Callable:
+    """``xp.<name>(x, y)``; on PyTorch, integers divided by zero give 0 as in NumPy (which
+    warns) instead of PyTorch's ZeroDivisionError."""
+    def api(xp, x, y):
+        if xp.name != "torch" or dtype_of(x).kind not in "biu" or dtype_of(y).kind not in "biu":
+            return getattr(xp, name)(x, y)
+        zero = y == 0
+        out = getattr(xp, name)(x, xp.where(zero, xp.ones_like(y), y))
+        return xp.where(zero, xp.zeros_like(out), out)
+    return api
+
+
 # Piecewise constant in both operands: derivative zero (as JAX's floor_divide).
-floor_divide = binary("floor_divide", np.floor_divide, _no_tangents, api="floor_divide")
+floor_divide = binary("floor_divide", np.floor_divide, _no_tangents,
+                      api=_by_integer_zero("floor_divide"))
 fmod_quotient = binary("fmod_quotient", _quiet_numpy(_truncated_quotient), _no_tangents,
                        api=_truncated_quotient)
 
@@ -1254,8 +1267,9 @@ def _minus_quotient_jvp(quotient: Binary) -> Callable:
 
 
 remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide),
-                   api="remainder", keeps_dtype=True)
-fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api="fmod", keeps_dtype=True)
+                   api=_by_integer_zero("remainder"), keeps_dtype=True)
+fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api=_by_integer_zero("fmod"),
+              keeps_dtype=True)
 
 
 # --- power --------------------------------------------------------------------------------
