@@ -196,3 +196,18 @@ def test_torch_integer_division_by_zero_is_numpys():
             np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
     with np.errstate(divide="ignore"):
         np.testing.assert_array_equal(tnp.floor_divide(torch.tensor([5.0]), 0.0).numpy(), [np.inf])
+
+
+# a PyTorch tensor with its negative bit set (z.conj().imag, a lazy view) could not be read
+# on the host: backends' to_numpy raised PyTorch's RuntimeError, so tnp.isposinf, nonzero or
+# a special function computed by SciPy failed with it
+def test_torch_negative_bit_tensors_are_read_on_the_host():
+    z = torch.tensor([1 + 2j, -3 - 1j], dtype=torch.complex128)
+    v = z.conj().imag
+    assert v.is_neg()
+    assert tnp.isposinf(v).tolist() == [False, False]
+    np.testing.assert_array_equal(tnp.nonzero(v)[0].numpy(), [0, 1])
+    w = torch.tensor([1 - 2.5j, 1 - 1.5j], dtype=torch.complex128).conj().imag   # 2.5, 1.5
+    assert w.is_neg()
+    np.testing.assert_allclose(tnp.scipy.special.gamma(w).numpy(), [1.32934039, 0.88622693],
+                               rtol=1e-8)

@@ -159,7 +159,7 @@ class _Torch(Library):
         return super().from_numpy(array, like)
 
     def to_numpy(self, array) -> np.ndarray:
-        host = array.detach().cpu().resolve_conj()
+        host = array.detach().cpu().resolve_conj().resolve_neg()   # (.numpy() refuses the bits)
         # a CPU tensor's .numpy() shares its memory: copy, so writing to it changes no tensor
         return host.numpy().copy() if array.device.type == "cpu" else host.numpy()
 
