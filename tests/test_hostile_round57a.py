@@ -211,3 +211,22 @@ def test_torch_negative_bit_tensors_are_read_on_the_host():
     assert w.is_neg()
     np.testing.assert_allclose(tnp.scipy.special.gamma(w).numpy(), [1.32934039, 0.88622693],
                                rtol=1e-8)
+
+
+# tnp.stop_gradient of a torch tensor that requires grad returned it with its history (plain
+# calls) and its op was the identity on torch values (grad, jit): PyTorch's gradient of
+# sum(v * stop_gradient(v)) was 2v, not tidu's (and JAX's) v
+def test_stop_gradient_stops_torch_autograd_too():
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    jnp = jax.numpy
+    f = lambda v: tnp.sum(v ** 2 + v * tnp.stop_gradient(v))              # noqa: E731
+    jf = lambda v: jnp.sum(v ** 2 + v * jax.lax.stop_gradient(v))          # noqa: E731
+    x0 = np.array([3.0, -1.5])
+    for call in (f, tnp.jit(f)):
+        x = torch.tensor(x0, requires_grad=True)
+        call(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.asarray(jax.grad(jf)(x0)), rtol=1e-12)
+    x = torch.tensor(x0, requires_grad=True)                    # d/dx of grad: 2, as in JAX
+    torch.sum(tnp.grad(f)(x)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(
+        jax.grad(lambda v: jnp.sum(jax.grad(jf)(v)))(x0)), rtol=1e-12)

@@ -131,6 +131,10 @@ class Library:
         """``array``, if tidu can compute with it (else a ``TiduError`` saying why)."""
         return array
 
+    def detached(self, array):
+        """``array`` as a constant for the library's own autograd too (``stop_gradient``)."""
+        return array
+
     def __repr__(self) -> str:
         return self.name
 
@@ -170,6 +174,9 @@ class _Torch(Library):
 
     def clone(self, array):
         return array.clone()
+
+    def detached(self, array):
+        return array.detach()
 
 
 class _Dask(Library):

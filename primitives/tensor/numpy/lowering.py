@@ -737,14 +737,15 @@ def imag(x):
 def stop_gradient(x):
     """``x`` as a constant: no derivative flows through it.
 
-    For an array or a ``Tensor``, its data as an array of its library; for a traced
-    value, a ``stop_gradient`` op (its value where the data is not known yet, under ``jit``).
+    For an array or a ``Tensor``, its data as an array of its library (a PyTorch tensor
+    detached: PyTorch's autograd stops there too); for a traced value, a ``stop_gradient``
+    op (its value where the data is not known yet, under ``jit``).
     """
     x = operand(x)
     if isinstance(x, Frontend) and x.is_tracer:
         return first(bind(ew.stop_gradient, x))
     data = data_of(x)
-    return data if is_foreign_array(data) else np.asarray(data)
+    return library_of(data).detached(data) if is_foreign_array(data) else np.asarray(data)
 
 
 # --- shapes: reshape, transpose, joining -------------------------------------------------------

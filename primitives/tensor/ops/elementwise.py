@@ -60,7 +60,7 @@ from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.exact import exact_identity
 from primitives.tensor import buffers
-from primitives.tensor.backends import NUMPY, define, operands
+from primitives.tensor.backends import NUMPY, define, library_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import (
     LIN,
@@ -430,7 +430,8 @@ invert = unary("invert", np.invert, "bitwise_invert", jvp=_no_tangent)
 zeros_like = unary("zeros_like", np.zeros_like, "zeros_like", jvp=lambda b, x, y, t: None)
 """Zeros of the operand's shape and dtype; its derivative is zero (``np.imag`` of a real array)."""
 
-stop_gradient = unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
+stop_gradient = unary("stop_gradient", lambda a: a, lambda xp, a: library_of(a).detached(a),
+                      jvp=lambda b, x, y, t: None)
 """The operand itself, with derivative zero (``lax.stop_gradient``)."""
 
 
