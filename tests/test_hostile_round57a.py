@@ -230,3 +230,13 @@ def test_stop_gradient_stops_torch_autograd_too():
     torch.sum(tnp.grad(f)(x)).backward()
     np.testing.assert_allclose(x.grad.numpy(), np.asarray(
         jax.grad(lambda v: jnp.sum(jax.grad(jf)(v)))(x0)), rtol=1e-12)
+
+
+# (the same cause) scipy.linalg.expm of a torch tensor that requires grad read its degree
+# from stop_gradient(a), which still required grad: PyTorch's RuntimeError from .numpy()
+def test_torch_expm_of_a_tensor_that_requires_grad_matches_matrix_exp():
+    x = torch.tensor([0.3, 0.6, 1.7], dtype=torch.float64, requires_grad=True)
+    tnp.sum(tnp.scipy.linalg.expm(torch.diag(x) + 0.1)).backward()
+    y = torch.tensor([0.3, 0.6, 1.7], dtype=torch.float64, requires_grad=True)
+    torch.linalg.matrix_exp(torch.diag(y) + 0.1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-10)
