@@ -240,3 +240,15 @@ def test_torch_expm_of_a_tensor_that_requires_grad_matches_matrix_exp():
     y = torch.tensor([0.3, 0.6, 1.7], dtype=torch.float64, requires_grad=True)
     torch.linalg.matrix_exp(torch.diag(y) + 0.1).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-10)
+
+
+# scipy.special.multigammaln read a's values with np.asarray, which PyTorch refuses for a
+# tensor that requires grad (a raw RuntimeError); it now reads them with to_host
+def test_torch_multigammaln_of_a_tensor_that_requires_grad():
+    a = torch.tensor([3.3, 4.2], dtype=torch.float64, requires_grad=True)
+    out = tnp.scipy.special.multigammaln(a, 2)
+    torch.sum(out).backward()
+    want = tnp.grad(lambda v: tnp.sum(tnp.scipy.special.multigammaln(v, 2)))(np.array([3.3, 4.2]))
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-12)
+    with pytest.raises(tnp.TensorShapeError, match="multigammaln: condition"):
+        tnp.scipy.special.multigammaln(torch.tensor([0.2], requires_grad=True), 2)

@@ -47,6 +47,7 @@ from primitives.tensor.numpy.lowering import (
     sum,
     where,
 )
+from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_of, shape_of
 from primitives.tensor.errors import (
     ConcretizationError,
@@ -196,7 +197,7 @@ def multigammaln(a, d: int):
                                f"got {d!r}")
     (a,) = _real("multigammaln", "gammaln", a)
     try:
-        values = np.asarray(data_of(a))
+        values = to_host(data_of(a))          # (any library's: a PyTorch tensor too)
     except ConcretizationError:
         values = None
     if values is not None and np.any(values <= 0.5 * (d - 1)):
