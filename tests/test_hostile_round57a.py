@@ -252,3 +252,13 @@ def test_torch_multigammaln_of_a_tensor_that_requires_grad():
     np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-12)
     with pytest.raises(tnp.TensorShapeError, match="multigammaln: condition"):
         tnp.scipy.special.multigammaln(torch.tensor([0.2], requires_grad=True), 2)
+
+
+# polygamma's order n as a torch tensor that requires grad: a raw RuntimeError from
+# np.asarray; now the TensorTypeError a differentiated order gets (it has no derivative)
+def test_torch_polygamma_order_that_requires_grad_is_refused_by_name():
+    x = torch.tensor([1.5, 2.5], dtype=torch.float64)
+    with pytest.raises(tnp.TensorTypeError, match="polygamma: the order n is an integer"):
+        tnp.scipy.special.polygamma(torch.tensor(1.0, requires_grad=True), x)
+    np.testing.assert_allclose(tnp.scipy.special.polygamma(torch.tensor([1, 2]), x).numpy(),
+                               [0.93480220, -0.23620405], rtol=1e-7)
