@@ -122,8 +122,17 @@ class Library:
         """A copy of ``array`` that writing to ``array`` does not change."""
         return array.copy()
 
+    def clone(self, array):
+        """:meth:`copy`, for a function's result: PyTorch's autograd history is kept, so a
+        tensor that requires grad in PyTorch's sense still gets its gradient through it."""
+        return self.copy(array)
+
     def checked(self, array):
         """``array``, if tidu can compute with it (else a ``TiduError`` saying why)."""
+        return array
+
+    def detached(self, array):
+        """``array`` as a constant for the library's own autograd too (``stop_gradient``)."""
         return array
 
     def __repr__(self) -> str:
@@ -154,7 +163,7 @@ class _Torch(Library):
         return super().from_numpy(array, like)
 
     def to_numpy(self, array) -> np.ndarray:
-        host = array.detach().cpu().resolve_conj()
+        host = array.detach().cpu().resolve_conj().resolve_neg()   # (.numpy() refuses the bits)
         # a CPU tensor's .numpy() shares its memory: copy, so writing to it changes no tensor
         return host.numpy().copy() if array.device.type == "cpu" else host.numpy()
 
@@ -162,6 +171,12 @@ class _Torch(Library):
         # detached: tidu differentiates; PyTorch's own autograd history (a tensor that
         # requires grad, given to tnp.tensor) is not kept, as torch.tensor(t) does
         return array.detach().clone()
+
+    def clone(self, array):
+        return array.clone()
+
+    def detached(self, array):
+        return array.detach()
 
 
 class _Dask(Library):
@@ -424,9 +439,10 @@ def is_view(array) -> bool:
     return getattr(array, "_base", None) is not None
 
 
-def owned_copy(value):
+def owned_copy(value, history: bool = False):
     """``value`` as an array nobody else can write to: an array that the caller holds (or a
-    view of one) is copied, in its library; a number becomes a new array.
+    view of one) is copied, in its library; a number becomes a new array. ``history``: the
+    copy keeps PyTorch's autograd history (:meth:`Library.clone`), else it is detached.
 
     >>> a = np.ones(2)
     >>> owned_copy(a) is a
@@ -434,8 +450,54 @@ def owned_copy(value):
     """
     array = as_array(value)
     if array is value or is_view(array):
-        array = library_of(array).copy(array)
+        library = library_of(array)
+        array = library.clone(array) if history else library.copy(array)
     return array
+
+
+def on_host(fn: Callable) -> Callable:
+    """NumPy's own ``fn``, which reads values (``np.nonzero``, ``np.isposinf``...), on any
+    library's arrays. NumPy's functions do not dispatch on PyTorch tensors: they call the
+    tensor's methods of the same names, which mean other things (``nonzero`` gives one
+    ``(n, ndim)`` tensor, ``~`` of a ``uint8`` flips bits), so PyTorch tensors are read on the
+    host and the array results made tensors on their device. Other arrays go to ``fn`` as
+    they are (Dask and CuPy implement NumPy's functions).
+
+    >>> on_host(np.nonzero)(np.array([0, 3]))
+    (array([1]),)
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return call_on_host(fn, args, kwargs)
+    return call
+
+
+def call_on_host(fn: Callable, args: Sequence, kwargs: dict):
+    """``on_host(fn)(*args, **kwargs)``, without making the wrapper.
+
+    >>> call_on_host(np.argwhere, [np.array([0, 3])], {})
+    array([[1]])
+    """
+    like = next((a for a in (*args, *kwargs.values()) if _is_torch(a)), None)
+    if like is None:
+        return fn(*args, **kwargs)
+    library = library_of(like)
+    host = [library.to_numpy(a) if _is_torch(a) else a for a in args]
+    return _in_library(fn(*host, **{k: library.to_numpy(v) if _is_torch(v) else v
+                                    for k, v in kwargs.items()}), library, like)
+
+
+def _is_torch(value) -> bool:
+    return type(value) is not np.ndarray and library_of(value).name == "torch"
+
+
+def _in_library(out, library: Library, like):
+    """``out`` (NumPy arrays and scalars, maybe in a tuple or list) as arrays of ``library``."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_in_library(o, library, like) for o in out)
+    if isinstance(out, (np.ndarray, np.generic)):
+        return library.from_numpy(out, like)
+    return out
 
 
 def to_library(value, library: Library, like=None):

@@ -52,7 +52,7 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of, numpy_dtype
+from primitives.tensor.backends import NUMPY, library_of, numpy_dtype, on_host
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
@@ -82,6 +82,12 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     # under jit or vmap, NumPy's dispatch raises ConcretizationError
     left_shift, right_shift, bitwise_left_shift, bitwise_right_shift, bitwise_count, gcd, lcm,
 )
+
+# NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``)
+nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, isclose, array2string, \
+    array_repr, array_str = (on_host(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero,
+                                                  isneginf, isposinf, isclose, array2string,
+                                                  array_repr, array_str))
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
@@ -299,7 +305,7 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
         raise TensorShapeError(f"{fn}: could not broadcast fill_value of shape "
                                f"{shape_of(value)} into shape {shape}") from None
     if not isinstance(out, Frontend) and library_of(out) is not NUMPY:
-        out = library_of(out).copy(out)
+        out = library_of(out).clone(out)
     return out
 
 

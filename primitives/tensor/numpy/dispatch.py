@@ -37,6 +37,7 @@ from typing import Callable
 
 import numpy as np
 
+from primitives.tensor.backends import call_on_host
 from primitives.tensor.core import Frontend, data_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
 
@@ -169,8 +170,8 @@ def _on_data(func, name: str, args: tuple, kwargs: dict):
     if any(isinstance(v, Frontend) for v in _leaves(kwargs.get("out"))):
         raise TensorNotSupportedError(f"{name} with out= a tensor or traced value: they are "
                                       "immutable; assign the result instead")
-    return func(*[_plain(a, name) for a in args], **{k: _plain(v, name)
-                                                     for k, v in kwargs.items()})
+    return call_on_host(func, [_plain(a, name) for a in args],
+                        {k: _plain(v, name) for k, v in kwargs.items()})
 
 
 def array_function(func, args: tuple, kwargs: dict):

@@ -139,8 +139,13 @@ def operand(x, fn: str | None = None):
     tensors or traced values); arrays, numbers and frontend values pass through; anything else
     (``None``, strings, a list of strings, generators...) is a ``TensorTypeError`` naming the
     tnp function ``fn`` (by default the innermost one of this package on the stack)."""
-    if isinstance(x, _ARRAY_LIKE) or is_foreign_array(x):
+    if isinstance(x, _ARRAY_LIKE):
         return x
+    if is_foreign_array(x):
+        try:
+            return library_of(x).checked(x)
+        except TensorShapeError as error:   # a Dask array of unknown shape
+            raise TensorShapeError(f"{fn or _public_caller()}: {error}") from None
     if not isinstance(x, (list, tuple)):
         raise TensorTypeError(f"{fn or _public_caller()}: expected an array, a number or a (nested) "
                               f"list of them, got {type(x).__name__}")
@@ -379,7 +384,7 @@ def astype(x, dtype, *, copy: bool = True):
         return np.astype(x, numpy_dtype(dtype), copy=copy)
     converted = as_dtype(x, dtype)
     if copy and converted is x and not isinstance(x, Frontend):
-        return library_of(x).copy(x)
+        return library_of(x).clone(x)
     return converted
 
 
@@ -392,7 +397,7 @@ def new_value(x):
         return x
     if type(x) in _REAL_SCALARS or type(x) is complex:
         return np.asarray(x)
-    return library_of(x).copy(x)
+    return library_of(x).clone(x)
 
 
 def broadcast_to(x, shape):
@@ -741,14 +746,15 @@ def imag(x):
 def stop_gradient(x):
     """``x`` as a constant: no derivative flows through it.
 
-    For an array or a ``Tensor``, its data as an array of its library; for a traced
-    value, a ``stop_gradient`` op (its value where the data is not known yet, under ``jit``).
+    For an array or a ``Tensor``, its data as an array of its library (a PyTorch tensor
+    detached: PyTorch's autograd stops there too); for a traced value, a ``stop_gradient``
+    op (its value where the data is not known yet, under ``jit``).
     """
     x = operand(x)
     if isinstance(x, Frontend) and x.is_tracer:
         return first(bind(ew.stop_gradient, x))
     data = data_of(x)
-    return data if is_foreign_array(data) else np.asarray(data)
+    return library_of(data).detached(data) if is_foreign_array(data) else np.asarray(data)
 
 
 # --- shapes: reshape, transpose, joining -------------------------------------------------------

@@ -60,7 +60,7 @@ from tidu import ADRuleError, ADRuleKind
 from tidu.graph import External, Local
 from primitives.exact import exact_identity
 from primitives.tensor import buffers
-from primitives.tensor.backends import NUMPY, define, operands
+from primitives.tensor.backends import NUMPY, define, library_of, operands
 from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import (
     LIN,
@@ -315,6 +315,14 @@ def _linear(op_name: str):
     return lambda b, x, y, t: emit(b, Unary(op_name), [Local(t)], LIN)
 
 
+def _keeping_bools(name: str) -> Callable:
+    """``xp.<name>``, with booleans copied as they are: NumPy's loop for them (PyTorch has
+    none, and raises)."""
+    def api(xp, x):
+        return xp.asarray(x, copy=True) if dtype_of(x).kind == "b" else getattr(xp, name)(x)
+    return api
+
+
 neg = unary("neg", np.negative, "negative", jvp=_linear("neg"),
             transpose=lambda b, ct, x: emit(b, neg, [Local(ct)], LIN), keeps_dtype=True)
 conj = unary("conj", lambda a: np.conj(a) if np.iscomplexobj(a) else a, _conj_api,
@@ -330,7 +338,8 @@ tanh = unary("tanh", np.tanh, "tanh",
 sqrt = unary("sqrt", np.sqrt, "sqrt", deriv=lambda x, y: 0.5 / y, keeps_dtype=True, floating=True)
 sign = unary("sign", np.sign, "sign", jvp=lambda b, x, y, t: None,       # zero almost everywhere
              real_only=True)
-abs_real = unary("abs", np.abs, "abs", deriv=lambda x, y: x.apply(sign), real_only=True)
+abs_real = unary("abs", np.abs, _keeping_bools("abs"), deriv=lambda x, y: x.apply(sign),
+                 real_only=True)
 
 
 def _no_tangent(b, x, y, t):
@@ -341,7 +350,18 @@ def _no_tangent(b, x, y, t):
 # Holomorphic where NumPy takes complex values: the JVP multiplies by f'(z) and the
 # transpose (of that ``mul``) by conj(f'(z)). 1 - x*x is formed as (1 - x)(1 + x),
 # which keeps its relative accuracy near x = ±1, where these derivatives are large.
-reciprocal = unary("reciprocal", np.reciprocal, "reciprocal", deriv=lambda x, y: -(y * y),
+def _reciprocal_api(xp, x):
+    """NumPy's ``reciprocal``: on integers ``1 / x`` truncated (bools as int8), where
+    PyTorch's would be floating; ``1 / 0`` is 0 (NumPy's is the platform's, with a warning)."""
+    kind = dtype_of(x).kind
+    if kind in "fc":
+        return xp.reciprocal(x)
+    if kind == "b":
+        x = xp.astype(x, np.int8)
+    return xp.where((x == 1) | (x == -1), x, xp.zeros_like(x))
+
+
+reciprocal = unary("reciprocal", np.reciprocal, _reciprocal_api, deriv=lambda x, y: -(y * y),
                    keeps_dtype=True)
 sinh = unary("sinh", np.sinh, "sinh", deriv=lambda x, y: x.apply(cosh),
              keeps_dtype=True, floating=True)
@@ -391,9 +411,12 @@ copy = unary("copy", np.copy, lambda xp, x: xp.asarray(x, copy=True), jvp=_linea
              transpose=lambda b, ct, x: emit(b, copy, [Local(ct)], LIN))
 
 # zero derivative (piecewise constant), as in JAX: a zero tangent, not an error
-floor = unary("floor", np.floor, "floor", jvp=_no_tangent, keeps_dtype=True, real_only=True)
-ceil = unary("ceil", np.ceil, "ceil", jvp=_no_tangent, keeps_dtype=True, real_only=True)
-trunc = unary("trunc", np.trunc, "trunc", jvp=_no_tangent, keeps_dtype=True, real_only=True)
+floor = unary("floor", np.floor, _keeping_bools("floor"), jvp=_no_tangent, keeps_dtype=True,
+              real_only=True)
+ceil = unary("ceil", np.ceil, _keeping_bools("ceil"), jvp=_no_tangent, keeps_dtype=True,
+             real_only=True)
+trunc = unary("trunc", np.trunc, _keeping_bools("trunc"), jvp=_no_tangent, keeps_dtype=True,
+              real_only=True)
 rint = unary("rint", np.rint, "rint", jvp=_no_tangent, keeps_dtype=True, real_only=True)
 
 # boolean results: no tangent
@@ -407,7 +430,8 @@ invert = unary("invert", np.invert, "bitwise_invert", jvp=_no_tangent)
 zeros_like = unary("zeros_like", np.zeros_like, "zeros_like", jvp=lambda b, x, y, t: None)
 """Zeros of the operand's shape and dtype; its derivative is zero (``np.imag`` of a real array)."""
 
-stop_gradient = unary("stop_gradient", lambda a: a, jvp=lambda b, x, y, t: None)
+stop_gradient = unary("stop_gradient", lambda a: a, lambda xp, a: library_of(a).detached(a),
+                      jvp=lambda b, x, y, t: None)
 """The operand itself, with derivative zero (``lax.stop_gradient``)."""
 
 
@@ -604,6 +628,9 @@ class IntegerPow(TensorPrimitive):
     def eval(self, ctx, inputs):
         x = inputs[0]
         if self.n >= 0:
+            if self.n == 2 and type(x) is not np.ndarray and dtype_of(x).kind == "b":
+                xp, (x,) = operands(inputs, self)      # NumPy's bool ** 2 is np.square's int8
+                x = xp.astype(x, np.dtype(np.int8))   # (PyTorch's int64, as NumPy's bool ** 3)
             return [x ** self.n]
         xp, (x,) = operands(inputs, self)
         if dtype_of(x).kind in "fc":
@@ -1159,7 +1186,11 @@ class _Extremum(TensorPrimitive):
     def eval(self, ctx, inputs):
         xp, (x, y) = operands(inputs, self)
         fn = type(self)._fn
-        return [fn(x, y) if xp is NUMPY.xp else getattr(xp, fn.__name__)(x, y)]
+        if xp is NUMPY.xp:
+            return [fn(x, y)]
+        check_ordered(xp, x, self.name)
+        check_ordered(xp, y, self.name)
+        return [getattr(xp, fn.__name__)(x, y)]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         x, y = External(primal_inputs[0]), External(primal_inputs[1])
@@ -1206,8 +1237,21 @@ def _truncated_quotient(xp, x, y):
     return xp.round((x - xp.fmod(x, y)) / y)
 
 
+def _by_integer_zero(name: str) -> Callable:
+    """``xp.<name>(x, y)``; on PyTorch, integers divided by zero give 0 as in NumPy (which
+    warns) instead of PyTorch's ZeroDivisionError."""
+    def api(xp, x, y):
+        if xp.name != "torch" or dtype_of(x).kind not in "biu" or dtype_of(y).kind not in "biu":
+            return getattr(xp, name)(x, y)
+        zero = y == 0
+        out = getattr(xp, name)(x, xp.where(zero, xp.ones_like(y), y))
+        return xp.where(zero, xp.zeros_like(out), out)
+    return api
+
+
 # Piecewise constant in both operands: derivative zero (as JAX's floor_divide).
-floor_divide = binary("floor_divide", np.floor_divide, _no_tangents, api="floor_divide")
+floor_divide = binary("floor_divide", np.floor_divide, _no_tangents,
+                      api=_by_integer_zero("floor_divide"))
 fmod_quotient = binary("fmod_quotient", _quiet_numpy(_truncated_quotient), _no_tangents,
                        api=_truncated_quotient)
 
@@ -1224,8 +1268,9 @@ def _minus_quotient_jvp(quotient: Binary) -> Callable:
 
 
 remainder = binary("remainder", np.remainder, _minus_quotient_jvp(floor_divide),
-                   api="remainder", keeps_dtype=True)
-fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api="fmod", keeps_dtype=True)
+                   api=_by_integer_zero("remainder"), keeps_dtype=True)
+fmod = binary("fmod", np.fmod, _minus_quotient_jvp(fmod_quotient), api=_by_integer_zero("fmod"),
+              keeps_dtype=True)
 
 
 # --- power --------------------------------------------------------------------------------

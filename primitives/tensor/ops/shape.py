@@ -35,6 +35,7 @@ import numpy as np
 from tidu import input_role
 from tidu.graph import Local
 from primitives.tensor.backends import NUMPY, define, operands
+from primitives.tensor.core import dtype_of
 from primitives.tensor.ops.base import LIN, LinearOp, emit, shift_axis, tensor_op, with_batch
 
 
@@ -117,7 +118,11 @@ class ReduceSum(LinearOp):
         if xp is NUMPY.xp:          # np.sum's own reduction, without its Python wrapper
             total = np.add.reduce(x, axis=self.axes)
             return [total if type(total) is np.ndarray else np.asarray(total)]  # a full sum: 0-d
-        return [xp.sum(x, axis=self.axes)]
+        total = xp.sum(x, axis=self.axes)
+        if dtype_of(x).kind == "u" and dtype_of(total).kind != "u":
+            # PyTorch sums unsigned integers in int64 (it has no uint64 sum): NumPy's uint64
+            total = xp.astype(total, np.dtype(np.uint64))
+        return [total]
 
     def transpose_rule(self, builder, cotangent_outputs, inputs, role, ctx):
         kept = tuple(axis for axis in range(len(self.shape)) if axis not in self.axes)

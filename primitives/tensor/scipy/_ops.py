@@ -171,10 +171,23 @@ def _on_library(op: Special, rule: _Rule, xp, inputs: list, dtype):
         out = None
     if out is None:
         library = library_of(inputs[0])
+        if xp.name == "torch" and _torch_records(inputs):
+            raise TensorNotSupportedError(
+                f"{op!r} of a PyTorch tensor that requires grad: PyTorch has no {op.name}; "
+                "SciPy's, on the host, is outside PyTorch's autograd (the gradient would be "
+                "lost): pass x.detach() (tidu's transforms and tnp.tensor(x, "
+                "requires_grad=True) differentiate it)")
         host = [library.to_numpy(array) for array in inputs]
         out = library.from_numpy(rule.compute(scipy_special(), np, op.order, *host),
                                  inputs[0])
     return out if dtype_of(out) == dtype else xp.astype(out, dtype)
+
+
+def _torch_records(inputs: list) -> bool:
+    """Whether PyTorch's autograd would record an op on ``inputs`` (one requires grad)."""
+    torch = sys.modules["torch"]
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                           for x in inputs)
 
 
 def register(name: str, arity: int, compute: Callable, *partials) -> Special:

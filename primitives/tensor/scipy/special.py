@@ -47,6 +47,7 @@ from primitives.tensor.numpy.lowering import (
     sum,
     where,
 )
+from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_of, shape_of
 from primitives.tensor.errors import (
     ConcretizationError,
@@ -145,10 +146,10 @@ psi = digamma
 
 def _order(n, fn: str) -> np.ndarray:
     """The integer order(s) ``n`` of ``fn``: not differentiable, and known values."""
-    if isinstance(n, Frontend) and n.carries_gradient:
+    if n.carries_gradient if isinstance(n, Frontend) else getattr(n, "requires_grad", False):
         raise TensorTypeError(f"scipy.special.{fn}: the order n is an integer and has no "
                               "derivative; pass it as a plain integer (or a constant array)")
-    n = np.asarray(data_of(n, f"scipy.special.{fn}: reading the order n"))
+    n = np.asarray(to_host(data_of(n, f"scipy.special.{fn}: reading the order n")))
     if n.dtype.kind not in "biuf" or np.any(n != np.floor(n)) or np.any(n < 0):
         raise TensorShapeError(f"scipy.special.{fn}: the order n must be a non-negative "
                                f"integer, got {n.tolist()!r}")
@@ -196,7 +197,7 @@ def multigammaln(a, d: int):
                                f"got {d!r}")
     (a,) = _real("multigammaln", "gammaln", a)
     try:
-        values = np.asarray(data_of(a))
+        values = to_host(data_of(a))          # (any library's: a PyTorch tensor too)
     except ConcretizationError:
         values = None
     if values is not None and np.any(values <= 0.5 * (d - 1)):

@@ -58,7 +58,7 @@ def fresh(outputs: list, held: Iterable) -> list:
         memory = memory_of(out)
         if memory is not None:
             if memory in taken:
-                out = library_of(out).copy(out)
+                out = library_of(out).clone(out)
                 memory = memory_of(out)
             taken.add(memory)
         result.append(out)

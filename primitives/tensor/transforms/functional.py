@@ -697,12 +697,13 @@ def _as_value(x, what: str = ""):
 
 def _owned(x):
     """``x`` where writing to the caller's array cannot change it: traced values (immutable)
-    as they are, arrays copied (:func:`..backends.owned_copy`), and an eager ``Tensor``
+    as they are, arrays copied (:func:`..backends.owned_copy`, keeping a PyTorch tensor's
+    autograd history, as every other result does), and an eager ``Tensor``
     (which the caller may update in place in a ``no_grad`` block, or rebind ``.data`` of) as
     a recorded copy (``tnp.copy``): a derivative still flows back to it."""
     if isinstance(x, Frontend):
         return x if x.is_tracer else api.copy(x)
-    return owned_copy(_as_value(x))
+    return owned_copy(_as_value(x), history=True)
 
 
 def result_array(x):
