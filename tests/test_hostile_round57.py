@@ -103,3 +103,33 @@ def test_three_argument_pow_is_refused_by_name():
     with pytest.raises(TensorTypeError, match="three-argument pow"):
         tnp.jit(lambda v: pow(v, 2, 3))(np.array([2.0]))
     np.testing.assert_array_equal(pow(x, 2).data, [4.0])       # still usable
+
+
+# --- PyTorch's own autograd beside the eager Tensor (left by round 57a) ------------------------
+
+
+# t * w, w a torch tensor that requires grad in PyTorch's autograd: the op kept a detached copy
+# of w, so a PyTorch loss through y.data silently lacked that path's gradient for w
+def test_a_torch_tensor_torch_records_is_refused_as_a_constant_of_a_recorded_op():
+    torch = _torch()
+    x = tnp.tensor(torch.tensor([1.0, 2.0], dtype=torch.float64), requires_grad=True)
+    w = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TensorTypeError, match="PyTorch's gradient through it would be lost"):
+        x * w
+    y = x * w.detach()                          # a constant on purpose: taken
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    with torch.no_grad():                       # PyTorch records nothing: nothing to lose
+        np.testing.assert_array_equal((x * w).data.numpy(), [3.0, 8.0])
+
+
+# t.data = q, q with PyTorch history: the tensor kept q's graph, which every update grew
+def test_data_assignment_takes_a_torch_tensors_values_not_its_history():
+    torch = _torch()
+    p = tnp.tensor(torch.tensor([1.0, 2.0], dtype=torch.float64), requires_grad=True)
+    q = torch.tensor([5.0, 6.0], dtype=torch.float64, requires_grad=True) * 2
+    p.data = q
+    assert not p.data.requires_grad and p.data.grad_fn is None
+    np.testing.assert_array_equal(p.data.numpy(), [10.0, 12.0])
+    (p * p).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [20.0, 24.0])

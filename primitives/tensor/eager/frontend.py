@@ -319,7 +319,9 @@ class Tensor(ArrayOperators, Frontend):
                 "real one belongs, or the reverse; keep it real or complex as it is, or assign "
                 "to a leaf (t = t.detach(); t.data = ...)")
         if type(array) is not np.ndarray:
-            self._data = library_of(array).copy(array) if is_view(array) else array
+            # (a PyTorch tensor's autograd history is not taken: t.data = w, as PyTorch's)
+            library = library_of(array)
+            self._data = library.copy(array) if is_view(array) else library.detached(array)
             self._exposed = held_by_caller
             return
         if not array.dtype.isnative:          # (">f8" here): what NumPy computes in, as tensor()
@@ -645,8 +647,10 @@ class Tensor(ArrayOperators, Frontend):
             for position, a in enumerate(args):
                 if inputs[position] is None:
                     d = data[position]
-                    if type(d) is not np.ndarray and type(d) is not differentiated:
-                        _check_constant_library(op, args, position, d)
+                    if type(d) is not np.ndarray:
+                        if type(d) is not differentiated:
+                            _check_constant_library(op, args, position, d)
+                        _check_not_recorded_by_torch(op, d)
                     if (d is a or is_view(d)) and not isinstance(a, Tensor):
                         # the caller's array, saved: it may write to it
                         d = data[position] = _saved_constant(d)
@@ -775,6 +779,19 @@ def _saved_constant(d):
         distinct = d[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in d.strides)]
         return np.broadcast_to(distinct.copy(), d.shape)
     return library_of(d).copy(d)
+
+
+def _check_not_recorded_by_torch(op, d) -> None:
+    """Refuse a PyTorch tensor that PyTorch's own autograd records (it requires grad, in
+    PyTorch's grad mode) as a constant of a recorded op: the op keeps a detached copy, so
+    PyTorch's gradient through it would be silently lost."""
+    if getattr(d, "requires_grad", False) is True and library_of(d).name == "torch" and \
+            sys.modules["torch"].is_grad_enabled():
+        raise TensorTypeError(
+            f"{op!r}: a PyTorch tensor that requires grad in PyTorch's autograd, as a constant "
+            "of an op tidu records: PyTorch's gradient through it would be lost; make it a "
+            "tidu tensor (tnp.tensor(w, requires_grad=True)) to differentiate it, or pass "
+            "w.detach() for a constant")
 
 
 def _check_one_library(op, args, data) -> None:
