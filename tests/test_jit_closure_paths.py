@@ -788,3 +788,21 @@ def test_arrays_and_lists_in_a_library_closure_are_still_read():
     assert float(step(X)) == 6.0
     layers.append(np.full(2, 10.0))
     assert float(step(X)) == 60.0
+
+
+@pytest.mark.parametrize("name", ["numpy_helpers", "torch_utils", "jax_models.layers", "dask_jobs",
+                                  "scipy_fit"])
+def test_a_users_module_named_like_a_library_is_followed(name):
+    """A module of the user's whose name starts with a library's (``torch_utils``) was taken
+    for the library: its globals were not read again, and a rebound array gave the first
+    trace's result."""
+    module = types.ModuleType(name)
+    exec("import numpy as np\nW = np.ones(2)\ndef loss(x):\n    return x * W\n", module.__dict__)
+    sys.modules[name] = module
+    try:
+        step = tnp.jit(module.loss)
+        np.testing.assert_array_equal(step(X), [1.0, 2.0])
+        module.W = np.full(2, 5.0)
+        np.testing.assert_array_equal(step(X), [5.0, 10.0])
+    finally:
+        del sys.modules[name]

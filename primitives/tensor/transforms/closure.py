@@ -134,7 +134,10 @@ _BYTES_COMPARED_AS_BYTES = 1 << 16   # above this, copying to bytes costs more t
 _MAX_OBJECTS = 256          # how many functions, objects and containers one scan visits at most
 _MAX_DEPTH = 6              # how many items and attributes a path follows below its root
 _MAX_NUMBER_ITEMS = 32      # the numbers of a longer list or tuple do not count (it is data)
-_LIBRARY_MODULES = ("primitives.", "tidu.", "numpy", "scipy", "jax", "torch", "dask")
+_LIBRARY_MODULES = frozenset({"primitives", "tidu", "numpy", "scipy", "jax", "jaxlib", "torch",
+                               "torchvision", "torchaudio", "dask", "distributed"})
+"""Top-level packages whose modules are libraries: a whole name, so that a module of the
+user's named ``torch_utils`` or ``numpy_helpers`` is followed as the user's own code."""
 
 
 class Reference:
@@ -193,7 +196,7 @@ def _is_library(fn) -> bool:
     """A library's function or class (tidu's, NumPy's...), whose globals or instances'
     attributes are not followed."""
     module = getattr(fn, "__module__", None) or ""
-    return module.startswith(_LIBRARY_MODULES)
+    return module.partition(".")[0] in _LIBRARY_MODULES
 
 
 def _is_library_code(fn) -> bool:
@@ -204,7 +207,7 @@ def _is_library_code(fn) -> bool:
 def _is_library_module(module: types.ModuleType) -> bool:
     """A module whose attributes are not followed: a library's, or Python's own."""
     name = getattr(module, "__name__", None) or ""
-    return (name + ".").startswith(_LIBRARY_MODULES) or _is_standard_library(name)
+    return name.partition(".")[0] in _LIBRARY_MODULES or _is_standard_library(name)
 
 
 def _is_standard_library(module_name: str | None) -> bool:
