@@ -343,7 +343,10 @@ def as_dtype(x, dtype):
     """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes), or ``x``
     itself when it has that dtype (as ``np.asarray(x, dtype)``); ``dtype`` may be another
     library's (``torch.float16``). Public: :func:`astype`, which copies as NumPy does."""
-    dtype = numpy_dtype(dtype)
+    try:
+        dtype = numpy_dtype(dtype)
+    except TensorTypeError as error:                    # one NumPy lacks: name the function
+        raise TensorTypeError(f"{_public_caller()}: {error}") from None
     if not isinstance(x, Frontend):
         kind = type(x)
         if kind in _REAL_SCALARS:               # (a real number: no complex part to drop)
@@ -365,6 +368,9 @@ def as_dtype(x, dtype):
     return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
 
 
+_HELPER_CODES |= {as_dtype.__code__}           # (its errors name the function calling it)
+
+
 @implements(np.astype)
 def astype(x, dtype, *, copy: bool = True):
     """``np.astype``: ``x`` converted to ``dtype``, differentiably. As in NumPy, an array
@@ -381,7 +387,7 @@ def astype(x, dtype, *, copy: bool = True):
     array([1., 1.])
     """
     if type(x) is np.ndarray:                   # a constant: NumPy's own conversion
-        return np.astype(x, numpy_dtype(dtype), copy=copy)
+        return np.astype(x, dtype_arg(dtype, "astype"), copy=copy)
     converted = as_dtype(x, dtype)
     if copy and converted is x and not isinstance(x, Frontend):
         return library_of(x).clone(x)
@@ -419,6 +425,21 @@ def broadcast_operand(x, shape: tuple):
 @implements(np.broadcast_to)
 def _broadcast_to(array, shape):          # NumPy's argument names (np.broadcast_to(array=...))
     return broadcast_to(array, shape)
+
+
+def dtype_arg(dtype, fn: str) -> np.dtype | None:
+    """A ``dtype=`` argument of ``fn`` as NumPy's dtype (any library's: ``torch.float32`` is
+    ``float32``; ``None`` stays ``None``); one NumPy lacks is a ``TensorTypeError`` naming ``fn``.
+
+    >>> dtype_arg("float32", "zeros"), dtype_arg(None, "zeros")
+    (dtype('float32'), None)
+    """
+    if dtype is None:
+        return None
+    try:
+        return numpy_dtype(dtype)
+    except TensorTypeError as error:
+        raise TensorTypeError(f"{fn}: {error}") from None
 
 
 # --- axis, shape and reduction arguments ------------------------------------------------
@@ -497,7 +518,7 @@ def filled_like(a, value, dtype, fn: str):
     ``jit``-compiled function). A constant: its values do not depend on ``a``'s."""
     a = operand(a, fn)
     shape = shape_of(a)
-    dtype = dtype_of(a) if dtype is None else np.dtype(dtype)
+    dtype = dtype_of(a) if dtype is None else dtype_arg(dtype, fn)
     below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
     library = library_of(below)
     if library is NUMPY:
