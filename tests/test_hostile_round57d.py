@@ -86,3 +86,90 @@ def test_dtype_utilities_take_any_library_dtype():
                      ("can_cast", lambda: tnp.can_cast(np.float32, object()))]:
         with pytest.raises(TensorTypeError, match=f"^{fn}: "):
             call()
+
+
+def _jax():
+    pytest.importorskip("jax", reason="gradients compared with JAX's")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+# NumPy's dtype=/casting= of concatenate and stack (and out=) were "unexpected keyword argument"
+@pytest.mark.parametrize("name", ["concatenate", "stack", "hstack", "vstack"])
+@pytest.mark.parametrize("kwargs", [dict(dtype=np.float32), dict(dtype=np.int64),
+                                    dict(dtype=np.int64, casting="unsafe"),
+                                    dict(dtype=np.complex64, casting="safe"),
+                                    dict(casting="no"), dict(casting="equiv"),
+                                    dict(dtype=np.float64, casting="no")],
+                         ids=["f32", "f2i", "f2i-unsafe", "c64-safe", "no", "equiv", "f64-no"])
+def test_stacking_dtype_and_casting_as_numpy(name, kwargs):
+    a, b = X, np.array([1, 2, 3], dtype=np.int32)
+    try:
+        want = getattr(np, name)([a, b], **kwargs)
+    except TypeError:
+        with pytest.raises(TensorTypeError, match=f"^{name}: cannot cast"):
+            getattr(tnp, name)([a, b], **kwargs)
+        return
+    got = getattr(tnp, name)([a, b], **kwargs)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    same = getattr(tnp, name)([a, a], casting="no")           # one dtype: nothing to cast
+    np.testing.assert_array_equal(same, getattr(np, name)([a, a]))
+
+
+# ... and their gradients are JAX's (through the cast), under tnp.grad
+@pytest.mark.parametrize("name", ["concatenate", "stack"])
+def test_stacking_dtype_gradient_is_jaxs(name):
+    jax = _jax()
+    jnp = jax.numpy
+    w = np.array([1.0, -2.0, 3.0, 0.5, 4.0, -1.0])
+
+    def f(lib, x, y):
+        out = getattr(lib, name)([x, y * 2], dtype=lib.float32)
+        return lib.sum(lib.reshape(out, (-1,)) * w.astype(np.float32) * out.reshape(-1))
+    got = tnp.grad(lambda x, y: f(tnp, x, y), argnums=(0, 1))(X, X[::-1].copy())
+    want = jax.grad(lambda x, y: f(jnp, x, y), argnums=(0, 1))(X, X[::-1].copy())
+    for g, j in zip(got, want):
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-6)
+    with pytest.raises(TensorTypeError, match="^concatenate: casting must be one of"):
+        tnp.concatenate([X], casting="bad")
+    with pytest.raises(tnp.TensorNotSupportedError, match="^stack: out="):
+        tnp.stack([X], out=np.empty((1, 3)))
+
+
+# einsum's dtype= (and casting=, order=, out=) were "unexpected keyword argument"
+@pytest.mark.parametrize("kwargs", [dict(dtype=np.float32), dict(dtype=np.float32,
+                                                                  casting="same_kind"),
+                                    dict(dtype=np.complex128), dict(dtype=int),
+                                    dict(dtype=int, casting="unsafe"), dict(casting="no"),
+                                    dict(order="C")])
+def test_einsum_dtype_and_casting_as_numpy(kwargs):
+    a, b = X, np.array([1, 2, 3], dtype=np.int32)
+    try:
+        want = np.einsum("i,i->i", a, b, **kwargs)
+    except TypeError:
+        with pytest.raises(TensorTypeError, match="^einsum: cannot cast"):
+            tnp.einsum("i,i->i", a, b, **kwargs)
+        return
+    got = tnp.einsum("i,i->i", a, b, **kwargs)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_einsum_dtype_gradient_is_jaxs():
+    jax = _jax()
+    m = np.arange(6.0).reshape(2, 3) - 2.5
+
+    def f(x):
+        return tnp.sum(tnp.einsum("ij,j->i", m, x, dtype=tnp.float32, casting="same_kind") ** 2)
+
+    def f_jax(x):                   # (JAX's einsum has no dtype=: the operands cast first)
+        jnp = jax.numpy
+        return jnp.sum(jnp.einsum("ij,j->i", m.astype(np.float32), x.astype(np.float32)) ** 2)
+    got = tnp.grad(f)(X)
+    want = jax.grad(f_jax)(X)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+    assert got.dtype == np.float64

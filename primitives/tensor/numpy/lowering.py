@@ -842,10 +842,41 @@ def transpose(x, axes=None):
 permute_dims = transpose        # the Array API's name (NumPy 2's np.permute_dims is np.transpose)
 
 
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def cast_operands(arrays: list, dtype, casting: str, fn: str) -> list:
+    """``arrays`` converted to ``dtype`` (their promoted dtype if ``None``), each allowed by
+    NumPy's ``casting`` rule (the ``dtype=``/``casting=`` of ``concatenate``, ``einsum``...):
+    a ``TensorTypeError`` naming ``fn`` where NumPy refuses.
+
+    >>> [a.dtype for a in cast_operands([np.ones(1), np.ones(1, int)], "float32", "same_kind",
+    ...                                 "concatenate")]
+    [dtype('float32'), dtype('float32')]
+    """
+    if casting not in CASTINGS:
+        raise TensorTypeError(f"{fn}: casting must be one of {', '.join(CASTINGS)}, got "
+                              f"{casting!r}")
+    target = result_dtype(*arrays) if dtype is None else dtype_arg(dtype, fn)
+    for a in arrays:
+        if not np.can_cast(dtype_of(a), target, casting):
+            raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "
+                                  f"{target} according to the rule {casting!r}")
+    return [as_dtype(a, target) for a in arrays]
+
+
 @implements(np.concatenate)
-def concatenate(arrays, axis=0):
-    """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting: str = "same_kind"):
+    """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy, or
+    convert to ``dtype`` where the ``casting`` rule allows it (NumPy's ``dtype=``, ``casting=``).
+
+    >>> concatenate([np.ones(1), np.zeros(1, int)], dtype=np.float32)
+    array([1., 0.], dtype=float32)
+    """
+    no_out(out, "concatenate")
     arrays = [operand(a) for a in arrays]
+    if dtype is not None or casting != "same_kind":   # (promotion is same_kind: nothing to check)
+        arrays = cast_operands(arrays, dtype, casting, "concatenate")
     if not arrays:
         raise TensorShapeError("concatenate: need at least one array to concatenate")
     if axis is None:
@@ -871,9 +902,13 @@ concat = concatenate            # the Array API's name (NumPy 2's np.concat is n
 
 
 @implements(np.stack)
-def stack(arrays, axis=0):
-    """``np.stack``: one ``concatenate`` of the arrays, each with a new axis of size one."""
+def stack(arrays, axis=0, out=None, *, dtype=None, casting: str = "same_kind"):
+    """``np.stack``: one ``concatenate`` of the arrays, each with a new axis of size one
+    (``dtype=`` and ``casting=`` as :func:`concatenate`'s)."""
+    no_out(out, "stack")
     arrays = [operand(a) for a in arrays]
+    if dtype is not None or casting != "same_kind":
+        arrays = cast_operands(arrays, dtype, casting, "stack")
     if not arrays:
         raise TensorShapeError("stack: need at least one array to stack")
     shapes = {shape_of(a) for a in arrays}

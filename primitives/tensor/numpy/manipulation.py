@@ -44,7 +44,7 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
-                                              elementwise, first, is_foreign_array,
+                                              dtype_arg, elementwise, first, is_foreign_array,
                                               is_python_scalar, maximum, minimum, multiply,
                                               new_value,
                                               no_out, normalize_axes, normalize_axis, operand,
@@ -784,7 +784,7 @@ def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "s
                                f"{casting!r}")
     if not arrays:
         raise TensorShapeError(f"{fn}: need at least one array to concatenate")
-    target = np.dtype(dtype) if dtype is not None else result_dtype(*arrays)
+    target = dtype_arg(dtype, fn) if dtype is not None else result_dtype(*arrays)
     for a in arrays:
         if not np.can_cast(dtype_of(a), target, casting):
             raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "

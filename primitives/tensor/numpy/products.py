@@ -35,9 +35,11 @@ from primitives.tensor.core import Frontend, bind, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to, concatenate,
+from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to,
+                                              cast_operands, concatenate,
                                               conj, divide, dot_general,
-                                              dot_general_of_promoted, first, multiply, negative, normalize_axis, operand,
+                                              dot_general_of_promoted, first, multiply, negative,
+                                              no_out, normalize_axis, operand,
                                               promoted, reshape, stack, subtract, sum, transpose)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
@@ -262,17 +264,29 @@ def _einsum_diagonal(x, term: str):
 
 
 @implements(np.einsum)
-def einsum(subscripts: str, *operands, optimize=None):
+def einsum(subscripts: str, *operands, out=None, dtype=None, order: str = "K",
+           casting: str = "safe", optimize=None):
     """``np.einsum`` for one or more operands, lowered to ``dot_general``, ``transpose``,
     ``reshape`` and ``reduce_sum`` (repeated indices within an operand take diagonals).
 
-    Operands are contracted left to right; ``optimize`` is accepted and ignored.
+    Operands are contracted left to right; ``optimize`` and ``order`` (memory layout) are
+    accepted and ignored. ``dtype`` is the dtype to compute in, each operand cast to it as
+    the ``casting`` rule allows (NumPy's default ``"safe"``: float64 to float32 needs
+    ``casting="same_kind"``).
+
+    >>> einsum("i,i->", np.ones(2), np.arange(2), dtype=np.float32, casting="same_kind")
+    array(1., dtype=float32)
     """
+    no_out(out, "einsum")
+    if order not in ("K", "A", "C", "F"):
+        raise TensorTypeError(f"einsum: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
     if not isinstance(subscripts, str):            # the sublist form: einsum(a, [0, 1], ...)
         subscripts, operands = einsum_subscripts(subscripts, *operands)
     if not operands:
         raise TensorShapeError("einsum: no operands given")
-    operands, _ = promoted(*[_array(x, "einsum") for x in operands])
+    operands = [_array(x, "einsum") for x in operands]
+    operands = cast_operands(operands, dtype, casting, "einsum") if dtype is not None or \
+        casting not in ("safe", "same_kind", "unsafe") else promoted(*operands)[0]
     terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
     # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
     sizes: dict = {}
