@@ -173,3 +173,43 @@ def test_einsum_dtype_gradient_is_jaxs():
     want = jax.grad(f_jax)(X)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
     assert got.dtype == np.float64
+
+
+def _ufunc_like():
+    from primitives.tensor.numpy import lowering, mathfuncs
+
+    return sorted({name for module in (lowering, mathfuncs) for name in module.__all__
+                   if isinstance(getattr(np, name, None), np.ufunc)})
+
+
+def _ufunc_args(name):
+    ufunc = getattr(np, name)
+    if name in ("ldexp",):
+        return X, np.array([1, 2, 3])
+    if name.startswith(("logical", "bitwise", "invert")):
+        return (np.array([True, False, True]),) * ufunc.nin
+    return (X,) * ufunc.nin
+
+
+# out= of tnp's elementwise functions was Python's "unexpected keyword argument 'out'"
+@pytest.mark.parametrize("name", _ufunc_like())
+def test_ufunc_like_functions_refuse_out_where_dtype_by_name(name):
+    fn, args = getattr(tnp, name), _ufunc_args(name)
+    plain = fn(*args)
+    if not isinstance(plain, tuple):                            # (divmod, modf: two results)
+        np.testing.assert_array_equal(fn(*args, out=None, where=True, dtype=None), plain)
+    for kwargs in [dict(out=np.empty(3)), dict(where=np.array([True, False, True])),
+                   dict(dtype=np.float32)]:
+        (key,) = kwargs                                 # (an alias names its function: mod...)
+        with pytest.raises(tnp.TensorNotSupportedError, match=f"^{fn.__name__}: {key}="):
+            fn(*args, **kwargs)
+    x = tnp.tensor(args[0])                   # NumPy's own ufunc on a tensor: also by name
+    if name not in ("isnan", "isinf", "isfinite", "signbit"):   # (these NumPy's, on the data)
+        with pytest.raises(tnp.TensorNotSupportedError, match=f"^{fn.__name__}: where="):
+            getattr(np, name)(x, *args[1:], where=np.array([True, False, True]))
+
+
+def test_round_refuses_out_by_name():
+    with pytest.raises(tnp.TensorNotSupportedError, match="^round: out="):
+        tnp.round(X, out=np.empty(3))
+    np.testing.assert_array_equal(tnp.round(X, 1, None), np.round(X, 1))

@@ -498,6 +498,29 @@ def no_out(out, fn: str) -> None:
                                       f"tnp.{fn}: tensors are immutable; use the returned array")
 
 
+def ufunc_keywords(fn: str, out, where, dtype) -> None:
+    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
+    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults. (Taken
+    as positional parameters with defaults, which cost the common call least.)
+
+    >>> ufunc_keywords("add", (None,), True, None)
+    >>> ufunc_keywords("add", None, np.array([True, False]), None)
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorNotSupportedError: add: where= (of numpy.add) is not supported by tnp.add; ...
+    """
+    if not (type(out) is tuple and all(o is None for o in out)):
+        no_out(out, fn)
+    if where is not True:
+        raise TensorNotSupportedError(
+            f"{fn}: where= (of numpy.{fn}) is not supported by tnp.{fn}; for the values "
+            f"where the mask is false, choose them: tnp.where(mask, tnp.{fn}(...), other)")
+    if dtype is not None:
+        raise TensorNotSupportedError(
+            f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
+            f"first (tnp.astype(x, dtype))")
+
+
 def masked(x, where, fill, fn: str):
     """``x`` where ``where`` holds, ``fill`` elsewhere (NumPy's ``where=`` of reductions)."""
     if where is NO_VALUE:
@@ -542,7 +565,9 @@ def constant_in_library_of(constant: np.ndarray, a):
 
 
 def _unary_float(op):
-    def fn(x):
+    def fn(x, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(op.name, out, where, dtype)
         if isinstance(x, Frontend):
             if x.dtype.kind in "fc":            # one front end: its own bind, directly
                 return x.bind(op, (x,))[0]
@@ -564,8 +589,10 @@ sqrt = _unary_float(ew.sqrt)
 
 
 @implements(np.negative)
-def negative(x):
+def negative(x, out=None, where=True, dtype=None):
     """``np.negative``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("negative", out, where, dtype)
     x = operand(x, "negative")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
@@ -574,14 +601,18 @@ def negative(x):
 
 
 @implements(np.positive)
-def positive(x):
+def positive(x, out=None, where=True, dtype=None):
     """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("positive", out, where, dtype)
     return new_value(operand(x))
 
 
 @implements(np.conj)
-def conj(x):
+def conj(x, out=None, where=True, dtype=None):
     """``np.conj``: the identity on real values (a new array, as NumPy's)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("conj", out, where, dtype)
     x = operand(x)
     return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
         else new_value(x)
@@ -591,14 +622,18 @@ conjugate = conj
 
 
 @implements(np.add)
-def add(x, y):
+def add(x, y, out=None, where=True, dtype=None):
     """``np.add``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("add", out, where, dtype)
     return elementwise(ew.add, x, y)
 
 
 @implements(np.subtract)
-def subtract(x, y):
+def subtract(x, y, out=None, where=True, dtype=None):
     """``np.subtract``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("subtract", out, where, dtype)
     x, y = operand(x, "subtract"), operand(y, "subtract")
     if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
         raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
@@ -607,14 +642,18 @@ def subtract(x, y):
 
 
 @implements(np.multiply)
-def multiply(x, y):
+def multiply(x, y, out=None, where=True, dtype=None):
     """``np.multiply``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("multiply", out, where, dtype)
     return elementwise(ew.mul, x, y)
 
 
 @implements(np.divide)
-def divide(x, y):
+def divide(x, y, out=None, where=True, dtype=None):
     """``np.divide`` (true division: integers divide as float64)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("divide", out, where, dtype)
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
@@ -622,7 +661,7 @@ def divide(x, y):
 
 
 @implements(np.power)
-def power(x, p):
+def power(x, p, out=None, where=True, dtype=None):
     """``np.power`` (``x ** p``), differentiable in ``x`` and ``p``.
 
     A Python-number exponent is a constant (``integer_pow``, ``pow``); otherwise
@@ -632,6 +671,8 @@ def power(x, p):
     >>> float(power(2.0, 3))
     8.0
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("power", out, where, dtype)
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
@@ -644,13 +685,15 @@ def power(x, p):
 
 
 @implements(np.float_power)
-def float_power(x, p):
+def float_power(x, p, out=None, where=True, dtype=None):
     """``np.float_power``: :func:`power` computed in float64 (complex128 for complex
     operands), whatever the operands' precision, as NumPy's; differentiable in both.
 
     >>> float_power(np.float32(2.0), 3).dtype
     dtype('float64')
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("float_power", out, where, dtype)
     x, p = operand(x, "float_power"), operand(p, "float_power")
     kind = np.result_type(dtype_of(x), dtype_of(p)).kind
     wide = np.dtype(np.complex128 if kind == "c" else np.float64)
@@ -658,15 +701,19 @@ def float_power(x, p):
 
 
 @implements(np.maximum)
-def maximum(x, y):
+def maximum(x, y, out=None, where=True, dtype=None):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("maximum", out, where, dtype)
     x, y = operand(x), operand(y)
     return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
 
 @implements(np.minimum)
-def minimum(x, y):
+def minimum(x, y, out=None, where=True, dtype=None):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("minimum", out, where, dtype)
     x, y = operand(x), operand(y)
     return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -715,7 +762,9 @@ def _beyond_integer_range(x, y):
 def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
-    def fn(x, y):
+    def fn(x, y, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(np_name, out, where, dtype)
         x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
         return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
@@ -735,8 +784,10 @@ greater_equal = _comparison("ge", "greater_equal")
 
 
 @implements(np.abs)
-def abs(x):
+def abs(x, out=None, where=True, dtype=None):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("abs", out, where, dtype)
     x = operand(x)
     dtype = dtype_of(x)
     if np.issubdtype(dtype, np.complexfloating):
