@@ -213,3 +213,43 @@ def test_round_refuses_out_by_name():
     with pytest.raises(tnp.TensorNotSupportedError, match="^round: out="):
         tnp.round(X, out=np.empty(3))
     np.testing.assert_array_equal(tnp.round(X, 1, None), np.round(X, 1))
+
+
+# q of quantile/percentile, a PyTorch tensor that requires grad, was PyTorch's RuntimeError
+# from np.asarray: now refused by name while PyTorch records it, its values read otherwise
+@pytest.mark.parametrize("name, q", [("quantile", 0.3), ("percentile", 30.0),
+                                     ("nanquantile", 0.3)])
+def test_quantile_of_a_torch_q_that_requires_grad(name, q):
+    torch = _torch()
+    fn = getattr(tnp, name)
+    tq = torch.tensor(q, dtype=torch.float64, requires_grad=True)
+    for a in (X, torch.tensor(X)):
+        with pytest.raises(TensorTypeError, match=f"^{name}: q: a PyTorch tensor that requires"):
+            fn(a, tq)
+        with torch.no_grad():                              # PyTorch records nothing: its values
+            np.testing.assert_allclose(np.asarray(fn(a, tq)), getattr(np, name)(X, q))
+        np.testing.assert_allclose(np.asarray(fn(a, tq.detach())), getattr(np, name)(X, q))
+
+
+# pad's constant_values, a PyTorch tensor that requires grad: PyTorch's RuntimeError; and a
+# tensor or traced value carrying a gradient, per axis and side (or linear_ramp's end_values),
+# was read as data: a silent zero derivative (now refused by name; a 0-d one raised already)
+def test_pad_values_that_would_lose_a_derivative_are_refused():
+    torch = _torch()
+    for values in (torch.tensor(0.5, requires_grad=True),
+                   torch.tensor([0.5, 2.0], requires_grad=True)):
+        for a in (X, torch.tensor(X)):
+            with pytest.raises(TensorTypeError, match="^pad: constant_values: a PyTorch"):
+                tnp.pad(a, 1, constant_values=values)
+        want = np.pad(X, 1, constant_values=values.detach().numpy())
+        np.testing.assert_array_equal(tnp.pad(X, 1, constant_values=values.detach()), want)
+        with torch.no_grad():
+            np.testing.assert_array_equal(np.asarray(tnp.pad(torch.tensor(X), 1,
+                                                             constant_values=values)), want)
+    with pytest.raises(TensorTypeError, match="^pad: constant_values: .* carries a gradient"):
+        tnp.grad(lambda c: tnp.sum(tnp.pad(X, 1, constant_values=c * np.array([1.0, 2.0]))))(1.0)
+    with pytest.raises(TensorTypeError, match="^pad: end_values: .* carries a gradient"):
+        tnp.grad(lambda e: tnp.sum(tnp.pad(X, 2, mode="linear_ramp", end_values=e)))(1.0)
+    constant = tnp.tensor(np.array([0.5, 2.0]))                # no gradient: its values
+    np.testing.assert_array_equal(tnp.pad(X, 1, constant_values=constant),
+                                  np.pad(X, 1, constant_values=(0.5, 2.0)))

@@ -427,6 +427,30 @@ def _broadcast_to(array, shape):          # NumPy's argument names (np.broadcast
     return broadcast_to(array, shape)
 
 
+def constant_values(value, what: str):
+    """The values of ``value``, an argument taken as a constant (``pad``'s ``constant_values``,
+    ``quantile``'s ``q``), on the host; one whose derivative would be lost is refused by
+    ``what``: a tensor or traced value that carries a gradient, a PyTorch tensor that PyTorch's
+    autograd records (it requires grad, in PyTorch's grad mode).
+
+    >>> constant_values([0.5, 1.0], "pad: constant_values")
+    array([0.5, 1. ])
+    """
+    if isinstance(value, Frontend):
+        if value.carries_gradient:
+            raise TensorTypeError(
+                f"{what}: a {type(value).__name__} that carries a gradient is taken as a "
+                "constant here, and its derivative would be lost; pass it on as a constant on "
+                "purpose with tnp.stop_gradient(v)")
+        return to_host(data_of(value, what))
+    if getattr(value, "requires_grad", False) is True and library_of(value).name == "torch" \
+            and sys.modules["torch"].is_grad_enabled():
+        raise TensorTypeError(
+            f"{what}: a PyTorch tensor that requires grad in PyTorch's autograd is taken as a "
+            "constant here, and PyTorch's gradient through it would be lost; pass v.detach()")
+    return to_host(value)
+
+
 def dtype_arg(dtype, fn: str) -> np.dtype | None:
     """A ``dtype=`` argument of ``fn`` as NumPy's dtype (any library's: ``torch.float32`` is
     ``float32``; ``None`` stays ``None``); one NumPy lacks is a ``TensorTypeError`` naming ``fn``.

@@ -43,7 +43,8 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import carries_gradient, implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
-                                              concatenate, constant_in_library_of, conj, divide,
+                                              concatenate, constant_in_library_of,
+                                              constant_values, conj, divide,
                                               dtype_arg, dtype_name, equal, filled_like, first,
                                               float_dtype,
                                               greater, is_python_scalar, masked, max, maximum,
@@ -1595,7 +1596,7 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
                                       f"{', '.join(_QUANTILE_METHODS)}")
     x = operand(a, fn)
     _real_only(x, fn)
-    known = data_if_known(q) if isinstance(q, Frontend) else q
+    known = data_if_known(q) if isinstance(q, Frontend) else constant_values(q, f"{fn}: q")
     # q is data where its values are not known (jit, vmap) or it is differentiated
     traced_q = isinstance(q, Frontend) and (known is None or carries_gradient(q))
     q_data = np.zeros(shape_of(q), dtype_of(q)) if known is None else np.asarray(known)
