@@ -253,3 +253,30 @@ def test_pad_values_that_would_lose_a_derivative_are_refused():
     constant = tnp.tensor(np.array([0.5, 2.0]))                # no gradient: its values
     np.testing.assert_array_equal(tnp.pad(X, 1, constant_values=constant),
                                   np.pad(X, 1, constant_values=(0.5, 2.0)))
+
+
+# tnp.power(bool_array, 2) was int8 (np.square's, what NumPy's bool_array ** 2 gives) where
+# np.power gives int64, and bool ** True int64 where NumPy's is int8; each spelling is NumPy's
+@pytest.mark.parametrize("p", [2, 3, 0, True, False, 2.0, np.int8(2), np.array(2)],
+                         ids=repr)
+def test_power_of_booleans_has_numpys_dtype_for_each_spelling(p):
+    b = np.array([True, False, True])
+    spellings = [(np.power(b, p), [tnp.power(b, p), tnp.jit(lambda v: tnp.power(v, p))(b)]),
+                 (b ** p, [tnp.tensor(b) ** p, tnp.jit(lambda v: v ** p)(b)])]
+    for want, gots in spellings:
+        for got in gots:
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+            np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# tnp.round(bool_array, decimals) raised NumPy's UFuncTypeError (NumPy refuses it too); with
+# decimals=0 NumPy 2.4's round of booleans is float16, which tnp keeps
+def test_round_of_booleans_to_decimals_is_a_tensor_type_error():
+    b = np.array([True, False])
+    for call in (lambda: tnp.round(b, 1), lambda: tnp.tensor(b).round(-1),
+                 lambda: np.round(tnp.tensor(b), 2)):
+        with pytest.raises(TensorTypeError, match="^round: booleans"):
+            call()
+    for got in (tnp.round(b), tnp.around(b, 0)):
+        assert got.dtype == np.round(b).dtype
+        np.testing.assert_array_equal(got, np.round(b))

@@ -700,6 +700,8 @@ def power(x, p, out=None, where=True, dtype=None):
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
+            if dtype_of(x).kind == "b":     # NumPy's: bool ** int is int64, bool ** bool int8
+                x = as_dtype(x, np.int8 if type(p) is bool else result_dtype(x, p))
             return first(bind(ew.IntegerPow(int(p)), x))
         return first(bind(ew.Pow(p), as_dtype(x, result_dtype(x, p))))
     (x, p), dtype = promoted(x, p)

@@ -282,6 +282,9 @@ def round(a, decimals: int = 0, out=None):
     """
     no_out(out, "round")
     a = operand(a, "round")
+    if dtype_of(a).kind == "b" and decimals != 0:        # (NumPy's round(b) is float16)
+        raise TensorTypeError(f"round: booleans cannot be rounded to {decimals} decimals "
+                              "(NumPy refuses it too); convert them first (tnp.astype)")
     return first(bind(ew.Round(int(decimals)), a))
 
 
