@@ -280,3 +280,20 @@ def test_round_of_booleans_to_decimals_is_a_tensor_type_error():
     for got in (tnp.round(b), tnp.around(b, 0)):
         assert got.dtype == np.round(b).dtype
         np.testing.assert_array_equal(got, np.round(b))
+
+
+# out= of matmul, vecdot, matvec, vecmat, dot, outer and clip (and dtype= of the gufuncs and
+# clip, where= of clip) were Python's "unexpected keyword argument": now refused by name
+@pytest.mark.parametrize("name, args", [
+    ("matmul", (np.eye(3), X)), ("vecdot", (X, X)), ("matvec", (np.eye(3), X)),
+    ("vecmat", (X, np.eye(3))), ("dot", (X, X)), ("outer", (X, X)), ("clip", (X, 0.0, 1.0))])
+def test_products_and_clip_refuse_out_by_name(name, args):
+    fn = getattr(tnp, name)
+    np.testing.assert_allclose(fn(*args, out=None), getattr(np, name)(*args))
+    keys = ["out"] + (["dtype"] if name not in ("dot", "outer") else []) + \
+        (["where"] if name == "clip" else [])
+    for key in keys:
+        value = {"out": np.empty(np.shape(getattr(np, name)(*args))), "dtype": np.float32,
+                 "where": np.array([True, False, True])}[key]
+        with pytest.raises(tnp.TensorNotSupportedError, match=f"^{name}: {key}="):
+            fn(*args, **{key: value})

@@ -182,7 +182,7 @@ def sign(x, out=None, where=True, dtype=None):
 
 
 @implements(np.clip)
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, where=True, dtype=None):
     """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
     propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
     strictly inside the bounds, to the bound where it is taken, and is split evenly
@@ -193,6 +193,8 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
     array([0. , 0.5, 1. , 0. ])
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("clip", out, where, dtype)
     for name, positional, keyword in (("min", a_min, min), ("max", a_max, max)):
         if positional is not None and keyword is not None:
             raise TensorTypeError(f"clip: give a_{name} or {name}, not both")
