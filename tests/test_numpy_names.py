@@ -464,9 +464,13 @@ def test_where_against_jax(name):
 
 def test_utilities_are_numpys_own():
     for name in ("allclose", "array_equal", "array_equiv", "seterr", "geterr",
-                 "errstate", "printoptions", "set_printoptions", "get_printoptions", "iinfo",
-                 "finfo", "isscalar"):
+                 "errstate", "printoptions", "set_printoptions", "get_printoptions",
+                 "isscalar"):
         assert getattr(tnp, name) is getattr(np, name), name
+    # (these read any library's dtype first: tnp.finfo(torch.float32))
+    for name in ("iinfo", "finfo", "result_type", "promote_types", "can_cast", "issubdtype",
+                 "isdtype", "eye", "arange"):
+        assert getattr(tnp, name).__wrapped__ is getattr(np, name), name
     # (these read PyTorch tensors on the host: NumPy's own would call the tensors' methods)
     for name in ("count_nonzero", "nonzero", "argwhere", "isposinf", "isclose", "array_repr"):
         assert getattr(tnp, name).__wrapped__ is getattr(np, name), name

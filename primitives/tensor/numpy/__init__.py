@@ -50,7 +50,9 @@ __all__ = ["linalg", "fft", *lowering.__all__, *indexing.__all__, *mathfuncs.__a
            *creation.__all__]
 
 # the names errors may point to (tnp.<name>): not those of NumPy's own functions that tnp
-# re-exports (logspace, geomspace...), which would drop a derivative just the same
-dispatch.provides([name for name in __all__ if globals()[name] is not getattr(_np, name, None)])
+# re-exports (logspace, geomspace...; some wrapped to read any library's dtype), which would
+# drop a derivative just the same
+dispatch.provides([name for name in __all__ if getattr(globals()[name], "__wrapped__",
+                                                       globals()[name]) is not getattr(_np, name, None)])
 dispatch.provides(linalg.__all__, "linalg.")
 dispatch.provides(fft.__all__, "fft.")

@@ -1,7 +1,9 @@
 """Array creation and constants with NumPy's names, so NumPy code runs with ``tnp`` as ``np``.
 
 Most creation routines make constants: their results carry no derivative, so they
-are NumPy's own functions (``tnp.eye is numpy.eye``). Given a tensor or traced
+are NumPy's own functions (``tnp.tril_indices is numpy.tril_indices``; ``eye``, ``arange``
+and the others taking a ``dtype`` read it first, so that any library's dtype is NumPy's:
+``tnp.eye(2, dtype=torch.float32)``). Given a tensor or traced
 value where a number is expected, NumPy's dispatch sends the call to tidu, which
 raises a clear error rather than dropping the derivative. ``array``/``asarray``,
 which take arrays (and stack sequences holding tensors, with gradients), are tnp's
@@ -47,17 +49,18 @@ of the NumPy package.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of, numpy_dtype, on_host
+from primitives.tensor.backends import NUMPY, library_of, on_host
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
-                                              constant_in_library_of, divide,
+                                              constant_in_library_of, divide, dtype_arg,
                                               filled_like, holds_frontend, is_foreign_array,
                                               is_python_scalar, multiply, operand, reshape,
                                               shape_tuple, subtract, transpose, where)
@@ -65,9 +68,7 @@ from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, s
 from primitives.tensor.numpy.mathfuncs import floor
 from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
-    eye, identity, arange, logspace, geomspace, tri,
-    indices, diag_indices, tril_indices, triu_indices, result_type, promote_types, can_cast,
-    finfo, iinfo, issubdtype, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
+    indices, diag_indices, tril_indices, triu_indices, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
     int64, uint8, bool_, intp, ndarray, generic, number, integer, floating, complexfloating,
     inexact, bool, uint16, uint32, uint64, broadcast_shapes,   # (bool: np.bool, the Array API's)
@@ -76,7 +77,7 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     count_nonzero, isneginf, isposinf,
     shares_memory, may_share_memory, seterr, geterr, seterrcall, geterrcall, printoptions,
     set_printoptions, get_printoptions, array2string, array_repr, array_str,
-    format_float_positional, format_float_scientific, typename, mintypecode, isdtype,
+    format_float_positional, format_float_scientific, typename, mintypecode,
     base_repr, binary_repr,
     # integer-only ufuncs (the Array API's shifts): nothing to differentiate; on traced values
     # under jit or vmap, NumPy's dispatch raises ConcretizationError
@@ -152,7 +153,7 @@ def full_like(a, fill_value, dtype=None):
            [7.]], dtype=float32)
     """
     if _carries_values(fill_value):
-        dtype = dtype_of(a) if dtype is None else numpy_dtype(dtype)
+        dtype = dtype_of(a) if dtype is None else dtype_arg(dtype, "full_like")
         return _broadcast_fill(fill_value, shape_of(operand(a, "full_like")), dtype,
                                "full_like")
     return filled_like(a, fill_value, dtype, "full_like")
@@ -174,9 +175,9 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     >>> tnp.grad(lambda row: tnp.sum(full((3, 2), row) ** 2))(np.array([1.0, 2.0]))
     array([ 6., 12.])
     """
+    dtype = dtype_arg(dtype, "full")
     if _carries_values(fill_value):
-        return _broadcast_fill(fill_value, shape_tuple(shape, "full"),
-                               None if dtype is None else numpy_dtype(dtype), "full")
+        return _broadcast_fill(fill_value, shape_tuple(shape, "full"), dtype, "full")
     return np.full(shape_tuple(shape, "full"), fill_value, dtype=dtype, order=order,
                    device=device, like=like)
 
@@ -184,8 +185,10 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
 def _with_shape_read(np_fn):
     """``np_fn`` (``zeros``, ``ones``, ``empty``) with its shape read as :func:`full` reads
     it: a dimension traced by ``jit`` or ``vmap`` raises a ``ConcretizationError`` naming
-    the function (NumPy's own ``TypeError`` would not say why)."""
+    the function (NumPy's own ``TypeError`` would not say why); its dtype as
+    :func:`_with_dtype_read`'s."""
     name = np_fn.__name__
+    np_fn = _with_dtype_read(np_fn, 1)
 
     def fn(shape, *args, **kwargs):
         return np_fn(shape_tuple(shape, name), *args, **kwargs)
@@ -194,7 +197,52 @@ def _with_shape_read(np_fn):
     return fn
 
 
+def _with_dtype_read(np_fn, position: int):
+    """``np_fn`` (``eye``, ``arange``...: NumPy's own) with its ``dtype`` argument (keyword, or
+    positional at ``position``) read by :func:`~.lowering.dtype_arg`: any library's dtype
+    (``torch.float32``) is NumPy's, and one NumPy lacks is a ``TensorTypeError`` naming it."""
+    name = np_fn.__name__
+
+    @functools.wraps(np_fn)
+    def fn(*args, **kwargs):
+        if len(args) > position:
+            args = (*args[:position], dtype_arg(args[position], name), *args[position + 1:])
+        elif kwargs.get("dtype") is not None:
+            kwargs["dtype"] = dtype_arg(kwargs["dtype"], name)
+        return np_fn(*args, **kwargs)
+    return fn
+
+
+def _with_dtypes_read(np_fn, positions):
+    """``np_fn`` (``result_type``, ``finfo``...: NumPy's own) with the dtypes among its
+    arguments at ``positions`` (``None``: all) read as :func:`~.lowering.dtype_arg` reads
+    them; arrays, numbers, NumPy's scalar types and abstract types (``np.floating``) are
+    NumPy's to read as ever."""
+    name = np_fn.__name__
+
+    def read(value):
+        if isinstance(value, (np.dtype, type, numbers.Number, Frontend)) or \
+                hasattr(value, "shape"):
+            return value
+        return dtype_arg(value, name)
+
+    @functools.wraps(np_fn)
+    def fn(*args, **kwargs):
+        args = [read(a) if positions is None or i in positions else a
+                for i, a in enumerate(args)]
+        return np_fn(*args, **kwargs)
+    return fn
+
+
 zeros, ones, empty = map(_with_shape_read, (np.zeros, np.ones, np.empty))
+eye, arange, tri = (_with_dtype_read(f, 3) for f in (np.eye, np.arange, np.tri))
+identity = _with_dtype_read(np.identity, 1)
+logspace = _with_dtype_read(np.logspace, 5)
+geomspace = _with_dtype_read(np.geomspace, 4)
+result_type, promote_types, issubdtype = (_with_dtypes_read(f, None) for f in (
+    np.result_type, np.promote_types, np.issubdtype))
+can_cast = _with_dtypes_read(np.can_cast, (0, 1))
+finfo, iinfo, isdtype = (_with_dtypes_read(f, (0,)) for f in (np.finfo, np.iinfo, np.isdtype))
 
 
 def _indices_from(np_fn):
@@ -243,6 +291,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> np.array_equal(tnp.jit(lambda a: linspace(a, 2.0, 7))(0.1), np.linspace(0.1, 2.0, 7))
     True
     """
+    dtype = dtype_arg(dtype, "linspace")
     if not (_carries_values(start) or _carries_values(stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
     num = operator.index(num)
@@ -251,8 +300,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = num - 1 if endpoint else num
     start, stop = operand(start, "linspace"), operand(stop, "linspace")
     computed = _inexact_result_type(start, stop)            # NumPy's dtype to compute in
-    integer_dtype = dtype is not None and np.issubdtype(numpy_dtype(dtype), np.integer)
-    dtype = computed if dtype is None else numpy_dtype(dtype)
+    integer_dtype = dtype is not None and np.issubdtype(dtype, np.integer)
+    dtype = computed if dtype is None else dtype
 
     delta = subtract(as_dtype(stop, computed), as_dtype(start, computed))
     ramp = np.arange(0, num, dtype=computed).reshape((-1,) + (1,) * len(shape_of(delta)))
@@ -327,6 +376,7 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
     """
     if not isinstance(ndmin, numbers.Integral) or ndmin < 0:
         raise TensorTypeError(f"array: ndmin must be an integer >= 0, got {ndmin!r}")
+    dtype = dtype_arg(dtype, "array")
     # (a list of strings is NumPy's to make an array of; one holding tensors stacks them)
     value = operand(object) if isinstance(object, (list, tuple)) and holds_frontend(object) \
         else object
@@ -336,7 +386,7 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
         return _with_ndmin(out, ndmin)
     if is_foreign_array(value):                 # stays in its library, on its device
         xp = library_of(value).xp
-        value = value if dtype is None else xp.astype(value, np.dtype(dtype))
+        value = value if dtype is None else xp.astype(value, dtype)
         return _with_ndmin(xp.asarray(value, copy=copy), ndmin)
     return np.array(value, dtype=dtype, copy=copy, ndmin=ndmin)
 
@@ -344,7 +394,7 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
 def asarray(a, dtype=None, *, copy=None):
     """``np.asarray``, with :func:`array`'s handling of tensors and traced values (not
     copied unless ``copy`` is true)."""
-    return array(a, dtype=dtype, copy=copy)
+    return array(a, dtype=dtype_arg(dtype, "asarray"), copy=copy)
 
 
 # --- index tricks: r_ and c_ ---------------------------------------------------------------

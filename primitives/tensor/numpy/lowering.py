@@ -343,7 +343,10 @@ def as_dtype(x, dtype):
     """``x`` converted to ``dtype`` (a ``convert_element_type`` when it changes), or ``x``
     itself when it has that dtype (as ``np.asarray(x, dtype)``); ``dtype`` may be another
     library's (``torch.float16``). Public: :func:`astype`, which copies as NumPy does."""
-    dtype = numpy_dtype(dtype)
+    try:
+        dtype = numpy_dtype(dtype)
+    except TensorTypeError as error:                    # one NumPy lacks: name the function
+        raise TensorTypeError(f"{_public_caller()}: {error}") from None
     if not isinstance(x, Frontend):
         kind = type(x)
         if kind in _REAL_SCALARS:               # (a real number: no complex part to drop)
@@ -365,6 +368,9 @@ def as_dtype(x, dtype):
     return first(bind(ew.ConvertElementType(dtype_name(dtype), dtype_name(old)), x))
 
 
+_HELPER_CODES |= {as_dtype.__code__}           # (its errors name the function calling it)
+
+
 @implements(np.astype)
 def astype(x, dtype, *, copy: bool = True):
     """``np.astype``: ``x`` converted to ``dtype``, differentiably. As in NumPy, an array
@@ -381,7 +387,7 @@ def astype(x, dtype, *, copy: bool = True):
     array([1., 1.])
     """
     if type(x) is np.ndarray:                   # a constant: NumPy's own conversion
-        return np.astype(x, numpy_dtype(dtype), copy=copy)
+        return np.astype(x, dtype_arg(dtype, "astype"), copy=copy)
     converted = as_dtype(x, dtype)
     if copy and converted is x and not isinstance(x, Frontend):
         return library_of(x).clone(x)
@@ -419,6 +425,45 @@ def broadcast_operand(x, shape: tuple):
 @implements(np.broadcast_to)
 def _broadcast_to(array, shape):          # NumPy's argument names (np.broadcast_to(array=...))
     return broadcast_to(array, shape)
+
+
+def constant_values(value, what: str):
+    """The values of ``value``, an argument taken as a constant (``pad``'s ``constant_values``,
+    ``quantile``'s ``q``), on the host; one whose derivative would be lost is refused by
+    ``what``: a tensor or traced value that carries a gradient, a PyTorch tensor that PyTorch's
+    autograd records (it requires grad, in PyTorch's grad mode).
+
+    >>> constant_values([0.5, 1.0], "pad: constant_values")
+    array([0.5, 1. ])
+    """
+    if isinstance(value, Frontend):
+        if value.carries_gradient:
+            raise TensorTypeError(
+                f"{what}: a {type(value).__name__} that carries a gradient is taken as a "
+                "constant here, and its derivative would be lost; pass it on as a constant on "
+                "purpose with tnp.stop_gradient(v)")
+        return to_host(data_of(value, what))
+    if getattr(value, "requires_grad", False) is True and library_of(value).name == "torch" \
+            and sys.modules["torch"].is_grad_enabled():
+        raise TensorTypeError(
+            f"{what}: a PyTorch tensor that requires grad in PyTorch's autograd is taken as a "
+            "constant here, and PyTorch's gradient through it would be lost; pass v.detach()")
+    return to_host(value)
+
+
+def dtype_arg(dtype, fn: str) -> np.dtype | None:
+    """A ``dtype=`` argument of ``fn`` as NumPy's dtype (any library's: ``torch.float32`` is
+    ``float32``; ``None`` stays ``None``); one NumPy lacks is a ``TensorTypeError`` naming ``fn``.
+
+    >>> dtype_arg("float32", "zeros"), dtype_arg(None, "zeros")
+    (dtype('float32'), None)
+    """
+    if dtype is None:
+        return None
+    try:
+        return numpy_dtype(dtype)
+    except TensorTypeError as error:
+        raise TensorTypeError(f"{fn}: {error}") from None
 
 
 # --- axis, shape and reduction arguments ------------------------------------------------
@@ -477,6 +522,29 @@ def no_out(out, fn: str) -> None:
                                       f"tnp.{fn}: tensors are immutable; use the returned array")
 
 
+def ufunc_keywords(fn: str, out, where, dtype) -> None:
+    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
+    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults. (Taken
+    as positional parameters with defaults, which cost the common call least.)
+
+    >>> ufunc_keywords("add", (None,), True, None)
+    >>> ufunc_keywords("add", None, np.array([True, False]), None)
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorNotSupportedError: add: where= (of numpy.add) is not supported by tnp.add; ...
+    """
+    if not (type(out) is tuple and all(o is None for o in out)):
+        no_out(out, fn)
+    if where is not True:
+        raise TensorNotSupportedError(
+            f"{fn}: where= (of numpy.{fn}) is not supported by tnp.{fn}; for the values "
+            f"where the mask is false, choose them: tnp.where(mask, tnp.{fn}(...), other)")
+    if dtype is not None:
+        raise TensorNotSupportedError(
+            f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
+            f"first (tnp.astype(x, dtype))")
+
+
 def masked(x, where, fill, fn: str):
     """``x`` where ``where`` holds, ``fill`` elsewhere (NumPy's ``where=`` of reductions)."""
     if where is NO_VALUE:
@@ -497,7 +565,7 @@ def filled_like(a, value, dtype, fn: str):
     ``jit``-compiled function). A constant: its values do not depend on ``a``'s."""
     a = operand(a, fn)
     shape = shape_of(a)
-    dtype = dtype_of(a) if dtype is None else np.dtype(dtype)
+    dtype = dtype_of(a) if dtype is None else dtype_arg(dtype, fn)
     below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
     library = library_of(below)
     if library is NUMPY:
@@ -521,7 +589,9 @@ def constant_in_library_of(constant: np.ndarray, a):
 
 
 def _unary_float(op):
-    def fn(x):
+    def fn(x, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(op.name, out, where, dtype)
         if isinstance(x, Frontend):
             if x.dtype.kind in "fc":            # one front end: its own bind, directly
                 return x.bind(op, (x,))[0]
@@ -543,8 +613,10 @@ sqrt = _unary_float(ew.sqrt)
 
 
 @implements(np.negative)
-def negative(x):
+def negative(x, out=None, where=True, dtype=None):
     """``np.negative``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("negative", out, where, dtype)
     x = operand(x, "negative")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
@@ -553,14 +625,18 @@ def negative(x):
 
 
 @implements(np.positive)
-def positive(x):
+def positive(x, out=None, where=True, dtype=None):
     """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("positive", out, where, dtype)
     return new_value(operand(x))
 
 
 @implements(np.conj)
-def conj(x):
+def conj(x, out=None, where=True, dtype=None):
     """``np.conj``: the identity on real values (a new array, as NumPy's)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("conj", out, where, dtype)
     x = operand(x)
     return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
         else new_value(x)
@@ -570,14 +646,18 @@ conjugate = conj
 
 
 @implements(np.add)
-def add(x, y):
+def add(x, y, out=None, where=True, dtype=None):
     """``np.add``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("add", out, where, dtype)
     return elementwise(ew.add, x, y)
 
 
 @implements(np.subtract)
-def subtract(x, y):
+def subtract(x, y, out=None, where=True, dtype=None):
     """``np.subtract``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("subtract", out, where, dtype)
     x, y = operand(x, "subtract"), operand(y, "subtract")
     if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
         raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
@@ -586,14 +666,18 @@ def subtract(x, y):
 
 
 @implements(np.multiply)
-def multiply(x, y):
+def multiply(x, y, out=None, where=True, dtype=None):
     """``np.multiply``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("multiply", out, where, dtype)
     return elementwise(ew.mul, x, y)
 
 
 @implements(np.divide)
-def divide(x, y):
+def divide(x, y, out=None, where=True, dtype=None):
     """``np.divide`` (true division: integers divide as float64)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("divide", out, where, dtype)
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
@@ -601,7 +685,7 @@ def divide(x, y):
 
 
 @implements(np.power)
-def power(x, p):
+def power(x, p, out=None, where=True, dtype=None):
     """``np.power`` (``x ** p``), differentiable in ``x`` and ``p``.
 
     A Python-number exponent is a constant (``integer_pow``, ``pow``); otherwise
@@ -611,9 +695,13 @@ def power(x, p):
     >>> float(power(2.0, 3))
     8.0
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("power", out, where, dtype)
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
+            if dtype_of(x).kind == "b":     # NumPy's: bool ** int is int64, bool ** bool int8
+                x = as_dtype(x, np.int8 if type(p) is bool else result_dtype(x, p))
             return first(bind(ew.IntegerPow(int(p)), x))
         return first(bind(ew.Pow(p), as_dtype(x, result_dtype(x, p))))
     (x, p), dtype = promoted(x, p)
@@ -623,13 +711,15 @@ def power(x, p):
 
 
 @implements(np.float_power)
-def float_power(x, p):
+def float_power(x, p, out=None, where=True, dtype=None):
     """``np.float_power``: :func:`power` computed in float64 (complex128 for complex
     operands), whatever the operands' precision, as NumPy's; differentiable in both.
 
     >>> float_power(np.float32(2.0), 3).dtype
     dtype('float64')
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("float_power", out, where, dtype)
     x, p = operand(x, "float_power"), operand(p, "float_power")
     kind = np.result_type(dtype_of(x), dtype_of(p)).kind
     wide = np.dtype(np.complex128 if kind == "c" else np.float64)
@@ -637,15 +727,19 @@ def float_power(x, p):
 
 
 @implements(np.maximum)
-def maximum(x, y):
+def maximum(x, y, out=None, where=True, dtype=None):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("maximum", out, where, dtype)
     x, y = operand(x), operand(y)
     return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
 
 @implements(np.minimum)
-def minimum(x, y):
+def minimum(x, y, out=None, where=True, dtype=None):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("minimum", out, where, dtype)
     x, y = operand(x), operand(y)
     return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -694,7 +788,9 @@ def _beyond_integer_range(x, y):
 def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
-    def fn(x, y):
+    def fn(x, y, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(np_name, out, where, dtype)
         x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
         return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
@@ -714,8 +810,10 @@ greater_equal = _comparison("ge", "greater_equal")
 
 
 @implements(np.abs)
-def abs(x):
+def abs(x, out=None, where=True, dtype=None):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("abs", out, where, dtype)
     x = operand(x)
     dtype = dtype_of(x)
     if np.issubdtype(dtype, np.complexfloating):
@@ -821,10 +919,41 @@ def transpose(x, axes=None):
 permute_dims = transpose        # the Array API's name (NumPy 2's np.permute_dims is np.transpose)
 
 
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def cast_operands(arrays: list, dtype, casting: str, fn: str) -> list:
+    """``arrays`` converted to ``dtype`` (their promoted dtype if ``None``), each allowed by
+    NumPy's ``casting`` rule (the ``dtype=``/``casting=`` of ``concatenate``, ``einsum``...):
+    a ``TensorTypeError`` naming ``fn`` where NumPy refuses.
+
+    >>> [a.dtype for a in cast_operands([np.ones(1), np.ones(1, int)], "float32", "same_kind",
+    ...                                 "concatenate")]
+    [dtype('float32'), dtype('float32')]
+    """
+    if casting not in CASTINGS:
+        raise TensorTypeError(f"{fn}: casting must be one of {', '.join(CASTINGS)}, got "
+                              f"{casting!r}")
+    target = result_dtype(*arrays) if dtype is None else dtype_arg(dtype, fn)
+    for a in arrays:
+        if not np.can_cast(dtype_of(a), target, casting):
+            raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "
+                                  f"{target} according to the rule {casting!r}")
+    return [as_dtype(a, target) for a in arrays]
+
+
 @implements(np.concatenate)
-def concatenate(arrays, axis=0):
-    """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy."""
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting: str = "same_kind"):
+    """``np.concatenate`` (``axis=None`` flattens first); dtypes promote as in NumPy, or
+    convert to ``dtype`` where the ``casting`` rule allows it (NumPy's ``dtype=``, ``casting=``).
+
+    >>> concatenate([np.ones(1), np.zeros(1, int)], dtype=np.float32)
+    array([1., 0.], dtype=float32)
+    """
+    no_out(out, "concatenate")
     arrays = [operand(a) for a in arrays]
+    if dtype is not None or casting != "same_kind":   # (promotion is same_kind: nothing to check)
+        arrays = cast_operands(arrays, dtype, casting, "concatenate")
     if not arrays:
         raise TensorShapeError("concatenate: need at least one array to concatenate")
     if axis is None:
@@ -850,9 +979,13 @@ concat = concatenate            # the Array API's name (NumPy 2's np.concat is n
 
 
 @implements(np.stack)
-def stack(arrays, axis=0):
-    """``np.stack``: one ``concatenate`` of the arrays, each with a new axis of size one."""
+def stack(arrays, axis=0, out=None, *, dtype=None, casting: str = "same_kind"):
+    """``np.stack``: one ``concatenate`` of the arrays, each with a new axis of size one
+    (``dtype=`` and ``casting=`` as :func:`concatenate`'s)."""
+    no_out(out, "stack")
     arrays = [operand(a) for a in arrays]
+    if dtype is not None or casting != "same_kind":
+        arrays = cast_operands(arrays, dtype, casting, "stack")
     if not arrays:
         raise TensorShapeError("stack: need at least one array to stack")
     shapes = {shape_of(a) for a in arrays}

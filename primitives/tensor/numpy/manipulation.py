@@ -44,7 +44,8 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
-                                              elementwise, first, is_foreign_array,
+                                              constant_values,
+                                              dtype_arg, elementwise, first, is_foreign_array,
                                               is_python_scalar, maximum, minimum, multiply,
                                               new_value,
                                               no_out, normalize_axes, normalize_axis, operand,
@@ -560,6 +561,8 @@ def pad(x, pad_width, mode: str = "constant", **kwargs):
     if not widths.any():
         return new_value(x)
     values = kwargs.get("constant_values", 0)
+    if not is_python_scalar(values):        # (its derivative is not taken: refused if it has one)
+        values = constant_values(values, "pad: constant_values")
     if mode in ("constant", "empty") and (is_python_scalar(values) or np.ndim(values) == 0):
         return _pad_constant(x, widths, values)
 
@@ -590,8 +593,7 @@ def pad_widths(x, pad_width) -> np.ndarray:
 
 def pad_pairs(value, shape: tuple, what: str, integral: bool = False) -> np.ndarray:
     """``np.pad``'s per-axis ``(before, after)`` pairs of ``value``, shape ``(ndim, 2)``."""
-    pairs = np.asarray(to_host(value) if not isinstance(value, Frontend)
-                       else data_of(value, f"pad: {what}"))
+    pairs = np.asarray(constant_values(value, f"pad: {what}"))
     if integral and pairs.size and not np.issubdtype(pairs.dtype, np.integer):
         raise TensorTypeError(f"pad: `{what}` must be of integral type")
     try:
@@ -784,7 +786,7 @@ def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "s
                                f"{casting!r}")
     if not arrays:
         raise TensorShapeError(f"{fn}: need at least one array to concatenate")
-    target = np.dtype(dtype) if dtype is not None else result_dtype(*arrays)
+    target = dtype_arg(dtype, fn) if dtype is not None else result_dtype(*arrays)
     for a in arrays:
         if not np.can_cast(dtype_of(a), target, casting):
             raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "

@@ -40,12 +40,14 @@ from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
                                               first, greater, greater_equal, imag, less,
                                               less_equal, maximum, minimum, multiply, negative,
-                                              operand, power, real, reshape, result_dtype,
+                                              no_out, operand, power, real, reshape,
+                                              result_dtype, ufunc_keywords,
                                               subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
 __all__: list[str] = []          # _unary and _binary add the names they declare
+_where = where       # (where is also a parameter: NumPy's where= of the ufuncs)
 
 
 @lru_cache(maxsize=512)
@@ -74,7 +76,9 @@ def _unary(op, numpy_fn: Callable, note: str, name: str | None = None,
     (``dispatch``: also what ``numpy_fn`` runs on tensors and traced values)."""
     name = name or numpy_fn.__name__
 
-    def fn(x):
+    def fn(x, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(name, out, where, dtype)
         x = operand(x, name)
         dtype = dtype_of(x)
         target = _computing_dtype(numpy_fn, name, dtype)
@@ -90,7 +94,9 @@ def _binary(op, numpy_fn: Callable, note: str, name: str | None = None) -> Calla
     broadcasting."""
     name = name or numpy_fn.__name__
 
-    def fn(x1, x2):
+    def fn(x1, x2, out=None, where=True, dtype=None):
+        if out is not None or where is not True or dtype is not None:
+            ufunc_keywords(name, out, where, dtype)
         x1, x2 = operand(x1, name), operand(x2, name)
         dtype = result_dtype(x1, x2)
         target = _computing_dtype(numpy_fn, name, dtype)
@@ -160,8 +166,10 @@ fabs = _unary(ew.abs_real, np.fabs, "real only; derivative sign(x), 0 at 0 (as t
 
 
 @implements(np.sign)
-def sign(x):
+def sign(x, out=None, where=True, dtype=None):
     """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("sign", out, where, dtype)
     x = operand(x, "sign")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("sign: input of dtype bool is not supported (NumPy's sign has no "
@@ -170,11 +178,11 @@ def sign(x):
         return first(bind(ew.sign, x))
     magnitude = _abs(x)
     zero = equal(magnitude, 0)
-    return where(zero, 0, divide(x, where(zero, 1, magnitude)))
+    return _where(zero, 0, divide(x, _where(zero, 1, magnitude)))
 
 
 @implements(np.clip)
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, where=True, dtype=None):
     """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
     propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
     strictly inside the bounds, to the bound where it is taken, and is split evenly
@@ -185,6 +193,8 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
     array([0. , 0.5, 1. , 0. ])
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("clip", out, where, dtype)
     for name, positional, keyword in (("min", a_min, min), ("max", a_max, max)):
         if positional is not None and keyword is not None:
             raise TensorTypeError(f"clip: give a_{name} or {name}, not both")
@@ -263,7 +273,7 @@ invert = _unary(ew.invert, np.invert, _BITWISE.format("~"))
 bitwise_not = bitwise_invert = invert
 
 @implements(np.round, np.around)
-def round(a, decimals: int = 0):
+def round(a, decimals: int = 0, out=None):
     """``np.round`` (half to even, as NumPy), for real and complex ``a``; derivative zero
     (piecewise constant; as JAX).
 
@@ -272,7 +282,11 @@ def round(a, decimals: int = 0):
     >>> round(np.array([0.126, -0.5]), 2)
     array([ 0.13, -0.5 ])
     """
+    no_out(out, "round")
     a = operand(a, "round")
+    if dtype_of(a).kind == "b" and decimals != 0:        # (NumPy's round(b) is float16)
+        raise TensorTypeError(f"round: booleans cannot be rounded to {decimals} decimals "
+                              "(NumPy refuses it too); convert them first (tnp.astype)")
     return first(bind(ew.Round(int(decimals)), a))
 
 
@@ -280,17 +294,19 @@ around = round
 
 
 @implements(np.copysign)
-def copysign(x1, x2):
+def copysign(x1, x2, out=None, where=True, dtype=None):
     """``np.copysign``: ``|x1|`` with the sign of ``x2`` (real only); derivative ``±sign(x1)``
     in ``x1``, 0 at ``x1 = 0`` (as PyTorch), and zero in ``x2``.
 
     >>> copysign(np.array([1.5, -2.0]), -1.0)
     array([-1.5, -2. ])
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("copysign", out, where, dtype)
     x1, x2 = operand(x1, "copysign"), operand(x2, "copysign")
     dtype = _computing_dtype(np.copysign, "copysign", result_dtype(x1, x2))
     magnitude = fabs(as_dtype(x1, dtype))
-    return where(signbit(as_dtype(x2, dtype)), negative(magnitude), magnitude)
+    return _where(signbit(as_dtype(x2, dtype)), negative(magnitude), magnitude)
 
 
 @implements(np.angle)
@@ -363,7 +379,7 @@ def fix(x):
 
 
 @implements(np.heaviside)
-def heaviside(x1, x2):
+def heaviside(x1, x2, out=None, where=True, dtype=None):
     """``np.heaviside``: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN
     where ``x1`` is NaN), real only. Piecewise constant in ``x1`` (derivative 0, as JAX's);
     the derivative in ``x2`` goes to the entries where ``x1 == 0``.
@@ -371,21 +387,25 @@ def heaviside(x1, x2):
     >>> heaviside(np.array([-1.5, 0.0, 2.0]), 0.5)
     array([0. , 0.5, 1. ])
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("heaviside", out, where, dtype)
     x1, x2 = operand(x1, "heaviside"), operand(x2, "heaviside")
     dtype = _computing_dtype(np.heaviside, "heaviside", result_dtype(x1, x2))
     x1, x2 = as_dtype(x1, dtype), as_dtype(x2, dtype)
-    step = where(less(x1, 0), 0, where(greater(x1, 0), 1, x2))
-    return where(isnan(x1), np.nan, step)
+    step = _where(less(x1, 0), 0, _where(greater(x1, 0), 1, x2))
+    return _where(isnan(x1), np.nan, step)
 
 
 @implements(np.ldexp)
-def ldexp(x1, x2):
+def ldexp(x1, x2, out=None, where=True, dtype=None):
     """``np.ldexp``: ``x1 * 2**x2`` for integer exponents ``x2`` (not differentiated); the
     derivative in ``x1`` is ``2**x2``.
 
     >>> ldexp(np.array([0.75, -1.0]), np.array([2, -1]))
     array([ 3. , -0.5])
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("ldexp", out, where, dtype)
     x1, x2 = operand(x1, "ldexp"), operand(x2, "ldexp")
     if dtype_of(x2).kind not in "biu":
         raise TensorTypeError(f"ldexp: the exponents x2 must be integers, got {dtype_of(x2)} "
@@ -403,31 +423,35 @@ def ldexp(x1, x2):
 
 
 @implements(np.divmod)
-def divmod(x1, x2):
+def divmod(x1, x2, out=None, where=True, dtype=None):
     """``np.divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``, each differentiated as
     those are.
 
     >>> divmod(np.array([7.0, -7.0]), 2.0)
     (array([ 3., -4.]), array([1., 1.]))
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("divmod", out, where, dtype)
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
 @implements(np.modf)
-def modf(x):
+def modf(x, out=None, where=True, dtype=None):
     """``np.modf``: the fractional and integral parts of ``x``, both with ``x``'s sign (real
     only); derivatives 1 and 0.
 
     >>> modf(np.array([2.5, -0.25, np.inf]))
     (array([ 0.5 , -0.25,  0.  ]), array([  2.,  -0.,  inf]))
     """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("modf", out, where, dtype)
     x = operand(x, "modf")
     dtype = _computing_dtype(np.modf, "modf", dtype_of(x))
     x = as_dtype(x, dtype)
-    finite = where(isinf(x), 0, x)                      # no inf - inf: the fraction is 0
+    finite = _where(isinf(x), 0, x)                      # no inf - inf: the fraction is 0
     fraction = subtract(finite, trunc(finite))
     # NumPy's zero fractions carry x's sign (-0.0 for -2.0 and -inf)
-    return where(logical_and(equal(fraction, 0), signbit(x)), -0.0, fraction), trunc(x)
+    return _where(logical_and(equal(fraction, 0), signbit(x)), -0.0, fraction), trunc(x)
 
 
 @implements(np.interp)

@@ -159,6 +159,9 @@ def _power(f):
             raise TensorTypeError("pow(x, y, modulo) of a tensor or traced value: three-argument "
                                   "pow is not supported (NumPy's arrays refuse it too); write "
                                   "tnp.remainder(x ** y, modulo)")
+        if type(other) is int and other == 2 and dtype_of(self).kind == "b":
+            # NumPy's bool_array ** 2 is np.square's int8 (np.power(bool_array, 2) is int64)
+            return f(as_dtype(self, np.int8), 2)
         return f(self, other)
     return method
 

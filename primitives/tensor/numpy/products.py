@@ -35,10 +35,13 @@ from primitives.tensor.core import Frontend, bind, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to, concatenate,
+from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to,
+                                              cast_operands, concatenate,
                                               conj, divide, dot_general,
-                                              dot_general_of_promoted, first, multiply, negative, normalize_axis, operand,
-                                              promoted, reshape, stack, subtract, sum, transpose)
+                                              dot_general_of_promoted, first, multiply, negative,
+                                              no_out, normalize_axis, operand,
+                                              promoted, reshape, stack, subtract, sum, transpose,
+                                              ufunc_keywords)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
 
@@ -55,8 +58,11 @@ def _array(x, fn: str):
 
 
 @implements(np.matmul, np.linalg.matmul)
-def matmul(x, y):
-    """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches."""
+def matmul(x, y, out=None, dtype=None):
+    """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches
+    (NumPy's ``out=`` and ``dtype=`` are refused by name)."""
+    if out is not None or dtype is not None:
+        ufunc_keywords("matmul", out, True, dtype)
     (x, y), dtype = promoted(x, y)
     xs, ys = shape_of(x), shape_of(y)
     if not xs or not ys:
@@ -99,13 +105,15 @@ def _same_size(fn: str, n1: int, n2: int, shapes: tuple) -> None:
 
 
 @implements(np.vecdot, np.linalg.vecdot)
-def vecdot(x1, x2, /, *, axis: int = -1):
+def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
     """``np.vecdot`` (the Array API's, also ``np.linalg``'s): ``sum(conj(x1) * x2)`` along
     ``axis``, the other axes broadcast; antilinear in ``x1`` (as ``vdot``).
 
     >>> vecdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
     array([3., 7.])
     """
+    if out is not None or dtype is not None:
+        ufunc_keywords("vecdot", out, True, dtype)
     shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
     (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
     _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
@@ -115,13 +123,15 @@ def vecdot(x1, x2, /, *, axis: int = -1):
 
 
 @implements(np.matvec)
-def matvec(x1, x2, /):
+def matvec(x1, x2, /, out=None, *, dtype=None):
     """``np.matvec`` (NumPy 2.2): the matrix-vector products of the matrices ``x1`` (last two
     axes) and the vectors ``x2`` (last axis), the other axes broadcast.
 
     >>> matvec(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
     array([-1., -1.])
     """
+    if out is not None or dtype is not None:
+        ufunc_keywords("matvec", out, True, dtype)
     x1, x2 = operand(x1, "matvec"), operand(x2, "matvec")
     if len(shape_of(x1)) < 2 or not shape_of(x2):
         raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
@@ -132,13 +142,15 @@ def matvec(x1, x2, /):
 
 
 @implements(np.vecmat)
-def vecmat(x1, x2, /):
+def vecmat(x1, x2, /, out=None, *, dtype=None):
     """``np.vecmat`` (NumPy 2.2): the vector-matrix products of the conjugated vectors ``x1``
     (last axis) and the matrices ``x2`` (last two axes), the other axes broadcast.
 
     >>> vecmat(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]]))
     array([-2., -2.])
     """
+    if out is not None or dtype is not None:
+        ufunc_keywords("vecmat", out, True, dtype)
     x1, x2 = operand(x1, "vecmat"), operand(x2, "vecmat")
     if not shape_of(x1) or len(shape_of(x2)) < 2:
         raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
@@ -149,9 +161,10 @@ def vecmat(x1, x2, /):
 
 
 @implements(np.dot)
-def dot(a, b):
+def dot(a, b, out=None):
     """``np.dot``: products of scalars, inner products, matrix products, and for N-D operands
     the sum over the last axis of ``a`` and the second-to-last of ``b``."""
+    no_out(out, "dot")
     a, b = _array(a, "dot"), _array(b, "dot")
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
@@ -186,8 +199,9 @@ def tensordot(a, b, axes=2):
 
 
 @implements(np.outer)
-def outer(a, b):
+def outer(a, b, out=None):
     """``np.outer`` (operands are flattened)."""
+    no_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
@@ -262,17 +276,29 @@ def _einsum_diagonal(x, term: str):
 
 
 @implements(np.einsum)
-def einsum(subscripts: str, *operands, optimize=None):
+def einsum(subscripts: str, *operands, out=None, dtype=None, order: str = "K",
+           casting: str = "safe", optimize=None):
     """``np.einsum`` for one or more operands, lowered to ``dot_general``, ``transpose``,
     ``reshape`` and ``reduce_sum`` (repeated indices within an operand take diagonals).
 
-    Operands are contracted left to right; ``optimize`` is accepted and ignored.
+    Operands are contracted left to right; ``optimize`` and ``order`` (memory layout) are
+    accepted and ignored. ``dtype`` is the dtype to compute in, each operand cast to it as
+    the ``casting`` rule allows (NumPy's default ``"safe"``: float64 to float32 needs
+    ``casting="same_kind"``).
+
+    >>> einsum("i,i->", np.ones(2), np.arange(2), dtype=np.float32, casting="same_kind")
+    array(1., dtype=float32)
     """
+    no_out(out, "einsum")
+    if order not in ("K", "A", "C", "F"):
+        raise TensorTypeError(f"einsum: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
     if not isinstance(subscripts, str):            # the sublist form: einsum(a, [0, 1], ...)
         subscripts, operands = einsum_subscripts(subscripts, *operands)
     if not operands:
         raise TensorShapeError("einsum: no operands given")
-    operands, _ = promoted(*[_array(x, "einsum") for x in operands])
+    operands = [_array(x, "einsum") for x in operands]
+    operands = cast_operands(operands, dtype, casting, "einsum") if dtype is not None or \
+        casting not in ("safe", "same_kind", "unsafe") else promoted(*operands)[0]
     terms, output = _einsum_parse(subscripts, [shape_of(x) for x in operands])
     # sizes; size-1 ellipsis axes broadcast (dropped where another operand is larger)
     sizes: dict = {}

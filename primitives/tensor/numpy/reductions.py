@@ -43,8 +43,10 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import carries_gradient, implements
 from primitives.tensor.numpy.indexing import getitem, take
 from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast_to, cached_op,
-                                              concatenate, constant_in_library_of, conj, divide,
-                                              dtype_name, equal, filled_like, first, float_dtype,
+                                              concatenate, constant_in_library_of,
+                                              constant_values, conj, divide,
+                                              dtype_arg, dtype_name, equal, filled_like, first,
+                                              float_dtype,
                                               greater, is_python_scalar, masked, max, maximum,
                                               min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
@@ -101,7 +103,7 @@ def _accumulator_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _as_accumulated(x, dtype):
-    return as_dtype(x, _accumulator_dtype(dtype_of(x)) if dtype is None else np.dtype(dtype))
+    return as_dtype(x, _accumulator_dtype(dtype_of(x)) if dtype is None else dtype)
 
 
 def _real_only(x, fn: str) -> None:
@@ -233,6 +235,7 @@ def _cumulative(scan, a, axis, dtype, out, include_initial: bool, fn: str, start
     left out for a 0-d or 1-d ``a`` only; with ``include_initial`` the result starts with
     ``start`` (the empty sum or product) along ``axis``."""
     no_out(out, fn)
+    dtype = dtype_arg(dtype, fn)
     x = operand(a, fn)
     ndim = len(shape_of(x))
     if axis is None:
@@ -706,7 +709,7 @@ def _squared_deviations(x, axes: tuple, keepdims: bool, selected, center, fn: st
 
 def _variance_operand(a, dtype, fn: str):
     x = operand(a, fn)
-    return as_dtype(x, float_dtype(x) if dtype is None else np.dtype(dtype))
+    return as_dtype(x, float_dtype(x) if dtype is None else dtype_arg(dtype, fn))
 
 
 @implements(np.var)
@@ -750,6 +753,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
     1.0
     """
     no_out(out, "std")
+    dtype = dtype_arg(dtype, "std")         # (an error names std, not var)
     variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
     return first(bind(sqrt_zero_slope_at_zero, variance))
@@ -897,6 +901,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
     1.0
     """
     no_out(out, "nanstd")
+    dtype = dtype_arg(dtype, "nanstd")
     variance = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                       correction=correction)
     return first(bind(sqrt_zero_slope_at_zero, variance))
@@ -912,6 +917,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
     6.0
     """
     no_out(out, "nanprod")
+    dtype = dtype_arg(dtype, "nanprod")
     x = operand(a, "nanprod")
     if dtype_of(x).kind in "fc":
         x = _choose(_isnan(x), 1, x)
@@ -1001,6 +1007,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     array([1., 1., 3.])
     """
     no_out(out, "nancumsum")
+    dtype = dtype_arg(dtype, "nancumsum")
     x = operand(a, "nancumsum")
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 0, x)
@@ -1016,6 +1023,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     array([2., 2., 6.])
     """
     no_out(out, "nancumprod")
+    dtype = dtype_arg(dtype, "nancumprod")
     x = operand(a, "nancumprod")
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 1, x)
@@ -1588,7 +1596,7 @@ def _quantile(a, q, axis, method: str, keepdims: bool, fn: str, scale: float,
                                       f"{', '.join(_QUANTILE_METHODS)}")
     x = operand(a, fn)
     _real_only(x, fn)
-    known = data_if_known(q) if isinstance(q, Frontend) else q
+    known = data_if_known(q) if isinstance(q, Frontend) else constant_values(q, f"{fn}: q")
     # q is data where its values are not known (jit, vmap) or it is differentiated
     traced_q = isinstance(q, Frontend) and (known is None or carries_gradient(q))
     q_data = np.zeros(shape_of(q), dtype_of(q)) if known is None else np.asarray(known)
