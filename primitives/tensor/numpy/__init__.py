@@ -52,7 +52,11 @@ __all__ = ["linalg", "fft", *lowering.__all__, *indexing.__all__, *mathfuncs.__a
 # the names errors may point to (tnp.<name>): not those of NumPy's own functions that tnp
 # re-exports (logspace, geomspace...; some wrapped to read any library's dtype), which would
 # drop a derivative just the same
-dispatch.provides([name for name in __all__ if getattr(globals()[name], "__wrapped__",
-                                                       globals()[name]) is not getattr(_np, name, None)])
+def _numpys_own(name: str) -> bool:
+    value = globals()[name]
+    return getattr(value, "__wrapped__", value) is getattr(_np, name, None)
+
+
+dispatch.provides([name for name in __all__ if not _numpys_own(name)])
 dispatch.provides(linalg.__all__, "linalg.")
 dispatch.provides(fft.__all__, "fft.")

@@ -68,7 +68,8 @@ from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, s
 from primitives.tensor.numpy.mathfuncs import floor
 from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
-    indices, diag_indices, tril_indices, triu_indices, isscalar, dtype, errstate, pi, e, inf, nan, newaxis,
+    indices, diag_indices, tril_indices, triu_indices, isscalar, dtype, errstate, pi, e, inf,
+    nan, newaxis,
     euler_gamma, float16, float32, float64, complex64, complex128, int8, int16, int32,
     int64, uint8, bool_, intp, ndarray, generic, number, integer, floating, complexfloating,
     inexact, bool, uint16, uint32, uint64, broadcast_shapes,   # (bool: np.bool, the Array API's)
