@@ -44,10 +44,9 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
-                                              constant_values,
-                                              dtype_arg, elementwise, first, is_foreign_array,
-                                              is_python_scalar, maximum, minimum, multiply,
-                                              new_value,
+                                              constant_values, dtype_arg, elementwise, first,
+                                              is_foreign_array, is_python_scalar, maximum,
+                                              minimum, multiply, new_value,
                                               no_out, normalize_axes, normalize_axis, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
