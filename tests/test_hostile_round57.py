@@ -133,3 +133,29 @@ def test_data_assignment_takes_a_torch_tensors_values_not_its_history():
     np.testing.assert_array_equal(p.data.numpy(), [10.0, 12.0])
     (p * p).sum().backward()
     np.testing.assert_array_equal(p.grad.numpy(), [20.0, 24.0])
+
+
+# --- a closed-over condition read by value under jit ---------------------------------------------
+
+
+COND = np.array([[True, False, True], [False, False, True]])
+
+
+# extract(COND, a) under jit, COND a closed-over array: extract's ravel made COND a traced
+# input, whose values are unknown while jit traces, so it raised ConcretizationError (JAX and
+# x[COND] take it); the condition is now read as the array it is, and jit's guard compares it
+def test_extract_and_compress_read_a_closed_over_condition_under_jit():
+    a = np.arange(6.0).reshape(2, 3)
+    step = tnp.jit(lambda v: tnp.extract(COND, v) * 2)
+    np.testing.assert_array_equal(step(a), [0.0, 4.0, 10.0])
+    COND[0, 1] = True                       # written in place: the next call sees it
+    try:
+        np.testing.assert_array_equal(step(a), [0.0, 2.0, 4.0, 10.0])
+    finally:
+        COND[0, 1] = False
+    np.testing.assert_array_equal(
+        tnp.grad(lambda v: tnp.sum(tnp.jit(lambda w: tnp.extract(COND, w))(v) ** 2))(a),
+        np.where(COND, 2 * a, 0.0))
+    rows = COND[1]
+    take = tnp.jit(lambda v: tnp.compress(rows, v, axis=1))
+    np.testing.assert_array_equal(take(a), a[:, rows])

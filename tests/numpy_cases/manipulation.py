@@ -17,9 +17,7 @@ _TAKE = np.array([[[0, -1, 2, 2, 1]], [[3, 3, 0, -4, 1]]])       # (2, 1, 5) int
 _PUT = np.array([[[1], [3], [1]], [[0], [-1], [0]]])              # (2, 3, 1), repeats
 _PUT_NONE = np.array([5, 0, 5, -1, 7])
 _CHOICE = np.array([[0, 1, 2], [1, 1, 0]])                        # choose's a, (2, 3)
-# (a list: a closed-over array is read at each call of a jitted function, as a traced input,
-# and extract reads its condition; a list of bools is compared, not traced)
-_EXTRACT = [[True, False, True], [False, False, True]]
+_EXTRACT = np.array([[True, False, True], [False, False, True]])
 
 
 def _put(arr, indices, values, axis):

@@ -1459,9 +1459,11 @@ def choose(a, choices, out=None, mode="raise"):
 
 
 def _condition_positions(condition, fn: str, size: int, axis: int | None) -> np.ndarray:
-    """The positions where the 1-d (flattened) ``condition`` is nonzero, read now (the
+    """The positions where the (flattened) ``condition`` is nonzero, read now (the
     result's shape depends on them); one beyond the ``size`` entries of the axis read is
     NumPy's ``IndexError``, by ``fn``'s name."""
+    # (read before any tnp op: a closed-over array stays an array, which jit's guard
+    # compares at each call, rather than becoming a traced input whose values are unknown)
     data = to_host(data_of(operand(condition, fn), f"{fn}: reading the condition (the "
                                                   "result's shape depends on its values)"))
     positions = np.flatnonzero(data)
@@ -1500,7 +1502,7 @@ def extract(condition, arr):
     >>> extract(np.arange(4.0) > 1, np.arange(4.0))
     array([2., 3.])
     """
-    positions = _condition_positions(ravel(operand(condition, "extract")), "extract",
+    positions = _condition_positions(condition, "extract",
                                      math.prod(shape_of(operand(arr, "extract"))), None)
     return take(arr, positions)
 
