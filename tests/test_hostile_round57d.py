@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
-from primitives.tensor import TensorTypeError
+from primitives.tensor import TensorShapeError, TensorTypeError
 
 X = np.array([0.5, 2.0, -1.25])
 
@@ -134,7 +134,7 @@ def test_stacking_dtype_gradient_is_jaxs(name):
     for g, j in zip(got, want):
         assert g.dtype == np.float64
         np.testing.assert_allclose(g, np.asarray(j), rtol=1e-6)
-    with pytest.raises(TensorTypeError, match="^concatenate: casting must be one of"):
+    with pytest.raises(TensorShapeError, match="^concatenate: casting must be one of"):
         tnp.concatenate([X], casting="bad")
     with pytest.raises(tnp.TensorNotSupportedError, match="^stack: out="):
         tnp.stack([X], out=np.empty((1, 3)))

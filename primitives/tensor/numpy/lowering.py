@@ -931,8 +931,8 @@ def cast_operands(arrays: list, dtype, casting: str, fn: str) -> list:
     ...                                 "concatenate")]
     [dtype('float32'), dtype('float32')]
     """
-    if casting not in CASTINGS:
-        raise TensorTypeError(f"{fn}: casting must be one of {', '.join(CASTINGS)}, got "
+    if casting not in CASTINGS:                         # (NumPy's ValueError)
+        raise TensorShapeError(f"{fn}: casting must be one of {', '.join(CASTINGS)}, got "
                               f"{casting!r}")
     target = result_dtype(*arrays) if dtype is None else dtype_arg(dtype, fn)
     for a in arrays:

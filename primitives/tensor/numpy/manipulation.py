@@ -43,11 +43,10 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
-from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
-                                              constant_values, dtype_arg, elementwise, first,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cast_operands,
+                                              concatenate, constant_values, elementwise, first,
                                               is_foreign_array, is_python_scalar, maximum,
-                                              minimum, multiply, new_value,
-                                              no_out, normalize_axes, normalize_axis, operand,
+                                              minimum, multiply, new_value, no_out, normalize_axes, normalize_axis, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
 from primitives.tensor.ops import elementwise as ew
@@ -766,9 +765,6 @@ def atleast_3d(*arys):
     return _atleast(arys, 3, "atleast_3d")
 
 
-_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
-
-
 def _sequence(tup, fn: str) -> list:
     """The arrays of a stacking function's argument (an array stacks its rows, as in NumPy)."""
     if isinstance(tup, (list, tuple)):
@@ -780,17 +776,9 @@ def _sequence(tup, fn: str) -> list:
 
 
 def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "same_kind"):
-    if casting not in _CASTINGS:
-        raise TensorShapeError(f"{fn}: casting must be one of {', '.join(_CASTINGS)}, got "
-                               f"{casting!r}")
     if not arrays:
         raise TensorShapeError(f"{fn}: need at least one array to concatenate")
-    target = dtype_arg(dtype, fn) if dtype is not None else result_dtype(*arrays)
-    for a in arrays:
-        if not np.can_cast(dtype_of(a), target, casting):
-            raise TensorTypeError(f"{fn}: cannot cast array data from {dtype_of(a)} to "
-                                  f"{target} according to the rule {casting!r}")
-    return _concatenate([as_dtype(a, target) for a in arrays], axis, fn)
+    return _concatenate(cast_operands(arrays, dtype, casting, fn), axis, fn)
 
 
 @implements(np.hstack)
