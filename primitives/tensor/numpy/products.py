@@ -117,9 +117,9 @@ def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
     shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
     (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
     _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
-    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])),
-                 reshape(x2, shape_of(x2) + (1,)))
-    return reshape(out, shape_of(out)[:-2])
+    product = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])),
+                     reshape(x2, shape_of(x2) + (1,)))
+    return reshape(product, shape_of(product)[:-2])
 
 
 @implements(np.matvec)
@@ -137,8 +137,8 @@ def matvec(x1, x2, /, out=None, *, dtype=None):
         raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
                                f"shapes {shape_of(x1)} and {shape_of(x2)}")
     _same_size("matvec", shape_of(x1)[-1], shape_of(x2)[-1], (shape_of(x1), shape_of(x2)))
-    out = matmul(x1, reshape(x2, shape_of(x2) + (1,)))
-    return reshape(out, shape_of(out)[:-1])
+    product = matmul(x1, reshape(x2, shape_of(x2) + (1,)))
+    return reshape(product, shape_of(product)[:-1])
 
 
 @implements(np.vecmat)
@@ -156,8 +156,8 @@ def vecmat(x1, x2, /, out=None, *, dtype=None):
         raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
                                f"shapes {shape_of(x1)} and {shape_of(x2)}")
     _same_size("vecmat", shape_of(x1)[-1], shape_of(x2)[-2], (shape_of(x1), shape_of(x2)))
-    out = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])), x2)
-    return reshape(out, shape_of(out)[:-2] + shape_of(out)[-1:])
+    product = matmul(reshape(conj(x1), shape_of(x1)[:-1] + (1, shape_of(x1)[-1])), x2)
+    return reshape(product, shape_of(product)[:-2] + shape_of(product)[-1:])
 
 
 @implements(np.dot)
