@@ -28,6 +28,7 @@ libraries, when installed).
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -135,6 +136,12 @@ class Library:
         """``array`` as a constant for the library's own autograd too (``stop_gradient``)."""
         return array
 
+    def records(self, array) -> bool:
+        """Whether the library's own autograd records ops on ``array`` now (a PyTorch tensor
+        that requires grad, in PyTorch's grad mode): tidu must then keep its history, or
+        refuse where it cannot."""
+        return False
+
     def __repr__(self) -> str:
         return self.name
 
@@ -177,6 +184,9 @@ class _Torch(Library):
 
     def detached(self, array):
         return array.detach()
+
+    def records(self, array) -> bool:
+        return array.requires_grad and sys.modules["torch"].is_grad_enabled()
 
 
 class _Dask(Library):

@@ -785,8 +785,7 @@ def _check_not_recorded_by_torch(op, d) -> None:
     """Refuse a PyTorch tensor that PyTorch's own autograd records (it requires grad, in
     PyTorch's grad mode) as a constant of a recorded op: the op keeps a detached copy, so
     PyTorch's gradient through it would be silently lost."""
-    if getattr(d, "requires_grad", False) is True and library_of(d).name == "torch" and \
-            sys.modules["torch"].is_grad_enabled():
+    if library_of(d).records(d):
         raise TensorTypeError(
             f"{op!r}: a PyTorch tensor that requires grad in PyTorch's autograd, as a constant "
             "of an op tidu records: PyTorch's gradient through it would be lost; make it a "

@@ -443,8 +443,7 @@ def constant_values(value, what: str):
                 "constant here, and its derivative would be lost; pass it on as a constant on "
                 "purpose with tnp.stop_gradient(v)")
         return to_host(data_of(value, what))
-    if getattr(value, "requires_grad", False) is True and library_of(value).name == "torch" \
-            and sys.modules["torch"].is_grad_enabled():
+    if library_of(value).records(value):
         raise TensorTypeError(
             f"{what}: a PyTorch tensor that requires grad in PyTorch's autograd is taken as a "
             "constant here, and PyTorch's gradient through it would be lost; pass v.detach()")

@@ -171,7 +171,7 @@ def _on_library(op: Special, rule: _Rule, xp, inputs: list, dtype):
         out = None
     if out is None:
         library = library_of(inputs[0])
-        if xp.name == "torch" and _torch_records(inputs):
+        if any(library_of(x).records(x) for x in inputs):
             raise TensorNotSupportedError(
                 f"{op!r} of a PyTorch tensor that requires grad: PyTorch has no {op.name}; "
                 "SciPy's, on the host, is outside PyTorch's autograd (the gradient would be "
@@ -181,13 +181,6 @@ def _on_library(op: Special, rule: _Rule, xp, inputs: list, dtype):
         out = library.from_numpy(rule.compute(scipy_special(), np, op.order, *host),
                                  inputs[0])
     return out if dtype_of(out) == dtype else xp.astype(out, dtype)
-
-
-def _torch_records(inputs: list) -> bool:
-    """Whether PyTorch's autograd would record an op on ``inputs`` (one requires grad)."""
-    torch = sys.modules["torch"]
-    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
-                                           for x in inputs)
 
 
 def register(name: str, arity: int, compute: Callable, *partials) -> Special:
