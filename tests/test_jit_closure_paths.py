@@ -9,6 +9,8 @@ not make the next call trace again.
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import sys
 import types
 
@@ -806,3 +808,37 @@ def test_a_users_module_named_like_a_library_is_followed(name):
         np.testing.assert_array_equal(step(X), [5.0, 10.0])
     finally:
         del sys.modules[name]
+
+
+@pytest.mark.parametrize("name", ["statistics", "calendar", "test", "code"])
+def test_a_users_module_named_like_the_standard_library_is_followed(name, tmp_path):
+    """A user's file named like a standard-library module (``test.py``, ``statistics.py``,
+    found first on ``sys.path``) was taken for Python's own by its name: its globals were
+    not read again, and a rebound array gave the first trace's result."""
+    path = tmp_path / f"{name}.py"
+    path.write_text("import numpy as np\nW = np.ones(2)\ndef loss(x):\n    return x * W\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    original = sys.modules.get(name)
+    sys.modules[name] = module
+    try:
+        step = tnp.jit(module.loss)
+        np.testing.assert_array_equal(step(X), [1.0, 2.0])
+        module.W = np.full(2, 5.0)
+        np.testing.assert_array_equal(step(X), [5.0, 10.0])
+    finally:
+        if original is None:
+            del sys.modules[name]
+        else:
+            sys.modules[name] = original
+
+
+def test_the_standard_library_itself_is_not_followed():
+    """Python's own modules stay unfollowed (a scan of their globals would be noise)."""
+    import statistics
+
+    from primitives.tensor.transforms.closure import _is_library_code
+
+    assert _is_library_code(statistics.mean) and _is_library_code(math.fsum)
+    assert not _is_library_code(test_the_standard_library_itself_is_not_followed)

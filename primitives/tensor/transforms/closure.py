@@ -118,7 +118,9 @@ import enum
 import functools
 import numbers
 import operator
+import os
 import sys
+import sysconfig
 import types
 import warnings
 from contextlib import contextmanager
@@ -211,7 +213,38 @@ def _is_library_module(module: types.ModuleType) -> bool:
 
 
 def _is_standard_library(module_name: str | None) -> bool:
-    return (module_name or "").partition(".")[0] in sys.stdlib_module_names
+    """Whether ``module_name`` is Python's own: a standard-library name whose module was
+    loaded from the standard library (a user's ``test.py`` or ``statistics.py``, first on
+    ``sys.path``, has such a name too, and is followed as the user's code)."""
+    top = (module_name or "").partition(".")[0]
+    if top not in sys.stdlib_module_names:
+        return False
+    module = sys.modules.get(top)
+    known = _standard_modules.get(top)
+    if known is None or known[0] is not module:
+        known = _standard_modules[top] = (module, module is None or _from_standard_library(module))
+    return known[1]
+
+
+_standard_modules: dict = {}     # name -> (the module checked, whether it is Python's own)
+_STANDARD_DIRS = tuple({os.path.join(os.path.realpath(sysconfig.get_path(name)), "")
+                        for name in ("stdlib", "platstdlib")})
+_INSTALLED_DIRS = tuple({os.path.join(os.path.realpath(sysconfig.get_path(name)), "")
+                         for name in ("purelib", "platlib")})
+
+
+def _from_standard_library(module: types.ModuleType) -> bool:
+    """Built into the interpreter, frozen, or loaded from a file in the standard library's
+    directories (not from ``site-packages`` below them)."""
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if origin in ("built-in", "frozen"):
+        return True
+    path = getattr(module, "__file__", None) or origin
+    if not isinstance(path, str):
+        return False                    # made in memory: the user's
+    path = os.path.realpath(path)
+    return path.startswith(_STANDARD_DIRS) and not path.startswith(_INSTALLED_DIRS)
 
 
 def _cell_reader(cell) -> Callable[[], Any]:
