@@ -8,6 +8,7 @@ every function works under ``grad``, ``jit(grad)``, ``vmap`` and on the eager
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -370,3 +371,24 @@ def test_inputs_that_are_lists_and_numbers():
     np.testing.assert_array_equal(nn.relu([-1.0, 2.0]), [0.0, 2.0])
     assert float(nn.sigmoid(0.0)) == 0.5
     np.testing.assert_array_equal(nn.one_hot([1, 0], 2), [[0.0, 1.0], [1.0, 0.0]])
+
+
+def test_squareplus_and_its_derivative_hold_in_the_tails():
+    """The plain formula lost both: at -800 in float32 the value cancelled to 0.1%, and at
+    ±1e308 ``x**2`` overflowed, giving an infinite value at -1e308 and a derivative of 0.5
+    at both ends. The exact derivative is ``(1 + x / sqrt(x**2 + 4)) / 2``."""
+    def exact(x: float) -> tuple[float, float]:
+        s = math.hypot(x, 2.0)
+        value = x / 2 + s / 2 if x >= 0 else 1.0 / (s / 2 - x / 2)
+        slope = (1 + x / s) / 2 if x >= 0 else 2.0 / (s * (s - x))
+        return value, slope
+
+    for x, dtype in [(-800.0, np.float32), (-1e300, np.float64), (1e300, np.float64),
+                     (-1e308, np.float64), (1e308, np.float64), (-3.0, np.float32),
+                     (0.0, np.float64), (2.5, np.float32)]:
+        value, slope = exact(x)
+        got = nn.squareplus(np.asarray(x, dtype))
+        d = tnp.grad(nn.squareplus)(np.asarray(x, dtype))
+        assert got.dtype == dtype and d.dtype == dtype
+        np.testing.assert_allclose(got, value, rtol=2e-6, atol=1e-300, err_msg=str(x))
+        np.testing.assert_allclose(d, slope, rtol=2e-6, atol=1e-300, err_msg=str(x))

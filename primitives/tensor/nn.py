@@ -235,11 +235,24 @@ def mish(x):
 def squareplus(x, b=4):
     """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU.
 
+    For negative ``x`` it is computed as ``b / 2 / (sqrt(x**2 + b) - x)``, the same value
+    without cancellation, and ``sqrt(x**2 + b)`` as ``hypot(x, sqrt(b))``, which does not
+    overflow: the value and its derivative are right at -800 in float32 and at ±1e308
+    (where the plain formula gives ``inf`` and a derivative of 0.5).
+
     >>> squareplus(np.array([0.0, 1.5]))
     array([1., 2.])
+    >>> squareplus(np.array([-1e300, 1e300]))
+    array([1.e-300, 1.e+300])
     """
     x = _operand(x)
-    return (x + api.sqrt(x * x + b)) / 2
+    root_b = math.sqrt(b) if isinstance(b, numbers.Real) and b >= 0 else api.sqrt(b)
+    positive = x >= 0
+    x_pos = where(positive, x, 0.0)     # each branch sees only its own side of 0: the
+    x_neg = where(positive, -1.0, x)    # other's derivative, masked, is never 0 * inf
+    rising = x_pos / 2 + api.hypot(x_pos, root_b) / 2        # (halves: x + s overflows)
+    falling = (b / 4) / (api.hypot(x_neg, root_b) / 2 - x_neg / 2)
+    return where(positive, rising, falling)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
