@@ -96,3 +96,19 @@ def test_logsumexp_gradient_with_an_entry_plus_inf_keeps_the_others_zero():
     got = tnp.grad(lambda v: tnp.sum(tnp.logsumexp(v, axis=1)))(x)
     assert np.isnan(got[0, 0]) and got[0, 1] == 0
     np.testing.assert_allclose(got[1], np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum())
+
+
+def test_expm1s_derivative_is_exp_not_the_value_plus_one():
+    """``expm1'(x)`` was taken as ``expm1(x) + 1``, which rounds to 0 at x = -40 (and to
+    the wrong digits below -1) where the derivative is ``exp(x)``; forward, reverse, second
+    order and eager alike. (JAX and PyTorch take ``y + 1`` and give 0.)"""
+    x = np.array([-40.0, -20.0, -1.5, 0.3])
+    want = np.exp(x)
+    np.testing.assert_allclose(tnp.vmap(tnp.grad(tnp.expm1))(x), want, rtol=1e-15)
+    np.testing.assert_allclose(tnp.vmap(tnp.grad(tnp.grad(tnp.expm1)))(x), want, rtol=1e-15)
+    np.testing.assert_allclose(tnp.jvp(tnp.expm1, (x,), (np.ones(4),))[1], want, rtol=1e-15)
+    t = tnp.tensor(x, requires_grad=True)
+    tnp.sum(tnp.expm1(t)).backward()
+    np.testing.assert_allclose(t.grad, want, rtol=1e-15)
+    z = np.array(-30.0 + 0.5j)
+    np.testing.assert_allclose(tnp.grad(tnp.expm1, holomorphic=True)(z), np.exp(z), rtol=1e-15)

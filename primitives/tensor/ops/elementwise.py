@@ -384,7 +384,8 @@ arccosh = unary("arccosh", np.arccosh, "acosh",
                 keeps_dtype=True, floating=True)
 arctanh = unary("arctanh", np.arctanh, "atanh", deriv=lambda x, y: 1 / ((1 - x) * (1 + x)),
                 keeps_dtype=True, floating=True)
-expm1 = unary("expm1", np.expm1, "expm1", deriv=lambda x, y: y + 1,
+# exp(x), not y + 1: at x = -40, y + 1 rounds to 0 where the derivative is 4.2e-18
+expm1 = unary("expm1", np.expm1, "expm1", deriv=lambda x, y: x.apply(exp),
               keeps_dtype=True, floating=True)
 log1p = unary("log1p", np.log1p, "log1p", deriv=lambda x, y: 1 / (x + 1),
               keeps_dtype=True, floating=True)
