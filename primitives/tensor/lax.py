@@ -1,0 +1,308 @@
+"""Structured control flow with ``jax.lax``'s names: ``cond``, ``switch``, ``select``,
+``fori_loop``, ``while_loop``, ``scan`` and ``map``.
+
+tidu traces Python as it runs, so a loop here is a Python loop: under ``jit`` and the
+differentiation transforms it is unrolled into the graph, each step differentiated as
+any other code (``while_loop`` included, which JAX cannot reverse-differentiate). What
+must be known to run the loop, a trip count or a ``while_loop``'s condition, is read
+as a value; under ``jit`` or ``vmap``, where values are not known while tracing, an
+unknown one raises :class:`ConcretizationError` naming the function (pass it as a
+Python number, or mark it static). A ``cond`` or ``switch`` whose predicate is not
+known runs every branch and selects, elementwise, as JAX does under ``vmap``; as with
+``tnp.where``, a branch not taken whose derivative is infinite there gives a NaN
+gradient.
+
+The rules JAX checks are checked: a loop's carry keeps its structure, shapes and
+dtypes from step to step, the branches of a ``cond`` return the same, and the leaves
+``scan`` slices share their leading length. Results are fresh: a result that is one of
+the operands (``cond(p, lambda x: x, ...)``, a carry no step changed) is a copy of it.
+
+>>> import numpy as np
+>>> import primitives.tensor as tnp
+>>> from primitives.tensor import lax
+>>> lax.scan(lambda c, x: (c + x, c * x), 0.0, np.array([1.0, 2.0, 3.0]))
+(np.float64(6.0), array([0., 2., 9.]))
+>>> tnp.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: tnp.sin(v), x))(0.5)
+array(0.69726644)
+>>> tnp.jit(lambda p, x: lax.cond(p, tnp.sin, tnp.cos, x))(True, 0.0)
+array(0.)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from primitives.tensor import numpy as api
+from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor.errors import ConcretizationError, TensorShapeError, TensorTypeError
+from primitives.tensor.numpy.lowering import stop_gradient, where
+from primitives.tensor.transforms.fresh import fresh
+from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+
+__all__ = ["cond", "switch", "select", "fori_loop", "while_loop", "scan", "map",
+           "stop_gradient"]
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+# --- values that must be known ----------------------------------------------------------
+
+
+def _known_bool(pred, function: str) -> bool | None:
+    """``pred`` (a scalar) as a bool, or ``None`` where its value is not known (traced by
+    ``jit`` or batched by ``vmap``)."""
+    if shape_of(pred) != ():
+        raise TensorShapeError(f"{function}: the predicate must be a scalar, got shape "
+                               f"{shape_of(pred)}")
+    try:
+        return bool(pred)
+    except ConcretizationError:
+        return None
+
+
+def _known_int(value, function: str, what: str) -> int:
+    try:
+        return operator.index(value)
+    except ConcretizationError:
+        raise ConcretizationError(
+            f"{function}: {what} is traced, so its value is not known while tracing, and "
+            f"the loop cannot be unrolled; pass a Python int, or mark the argument static "
+            f"(jit's static_argnums)") from None
+    except TypeError:
+        raise TensorTypeError(f"{function}: {what} must be an integer, got "
+                              f"{type(value).__name__}") from None
+
+
+# --- checks JAX makes ---------------------------------------------------------------------
+
+
+def _types(tree) -> tuple:
+    """The structure of ``tree`` and each leaf's (shape, dtype); a Python number's dtype is
+    ``None`` (weak: it may become an array of any dtype of its kind)."""
+    leaves, structure = tree_flatten(tree)
+    return structure, [(shape_of(leaf), None if type(leaf) in _PYTHON_NUMBERS
+                        else dtype_of(leaf)) for leaf in leaves]
+
+
+def _check_same_types(before, after, function: str, what: str) -> None:
+    (tree_a, types_a), (tree_b, types_b) = _types(before), _types(after)
+    if tree_a != tree_b:
+        raise TensorTypeError(f"{function}: {what} must keep its structure, {tree_a!r}; "
+                              f"got {tree_b!r}")
+    for n, ((shape_a, dtype_a), (shape_b, dtype_b)) in enumerate(zip(types_a, types_b)):
+        if shape_a != shape_b:
+            raise TensorShapeError(f"{function}: {what} must keep its shapes: leaf {n} had "
+                                   f"shape {shape_a}, then {shape_b}")
+        if dtype_a is not None and dtype_b is not None and dtype_a != dtype_b:
+            raise TensorTypeError(f"{function}: {what} must keep its dtypes: leaf {n} was "
+                                  f"{dtype_a}, then {dtype_b} (cast it in the function)")
+
+
+def _fresh(result, operands) -> Any:
+    """``result`` with each leaf that is one of ``operands``' leaves (or shares its memory)
+    replaced by a copy."""
+    leaves, structure = tree_flatten(result)
+    held = tree_flatten(operands)[0]
+    own = {id(leaf) for leaf in held if isinstance(leaf, Frontend)}
+    leaves = [api.copy(leaf) if id(leaf) in own else leaf for leaf in leaves]
+    return tree_unflatten(structure, fresh(leaves, held))
+
+
+# --- branches -------------------------------------------------------------------------------
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
+
+    When ``pred`` is not known (under ``jit`` or ``vmap``), both branches run and each
+    leaf of the result is selected with ``where``; they must return the same structure,
+    shapes and dtypes.
+
+    >>> cond(1.0 > 0.0, lambda x: x + 1, lambda x: x - 1, np.array(2.0))
+    np.float64(3.0)
+    >>> import primitives.tensor as tnp
+    >>> tnp.vmap(lambda p, x: cond(p, tnp.sin, tnp.cos, x))(np.array([True, False]),
+    ...                                                    np.zeros(2))
+    array([0., 1.])
+    """
+    taken = _known_bool(pred, "cond")
+    if taken is not None:
+        return _fresh((true_fun if taken else false_fun)(*operands), operands)
+    on_true, on_false = true_fun(*operands), false_fun(*operands)
+    _check_same_types(on_true, on_false, "cond", "the false branch's result (against the "
+                                                 "true branch's)")
+    return _selected(pred, on_true, on_false, operands)
+
+
+def _selected(pred, on_true, on_false, operands) -> Any:
+    true_leaves, structure = tree_flatten(on_true)
+    false_leaves = tree_flatten(on_false)[0]
+    leaves = [where(pred, a, b) for a, b in zip(true_leaves, false_leaves)]
+    return _fresh(tree_unflatten(structure, leaves), operands)
+
+
+def switch(index, branches: Sequence[Callable], *operands) -> Any:
+    """``branches[index](*operands)``, ``index`` clamped to the branches
+    (``jax.lax.switch``); an index not known runs every branch and selects, as
+    :func:`cond`.
+
+    >>> switch(5, [lambda x: x, lambda x: 2 * x], np.array(3.0))
+    np.float64(6.0)
+    """
+    branches = list(branches)
+    if not branches or not all(callable(b) for b in branches):
+        raise TensorTypeError("switch: branches must be a non-empty sequence of functions")
+    if shape_of(index) != ():
+        raise TensorShapeError(f"switch: the index must be a scalar, got shape "
+                               f"{shape_of(index)}")
+    try:
+        known = operator.index(index)
+    except ConcretizationError:
+        known = None
+    except TypeError:
+        raise TensorTypeError(f"switch: the index must be an integer, got "
+                              f"{type(index).__name__}") from None
+    if known is not None:
+        chosen = branches[min(max(known, 0), len(branches) - 1)]
+        return _fresh(chosen(*operands), operands)
+    results = [branch(*operands) for branch in branches]
+    for n, result in enumerate(results[1:], 1):
+        _check_same_types(results[0], result, "switch", f"branch {n}'s result (against "
+                                                        "branch 0's)")
+    clamped = api.clip(index, 0, len(branches) - 1)
+    out = results[-1]
+    for n in range(len(results) - 2, -1, -1):
+        out = _selected(clamped == n, results[n], out, ())
+    return _fresh(out, operands)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred``, else ``on_false``, elementwise (``jax.lax.select``:
+    ``tnp.where``).
+
+    >>> select(np.array([True, False]), np.ones(2), np.zeros(2))
+    array([1., 0.])
+    """
+    return where(pred, on_true, on_false)
+
+
+# --- loops ----------------------------------------------------------------------------------
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: Any = None) -> Any:
+    """``val = body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1``
+    (``jax.lax.fori_loop``); ``i`` is a Python int. The bounds must be known (``unroll``
+    is accepted for JAX's signature; the loop is always unrolled).
+
+    >>> fori_loop(0, 4, lambda i, v: v + i, np.array(0.0))
+    np.float64(6.0)
+    """
+    start = _known_int(lower, "fori_loop", "lower")
+    stop = _known_int(upper, "fori_loop", "upper")
+    val = init_val
+    for i in range(start, stop):
+        new = body_fun(i, val)
+        _check_same_types(val, new, "fori_loop", "the loop value")
+        val = new
+    return _fresh(val, init_val)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
+    """``val = body_fun(val)`` while ``cond_fun(val)`` (``jax.lax.while_loop``). The
+    condition must be known at each step (not under ``jit`` or ``vmap`` when it depends
+    on traced values); each step is differentiated, in both modes.
+
+    >>> while_loop(lambda v: v < 10, lambda v: v * 2, np.array(1.0))
+    np.float64(16.0)
+    """
+    val = init_val
+    while True:
+        go = _known_bool(cond_fun(val), "while_loop")
+        if go is None:
+            raise ConcretizationError(
+                "while_loop: the condition is traced, so its value is not known while "
+                "tracing (under jit or vmap) and the number of steps cannot be known; use "
+                "fori_loop with known bounds, or call it outside jit")
+        if not go:
+            return _fresh(val, init_val)
+        new = body_fun(val)
+        _check_same_types(val, new, "while_loop", "the loop value")
+        val = new
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: Any = 1) -> tuple:
+    """``carry, y = f(carry, x)`` over the slices ``x`` of ``xs`` along its leading axis
+    (``jax.lax.scan``): the final carry and the ``y`` s stacked. ``xs`` is a pytree (its
+    leaves share their leading length) or ``None`` with ``length``; ``reverse`` runs from
+    the last slice, ``ys[i]`` still belonging to ``xs[i]``. ``unroll`` is accepted for JAX's
+    signature; the loop is always unrolled.
+
+    >>> carry, ys = scan(lambda c, x: (c * x, c), np.array(1.0), np.arange(1.0, 5.0))
+    >>> carry, ys
+    (np.float64(24.0), array([1., 1., 2., 6.]))
+    >>> scan(lambda c, _: (c + 1, None), 0, length=3)
+    (3, None)
+    """
+    x_leaves, x_tree = tree_flatten(xs)
+    steps = _scan_length(x_leaves, length)
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    carry, ys = init, []
+    for i in order:
+        x = tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves])
+        out = f(carry, x)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TensorTypeError(f"scan: f must return a pair (carry, y), got "
+                                  f"{type(out).__name__}")
+        _check_same_types(carry, out[0], "scan", "the carry")
+        carry = out[0]
+        ys.append(out[1])
+    if reverse:
+        ys.reverse()
+    if steps == 0:                      # the shapes of y: one call on zeros, as JAX traces f
+        x = tree_unflatten(x_tree, [api.zeros(shape_of(leaf)[1:], dtype_of(leaf))
+                                    for leaf in x_leaves])
+        y_leaves, y_tree = tree_flatten(f(init, x)[1])
+        stacked = [api.zeros((0, *shape_of(y)), np.asarray(y).dtype if type(y) in
+                             _PYTHON_NUMBERS else dtype_of(y)) for y in y_leaves]
+    else:
+        for y in ys[1:]:
+            _check_same_types(ys[0], y, "scan", "y")
+        per_step = [tree_flatten(y)[0] for y in ys]
+        y_tree = tree_flatten(ys[0])[1]
+        stacked = [api.stack([leaves[k] for leaves in per_step])
+                   for k in range(len(per_step[0]))]
+    return _fresh((carry, tree_unflatten(y_tree, stacked)), (init, xs))
+
+
+def _scan_length(x_leaves: list, length: int | None) -> int:
+    lengths = set()
+    for leaf in x_leaves:
+        shape = shape_of(leaf)
+        if not shape:
+            raise TensorShapeError("scan: each leaf of xs must have a leading axis to scan "
+                                   "over, got a scalar")
+        lengths.add(shape[0])
+    if length is not None:
+        length = _known_int(length, "scan", "length")
+        lengths.add(length)
+    if len(lengths) > 1:
+        raise TensorShapeError(f"scan: the leaves of xs (and length) must share their leading "
+                               f"length, got {sorted(lengths)}")
+    if not lengths:
+        raise TensorTypeError("scan: with no xs, give length")
+    return lengths.pop()
+
+
+def map(f: Callable, xs, *, batch_size: int | None = None) -> Any:
+    """``f`` applied to each slice of ``xs`` along its leading axis, the results stacked
+    (``jax.lax.map``; ``batch_size`` is accepted for JAX's signature, and the slices run
+    one by one: the results are the same).
+
+    >>> map(lambda x: x @ x, np.arange(6.0).reshape(3, 2))
+    array([ 1., 13., 41.])
+    """
+    return scan(lambda carry, x: (carry, f(x)), (), xs)[1]
