@@ -311,6 +311,7 @@ def elementwise(op, *args):
     :class:`~primitives.tensor.ops.elementwise.AddBroadcast` (a bias added to a batch)."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
+    numbers = [type(a) in _PYTHON_NUMBERS for a in args]
     args, _ = promoted(*args)
     shapes = [shape_of(a) for a in args]
     try:
@@ -318,12 +319,28 @@ def elementwise(op, *args):
     except ValueError:
         raise TensorShapeError(f"{op!r}: operands could not be broadcast together with shapes "
                                f"{' '.join(str(shape) for shape in shapes)}") from None
+    if shapes.count(shape) == len(shapes):      # promoted only (x * 2.0 on a 0-d x)
+        return bind(op, *args)[0]
     if op is ew.add and BROADCAST_ADD and shapes[0] != shapes[1] and shape in shapes:
         full = shapes.index(shape)              # (x + b is b + x, exactly)
         other = 1 - full
         return first(bind(cached_op(ew.AddBroadcast, shape, shapes[other]),
                           args[full], args[other]))
-    return first(bind(op, *[broadcast_operand(a, shape) for a in args]))
+    return first(bind(op, *[_broadcast_number(a, shape) if number and type(a) is np.ndarray
+                            else broadcast_operand(a, shape) for a, number in zip(args, numbers)]))
+
+
+_PYTHON_NUMBERS = frozenset((float, int, bool, complex))
+
+
+def _broadcast_number(constant: np.ndarray, shape: tuple) -> np.ndarray:
+    """The 0-d array :func:`promoted` made of a Python number, broadcast to ``shape`` (a
+    read-only view, what ``broadcast_in_dim`` evaluates to). No one else holds it, so no
+    trace needs to see the broadcast (a closed-over array's must be bound: ``jit`` reads it
+    again at each call), and ``x * 2.0`` skips binding one op."""
+    view = np.ndarray(shape, constant.dtype, buffer=constant, strides=(0,) * len(shape))
+    view.flags.writeable = False
+    return view
 
 
 def _broadcast_shape(shapes: list) -> tuple:
