@@ -90,12 +90,13 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     wanted = frozenset(keys)
     totals: dict = {}
     zeros: set = set()                  # inputs reached with a zero cotangent (through sign...)
+    hooks_called = set() if len(outputs) > 1 else None     # each hook runs in one walk only
     for position, (output, seed) in enumerate(zip(outputs, seeds)):
         if not output.requires_grad:
             raise BackwardError(f"grad: outputs[{position}] does not require grad (no input of "
                                 "the ops that made it requires grad)")
         for key, value in backward_cotangents(output, seed, wanted, create_graph,
-                                              zeros).items():
+                                              zeros, hooks_called).items():
             totals[key] = value if key not in totals else totals[key] + value
     result = []
     for position, (key, t) in enumerate(zip(keys, inputs)):
