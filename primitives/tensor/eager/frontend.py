@@ -1031,6 +1031,34 @@ def _walk_hooks(create_graph: bool, called: set | None) -> "_Hooks | None":
     return _Hooks(create_graph, called) if _hooks else None
 
 
+def reaches_a_hook(t: Tensor) -> bool:
+    """Whether backward from ``t`` reaches a tensor with a hook (one loop over its history).
+
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> y = (x * 2).sum()
+    >>> reaches_a_hook(y), x.register_hook(print) is not None, reaches_a_hook(y)
+    (False, True, True)
+    """
+    if not _hooks:
+        return False
+    if t.key in _hooks:
+        return True
+    stack = [t._trace] if t._trace is not None else []
+    seen = set(map(id, stack))
+    while stack:
+        node = stack.pop()
+        for item in node.inputs:
+            if not item.requires_grad:
+                continue
+            if item.key in _hooks:
+                return True
+            parent = item.trace
+            if parent is not None and id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    return False
+
+
 def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
     """A leaf on ``data`` (what a pickled tensor becomes)."""
     return new_tensor(data, requires_grad)
