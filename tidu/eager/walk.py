@@ -191,10 +191,14 @@ def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contain
     start = 0
     for index, node in enumerate(nodes):
         key = node.output_key
-        made = (key,) if key is not None else node.output_keys
-        hooked = [key for key in made if key in hooks]
-        if not hooked:
-            continue
+        if key is not None:                 # one output
+            if key not in hooks:
+                continue
+            hooked = [key]
+        else:
+            hooked = [key for key in node.output_keys if key in hooks]
+            if not hooked:
+                continue
         if index > start:
             reverse_walk(nodes[start:index], cotangents, step, keep, reached)
         start = index

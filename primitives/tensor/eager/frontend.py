@@ -84,7 +84,6 @@ import numbers
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
 from typing import Callable
 
 import numpy as np
@@ -991,44 +990,29 @@ class _KeyHooks:
         return result
 
 
-class _Hooks(Mapping):
-    """The registered hooks as ``tidu.eager``'s ``hooks`` argument: key -> callable.
+def _walk_hooks(create_graph: bool, called: set | None) -> dict | None:
+    """The registered hooks as ``tidu.eager``'s ``hooks`` argument (key -> callable), or
+    ``None`` when there is none (the plain walk).
 
     ``called`` (a set shared by the walks of one ``autograd.grad`` of several outputs)
     collects the keys whose hooks ran: a second walk reaching one raises, since that hook
     would run on a part of the gradient, not on all of it as in PyTorch's one walk."""
-
-    __slots__ = ("create_graph", "called")
-
-    def __init__(self, create_graph: bool, called: set | None = None) -> None:
-        self.create_graph = create_graph
-        self.called = called
-
-    def __getitem__(self, key) -> Callable:
-        called = self.called
-        if called is not None:
-            if key in called:
-                raise BackwardError(
-                    "grad: a tensor with a hook (register_hook) is reached from more than one "
-                    "of the outputs; tidu runs one backward per output, so the hook would see "
-                    "a part of the gradient each time: pass one output (their sum, the "
-                    "grad_outputs folded in: tnp.sum(a * ga) + tnp.sum(b * gb))")
-            called.add(key)
-        return functools.partial(_hooks[key].run, self.create_graph)
-
-    def __contains__(self, key) -> bool:
-        return key in _hooks
-
-    def __iter__(self):
-        return iter(list(_hooks))
-
-    def __len__(self) -> int:
-        return len(_hooks)
+    if not _hooks:
+        return None
+    return {key: functools.partial(_run_hooks, hooks, create_graph, called, key)
+            for key, hooks in list(_hooks.items())}
 
 
-def _walk_hooks(create_graph: bool, called: set | None) -> "_Hooks | None":
-    """The hooks for a backward walk, or ``None`` (no hook registered: the plain walk)."""
-    return _Hooks(create_graph, called) if _hooks else None
+def _run_hooks(hooks: _KeyHooks, create_graph: bool, called: set | None, key, cotangent):
+    if called is not None:
+        if key in called:
+            raise BackwardError(
+                "grad: a tensor with a hook (register_hook) is reached from more than one of "
+                "the outputs; tidu runs one backward per output, so the hook would see a part "
+                "of the gradient each time: pass one output (their sum, the grad_outputs "
+                "folded in: tnp.sum(a * ga) + tnp.sum(b * gb))")
+        called.add(key)
+    return hooks.run(create_graph, cotangent)
 
 
 def reaches_a_hook(t: Tensor) -> bool:
