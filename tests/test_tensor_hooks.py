@@ -330,3 +330,26 @@ def test_mlp_step_with_gradient_clipping_hooks_matches_pytorch():
         loss.backward()
     for a, b in zip(ours, theirs):
         same(a.grad, b.grad)
+
+
+def test_backward_of_a_leaf_itself_and_a_tensor_on_pytorch_arrays():
+    x, tx = pair([1.0, 2.0])
+    for leaf in (x, tx):
+        leaf.register_hook(lambda g: g * 2)
+    x.backward(np.ones(2))
+    tx.backward(torch.ones(2, dtype=torch.float64))
+    same(x.grad, tx.grad)
+    # a tidu tensor holding a PyTorch array: the hook's gradient is one too, and the zeros
+    # passed for a zero gradient as well
+    w = tnp.tensor(torch.tensor([1.0, 2.0], dtype=torch.float64), requires_grad=True)
+    tw = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    kinds = []
+    for leaf, sign in ((w, tnp.sign), (tw, torch.sign)):
+        h = leaf * 3
+        h.register_hook(lambda g: kinds.append(type(g.data)) or g * 2)
+        k = leaf * 1.0
+        k.register_hook(lambda g: g + 1)
+        ((h * h).sum() + sign(k).sum()).backward()
+    assert kinds[0] is torch.Tensor
+    assert isinstance(w.grad, torch.Tensor)
+    same(w.grad.numpy(), tw.grad)

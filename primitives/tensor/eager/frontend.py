@@ -405,6 +405,17 @@ class Tensor(ArrayOperators, Frontend):
         recorded op that made the tensor (a leaf's, as long as the leaf), not the Python
         object. The returned handle's ``remove()`` takes the hook off.
 
+        Where PyTorch differs: a write into ``grad`` reaches no other gradient (in PyTorch
+        it may reach another input's of the same op, or the seed); an array may be
+        returned as well as a ``Tensor``; ``autograd.grad(outputs=[a, b], ...)`` refuses a
+        hooked tensor both reach (tidu walks once per output, so the hook would see part
+        of its gradient each time), and ``autograd.hvp`` one the loss reaches (it cannot
+        run Python hooks: differentiate ``grad(..., create_graph=True)`` instead); a hook
+        on a tensor that an ``inputs``/``autograd.grad`` input does not depend on may
+        still run (its result changes no gradient asked for); ``grad(loss, [x, h])``
+        gives ``h``'s hooked gradient (PyTorch gives it unhooked there, hooked in
+        ``grad(loss, h)``).
+
         >>> x = tensor([1.0, 2.0], requires_grad=True)
         >>> h = x * 3
         >>> handle = h.register_hook(lambda g: g * 10)      # the gradient flowing to x, x 10
@@ -931,12 +942,13 @@ class _KeyHooks:
 
     def __init__(self, t: Tensor) -> None:
         self.functions: dict = {}         # handle id -> hook
-        self.shape, self.dtype = t.shape, t.dtype
+        self.shape, self.dtype = shape, dtype = t.shape, t.dtype
         data = t._data
-        self.zeros = lambda: library_of(data).xp.zeros_like(data)   # noqa: E731
-        if type(data) is np.ndarray:      # (without keeping the array alive)
-            shape, dtype = t.shape, t.dtype
+        if type(data) is np.ndarray:
             self.zeros = lambda: np.zeros(shape, dtype)   # noqa: E731
+        else:                             # (without keeping the array alive)
+            xp, own_dtype, device = library_of(data).xp, data.dtype, device_of(data)
+            self.zeros = lambda: xp.zeros(shape, dtype=own_dtype, device=device)  # noqa: E731
 
     def run(self, create_graph: bool, cotangent):
         """The hooks on ``cotangent`` (an array, an ``EagerInput`` record when
