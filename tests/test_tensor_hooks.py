@@ -353,3 +353,23 @@ def test_backward_of_a_leaf_itself_and_a_tensor_on_pytorch_arrays():
     assert kinds[0] is torch.Tensor
     assert isinstance(w.grad, torch.Tensor)
     same(w.grad.numpy(), tw.grad)
+
+
+@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True")
+def test_grad_mode_in_hooks_and_backward_inputs():
+    modes = {"tidu": [], "torch": []}
+    x, tx = pair([1.0, 2.0])
+    for lib, leaf, enabled in (("tidu", x, tnp.is_grad_enabled),
+                               ("torch", tx, torch.is_grad_enabled)):
+        leaf.register_hook(lambda g, lib=lib, enabled=enabled: modes[lib].append(enabled()))
+        (leaf * leaf).sum().backward()
+        (leaf * leaf).sum().backward(create_graph=True)     # ops in the hook are recorded
+    assert modes["tidu"] == modes["torch"] == [False, True]
+    # backward(inputs=[h]) accumulates h's hooked gradient, as PyTorch's
+    hs = []
+    for leaf in pair([1.0, 2.0]):
+        h = leaf * 3
+        h.register_hook(lambda g: g * 4)
+        (h * h).sum().backward(inputs=[h])
+        hs.append(h)
+    same(hs[0].grad, hs[1].grad)
