@@ -33,7 +33,8 @@ from tidu.eager import try_hvp
 from primitives.tensor.backends import NUMPY, library_of
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.eager.frontend import (EXECUTOR, Tensor, backward_cotangents,
-                                             in_library_of_tensor, new_tensor, zero_gradient)
+                                             in_library_of_tensor, new_tensor, reaches_a_hook,
+                                             zero_gradient)
 from primitives.tensor.errors import BackwardError, TensorTypeError
 from primitives.tensor.transforms.fresh import fresh
 
@@ -90,12 +91,13 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     wanted = frozenset(keys)
     totals: dict = {}
     zeros: set = set()                  # inputs reached with a zero cotangent (through sign...)
+    hooks_called = set() if len(outputs) > 1 else None     # each hook runs in one walk only
     for position, (output, seed) in enumerate(zip(outputs, seeds)):
         if not output.requires_grad:
             raise BackwardError(f"grad: outputs[{position}] does not require grad (no input of "
                                 "the ops that made it requires grad)")
         for key, value in backward_cotangents(output, seed, wanted, create_graph,
-                                              zeros).items():
+                                              zeros, hooks_called).items():
             totals[key] = value if key not in totals else totals[key] + value
     result = []
     for position, (key, t) in enumerate(zip(keys, inputs)):
@@ -132,6 +134,11 @@ def hvp(loss: Tensor, params: Tensor | Sequence[Tensor], vectors):
     if loss.size != 1 or loss.dtype.kind == "c":
         raise BackwardError(f"hvp: loss must be a real scalar, got {loss.dtype} of shape "
                             f"{loss.shape}")
+    if reaches_a_hook(loss):
+        raise BackwardError("hvp: the loss depends on a tensor with a hook (register_hook); "
+                            "hvp runs forward over reverse on the recorded ops, which cannot "
+                            "run a Python hook: take grad(..., create_graph=True) and "
+                            "differentiate it again (a double backward runs hooks)")
     tangents = {}
     for position, (p, v) in enumerate(zip(params, vectors)):
         if not p.requires_grad or p._trace is not None:

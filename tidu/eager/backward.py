@@ -36,12 +36,12 @@ run_transposed_linear [1.0]
 
 from __future__ import annotations
 
-from typing import Any, Container
+from typing import Any, Callable, Container, Mapping
 
 from tidu.graph import ValueKey
 from tidu.eager.executor import BackwardExecutor
-from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
-    only_zero_keys, reverse_walk
+from tidu.eager.walk import NodeRunner, NodeStep, check_start, hooked_walk, kept, \
+    nodes_last_first, only_zero_keys, reverse_walk
 
 
 class _Backward(NodeStep):
@@ -55,8 +55,8 @@ class _Backward(NodeStep):
 
 
 def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
-                 ctx=None, *, keep: Container | None = None, zeros: set | None = None
-                 ) -> dict[ValueKey, Any]:
+                 ctx=None, *, keep: Container | None = None, zeros: set | None = None,
+                 hooks: Mapping[ValueKey, Callable] | None = None) -> dict[ValueKey, Any]:
     """Propagate ``seed`` (the cotangent of ``output_key``) back through the trace.
 
     Returns the accumulated cotangent of every eager value key that received
@@ -71,6 +71,16 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     (only those in ``keep``, if given): a leaf reached only through ``sign`` has
     a zero gradient, not none, as a frontend may want to tell apart from a leaf
     the output does not depend on.
+
+    With ``hooks`` (a mapping from keys to callables; PyTorch's ``register_hook``),
+    ``hooks[key](cotangent)`` is called once for each key in it that the walk reaches,
+    when that key's cotangent is complete (summed over every use), before it flows on to
+    the node that made the key; for a leaf, after the walk, and only if it is in
+    ``keep`` (when given). A key reached with a zero cotangent (only through ``sign``,
+    say) passes ``None``. The hook returns the cotangent to use instead (in the result,
+    and what flows on to the inputs of the node that made the key), or ``None`` to keep
+    it. Without ``hooks`` the walk is the same loop as before, at the same cost
+    (:func:`~tidu.eager.walk.hooked_walk`).
 
     ``executor.run_transposed_linear`` is called once per node that receives a
     cotangent, after ``execute_forward`` wherever the node's primal values must
@@ -90,7 +100,12 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
         nodes = nodes_last_first(output_trace)
         step = _Backward(executor, ctx)
         step.runner.walk_nodes(nodes)
-        reverse_walk(nodes, cotangents, step, keep, zeros)
+        if hooks:
+            hooked_walk(nodes, cotangents, step, keep, zeros, hooks)
+        else:
+            reverse_walk(nodes, cotangents, step, keep, zeros)
+    elif hooks:
+        hooked_walk((), cotangents, None, keep, zeros, hooks)     # a leaf's own hook
     result = kept(cotangents, keep)
     only_zero_keys(zeros, result, keep)
     return result

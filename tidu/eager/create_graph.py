@@ -38,7 +38,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Container
+from typing import Any, Callable, Container, Mapping
 
 from tidu._gc import gc_paused
 from tidu.errors import InvalidArgumentError
@@ -46,8 +46,8 @@ from tidu.graph import FreshInput, ValueKey
 from tidu.eager.executor import BackwardExecutor, graph_runner
 from tidu.eager.plans import BackwardPlan, recorded_backward
 from tidu.eager.record import EagerError, EagerInput, RecordedGraph, Recorder
-from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
-    only_zero_keys, reverse_walk
+from tidu.eager.walk import NodeRunner, NodeStep, check_start, hooked_walk, kept, \
+    nodes_last_first, only_zero_keys, reverse_walk
 from tidu.eager.backward import try_backward  # noqa: F401  (used by the doctest)
 
 _CONSTANT = FreshInput()      # the key of a value without history (never read: no grad)
@@ -55,7 +55,9 @@ _CONSTANT = FreshInput()      # the key of a value without history (never read: 
 
 def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: BackwardExecutor,
                           recorder: Recorder, ctx=None, *, keep: Container | None = None,
-                          zeros: set | None = None) -> dict[ValueKey, EagerInput]:
+                          zeros: set | None = None,
+                          hooks: Mapping[ValueKey, Callable] | None = None
+                          ) -> dict[ValueKey, EagerInput]:
     """:func:`try_backward`, recording its work with ``recorder`` so it can be differentiated.
 
     ``seed`` is the output's cotangent: a value (a constant) or an
@@ -70,7 +72,9 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
     recorded with those values. The argument checks are the same, and
     ``recorder`` must be a :class:`Recorder`. A composite node's retained
     values are not read: its recorded backward recomputes them from its inputs,
-    so their derivatives are not lost. ``zeros`` is :func:`try_backward`'s. See the
+    so their derivatives are not lost. ``zeros`` and ``hooks`` are :func:`try_backward`'s;
+    a hook gets and returns cotangent records (an ``EagerInput``, whose history the
+    returned record keeps: what the hook computed is differentiated too). See the
     module for an example.
     """
     seed_record = seed if isinstance(seed, EagerInput) else EagerInput(_CONSTANT, None, False,
@@ -86,7 +90,12 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
         nodes = nodes_last_first(output_trace)
         step.runner.walk_nodes(nodes)
         with gc_paused():          # the recorded nodes outlive the call: no collection walks them
-            reverse_walk(nodes, records, step, keep, zeros)
+            if hooks:
+                hooked_walk(nodes, records, step, keep, zeros, hooks)
+            else:
+                reverse_walk(nodes, records, step, keep, zeros)
+    elif hooks:
+        hooked_walk((), records, None, keep, zeros, hooks)        # a leaf's own hook
     result = kept(records, keep)
     only_zero_keys(zeros, result, keep)
     return result

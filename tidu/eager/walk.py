@@ -30,7 +30,7 @@ True
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Callable, Container, Sequence
+from typing import Callable, Container, Mapping, Sequence
 
 from tidu.errors import InvalidArgumentError, MissingValueError
 from tidu.graph import ValueKey
@@ -152,6 +152,77 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
 
 
 _FIRST_ONLY = (0,)
+
+
+def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Container | None,
+                zeros: set | None, hooks: Mapping) -> None:
+    """:func:`reverse_walk`, calling ``hooks[key]`` once for each key in ``hooks`` it reaches.
+
+    ``hooks[key](cotangent)`` is called when the key's cotangent is complete (every use
+    of the key summed in), before it flows on to the node that made the key; a leaf's
+    (a key no node of ``nodes`` made) after the walk, if it is in ``keep`` (when given).
+    ``cotangent`` is as ``step`` defines it, or ``None`` for a key the walk reached with
+    a zero cotangent (through ``sign``, say). The hook returns the cotangent to use from
+    then on (in the result, and what flows on), or ``None`` to leave it as it is. The
+    walk runs in segments between the nodes that made hooked keys, so each segment's loop
+    is :func:`reverse_walk`'s, unchanged: a walk without hooks costs nothing more.
+
+    >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
+    >>> from tidu.example_ops import Op
+    >>> from tidu.graph import Input
+    >>> class Adding(NodeStep):
+    ...     def run(self, node, plan, cotangent_out):
+    ...         return [cotangent_out[0]] * len(plan.active_inputs)   # d(x + y) = (1, 1)
+    ...     def add(self, a, b):
+    ...         return a + b
+    >>> recorder = Recorder()
+    >>> x = EagerInput(Input(recorder.fresh_input_keys(1)[0]), None, True, 1.0)
+    >>> h = recorder.record(RecordedGraph.from_primitive(Op.ADD, ["a", "b"]), [x, x], [2.0])
+    >>> y = recorder.record(RecordedGraph.from_primitive(Op.ADD, ["a", "b"]), [h, h], [4.0])
+    >>> cotangents = {y.output_key: 1.0}
+    >>> hooked_walk([y, h], cotangents, Adding(None), None, None,
+    ...             {h.output_key: lambda ct: print("h gets", ct) or 10 * ct})
+    h gets 2.0
+    >>> cotangents[h.output_key], cotangents[x.key]          # 10 * 2, then 2 * 20
+    (20.0, 40.0)
+    """
+    reached: set = set()            # the keys this walk reached with a zero cotangent
+    called = set()
+    start = 0
+    for index, node in enumerate(nodes):
+        key = node.output_key
+        if key is not None:                 # one output
+            if key not in hooks:
+                continue
+            hooked = [key]
+        else:
+            hooked = [key for key in node.output_keys if key in hooks]
+            if not hooked:
+                continue
+        if index > start:
+            reverse_walk(nodes[start:index], cotangents, step, keep, reached)
+        start = index
+        for key in hooked:
+            _call_hook(hooks, key, cotangents, reached)
+            called.add(key)
+    if start < len(nodes):
+        reverse_walk(nodes[start:], cotangents, step, keep, reached)
+    for key in list(hooks):
+        if key not in called and (keep is None or key in keep):
+            _call_hook(hooks, key, cotangents, reached)
+    if zeros is not None:
+        zeros.update(reached)
+
+
+def _call_hook(hooks: Mapping, key, cotangents: dict, reached: set) -> None:
+    """``cotangents[key] = hooks[key](cotangent)`` for a key the walk reached (a zero
+    cotangent is passed as ``None``), unless the hook returns ``None``."""
+    cotangent = cotangents.get(key)
+    if cotangent is None and key not in reached:
+        return
+    result = hooks[key](cotangent)
+    if result is not None:
+        cotangents[key] = result
 
 
 def _add_active_keys(zeros: set, node) -> None:

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import math
 import operator
 import numbers
@@ -97,6 +98,7 @@ from primitives.tensor.buffers import is_cached
 from primitives.tensor.errors import BackwardError, TensorShapeError, TensorTypeError
 from primitives.tensor.core import Frontend, dtype_of, shape_of
 from primitives.tensor.eager.executor import NumpyExecutor
+from primitives.tensor.eager.grad_mode import enable_grad, no_grad
 from primitives.tensor.eager.grad_mode import mode as _grad_mode
 from primitives.tensor.eager.strategy import block as _block, current_strategy
 from primitives.tensor.eager.strategy import process_strategy as _process
@@ -385,6 +387,61 @@ class Tensor(ArrayOperators, Frontend):
         """Whether :meth:`retain_grad` was called on this computed tensor (``False`` for a
         leaf, as in PyTorch)."""
         return self._trace is not None and _leaves.get(self._key) is self
+
+    def register_hook(self, hook: Callable) -> "HookHandle":
+        """Call ``hook(grad)`` each time backward computes this tensor's gradient (PyTorch's
+        ``register_hook``); a value it returns (not ``None``) replaces the gradient.
+
+        ``grad`` is a ``Tensor``: the full gradient of this tensor, summed over all its uses
+        (those recorded before the hook was registered too), a new one of its own (writing
+        to ``grad.data`` changes no other gradient; with ``None`` returned, what was written
+        is kept, as in PyTorch). With ``create_graph=True`` it has history, and what the
+        hook computes from it is recorded and differentiated in turn. For a computed tensor,
+        the returned gradient is what flows on to the tensors it was computed from (and what
+        ``retain_grad``, ``autograd.grad`` and ``Gradients`` give for it); for a leaf, what is
+        accumulated into ``.grad``. It must have the tensor's shape and dtype (a ``Tensor``
+        or an array), else backward raises :class:`BackwardError`. Hooks run in the order
+        they were registered, each on the previous one's result, and live as long as the
+        recorded op that made the tensor (a leaf's, as long as the leaf), not the Python
+        object. The returned handle's ``remove()`` takes the hook off.
+
+        Where PyTorch differs: a write into ``grad`` reaches no other gradient (in PyTorch
+        it may reach another input's of the same op, or the seed); an array may be
+        returned as well as a ``Tensor``; ``autograd.grad(outputs=[a, b], ...)`` refuses a
+        hooked tensor both reach (tidu walks once per output, so the hook would see part
+        of its gradient each time), and ``autograd.hvp`` one the loss reaches (it cannot
+        run Python hooks: differentiate ``grad(..., create_graph=True)`` instead); a hook
+        on a tensor that an ``inputs``/``autograd.grad`` input does not depend on may
+        still run (its result changes no gradient asked for); ``grad(loss, [x, h])``
+        gives ``h``'s hooked gradient (PyTorch gives it unhooked there, hooked in
+        ``grad(loss, h)``).
+
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x * 3
+        >>> handle = h.register_hook(lambda g: g * 10)      # the gradient flowing to x, x 10
+        >>> _ = (h * h).sum().backward()
+        >>> x.grad                                          # 10 * 2h * 3
+        array([180., 360.])
+        >>> handle.remove()
+        """
+        if not self._requires_grad:
+            raise BackwardError("register_hook on a tensor that does not require grad (it gets "
+                                "no gradient): make the leaves with requires_grad=True")
+        if not callable(hook):
+            raise TensorTypeError(f"register_hook: the hook must be callable, got a "
+                                  f"{type(hook).__name__}")
+        key = self.key
+        with _leaf_key_lock:
+            hooks = _hooks.get(key)
+            if hooks is None:
+                hooks = _hooks[key] = _KeyHooks(self)
+                # the hooks go with what backward reaches: the node that made the key, or
+                # the leaf (whose key dies with it)
+                weakref.finalize(self._trace if self._trace is not None else self,
+                                 _drop_hooks, key, hooks)
+            handle = HookHandle(key, hooks)
+            hooks.functions[handle.id] = hook
+        return handle
 
     def _rebound(self, result):
         """``x op= y`` on a tensor that retains its grad: so does the tensor ``x`` names now
@@ -834,20 +891,186 @@ _SOLE_REFS = _data_refs(new_tensor(np.empty(0)))
 _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
+# --- register_hook -------------------------------------------------------------------------
+
+_hooks: dict = {}              # key of a tensor -> its _KeyHooks (only keys with hooks)
+_hook_ids = itertools.count()
+
+
+class HookHandle:
+    """What :meth:`Tensor.register_hook` returns: ``remove()`` takes the hook off (again: no
+    effect), as PyTorch's ``RemovableHandle``; in a ``with`` block, at the block's end.
+
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> with x.register_hook(lambda g: g * 2):
+    ...     (x * 1.0).sum().backward().grad(x)
+    array([2.])
+    >>> (x * 1.0).sum().backward().grad(x)
+    array([1.])
+    """
+
+    __slots__ = ("id", "_key", "_hooks")
+
+    def __init__(self, key, hooks: "_KeyHooks") -> None:
+        self.id = next(_hook_ids)
+        self._key = key
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        """Take the hook off (a second call does nothing)."""
+        with _leaf_key_lock:
+            self._hooks.functions.pop(self.id, None)
+            if not self._hooks.functions:
+                _drop_hooks(self._key, self._hooks)
+
+    def __enter__(self) -> "HookHandle":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.remove()
+
+
+def _drop_hooks(key, hooks: "_KeyHooks") -> None:
+    if _hooks.get(key) is hooks:
+        del _hooks[key]
+
+
+class _KeyHooks:
+    """The hooks of one key, in registration order, and its gradient's shape and dtype."""
+
+    __slots__ = ("functions", "shape", "dtype", "zeros")
+
+    def __init__(self, t: Tensor) -> None:
+        self.functions: dict = {}         # handle id -> hook
+        self.shape, self.dtype = shape, dtype = t.shape, t.dtype
+        data = t._data
+        if type(data) is np.ndarray:
+            self.zeros = lambda: np.zeros(shape, dtype)   # noqa: E731
+        else:                             # (without keeping the array alive)
+            xp, own_dtype, device = library_of(data).xp, data.dtype, device_of(data)
+            self.zeros = lambda: xp.zeros(shape, dtype=own_dtype, device=device)  # noqa: E731
+
+    def run(self, create_graph: bool, cotangent):
+        """The hooks on ``cotangent`` (an array, an ``EagerInput`` record when
+        ``create_graph``, ``None`` for a zero), for ``tidu.eager``'s ``hooks``: the new
+        cotangent, or ``None`` to keep it."""
+        functions = list(self.functions.values())
+        if not functions:
+            return None
+        if create_graph:
+            given = (new_tensor(self.zeros()) if cotangent is None
+                     else _from_record(cotangent))
+        else:
+            zeros = cotangent is None
+            given = new_tensor(self.zeros() if zeros else library_of(cotangent).copy(cotangent))
+        g = given
+        # as PyTorch's: what a hook computes is recorded only in a backward that records
+        with (enable_grad() if create_graph else no_grad()):
+            for hook in functions:
+                result = hook(g)
+                if result is not None:
+                    g = self._checked(result, g, hook)
+        if g is given and not given._exposed:       # unchanged (not written through .data)
+            return None
+        data = _owned_data(g)
+        if create_graph:
+            return (EagerInput(g.key, g._trace, True, data) if g._requires_grad
+                    else EagerInput(_CONSTANT, None, False, data))
+        # the hook may still hold what it returned (or the tensor it was given): a copy
+        return library_of(data).copy(data)
+
+    def _checked(self, result, g: Tensor, hook) -> Tensor:
+        """The hook's ``result`` as a ``Tensor`` of ``g``'s shape and dtype, or an error."""
+        name = getattr(hook, "__name__", type(hook).__name__)
+        if not isinstance(result, Tensor):
+            if not (isinstance(result, (np.ndarray, np.generic))
+                    or library_of(result) is not NUMPY):
+                raise BackwardError(f"register_hook: hook {name!r} returned a "
+                                    f"{type(result).__name__}; a hook returns the new "
+                                    f"gradient (a Tensor or an array of shape {g.shape} and "
+                                    f"dtype {g.dtype}) or None")
+            result = new_tensor(as_array(result) if library_of(result) is not NUMPY
+                                else np.asarray(result))
+        if result.shape != g.shape or result.dtype != g.dtype:
+            raise BackwardError(f"register_hook: hook {name!r} returned a gradient of shape "
+                                f"{result.shape} and dtype {result.dtype} for a gradient of "
+                                f"shape {g.shape} and dtype {g.dtype}; it must keep both")
+        if library_of(result._data) is not library_of(g._data):
+            raise BackwardError(f"register_hook: hook {name!r} returned an array of "
+                                f"{library_of(result._data).name} for a gradient of "
+                                f"{library_of(g._data).name}")
+        return result
+
+
+def _walk_hooks(create_graph: bool, called: set | None) -> dict | None:
+    """The registered hooks as ``tidu.eager``'s ``hooks`` argument (key -> callable), or
+    ``None`` when there is none (the plain walk).
+
+    ``called`` (a set shared by the walks of one ``autograd.grad`` of several outputs)
+    collects the keys whose hooks ran: a second walk reaching one raises, since that hook
+    would run on a part of the gradient, not on all of it as in PyTorch's one walk."""
+    if not _hooks:
+        return None
+    return {key: functools.partial(_run_hooks, hooks, create_graph, called, key)
+            for key, hooks in list(_hooks.items())}
+
+
+def _run_hooks(hooks: _KeyHooks, create_graph: bool, called: set | None, key, cotangent):
+    if called is not None:
+        if key in called:
+            raise BackwardError(
+                "grad: a tensor with a hook (register_hook) is reached from more than one of "
+                "the outputs; tidu runs one backward per output, so the hook would see a part "
+                "of the gradient each time: pass one output (their sum, the grad_outputs "
+                "folded in: tnp.sum(a * ga) + tnp.sum(b * gb))")
+        called.add(key)
+    return hooks.run(create_graph, cotangent)
+
+
+def reaches_a_hook(t: Tensor) -> bool:
+    """Whether backward from ``t`` reaches a tensor with a hook (one loop over its history).
+
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> y = (x * 2).sum()
+    >>> reaches_a_hook(y), x.register_hook(print) is not None, reaches_a_hook(y)
+    (False, True, True)
+    """
+    if not _hooks:
+        return False
+    if t.key in _hooks:
+        return True
+    stack = [t._trace] if t._trace is not None else []
+    seen = set(map(id, stack))
+    while stack:
+        node = stack.pop()
+        for item in node.inputs:
+            if not item.requires_grad:
+                continue
+            if item.key in _hooks:
+                return True
+            parent = item.trace
+            if parent is not None and id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    return False
+
+
 def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
     """A leaf on ``data`` (what a pickled tensor becomes)."""
     return new_tensor(data, requires_grad)
 
 
-def backward_cotangents(t: Tensor, seed, keep, create_graph: bool, zeros: set | None = None
-                        ) -> dict:
+def backward_cotangents(t: Tensor, seed, keep, create_graph: bool, zeros: set | None = None,
+                        hooks_called: set | None = None) -> dict:
     """The cotangents of ``t``'s backward for the keys in ``keep``: arrays, or Tensors with
     history when ``create_graph``. With ``zeros`` (a set), the keys in ``keep`` that
-    backward reached with a zero cotangent are added to it (they are not in the result)."""
+    backward reached with a zero cotangent are added to it (they are not in the result).
+    The registered hooks run (:meth:`Tensor.register_hook`); with ``hooks_called`` (a set
+    shared by several calls), a hook that already ran in one of them raises."""
     if create_graph:
-        return _recorded_backward(t, seed, keep, zeros)
+        return _recorded_backward(t, seed, keep, zeros, hooks_called)
     return try_backward(t.key, t._trace, _checked_seed(t, seed), EXECUTOR, keep=keep,
-                        zeros=zeros)
+                        zeros=zeros, hooks=_walk_hooks(False, hooks_called))
 
 
 def zero_gradient(t: Tensor, create_graph: bool = False):
@@ -867,7 +1090,8 @@ def _tensor_of(key) -> "Tensor | None":
     return ref() if ref is not None else None
 
 
-def _recorded_backward(t: Tensor, seed, keep, zeros: set | None = None) -> dict:
+def _recorded_backward(t: Tensor, seed, keep, zeros: set | None = None,
+                       hooks_called: set | None = None) -> dict:
     """``t``'s backward with its work recorded: ``{key: Tensor}`` (see ``create_graph``)."""
     if isinstance(seed, Tensor) and seed._requires_grad:
         if seed.shape != t.shape or seed.dtype != t.dtype:
@@ -877,7 +1101,7 @@ def _recorded_backward(t: Tensor, seed, keep, zeros: set | None = None) -> dict:
     else:
         seed = _checked_seed(t, seed)
     records = try_backward_recorded(t.key, t._trace, seed, EXECUTOR, _recorder, keep=keep,
-                                    zeros=zeros)
+                                    zeros=zeros, hooks=_walk_hooks(True, hooks_called))
     return {key: _from_record(record) for key, record in records.items()}
 
 
