@@ -205,6 +205,23 @@ def child_names(shell: TreeDef, count: int) -> list[str]:
     return [f"[{i}]" for i in range(count)]
 
 
+def leaf_hint(value: Any) -> str:
+    """Why ``value`` was taken as a leaf, for an error that refuses it: what the nodes are,
+    and how to make its type one.
+
+    >>> import dataclasses
+    >>> leaf_hint(dataclasses.make_dataclass("P", ["w"])(1))
+    'P is a dataclass, a pytree leaf until registered: decorate it with tnp.tree_util.register_dataclass'
+    """
+    name = type(value).__name__
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (f"{name} is a dataclass, a pytree leaf until registered: decorate it with "
+                "tnp.tree_util.register_dataclass")
+    return ("pytree nodes are tuples, lists, dicts, named tuples, None and the types "
+            "registered with tnp.tree_util.register_pytree_node (or register_dataclass); "
+            "anything else is a leaf")
+
+
 def _sorted_keys(tree: dict) -> tuple:
     """A dict's keys, sorted: its leaves' order must not depend on how it was built."""
     try:
