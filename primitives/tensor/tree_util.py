@@ -15,12 +15,12 @@ types; anything else is a leaf.
 ... class Linear:
 ...     w: np.ndarray
 ...     b: np.ndarray
->>> params = Linear(np.array([1.0, 2.0]), np.array(0.5))
->>> grads = tnp.grad(lambda p: tnp.sum(p.w ** 2) + p.b)(params)
+>>> params = Linear(np.array([1.0, 2.0]), np.array([0.5]))
+>>> grads = tnp.grad(lambda p: tnp.sum(p.w ** 2) + tnp.sum(p.b))(params)
 >>> grads
-Linear(w=array([2., 4.]), b=array(1.))
+Linear(w=array([2., 4.]), b=array([1.]))
 >>> tnp.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
-Linear(w=array([0.8, 1.6]), b=array(0.4))
+Linear(w=array([0.8, 1.6]), b=array([0.4]))
 """
 
 from primitives.tensor.transforms.pytree import (
