@@ -535,3 +535,57 @@ def test_jit_reads_a_closed_over_dataclass_at_each_call():
     assert float(f(np.ones(2))) == 2.0
     held.w = np.full(2, 5.0)
     assert float(f(np.ones(2))) == 10.0
+
+
+def test_jacobians_and_hessian_of_a_dataclass_match_jax(jx):
+    jax, jnp = jx
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class JaxParams:
+        w: Any
+        b: Any
+
+    p = Params(np.array([1.0, 2.0]), np.array(0.3))
+    f = lambda q, m: m.sum(m.sin(q.w) * q.b) + q.b ** 2
+    pairs = [(tnp.jacrev, jax.jacrev), (tnp.jacfwd, jax.jacfwd), (tnp.hessian, jax.hessian)]
+    for ours, theirs in pairs:
+        got = ours(lambda q: f(q, tnp))(p)
+        want = theirs(lambda q: f(q, jnp))(JaxParams(p.w, p.b))
+        got_leaves = tree_util.tree_leaves(got)
+        assert len(got_leaves) == len(jax.tree_util.tree_leaves(want))
+        for a, b in zip(got_leaves, jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+    hess = tnp.hessian(lambda q: f(q, tnp))(p)
+    assert type(hess) is Params and type(hess.w) is Params
+
+
+def test_custom_jvp_fixed_point_vmap_out_axes_and_checkpoint_take_a_dataclass():
+    @tnp.custom_jvp
+    def scale(q):
+        return Params(q.w * q.b, q.b)
+
+    @scale.defjvp
+    def scale_jvp(primals, tangents):
+        (q,), (t,) = primals, tangents
+        return scale(q), Params(t.w * q.b + q.w * t.b, t.b)
+
+    p = Params(np.array([1.0, 2.0]), np.array(3.0))
+    g = tnp.grad(lambda q: tnp.sum(scale(q).w))(p)
+    np.testing.assert_allclose(g.w, [3.0, 3.0])
+    np.testing.assert_allclose(g.b, 3.0)
+
+    # x = (x + a) / 2 at x = a: d sum(x.w) / da = 2 (two components)
+    solve = lambda a: tnp.fixed_point(lambda a, x: Params(0.5 * x.w + 0.5 * a, 0.5 * x.b + a),
+                                      a, Params(np.zeros(2), np.array(0.0)))
+    assert type(solve(np.array(1.0))) is Params
+    np.testing.assert_allclose(tnp.grad(lambda a: tnp.sum(solve(a).w))(np.array(1.0)), 2.0,
+                               rtol=1e-6)
+
+    out = tnp.vmap(lambda w: Params(w * 2, tnp.sum(w)), out_axes=Params(1, 0))(np.ones((3, 2)))
+    assert out.w.shape == (2, 3) and out.b.shape == (3,)
+
+    t = tnp.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    held = tnp.checkpoint(lambda q: Params(q.w * q.b, q.b))(Params(t, np.array(3.0)))
+    assert type(held) is Params
+    np.testing.assert_allclose(tnp.sum(held.w).backward().grad(t), [3.0, 3.0])

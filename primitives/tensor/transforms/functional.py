@@ -961,7 +961,7 @@ def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> 
 
 
 def _check_scalar(out, f, transform: str, holomorphic: bool = False):
-    if is_node(out):
+    if is_node(out) or isinstance(out, (tuple, list, dict)):
         # np.shape of a ragged tuple raises NumPy's ValueError; name the container instead
         hint = (" (to return auxiliary data beside the value, pass has_aux=True)"
                 if isinstance(out, (tuple, list)) else "")
