@@ -589,3 +589,19 @@ def test_custom_jvp_fixed_point_vmap_out_axes_and_checkpoint_take_a_dataclass():
     held = tnp.checkpoint(lambda q: Params(q.w * q.b, q.b))(Params(t, np.array(3.0)))
     assert type(held) is Params
     np.testing.assert_allclose(tnp.sum(held.w).backward().grad(t), [3.0, 3.0])
+
+
+def test_an_unflatten_that_converts_to_numpy_raises_instead_of_dropping_the_derivative():
+    @tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Converting:
+        w: Any
+
+        def __post_init__(self):
+            self.w = np.asarray(self.w, dtype=float)       # would drop a traced value's grad
+
+    with pytest.raises(TensorTypeError, match="drop its derivative") as caught:
+        tnp.grad(lambda c: tnp.sum(c.w ** 2))(Converting(np.ones(2)))
+    assert "unflatten function" in "".join(caught.value.__notes__)
+    with pytest.raises(TiduError, match="not known while it traces"):
+        tnp.jit(lambda c: tnp.sum(c.w ** 2))(Converting(np.ones(2)))

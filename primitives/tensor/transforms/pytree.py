@@ -415,7 +415,9 @@ def _check_new(nodetype, what: str) -> None:
 
 def _custom_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
                  field_names: tuple | None = None) -> _Node:
-    """A registered type's node: the user's functions, their errors named, aux checked."""
+    """A registered type's node: the user's functions, their errors named (a tidu error
+    keeps its class, with a note naming the function; any other becomes a
+    :class:`TensorTypeError`), aux checked."""
     name = nodetype.__name__
 
     def flatten(tree):
@@ -423,8 +425,12 @@ def _custom_node(nodetype: type, flatten_func: Callable, unflatten_func: Callabl
             children, aux = flatten_func(tree)
             children = tuple(children)
         except Exception as error:
-            raise _named(error, f"the flatten function {_fn_name(flatten_func)} of pytree "
-                                f"node type {name}") from error
+            where = f"tree_flatten: the flatten function {_fn_name(flatten_func)} of pytree " \
+                    f"node type {name}"
+            if isinstance(error, TiduError):
+                error.add_note(f"(raised in {where})")
+                raise
+            raise TensorTypeError(f"{where} raised {type(error).__name__}: {error}") from error
         try:
             hash(aux)
         except TypeError:
@@ -439,19 +445,14 @@ def _custom_node(nodetype: type, flatten_func: Callable, unflatten_func: Callabl
         try:
             return unflatten_func(shell.aux, children)
         except Exception as error:
-            raise _named(error, f"the unflatten function {_fn_name(unflatten_func)} of pytree "
-                                f"node type {name}") from error
+            where = f"tree_unflatten: the unflatten function {_fn_name(unflatten_func)} of " \
+                    f"pytree node type {name}"
+            if isinstance(error, TiduError):       # its class kept (a ConcretizationError...)
+                error.add_note(f"(raised in {where})")
+                raise
+            raise TensorTypeError(f"{where} raised {type(error).__name__}: {error}") from error
 
     return _Node(flatten, unflatten, field_names)
-
-
-def _named(error: Exception, where: str) -> Exception:
-    """``error``, raised in a user's function ``where``: a tidu error keeps its class with a
-    note naming ``where``; any other becomes a :class:`TensorTypeError` that names it."""
-    if isinstance(error, TiduError):
-        error.add_note(f"(raised in {where})")
-        return error
-    return TensorTypeError(f"{where} raised {type(error).__name__}: {error}")
 
 
 def _fn_name(fn) -> str:
