@@ -13,7 +13,7 @@ package is built in rooms, each importing only the rooms below it
   custom rules;
 - ``eager``: ``Tensor`` and the ``NumpyExecutor`` its backward runs through;
 - ``autograd``, ``nn``, ``optim``, ``random``, ``scipy``, ``misc``, ``odeint``,
-  ``fixed_point``: libraries on top;
+  ``fixed_point``, ``tree_util``/``tree`` (JAX's pytree functions): libraries on top;
 - this face, which exports their public names.
 
 >>> import numpy as np
@@ -71,7 +71,7 @@ from primitives.tensor.transforms import (
 from primitives.tensor.eager import (Gradients, Tensor, checkpoint, checkpoint_strategy,
                                      enable_grad, is_grad_enabled, no_grad,
                                      set_checkpoint_strategy, set_grad_enabled, tensor)
-from primitives.tensor import autograd, lax, nn, optim, random
+from primitives.tensor import autograd, lax, nn, optim, random, tree, tree_util
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
 
@@ -85,7 +85,7 @@ __all__ = [
     "vectorize", "vjp", "vmap",
     "Gradients", "Tensor", "checkpoint", "checkpoint_strategy", "set_checkpoint_strategy",
     "tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
-    "autograd", "fixed_point", "lax", "nn", "odeint", "optim", "random",
+    "autograd", "fixed_point", "lax", "nn", "odeint", "optim", "random", "tree", "tree_util",
     *numpy.__all__,
 ]
 

@@ -5,7 +5,8 @@
 makes the optimizer state, ``update(grads, state, params=None)`` returns
 ``(updates, new_state)``, and :func:`apply_updates` adds the updates to the
 parameters (updates already carry the minus sign of descent). Parameters,
-gradients, updates and states are pytrees: dicts, lists, tuples and named tuples
+gradients, updates and states are pytrees: dicts, lists, tuples, named tuples and the
+registered node types (a dataclass: :mod:`primitives.tensor.tree_util`)
 of arrays. Everything is written with ``tnp`` functions and holds no hidden
 state, so a whole training step can be jitted (state in, state out) and
 differentiated through. ``learning_rate`` is a number or a schedule

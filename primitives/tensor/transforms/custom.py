@@ -133,7 +133,8 @@ from primitives.tensor.ops.custom import (
     run_per_example,
     zero_or,
 )
-from primitives.tensor.transforms.pytree import TreeDef, tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import (TreeDef, flatten_one_level, tree_flatten,
+                                                 tree_unflatten)
 from primitives.tensor.transforms.vmap import vmap
 
 _RULES_PER_FUNCTION = 64        # argument signatures whose rules a function keeps
@@ -1050,24 +1051,37 @@ def _any_nonzero(value) -> bool:
 
 def _leaves_like(value, tree: TreeDef, leaves: list, rule: _VJPRule, position: int) -> None:
     """Append the leaves of cotangent ``value`` laid out as argument structure ``tree``;
-    ``None`` stands for zeros of a whole subtree. Recursion follows the nesting only."""
+    ``None`` stands for zeros of a whole subtree, a tuple and a list stand for each other
+    and dicts of the same keys too. Recursion follows the nesting only."""
     if value is None:
         leaves.extend([None] * _leaf_count(tree))
         return
-    kinds = {"tuple": (tuple, list), "list": (tuple, list), "namedtuple": (tuple, list),
-             "dict": (dict,)}
-    if tree.kind == "leaf" and not isinstance(value, (tuple, list, dict)):
+    node = flatten_one_level(value)
+    if tree.kind == "leaf" and node is None:
         leaves.append(value)
         return
-    if tree.kind not in kinds or not isinstance(value, kinds[tree.kind]) or \
-            len(value) != len(tree.children) or \
-            (tree.kind == "dict" and sorted(value) != list(tree.keys)):
+    if node is None or not _same_node(node[0], tree) or len(node[1]) != len(tree.children):
         raise FunctionalError(f"the bwd rule of custom_vjp function {rule.name}: the cotangent "
                               f"of argument {position} has structure "
                               f"{tree_flatten(value)[1]!r}, but the argument has {tree!r}")
-    children = [value[k] for k in tree.keys] if tree.kind == "dict" else list(value)
+    children = [value[k] for k in tree.keys] if tree.kind in _DICTS else node[1]
     for child, child_tree in zip(children, tree.children):
         _leaves_like(child, child_tree, leaves, rule, position)
+
+
+_SEQUENCES = ("tuple", "list", "namedtuple")
+_DICTS = ("dict", "ordereddict", "defaultdict")
+
+
+def _same_node(shell: TreeDef, tree: TreeDef) -> bool:
+    """Whether a cotangent's node ``shell`` (without children) stands for argument node
+    ``tree``: any sequence for a sequence, any dict of its keys for a dict, else the same
+    node (type and ``aux_data``)."""
+    if tree.kind in _SEQUENCES:
+        return shell.kind in _SEQUENCES
+    if tree.kind in _DICTS:
+        return shell.kind in _DICTS and set(shell.keys) == set(tree.keys)
+    return shell == tree._replace(children=())
 
 
 def _leaf_count(tree: TreeDef) -> int:

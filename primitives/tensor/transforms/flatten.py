@@ -28,7 +28,7 @@ from primitives.tensor import numpy as api
 from primitives.tensor.core import dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.manipulation import ravel
-from primitives.tensor.transforms.pytree import TreeDef, tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import TreeDef, leaf_hint, tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 
@@ -51,16 +51,15 @@ def ravel_pytree(tree: Any) -> tuple[Any, Callable]:
     >>> unravel(flat)
     (array([0, 1]), [array(0.5, dtype=float32)])
     """
-    leaves, structure = tree_flatten(tree)
-    leaves = [leaf if hasattr(leaf, "shape") else api.asarray(leaf) for leaf in leaves]
+    given, structure = tree_flatten(tree)
+    leaves = [leaf if hasattr(leaf, "shape") else api.asarray(leaf) for leaf in given]
     shapes = [tuple(shape_of(leaf)) for leaf in leaves]
     sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
     dtypes = [dtype_of(leaf) for leaf in leaves]
     for position, (leaf, dtype) in enumerate(zip(leaves, dtypes)):
         if np.dtype(dtype).kind not in "biufc":      # an iterator, a string: not numbers
             raise TensorTypeError(f"ravel_pytree: leaf {position} holds {dtype} values, not "
-                                  "numbers (pytree nodes are tuples, lists, dicts, named "
-                                  "tuples and None; anything else is a leaf)")
+                                  f"numbers ({leaf_hint(given[position])})")
     if not leaves:
         return np.zeros(0), _Unravel(structure, [], [], [], None)
     common = np.result_type(*dtypes)

@@ -35,6 +35,7 @@ array([2., 4.])
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import numbers
@@ -56,7 +57,8 @@ from primitives.tensor.transforms.run import GraphRun, run_graph
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.custom import CustomVJPCall
 from primitives.tensor.transforms.checkpoint import scope as checkpoint_scope
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import (is_node, leaf_hint, tree_flatten,
+                                                 tree_unflatten)
 from primitives.tensor.backends import (NUMPY, as_array, library_of, operands, owned_copy,
                                         to_library)
 from primitives.tensor.core import (Frontend, array_below, bind_below, close_trace, dtype_of,
@@ -663,7 +665,7 @@ def check_output(value, transform: str, f, position: int | None) -> None:
         return
     raise FunctionalError(f"{transform}: {function_name(f)} returned "
                           f"{type(value).__name__}{where}; a transformed function must return "
-                          "arrays or numbers (or a tuple or list of them)")
+                          f"arrays or numbers (or a pytree of them: {leaf_hint(value)})")
 
 
 def _check_differentiable(primals: Sequence, what: str) -> None:
@@ -691,8 +693,7 @@ def _as_value(x, what: str = ""):
     if library_of(x) is not NUMPY:
         return as_array(x)
     raise FunctionalError(f"{what + ': ' if what else ''}expected an array or a number, got "
-                          f"{type(x).__name__} (pytree nodes are tuples, lists, dicts, named "
-                          "tuples and None; anything else is a leaf)")
+                          f"{type(x).__name__} ({leaf_hint(x)})")
 
 
 def _owned(x):
@@ -816,6 +817,12 @@ class _Flat:
         or with another aux array is copied: writing into ``aux`` changes nothing else."""
         leaves, tree = tree_flatten(self.aux)
         traced = [isinstance(v, Tracer) and v.graph_trace is trace for v in leaves]
+        for v, t in zip(leaves, traced):
+            if not t and _holds_tracer(v, trace):
+                raise FunctionalError(
+                    f"{self.transform} with has_aux=True: {function_name(self.f)} returned in "
+                    f"aux a {type(v).__name__} that holds traced values, which would escape "
+                    f"the trace ({leaf_hint(v)}, so that they are taken out as arrays)")
         leaves = [result_array(v.value_below) if t else v for v, t in zip(leaves, traced)]
         arrays = [n for n, v in enumerate(leaves) if _is_plain_array(v)]
         for n, v in zip(arrays, fresh([leaves[n] for n in arrays],
@@ -824,6 +831,20 @@ class _Flat:
             # closure's, a global, an attribute): the caller gets a copy of it
             leaves[n] = v if traced[n] or v is not leaves[n] else library_of(v).copy(v)
         return tree_unflatten(tree, leaves)
+
+
+def _holds_tracer(value, trace: GraphTrace) -> bool:
+    """Whether ``value``, an object taken as a pytree leaf (not an array or a number), holds
+    a traced value of ``trace`` in its attributes (a dataclass not registered as a node)."""
+    if isinstance(value, (Frontend, numbers.Number, np.ndarray, np.generic, str, bytes)) or \
+            value is None or isinstance(value, type) or _is_plain_array(value):
+        return False
+    if dataclasses.is_dataclass(value):
+        attributes = [getattr(value, field.name, None) for field in dataclasses.fields(value)]
+    else:
+        attributes = list(getattr(value, "__dict__", {}).values())
+    return any(isinstance(v, Tracer) and v.graph_trace is trace
+               for v in tree_flatten(attributes)[0])
 
 
 def _is_plain_array(value) -> bool:
@@ -940,7 +961,7 @@ def _check_argnums_differentiable(args, positions, what, holomorphic_f=None) -> 
 
 
 def _check_scalar(out, f, transform: str, holomorphic: bool = False):
-    if out is None or isinstance(out, (tuple, list, dict)):
+    if is_node(out) or isinstance(out, (tuple, list, dict)):
         # np.shape of a ragged tuple raises NumPy's ValueError; name the container instead
         hint = (" (to return auxiliary data beside the value, pass has_aux=True)"
                 if isinstance(out, (tuple, list)) else "")

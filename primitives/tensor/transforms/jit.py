@@ -66,7 +66,7 @@ from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
                                                      check_callable, check_output, in_library_of,
                                                      is_differentiated, weakened)
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import leaf_hint, tree_flatten, tree_unflatten
 
 _CACHE_SIZE = 256           # traces kept per jitted function (oldest dropped first)
 
@@ -321,7 +321,8 @@ def _leaf(value, f):
     if library_of(value) is not NUMPY:
         return as_array(value)
     raise FunctionalError(f"jit of {_name(f)}: an argument holds a {type(value).__name__}; "
-                          "pass arrays and numbers (or mark the argument static)")
+                          f"pass arrays and numbers (or mark the argument static; "
+                          f"{leaf_hint(value)})")
 
 
 def _in_library_of_leaves(result, leaves: list, f):

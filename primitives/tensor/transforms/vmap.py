@@ -40,7 +40,8 @@ from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace
                                                      is_differentiated, keepable, result_array)
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.numpy.manipulation import moveaxis
-from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
+from primitives.tensor.transforms.pytree import (child_names, flatten_one_level, tree_flatten,
+                                                 tree_unflatten)
 
 __all__ = ["vmap"]
 
@@ -97,31 +98,30 @@ def _is_axis(value) -> bool:
 
 
 def _check_spec(spec, f, what: str) -> None:
-    """Axis specs hold ints and ``None`` in tuples, lists and dicts (a container nesting)."""
+    """Axis specs hold ints and ``None`` in pytree nodes (tuples, lists, dicts, registered
+    types: a nesting that is a prefix of the arguments')."""
     if spec is None or _is_axis(spec):
         return
-    children = spec.values() if type(spec) is dict else spec if isinstance(
-        spec, (tuple, list)) else None
-    if children is None:
+    node = flatten_one_level(spec)
+    if node is None:
         raise FunctionalError(f"vmap of {function_name(f)}: {what} holds {spec!r} "
                               f"({type(spec).__name__}); it must be an int, None, or a tuple, "
-                              "list or dict of them")
-    for child in children:
+                              "list, dict or registered pytree node of them")
+    for child in node[1]:
         _check_spec(child, f, what)
 
 
 def _node(tree):
-    """A container's kind and its children with their path suffixes (pytree order)."""
-    if type(tree) in (tuple, list) or (isinstance(tree, tuple) and hasattr(type(tree), "_fields")):
-        return type(tree), [(f"[{i}]", child) for i, child in enumerate(tree)]
-    if type(tree) is dict:
-        return dict, [(f"[{key!r}]", tree[key]) for key in sorted(tree)]
-    return None, None
+    """A node's structure without its children (``None`` for a leaf), and its children with
+    their path suffixes (pytree order)."""
+    node = flatten_one_level(tree)
+    if node is None:
+        return None, None
+    shell, children = node
+    return shell, list(zip(child_names(shell, len(children)), children))
 
 
 def _leaf_paths(tree, path: str, out: list) -> None:
-    if tree is None:
-        return
     kind, children = _node(tree)
     if kind is None:
         out.append(path)
@@ -139,8 +139,7 @@ def _leaf_specs(spec, tree, path: str, out: list, f, what: str) -> None:
         return
     kind, children = _node(tree)
     spec_kind, spec_children = _node(spec)
-    same = kind is not None and kind is spec_kind and len(children) == len(spec_children) and (
-        kind is not dict or sorted(spec) == sorted(tree))
+    same = kind is not None and kind == spec_kind and len(children) == len(spec_children)
     if not same:
         raise FunctionalError(
             f"vmap of {function_name(f)}: {what} {spec!r} for {path} does not match its "

@@ -1,0 +1,20 @@
+"""JAX's ``jax.tree``: :mod:`..tree_util`'s functions by their short names (``map``,
+``leaves``, ``structure``, ``flatten``, ``unflatten``, ``reduce``, ``all``).
+
+>>> from primitives import tensor as tnp
+>>> tnp.tree.map(lambda x: x + 1, {"a": 1, "b": (2, None)})
+{'a': 2, 'b': (3, None)}
+>>> leaves, structure = tnp.tree.flatten([1, {"x": 2}])
+>>> tnp.tree.unflatten(structure, [10, 20])
+[10, {'x': 20}]
+"""
+
+from primitives.tensor.transforms.pytree import tree_all as all  # noqa: A004
+from primitives.tensor.transforms.pytree import tree_flatten as flatten
+from primitives.tensor.transforms.pytree import tree_leaves as leaves
+from primitives.tensor.transforms.pytree import tree_map as map  # noqa: A004
+from primitives.tensor.transforms.pytree import tree_reduce as reduce
+from primitives.tensor.transforms.pytree import tree_structure as structure
+from primitives.tensor.transforms.pytree import tree_unflatten as unflatten
+
+__all__ = ["all", "flatten", "leaves", "map", "reduce", "structure", "unflatten"]
