@@ -118,7 +118,8 @@ ROOMS = [
     ["primitives.tensor.eager"],
     ["primitives.tensor.autograd", "primitives.tensor.nn", "primitives.tensor.optim",
      "primitives.tensor.random", "primitives.tensor.ode", "primitives.tensor.fixedpoint",
-     "primitives.tensor.builtins", "primitives.tensor.misc", "primitives.tensor.scipy"],
+     "primitives.tensor.builtins", "primitives.tensor.misc", "primitives.tensor.scipy",
+     "primitives.tensor.lax", "primitives.tensor.tree_util", "primitives.tensor.tree"],
     ["primitives.tensor"],                       # the package's face
     ["examples", "benchmarks"],
 ]
