@@ -200,3 +200,125 @@ def test_histogram_errors_name_the_function():
     raises(ValueError, lambda: tnp.histogramdd(A.reshape(20, 2), bins=(2, 2, 2)),
            "histogramdd", "dimension")
     raises(ValueError, lambda: tnp.histogram2d(A, A[:3]), "histogram2d", "same length")
+
+
+# --- 2. polyfit, roots, poly, polydiv --------------------------------------------------------
+
+X, Y = RNG.standard_normal(10), RNG.standard_normal(10)
+YY, W = RNG.standard_normal((10, 3)), RNG.uniform(0.5, 2.0, 10)
+POLYFIT_CALLS = [((X, Y, 2), {}), ((X, YY, 3), {}), ((X, Y, 2), {"w": W}),
+                 ((X, YY, 1), {"w": W}), ((X, Y, 2), {"full": True}),
+                 ((X, YY, 2), {"full": True, "rcond": 1e-3}), ((X, Y, 2), {"cov": True}),
+                 ((X, YY, 2), {"cov": True, "w": W}), ((X, Y, 2), {"cov": "unscaled"}),
+                 ((X.astype(np.float32), Y.astype(np.float32), 2), {}),
+                 ((np.arange(5), np.arange(5) ** 2, 2), {}), ((X, Y + 1j * X, 2), {}),
+                 ((X[:3], Y[:3], 2), {"full": True})]
+
+
+@pytest.mark.parametrize("args, kwargs", POLYFIT_CALLS, ids=str)
+def test_polyfit_is_numpys_eager_jit_and_vmap(args, kwargs):
+    tol = 2e-5 if args[0].dtype == np.float32 else 1e-9
+    want = np.polyfit(*args, **kwargs)
+    assert_same(tnp.polyfit(*args, **kwargs), want, rtol=tol, atol=tol)
+    if not kwargs.get("full"):
+        assert_same(tnp.jit(lambda x, y: tnp.polyfit(x, y, args[2], **kwargs))(*args[:2]), want,
+                    rtol=tol, atol=tol)
+    got = tnp.vmap(lambda y: tnp.polyfit(args[0], y, args[2], **kwargs))(
+        np.stack([args[1], 2 * args[1] + 1]))
+    for k, leaf in enumerate(leaves(np.polyfit(args[0], 2 * args[1] + 1, args[2], **kwargs))):
+        np.testing.assert_allclose(np.asarray(leaves(got)[k])[1], leaf, rtol=tol, atol=tol)
+
+
+def test_polyfit_warns_where_numpy_does():
+    x = np.array([1.0, 1.0, 1.0, 2.0])
+    with pytest.warns(np.exceptions.RankWarning):
+        tnp.polyfit(x, x, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tnp.polyfit(X, Y, 2)
+
+
+@requires_jax
+def test_polynomial_gradients_are_jaxs():
+    c = RNG.standard_normal(3)
+
+    def fit(module):
+        return lambda x, y, w: ((module.polyfit(x, y, 2, w=w) * c).sum()
+                                + module.polyfit(x, y, 2, cov=True)[1].sum())
+    got = tnp.grad(fit(tnp), argnums=(0, 1, 2))(X, Y, W)
+    for g, e in zip(got, jax_grad(fit(jnp), X, Y, W, argnums=(0, 1, 2))):
+        np.testing.assert_allclose(g, e, rtol=1e-8, atol=1e-10)
+    p = np.array([1.0, -0.5, -2.0, 0.7, 0.3])                 # two real, two complex roots
+
+    def symmetric(module, roots):
+        return lambda p: (roots(p) ** 2).real.sum() + module.exp(roots(p)).real.sum()
+    np.testing.assert_allclose(
+        tnp.grad(symmetric(tnp, tnp.roots))(p),
+        jax_grad(symmetric(jnp, lambda q: jnp.roots(q, strip_zeros=False)), p), rtol=1e-9)
+    z, cz = RNG.standard_normal(3), RNG.standard_normal(4)
+    np.testing.assert_allclose(tnp.grad(lambda z: (tnp.poly(z) * cz).sum())(z),
+                               jax_grad(lambda z: (jnp.poly(z) * cz).sum(), z), rtol=1e-12)
+    a = RNG.standard_normal((3, 3))
+    np.testing.assert_allclose(tnp.grad(lambda a: (tnp.poly(a) * cz).sum())(a),
+                               jax_grad(lambda a: (jnp.poly(a) * cz).real.sum(), a),
+                               rtol=1e-9, atol=1e-12)
+    u, v = RNG.standard_normal(5), RNG.standard_normal(3)
+
+    def divide(module):          # (JAX keeps the remainder's leading zeros: squares ignore them)
+        return lambda u, v: ((module.polydiv(u, v)[0] * cz[:3]).sum()
+                             + (module.polydiv(u, v)[1] ** 2).sum())
+    got = tnp.grad(divide(tnp), argnums=(0, 1))(u, v)
+    for g, e in zip(got, jax_grad(divide(jnp), u, v, argnums=(0, 1))):
+        np.testing.assert_allclose(g, e, rtol=1e-10)
+
+
+def test_roots_poly_polydiv_are_numpys():
+    for p in ([1.0, -3.0, 2.0], [0, 0, 1.0, -3.0, 2.0, 0, 0], [2.0, 0.0, 1.0], [0.0, 0.0],
+              [3.0], [1, 2, 3], np.array([1.0, 2.0, 3.0], np.float32), [1 + 1j, 2, 3], [0.0, 5.0]):
+        assert_same(tnp.roots(p), np.roots(p), rtol=1e-6)
+    for z in ([1.0, 2.0], [1 + 1j, 1 - 1j], [1 + 1j, 2], [1, 2, 3], np.eye(3) * 2, [],
+              np.array([1.0, 2.0], np.float32), np.array([[0.0, -1.0], [1.0, 0.0]])):
+        got, want = tnp.poly(np.asarray(z)), np.poly(np.asarray(z))
+        assert_same(got, want)
+    for u, v in [([1.0, -3, 2], [1.0, -1]), ([1.0, 2, 3, 4], [2.0, 1]), ([1.0, 2], [1.0, 2, 3]),
+                 ([3.0], [2.0]), ([1, 2, 3], [1, 1]), ([1.0, 1, 1], [1.0, 1, 1]),
+                 ([1j, 2, 3], [1.0, 1j])]:
+        assert_same(tnp.polydiv(u, v), np.polydiv(u, v))
+
+
+def test_polynomials_on_an_eager_tensor_record():
+    p = tnp.tensor([1.0, -0.5, -2.0, 0.7], requires_grad=True)
+    found = np.roots(p)
+    assert isinstance(found, tnp.Tensor) and found.requires_grad
+    grads = tnp.sum(tnp.real(found ** 2)).backward()
+    # the sum of the squared roots is e1**2 - 2 e2 (e1 = -p1/p0, e2 = p2/p0): its gradient
+    p0, p1, p2 = 1.0, -0.5, -2.0
+    np.testing.assert_allclose(grads.grad(p), [-2 * p1 ** 2 / p0 ** 3 + 2 * p2 / p0 ** 2,
+                                               2 * p1 / p0 ** 2, -2 / p0, 0.0], atol=1e-12)
+    x = tnp.tensor(X, requires_grad=True)
+    y = tnp.tensor(Y, requires_grad=True)
+    c = np.polyfit(x, y, 2)
+    assert isinstance(c, tnp.Tensor) and c.requires_grad
+    grads = tnp.sum(c).backward()
+    want = tnp.grad(lambda x, y: tnp.sum(tnp.polyfit(x, y, 2)), argnums=(0, 1))(X, Y)
+    np.testing.assert_allclose(grads.grad(x), want[0], rtol=1e-10)
+    np.testing.assert_allclose(grads.grad(y), want[1], rtol=1e-10)
+    q, r = np.polydiv(y, x[:3])
+    assert q.requires_grad and r.requires_grad
+    assert np.poly(x[:3]).requires_grad
+
+
+def test_polynomial_errors_name_the_function():
+    p = np.array([1.0, -3.0, 2.0])
+    raises(ConcretizationError, lambda: tnp.jit(tnp.roots)(p), "roots")
+    raises(ConcretizationError, lambda: tnp.jit(lambda u: tnp.polydiv(u, p[:2]))(p), "polydiv")
+    raises(ConcretizationError, lambda: tnp.jit(tnp.poly)(p + 0j), "poly")
+    raises(ConcretizationError, lambda: tnp.jit(lambda y: tnp.polyfit(X, y, 2, full=True))(Y),
+           "polyfit", "rank")
+    raises(ValueError, lambda: tnp.polyfit(X, Y, -1), "polyfit", "deg")
+    raises(TypeError, lambda: tnp.polyfit(X, Y[:3], 1), "polyfit", "same length")
+    raises(TypeError, lambda: tnp.polyfit(X.reshape(2, 5), Y, 1), "polyfit", "1D")
+    raises(TypeError, lambda: tnp.polyfit(X, Y, 1, w=W[:2]), "polyfit", "w")
+    raises(ValueError, lambda: tnp.polyfit(X[:3], Y[:3], 2, cov=True), "polyfit", "exceed")
+    raises(ValueError, lambda: tnp.roots(np.ones((2, 2))), "roots", "rank-1")
+    raises(ValueError, lambda: tnp.poly(np.ones((2, 3))), "poly", "square")
