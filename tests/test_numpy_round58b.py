@@ -322,3 +322,114 @@ def test_polynomial_errors_name_the_function():
     raises(ValueError, lambda: tnp.polyfit(X[:3], Y[:3], 2, cov=True), "polyfit", "exceed")
     raises(ValueError, lambda: tnp.roots(np.ones((2, 2))), "roots", "rank-1")
     raises(ValueError, lambda: tnp.poly(np.ones((2, 3))), "poly", "square")
+
+
+# --- 3. floating-point helpers, i0, sort_complex, iscomplex/isreal ---------------------------
+
+SPECIAL = np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2250738585072014e-308,
+                    -2.2250738585072014e-308, 2.0 ** -1022 * (1 - 2.0 ** -52), 1e-310, 3.0, 0.75,
+                    1.0, 1 - 2.0 ** -53, -2.0, 1.7976931348623157e308, -7.5, 65504.0, 1e-40])
+
+
+def identical(got, want):
+    """Bit for bit NumPy's: values, NaNs, zeros' signs and the dtype."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    if got.dtype.kind == "c":
+        identical(got.real, want.real)
+        identical(got.imag, want.imag)
+        return
+    if got.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+        return
+    same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+    assert same.all(), (got[~same], want[~same])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_frexp_nextafter_spacing_are_numpys_bit_for_bit(dtype):
+    with np.errstate(all="ignore"):
+        x = SPECIAL.astype(dtype)
+        wide = RNG.standard_normal(2000) * np.exp(RNG.uniform(-700, 700, 2000))
+        for values in (x, wide.astype(dtype)):
+            for frexp in (tnp.frexp, tnp.jit(tnp.frexp), tnp.vmap(tnp.frexp)):
+                for g, w in zip(frexp(values), np.frexp(values)):
+                    identical(g, w)
+            for spacing in (tnp.spacing, tnp.jit(tnp.spacing)):
+                identical(spacing(values), np.spacing(values))
+        for nextafter in (tnp.nextafter, tnp.jit(tnp.nextafter)):
+            identical(nextafter(x[:, None], x[None, :]), np.nextafter(x[:, None], x[None, :]))
+        w = wide.astype(dtype)
+        identical(tnp.nextafter(w, w[::-1]), np.nextafter(w, w[::-1]))
+    identical(tnp.frexp(np.arange(-3, 4))[0], np.frexp(np.arange(-3, 4))[0])
+    identical(tnp.nextafter(np.float32(1), 2.0), np.nextafter(np.float32(1), 2.0))
+    identical(tnp.spacing(np.arange(3)), np.spacing(np.arange(3)))
+
+
+def test_floating_point_helpers_derivatives():
+    x = np.array([3.0, -0.3, 1e-300, 7.5])
+    mantissa_grad = tnp.grad(lambda v: tnp.sum(tnp.frexp(v)[0]))(x)
+    np.testing.assert_array_equal(mantissa_grad, 2.0 ** -np.frexp(x)[1])
+    g1, g2 = tnp.grad(lambda a, b: tnp.sum(tnp.nextafter(a, b)), argnums=(0, 1))(x, -x)
+    np.testing.assert_array_equal(g1, np.ones(4))
+    np.testing.assert_array_equal(g2, np.zeros(4))
+    np.testing.assert_array_equal(tnp.grad(lambda v: tnp.sum(tnp.spacing(v)))(x), np.zeros(4))
+    t = tnp.tensor(x, requires_grad=True)
+    for out in (np.frexp(t)[0], np.nextafter(t, 0.0), np.spacing(t), np.i0(t)):
+        assert isinstance(out, tnp.Tensor) and out.requires_grad
+    grads = (np.frexp(t)[0].sum() + np.nextafter(t, 0.0).sum()).backward()
+    np.testing.assert_array_equal(grads.grad(t), 2.0 ** -np.frexp(x)[1] + 1)
+
+
+def test_i0_is_numpys_and_differentiates_to_i1():
+    special = pytest.importorskip("scipy.special")
+    x = np.concatenate([np.linspace(-30, 30, 241), [0.0, 8.0, -8.0, 8.0000001]])
+    identical(tnp.i0(x), np.i0(x))
+    identical(tnp.jit(tnp.i0)(x), np.i0(x))
+    np.testing.assert_allclose(tnp.i0(x.astype(np.float32)), np.i0(x.astype(np.float32)),
+                               rtol=1e-6)
+    assert tnp.i0(x.astype(np.float32)).dtype == np.float32
+    identical(tnp.i0(np.arange(4)), np.i0(np.arange(4)))
+    derivative = tnp.vmap(tnp.grad(tnp.i0))(x)
+    np.testing.assert_allclose(derivative, special.i1(x), rtol=1e-13, atol=1e-300)
+    some = x[x != 0][::7]
+    second = tnp.vmap(tnp.grad(tnp.grad(tnp.i0)))(some)
+    np.testing.assert_allclose(second, special.i0(some) - special.i1(some) / some, rtol=1e-10)
+    raises(TypeError, lambda: tnp.i0(np.array([1j])), "i0", "complex")
+    raises(TypeError, lambda: tnp.frexp(np.array([1j])), "frexp")
+
+
+@requires_jax
+def test_sort_complex_is_numpys_and_differentiates_as_jax():
+    z = np.round(RNG.standard_normal((3, 6)), 1) + 1j * RNG.standard_normal((3, 6))
+    z[0, :2] = [1 + 2j, 1 - 2j]                 # equal real parts: the imaginary part decides
+    for a in (z, z.real, z.real.astype(np.float32), np.array([3, 1, 2], np.int16),
+              z.astype(np.complex64), np.arange(4)):
+        identical(tnp.sort_complex(a), np.sort_complex(a))
+        identical(tnp.jit(tnp.sort_complex)(a), np.sort_complex(a))
+    identical(tnp.vmap(tnp.sort_complex)(z)[1], np.sort_complex(z[1]))
+    c = RNG.standard_normal((3, 6))
+
+    def loss(module):
+        return lambda a: (module.real(module.sort_complex(a)) * c).sum()
+    np.testing.assert_allclose(tnp.grad(loss(tnp))(z.real), jax_grad(loss(jnp), z.real))
+    t = tnp.tensor(z, requires_grad=True)
+    out = np.sort_complex(t)
+    assert isinstance(out, tnp.Tensor) and out.requires_grad
+    grad = tnp.sum(tnp.real(out) * c + tnp.imag(out)).backward().grad(t)
+    order = np.lexsort((z.imag, z.real), axis=-1)
+    want = np.zeros_like(z)
+    np.put_along_axis(want, order, c + 1j, axis=-1)
+    np.testing.assert_allclose(grad, want)
+    raises(ValueError, lambda: tnp.sort_complex(np.array(1.0)), "sort_complex")
+
+
+def test_iscomplex_and_isreal():
+    z = np.array([[1 + 1j, 2 + 0j], [0 - 0j, -1j]])
+    for a in (z, z.real, np.arange(3), np.array(1 + 0j)):
+        for name in ("iscomplex", "isreal"):
+            identical(getattr(tnp, name)(a), getattr(np, name)(a))
+            identical(tnp.jit(getattr(tnp, name))(a), getattr(np, name)(a))
+    t = tnp.tensor(z, requires_grad=True)
+    identical(np.iscomplex(t), np.iscomplex(z))
+    identical(np.isreal(t), np.isreal(z))

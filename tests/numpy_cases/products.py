@@ -97,5 +97,6 @@ CASES = [
          jit=False, label="characteristic polynomial",
          note="a matrix's eigenvalues are read for NumPy's real-or-complex rule"),
     Case("polydiv", tnp.polydiv, np.polydiv, (normal((5,)), positive((3,))), wrt=(0, 1),
-         dtypes=("float64", "complex128"), jit=False, note="the remainder's leading near-zeros are read and dropped (NumPy's)"),
+         dtypes=("float64", "complex128"), jit=False,
+         note="the remainder's leading near-zeros are read and dropped (NumPy's)"),
 ]

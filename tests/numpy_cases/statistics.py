@@ -137,6 +137,8 @@ CASES = [
          lambda x: np.digitize(x, [2.0, 0.5, -1.0], right=True), (normal((2, 3)),), wrt=(),
          dtypes=REAL_DTYPES, note="an integer result; bins are read (increasing or "
                                   "decreasing), x may be traced"),
+    Case("sort_complex", tnp.sort_complex, np.sort_complex, (normal((2, 5)),), note=SORT_NOTE
+         .replace("; real only", "; by real part, then imaginary part")),
     # --- unique, isin, bincount ---
     Case("unique", tnp.unique, np.unique, (distinct((2, 3)),), dtypes=REAL_DTYPES, jit=False,
          note=UNIQUE_NOTE),
