@@ -433,3 +433,78 @@ def test_iscomplex_and_isreal():
     t = tnp.tensor(z, requires_grad=True)
     identical(np.iscomplex(t), np.iscomplex(z))
     identical(np.isreal(t), np.isreal(z))
+
+
+# --- 4. ix_, mask_indices, apply_over_axes, packbits/unpackbits -------------------------------
+
+
+def test_ix_is_numpys_and_differentiable():
+    x = RNG.standard_normal((4, 5))
+    for args in [([0, 2], [1, 3, 4]), ([True, False, True, True], np.array([4, 0])), ([], [1]),
+                 (np.array([1]), [2], np.array([0, 1]))]:
+        assert_same(tnp.ix_(*args), np.ix_(*args))
+    np.testing.assert_array_equal(x[tnp.ix_([0, 2], [True, False, True, False, True])],
+                                  x[np.ix_([0, 2], [True, False, True, False, True])])
+    assert_same(tnp.jit(lambda r: tnp.ix_(r, [1, 2]))(np.array([0, 3])),
+                np.ix_(np.array([0, 3]), [1, 2]))
+    a, b = RNG.standard_normal(3), RNG.standard_normal(2)
+    got = tnp.grad(lambda a, b: tnp.sum(tnp.ix_(a, b)[0] * tnp.ix_(a, b)[1]), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(got[0], np.full(3, b.sum()))
+    np.testing.assert_allclose(got[1], np.full(2, a.sum()))
+    index = np.array([0, 2])
+    assert not np.shares_memory(tnp.ix_(index)[0], index)
+    raises(ConcretizationError, lambda: tnp.jit(lambda m: tnp.ix_(m))(np.array([True, False])),
+           "ix_")
+    raises(ValueError, lambda: tnp.ix_(np.ones((2, 2))), "ix_", "1 dimensional")
+
+
+def test_mask_indices_is_numpys():
+    for n, k in [(3, 0), (4, 1), (4, -1)]:
+        for ours, theirs in [(tnp.triu, np.triu), (tnp.tril, np.tril)]:
+            assert_same(tnp.mask_indices(n, ours, k), np.mask_indices(n, theirs, k))
+
+
+@requires_jax
+def test_apply_over_axes_is_numpys_and_differentiates_through_func():
+    a = RNG.standard_normal((2, 3, 4))
+    for axes in ([0, 2], -1, (1,), []):
+        assert_same(tnp.apply_over_axes(tnp.sum, a, axes), np.apply_over_axes(np.sum, a, axes))
+    assert_same(tnp.jit(lambda v: tnp.apply_over_axes(tnp.mean, v, [1, 2]))(a),
+                np.apply_over_axes(np.mean, a, [1, 2]))
+    assert not np.shares_memory(tnp.apply_over_axes(tnp.sum, a, []), a)
+    c = RNG.standard_normal((1, 3, 1))
+
+    def loss(module):
+        return lambda v: (module.apply_over_axes(module.max, v * v, [0, 2]) * c).sum()
+    np.testing.assert_allclose(tnp.grad(loss(tnp))(a), jax_grad(loss(jnp), a), rtol=1e-12)
+    t = tnp.tensor(a, requires_grad=True)
+    out = np.apply_over_axes(tnp.sum, t, [0, 1])
+    assert isinstance(out, tnp.Tensor) and out.requires_grad
+    np.testing.assert_allclose(tnp.sum(out).backward().grad(t), np.ones_like(a))
+    raises(ValueError, lambda: tnp.apply_over_axes(lambda v, ax: tnp.sum(v), a, [0]),
+           "apply_over_axes", "shape")
+
+
+def test_packbits_and_unpackbits_are_numpys_under_jit_and_vmap():
+    bits = RNG.integers(0, 2, (3, 13))
+    for a, kwargs in [(bits, {}), (bits, {"axis": 1}), (bits, {"axis": 0, "bitorder": "little"}),
+                      (RNG.integers(-2, 2, 9).astype(np.int8), {}), (bits > 0, {"axis": -1}),
+                      (np.zeros(0, int), {})]:
+        want = np.packbits(a, **kwargs)
+        assert_same(tnp.packbits(a, **kwargs), want)
+        assert_same(tnp.jit(lambda v: tnp.packbits(v, **kwargs))(a), want)
+    assert_same(tnp.vmap(lambda v: tnp.packbits(v))(bits)[2], np.packbits(bits[2]))
+    data = RNG.integers(0, 256, (3, 4)).astype(np.uint8)
+    for kwargs in [{}, {"axis": 1}, {"axis": 0, "count": 5}, {"count": -3},
+                   {"axis": 1, "count": 40}, {"bitorder": "little", "axis": -1, "count": 0}]:
+        want = np.unpackbits(data, **kwargs)
+        assert_same(tnp.unpackbits(data, **kwargs), want)
+        assert_same(tnp.jit(lambda v: tnp.unpackbits(v, **kwargs))(data), want)
+    assert_same(tnp.vmap(lambda v: tnp.unpackbits(v, count=7))(data)[1],
+                np.unpackbits(data[1], count=7))
+    assert_same(tnp.unpackbits(tnp.packbits(bits, axis=1), axis=1, count=13), bits.astype(np.uint8))
+    t = tnp.tensor(bits)
+    assert_same(np.packbits(t, axis=0), np.packbits(bits, axis=0))
+    raises(TypeError, lambda: tnp.packbits(np.ones(3)), "packbits", "integer")
+    raises(TypeError, lambda: tnp.unpackbits(np.ones(3, np.int64)), "unpackbits", "unsigned byte")
+    raises(ValueError, lambda: tnp.packbits(bits, bitorder="middle"), "packbits", "order")
