@@ -508,3 +508,51 @@ def test_packbits_and_unpackbits_are_numpys_under_jit_and_vmap():
     raises(TypeError, lambda: tnp.packbits(np.ones(3)), "packbits", "integer")
     raises(TypeError, lambda: tnp.unpackbits(np.ones(3, np.int64)), "unpackbits", "unsigned byte")
     raises(ValueError, lambda: tnp.packbits(bits, bitorder="middle"), "packbits", "order")
+
+
+# --- 5. linalg.tensorsolve, linalg.tensorinv --------------------------------------------------
+
+
+@requires_jax
+def test_tensorsolve_and_tensorinv_are_numpys_and_differentiate_as_jax():
+    m = RNG.standard_normal((6, 6)) + 3 * np.eye(6)
+    cases = [(m.reshape(2, 3, 3, 2), RNG.standard_normal((2, 3)), None),
+             (m.reshape(6, 2, 3), RNG.standard_normal(6), None),
+             (np.moveaxis(m.reshape(3, 2, 3, 2), -1, 0), RNG.standard_normal((3, 2)), (0,)),
+             (m.reshape(2, 3, 6).astype(np.float32), np.ones((2, 3), np.float32), None)]
+    for a, b, axes in cases:
+        tol = 1e-5 if a.dtype == np.float32 else 1e-12
+        want = np.linalg.tensorsolve(a, b, axes)
+        assert_same(tnp.linalg.tensorsolve(a, b, axes), want, rtol=tol, atol=tol)
+        assert_same(tnp.jit(lambda p, q: tnp.linalg.tensorsolve(p, q, axes))(a, b), want,
+                    rtol=tol, atol=tol)
+    for a, ind in [(m.reshape(2, 3, 6), 2), (m.reshape(6, 2, 3), 1), (m.reshape(3, 2, 3, 2), 2)]:
+        assert_same(tnp.linalg.tensorinv(a, ind), np.linalg.tensorinv(a, ind))
+        assert_same(tnp.jit(lambda p: tnp.linalg.tensorinv(p, ind))(a), np.linalg.tensorinv(a, ind))
+    stacked = np.stack([m, m.T]).reshape(2, 2, 3, 6)
+    got = tnp.vmap(lambda p: tnp.linalg.tensorinv(p))(stacked)
+    assert_same(got[1], np.linalg.tensorinv(stacked[1]))
+    a, b, axes = cases[2]
+    c = RNG.standard_normal((3, 2))
+
+    def solve_loss(module):
+        return lambda p, q: (module.linalg.tensorsolve(p, q, axes) * c).sum()
+    got = tnp.grad(solve_loss(tnp), argnums=(0, 1))(a, b)
+    for g, e in zip(got, jax_grad(solve_loss(jnp), a, b, argnums=(0, 1))):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    ci = RNG.standard_normal((6, 2, 3))
+
+    def inv_loss(module):
+        return lambda p: (module.linalg.tensorinv(p, 2) * ci).sum()
+    a = m.reshape(2, 3, 6)
+    np.testing.assert_allclose(tnp.grad(inv_loss(tnp))(a), jax_grad(inv_loss(jnp), a),
+                               rtol=1e-10, atol=1e-12)
+    t = tnp.tensor(a, requires_grad=True)
+    out = np.linalg.tensorinv(t, 2)
+    assert isinstance(out, tnp.Tensor) and out.requires_grad
+    np.testing.assert_allclose(tnp.sum(out * ci).backward().grad(t), tnp.grad(inv_loss(tnp))(a),
+                               rtol=1e-12)
+    raises(np.linalg.LinAlgError, lambda: tnp.linalg.tensorsolve(m.reshape(2, 3, 6), np.ones(2)),
+           "tensorsolve")
+    raises(ValueError, lambda: tnp.linalg.tensorinv(m, 0), "tensorinv", "ind")
+    raises(np.linalg.LinAlgError, lambda: tnp.linalg.tensorinv(m.reshape(4, 9), 1), "tensorinv")
