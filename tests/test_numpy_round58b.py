@@ -97,6 +97,14 @@ def test_histogram_edge_cases_are_numpys():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             assert_same(tnp.histogram(a, **kwargs), np.histogram(a, **kwargs))
+    # a traced range, a constant integer sample under jit, an empty integer sample
+    assert_same(tnp.jit(lambda a, low: tnp.histogram(a, bins=4, range=(low, 2.0)))(A, -1.0),
+                np.histogram(A, bins=4, range=(-1.0, 2.0)))
+    assert_same(tnp.jit(lambda a: tnp.histogram(a, bins=3))(np.full(3, 2)),
+                np.histogram(np.full(3, 2), bins=3))
+    assert_same(tnp.histogram(np.array([], np.int64)), np.histogram(np.array([], np.int64)))
+    assert_same(tnp.histogramdd(A.reshape(20, 2), bins=tnp.tensor([2, 3])),
+                np.histogramdd(A.reshape(20, 2), bins=[2, 3]))
     with pytest.warns(RuntimeWarning, match="bool"):
         assert_same(tnp.histogram(np.array([True, False, True])),
                     np.histogram(np.array([True, False, True]).astype(np.uint8)))
@@ -128,6 +136,15 @@ def test_histogram_gradients_are_jaxs():
         return lambda b: (module.histogram(a, bins=b, density=True)[0] * c[:4]).sum()
     np.testing.assert_allclose(tnp.grad(in_edges(tnp))(bins), jax_grad(in_edges(jnp), bins),
                                rtol=1e-10)
+
+    def in_range(module):         # the edges and the density, in the range's ends
+        def f(low, high):
+            counts, edges = module.histogram(a, bins=5, range=(low, high), density=True)
+            return (counts * c[:5]).sum() + (edges * ce[:6]).sum()
+        return f
+    got = tnp.grad(in_range(tnp), argnums=(0, 1))(-1.5, 2.0)
+    for g, e in zip(got, jax_grad(in_range(jnp), -1.5, 2.0, argnums=(0, 1))):
+        np.testing.assert_allclose(g, e, rtol=1e-10)
     s, w10 = RNG.standard_normal((10, 3)), RNG.uniform(0.5, 2.0, 10)
     cd = RNG.standard_normal((2, 3, 2))
 
@@ -200,6 +217,10 @@ def test_histogram_errors_name_the_function():
     raises(ValueError, lambda: tnp.histogramdd(A.reshape(20, 2), bins=(2, 2, 2)),
            "histogramdd", "dimension")
     raises(ValueError, lambda: tnp.histogram2d(A, A[:3]), "histogram2d", "same length")
+    raises(ValueError, lambda: tnp.histogramdd(A.reshape(20, 2), weights=np.ones(3)),
+           "histogramdd", "weights")
+    raises(ValueError, lambda: tnp.histogram(A, range=(0.0, np.inf)), "histogram", "finite")
+    raises(TypeError, lambda: tnp.histogram(A, bins=2.5), "histogram", "integer")
 
 
 # --- 2. polyfit, roots, poly, polydiv --------------------------------------------------------

@@ -89,7 +89,7 @@ def _outer_edges(a, range_, fn: str):
             return low, high
         low, high = operand(low, fn), operand(high, fn)
     elif 0 in shape_of(a):
-        return -0.5 + 0.5, 1                       # NumPy's (0, 1), its first a float
+        return 0, 1                                # NumPy's: no samples, no range
     else:
         low, high = min(a), max(a)
         known = [_known_number(v) for v in (low, high)]
@@ -108,15 +108,17 @@ def _check_increasing(edges, strictly: bool, message: str) -> None:
             raise TensorShapeError(message)
 
 
-def _equal_bins(a, count, range_, fn: str, dtype=None):
+def _equal_bins(a, count, range_, fn: str, bin_type: bool = True):
     """``count + 1`` evenly spaced edges over :func:`_outer_edges`; in NumPy's ``bin_type``
-    (``histogram``) or ``linspace``'s own dtype (``histogramdd``: ``dtype=False``)."""
+    (``histogram``: the samples' and edges' dtype, made inexact) or else ``linspace``'s own
+    (``histogramdd``: the edges' dtype, made inexact)."""
     low, high = _outer_edges(a, range_, fn)
-    if dtype is None:
+    dtype = None
+    if bin_type:
         dtype = result_dtype(low, high, a)
         if dtype.kind in "iub":
             dtype = np.result_type(dtype, float)
-    edges = linspace(low, high, count + 1, dtype=dtype or None)
+    edges = linspace(low, high, count + 1, dtype=dtype)
     _check_increasing(edges, True, f"{fn}: Too many bins for data range. Cannot create {count} "
                                    "finite-sized bins.")
     return edges
@@ -137,7 +139,7 @@ def _estimated_count(a, bins: str, range_, weights, fn: str) -> int:
     reads the samples' values."""
     data = to_host(data_of(a, f"{fn}: reading the samples for bins={bins!r} (the number of "
                               "bins depends on their values; give an int or the edges)"))
-    try:
+    try:            # (ones for weights: NumPy's own errors, in its order, for weighted data)
         return len(np.histogram_bin_edges(data, bins, range_, None if weights is None else
                                           np.ones(data.shape))) - 1
     except TypeError as error:
@@ -217,7 +219,7 @@ def _bins_of(x, edges, outside):
     return where(inside, minimum(subtract(right, 1), last), outside)
 
 
-def _scatter(indices, weights, size: int, dtype):
+def _scatter(indices, weights, size: int, dtype, fn: str):
     """The sum of ``weights`` (ones: counts) at each of ``size`` places ``indices`` name, the
     place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``."""
     n = shape_of(indices)[0]
@@ -225,8 +227,8 @@ def _scatter(indices, weights, size: int, dtype):
         updates = constant_in_library_of(np.ones(n, np.intp), indices)
     else:
         if shape_of(weights) != (n,):
-            raise TensorShapeError(f"the weights and list don't have the same length "
-                                   f"({shape_of(weights)} and {(n,)})")
+            raise TensorShapeError(f"{fn}: the weights and the samples don't have the same "
+                                   f"length ({shape_of(weights)} and {(n,)})")
         updates = as_dtype(weights, np.complex128 if dtype.kind == "c" else np.float64)
     summed = first(bind(ScatterAdd(0, (size + 1,), (n,)), updates,
                         as_dtype(indices, np.intp)))
@@ -248,7 +250,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     x = as_dtype(a, dtype_of(edges)) if evenly else a
     count = shape_of(edges)[0] - 1
     dtype = np.dtype(np.intp) if weights is None else dtype_of(weights)
-    counts = _scatter(_bins_of(x, edges, count), weights, count, dtype)
+    counts = _scatter(_bins_of(x, edges, count), weights, count, dtype, "histogram")
     if density:
         widths = as_dtype(diff(edges), np.float64)
         counts = divide(divide(counts, widths), sum(counts))
@@ -294,13 +296,14 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     if dtype_of(sample).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
-    per_dimension = isinstance(bins, (list, tuple)) or (
-        not isinstance(bins, str) and np.ndim(bins if not isinstance(bins, Frontend) else 0) == 1)
-    if isinstance(bins, Frontend) or not per_dimension:
+    if isinstance(bins, Frontend):          # NumPy's: an int, or one count per dimension
+        bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))
+    if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and np.ndim(bins) == 1):
+        if len(bins) != d:
+            raise TensorShapeError(f"{fn}: The dimension of bins must be equal to the dimension "
+                                   "of the sample x.")
+    else:
         bins = d * [bins]
-    elif len(bins) != d:
-        raise TensorShapeError(f"{fn}: The dimension of bins must be equal to the dimension of "
-                               "the sample x.")
     ranges = (None,) * d if range is None else range
     if len(ranges) != d:
         raise TensorShapeError(f"{fn}: range argument must have one entry per dimension")
@@ -310,7 +313,7 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
         if not isinstance(bins[i], (Frontend, list, tuple)) and np.ndim(bins[i]) == 0:
             if isinstance(bins[i], str):
                 raise TensorTypeError(f"{fn}: `bins[{i}]` must be an integer, when a scalar")
-            edge = _equal_bins(column, _bin_count(bins[i], fn), ranges[i], fn, dtype=False)
+            edge = _equal_bins(column, _bin_count(bins[i], fn), ranges[i], fn, bin_type=False)
         else:
             edge = _given_edges(bins[i], sample, fn)
             if len(shape_of(edge)) != 1:
@@ -327,7 +330,7 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
         if dtype_of(weights).kind == "c":
             raise TensorTypeError(f"{fn}: complex weights are not supported (NumPy casts the "
                                   "counts to float64)")
-    counts = _scatter(where(inside, flat, size), weights, size, np.dtype(float))
+    counts = _scatter(where(inside, flat, size), weights, size, np.dtype(float), fn)
     counts = reshape(counts, tuple(shape_of(e)[0] - 1 for e in edges))
     if density:
         total = sum(counts)
