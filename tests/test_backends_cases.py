@@ -47,8 +47,7 @@ FULL = os.environ.get("TIDU_BACKEND_SWEEP", "") == "full"
 # every eigenvalue is): on Dask they compute the eigenvalues, so they cannot stay lazy
 DTYPE_FROM_VALUES = {"linalg.eig[real eigenvalues]",
                      "linalg.eig[real eigenvalues, batched, invariants]",
-                     "linalg.eig[complex eigenvalues of a real matrix]", "linalg.eigvals",
-                     "poly[characteristic polynomial]"}
+                     "linalg.eig[complex eigenvalues of a real matrix]", "linalg.eigvals"}
 # cases whose result's shape NumPy decides from the values: on Dask they compute them
 SHAPE_FROM_VALUES = {"unique", "unique[rows, everything]", "unique_values", "unique_counts",
                      "unique_inverse", "unique_all", "union1d", "setxor1d", "intersect1d",

@@ -301,6 +301,9 @@ def test_roots_poly_polydiv_are_numpys():
               np.array([1.0, 2.0], np.float32), np.array([[0.0, -1.0], [1.0, 0.0]])):
         got, want = tnp.poly(np.asarray(z)), np.poly(np.asarray(z))
         assert_same(got, want)
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])       # complex eigenvalues, a real result
+    for matrix in (rotation, RNG.standard_normal((4, 4))):
+        assert_same(tnp.jit(tnp.poly)(matrix), np.poly(matrix), rtol=1e-12)
     for u, v in [([1.0, -3, 2], [1.0, -1]), ([1.0, 2, 3, 4], [2.0, 1]), ([1.0, 2], [1.0, 2, 3]),
                  ([3.0], [2.0]), ([1, 2, 3], [1, 1]), ([1.0, 1, 1], [1.0, 1, 1]),
                  ([1j, 2, 3], [1.0, 1j])]:

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from primitives.tensor.backends import library_of, to_host
-from primitives.tensor.core import data_if_known, data_of, dtype_of, shape_of
+from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
@@ -33,9 +33,10 @@ from primitives.tensor.numpy.lowering import (as_dtype, concatenate, conj,
                                               multiply, negative, operand, real, reshape,
                                               result_dtype, sqrt, stack, subtract, sum,
                                               transpose)
-from primitives.tensor.numpy.linalg import eigvals, inv, pinv, svdvals
+from primitives.tensor.numpy.linalg import _matrices, eigvals, inv, pinv, svdvals
 from primitives.tensor.numpy.manipulation import pad, vander
 from primitives.tensor.numpy.products import convolve, matmul
+from primitives.tensor.ops.linalg import Eig
 
 __all__ = ["polyfit", "roots", "poly", "polydiv"]
 
@@ -176,9 +177,10 @@ def roots(p):
 @implements(np.poly)
 def poly(seq_of_zeros):
     """``np.poly``: the coefficients (highest power first, leading 1) of the polynomial with
-    the given roots, or of a square matrix's characteristic polynomial; differentiable in
-    them. Complex roots in conjugate pairs give real coefficients (NumPy's rule: it reads the
-    roots, a ``ConcretizationError`` under ``jit`` for complex ones).
+    the given roots, or of a square matrix's characteristic polynomial (real for a real
+    matrix); differentiable in them. Complex roots in conjugate pairs give real coefficients
+    (NumPy's rule: it reads the roots, a ``ConcretizationError`` under ``jit`` for complex
+    ones).
 
     >>> poly(np.array([1.0, 2.0]))
     array([ 1., -3.,  2.])
@@ -187,8 +189,13 @@ def poly(seq_of_zeros):
     zeros = _coefficients(seq_of_zeros, fn) if len(shape_of(operand(seq_of_zeros, fn))) < 2 \
         else operand(seq_of_zeros, fn)
     shape = shape_of(zeros)
+    real_matrix = False
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
-        zeros = eigvals(zeros)
+        zeros = _matrices(zeros, "poly")
+        real_matrix = dtype_of(zeros).kind != "c"
+        # a real matrix's characteristic polynomial is real: its complex eigenvalues (LAPACK's
+        # come in exact conjugate pairs) are not read for NumPy's real-or-complex rule
+        [zeros] = bind(Eig(shape, dtype_of(zeros).name, compute_v=False), zeros)
     elif len(shape) == 1:
         zeros = as_dtype(zeros, np.mintypecode(dtype_of(zeros).char))
     else:
@@ -202,6 +209,8 @@ def poly(seq_of_zeros):
     for i in builtins.range(count):
         factor = concatenate([one, reshape(negative(getitem(zeros, i)), (1,))])
         coefficients = convolve(coefficients, factor)
+    if real_matrix:
+        return real(coefficients)
     if dtype.kind == "c":
         values = _read(zeros, fn, "complex roots in conjugate pairs give real coefficients")
         values = values.astype(complex)
