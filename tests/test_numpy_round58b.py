@@ -110,6 +110,22 @@ def test_histogram_edge_cases_are_numpys():
                     np.histogram(np.array([True, False, True]).astype(np.uint8)))
 
 
+def test_histogram_counts_samples_on_and_next_to_the_edges_as_numpy():
+    # evenly spaced bins are found by arithmetic, which rounds across edges: NumPy's
+    # correction by one must follow, both ways
+    for low, high, count in [(0.0, 1.0, 10), (-0.3, 0.7, 7), (1e-3, 3.3, 30), (-5.0, 5.0, 49)]:
+        edges = np.linspace(low, high, count + 1)
+        a = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        for dtype in (np.float64, np.float32):
+            want = np.histogram(a.astype(dtype), bins=count, range=(low, high))
+            assert_same(tnp.histogram(a.astype(dtype), bins=count, range=(low, high)), want)
+            assert_same(tnp.jit(lambda v: tnp.histogram(v, bins=count, range=(low, high)))(
+                a.astype(dtype)), want)
+            sample = np.stack([a, a[::-1]], axis=1).astype(dtype)
+            assert_same(tnp.histogramdd(sample, bins=count, range=[(low, high)] * 2),
+                        np.histogramdd(sample, bins=count, range=[(low, high)] * 2))
+
+
 def test_histogram_results_never_alias_the_bins():
     bins = np.array([0.0, 1.0, 2.0])
     _, edges = tnp.histogram(np.array([0.5]), bins=bins)

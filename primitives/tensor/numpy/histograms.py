@@ -2,9 +2,10 @@
 ``histogramdd``.
 
 Each gives NumPy's counts, edges and dtypes. Counts are piecewise constant in the samples:
-their derivative there is zero, and the bin of each sample is found with ``searchsorted``
-(integers), so ``jit`` and ``vmap`` take traced samples whenever the number of bins is given
-(an int or an array of edges; a string estimator such as ``"auto"`` reads the samples, a
+their derivative there is zero, and the bin of each sample is an integer found as NumPy
+finds it (by arithmetic for evenly spaced bins, else ``searchsorted``), so ``jit`` and
+``vmap`` take traced samples whenever the number of bins is given (an int or an array of
+edges; a string estimator such as ``"auto"`` reads the samples, a
 ``ConcretizationError`` under ``jit``). What is differentiable is differentiated: the counts
 are linear in ``weights``; edges computed from the samples' range follow their ``min`` and
 ``max`` (as JAX's), and so does ``density=True``'s division by the bin widths; edges given
@@ -44,12 +45,13 @@ from primitives.tensor.numpy.creation import linspace
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
 from primitives.tensor.numpy.lowering import (add, as_dtype, constant_in_library_of, divide,
-                                              equal, first, greater_equal, less_equal, max, min,
+                                              equal, first, greater_equal, less, less_equal,
+                                              max, min,
                                               minimum, multiply, operand, reshape, result_dtype,
                                               stop_gradient, subtract, sum, transpose, where)
-from primitives.tensor.numpy.mathfuncs import logical_and
+from primitives.tensor.numpy.mathfuncs import floor, logical_and
 from primitives.tensor.numpy.reductions import diff, searchsorted
-from primitives.tensor.ops.indexing import ScatterAdd
+from primitives.tensor.ops.indexing import Gather, ScatterAdd
 
 __all__ = ["histogram", "histogram_bin_edges", "histogram2d", "histogramdd"]
 
@@ -219,6 +221,27 @@ def _bins_of(x, edges, outside):
     return where(inside, minimum(subtract(right, 1), last), outside)
 
 
+def _bins_of_evenly_spaced(x, edges, outside):
+    """:func:`_bins_of` for evenly spaced ``edges``, as NumPy finds them: the bin
+    ``(x - first) / (last - first) * count`` rounded down, moved by one where that is off
+    across an edge by rounding; linear in the samples (``searchsorted`` compares each with
+    every edge under ``jit``)."""
+    x, edges = stop_gradient(x), stop_gradient(edges)
+    count = shape_of(edges)[0] - 1
+    low, high = getitem(edges, 0), getitem(edges, -1)
+    inside = logical_and(greater_equal(x, low), less_equal(x, high))
+    guess = floor(multiply(divide(subtract(x, low), subtract(high, low)), count))
+    guess = where(greater_equal(guess, 0), minimum(guess, count - 1), 0)     # NaN: 0
+    guess = as_dtype(guess, np.intp)
+
+    def edge(i):            # indices in range by construction: a gather with no bounds check
+        return first(bind(Gather(0, shape_of(edges), shape_of(i)), edges, i))
+    guess = where(less(x, edge(guess)), subtract(guess, 1), guess)
+    above = logical_and(greater_equal(x, edge(add(guess, 1))), less(guess, count - 1))
+    guess = where(above, add(guess, 1), guess)
+    return where(inside, guess, outside)
+
+
 def _scatter(indices, weights, size: int, dtype, fn: str):
     """The sum of ``weights`` (ones: counts) at each of ``size`` places ``indices`` name, the
     place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``."""
@@ -250,7 +273,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     x = as_dtype(a, dtype_of(edges)) if evenly else a
     count = shape_of(edges)[0] - 1
     dtype = np.dtype(np.intp) if weights is None else dtype_of(weights)
-    counts = _scatter(_bins_of(x, edges, count), weights, count, dtype, "histogram")
+    places = (_bins_of_evenly_spaced if evenly else _bins_of)(x, edges, count)
+    counts = _scatter(places, weights, count, dtype, "histogram")
     if density:
         widths = as_dtype(diff(edges), np.float64)
         counts = divide(divide(counts, widths), sum(counts))
@@ -314,13 +338,14 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
             if isinstance(bins[i], str):
                 raise TensorTypeError(f"{fn}: `bins[{i}]` must be an integer, when a scalar")
             edge = _equal_bins(column, _bin_count(bins[i], fn), ranges[i], fn, bin_type=False)
+            place = _bins_of_evenly_spaced(column, edge, -1)
         else:
             edge = _given_edges(bins[i], sample, fn)
             if len(shape_of(edge)) != 1:
                 raise TensorShapeError(f"{fn}: `bins[{i}]` must be a scalar or 1d array")
             _check_increasing(edge, False, f"{fn}: `bins[{i}]` must be monotonically "
                                            "increasing, when an array")
-        place = _bins_of(column, edge, -1)
+            place = _bins_of(column, edge, -1)
         flat = add(flat, multiply(place, size))
         inside = logical_and(inside, greater_equal(place, 0))
         size *= shape_of(edge)[0] - 1
