@@ -51,7 +51,8 @@ DTYPE_FROM_VALUES = {"linalg.eig[real eigenvalues]",
 # cases whose result's shape NumPy decides from the values: on Dask they compute them
 SHAPE_FROM_VALUES = {"unique", "unique[rows, everything]", "unique_values", "unique_counts",
                      "unique_inverse", "unique_all", "union1d", "setxor1d", "intersect1d",
-                     "setdiff1d", "trim_zeros"}
+                     "setdiff1d", "trim_zeros", "roots", "roots[complex roots]",
+                     "roots[complex roots, zeros stripped]", "polydiv"}
 RUNS = [(case, library, dtype) for case in CASES if case.id not in RAW_METHOD_CASES
         for library in LIBRARIES for dtype in ("float64", "float32", "complex128")
         if dtype in case.dtypes and (FULL or library == "torch" or dtype != "float32")

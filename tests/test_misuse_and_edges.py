@@ -2,7 +2,8 @@
 (checked against NumPy, JAX's rules or finite differences) or a ``TiduError`` naming the
 function at fault, and the library works afterwards.
 
-- NumPy functions tnp has no version of, with tensors nested in lists (``np.histogramdd``):
+- NumPy functions tnp has no version of, with tensors nested in lists
+  (``np.ravel_multi_index``):
   computed on the data when nothing carries a gradient, else refused;
 - ``max``/``min`` with ``initial`` over empty axes (NumPy's value, not an error);
 - the names tnp's made functions give in Python's own errors (``exp()``);
@@ -43,8 +44,9 @@ def test_numpy_functions_without_tnp_version_on_nested_constant_tensors():
     c, d = tnp.tensor(a), tnp.tensor(b)               # no gradient: plain data to NumPy
     np.testing.assert_array_equal(np.block([c, d]), np.block([a, b]))    # tnp.block now
     np.testing.assert_array_equal(np.block([[c], [d]]), np.block([[a], [b]]))
-    for got, want in zip(np.histogramdd([c, d], bins=2), np.histogramdd([a, b], bins=2)):
-        np.testing.assert_array_equal(np.asarray(got, dtype=object), np.asarray(want, dtype=object))
+    i, j = tnp.tensor([0, 1]), tnp.tensor([2, 0])
+    np.testing.assert_array_equal(np.ravel_multi_index([i, j], (2, 3)),
+                                  np.ravel_multi_index([[0, 1], [2, 0]], (2, 3)))
     np.testing.assert_array_equal(np.choose([0, 1], [c, d]), np.choose([0, 1], [a, b]))
     np.testing.assert_array_equal(np.shape([c, d]), (2, 2))
 
@@ -52,14 +54,17 @@ def test_numpy_functions_without_tnp_version_on_nested_constant_tensors():
 def test_numpy_functions_without_tnp_version_refuse_nested_values_with_gradient():
     x = tnp.tensor([0.5, 1.5], requires_grad=True)
     c = tnp.tensor([1.0, 2.0])
-    _raises(TensorNotSupportedError, lambda: np.histogramdd([x, x]), "numpy.histogramdd")
-    _raises(TensorNotSupportedError, lambda: np.histogramdd([c, x]), "numpy.histogramdd")
+    _raises(TensorNotSupportedError, lambda: np.ravel_multi_index([x, x], (2, 2)),
+            "numpy.ravel_multi_index")
+    _raises(TensorNotSupportedError, lambda: np.ravel_multi_index([c, x], (2, 2)),
+            "numpy.ravel_multi_index")
     assert np.array_equal(tnp.grad(lambda v: tnp.sum(np.choose([0, 1], [v, c])))(x.data),
                           [1.0, 0.0])                   # np.choose has a tnp version now
     _raises(TensorNotSupportedError, lambda: tnp.grad(
-        lambda v: tnp.sum(np.histogramdd([v, v])[1][0]))(np.ones(2)), "numpy.histogramdd")
-    _raises(TensorNotSupportedError, lambda: tnp.jit(lambda v: np.histogramdd([v, v]))(
-        np.ones(2)), "numpy.histogramdd")
+        lambda v: tnp.sum(np.ravel_multi_index([v, v], (2, 2))))(np.ones(2)),
+            "numpy.ravel_multi_index")
+    _raises(TensorNotSupportedError, lambda: tnp.jit(lambda v: np.ravel_multi_index(
+        [v, v], (2, 2)))(np.ones(2)), "numpy.ravel_multi_index")
     assert np.array_equal(tnp.grad(lambda v: tnp.sum(np.block([v, 2 * v])))(x.data),
                           [3.0, 3.0])                   # np.block has a tnp version now
     # the library works afterwards

@@ -7,8 +7,12 @@ import numpy as np
 
 import primitives.tensor as tnp
 from primitives.tensor.numpy.products import einsum_subscripts
-from numpy_cases import Case, normal
+from numpy_cases import REAL_DTYPES, Case, distinct, fixed, normal, positive
 
+POLYFIT_NOTE = ("a least-squares solve (pinv), differentiated at constant rank; under jit "
+                "and vmap too")
+ROOTS_NOTE = ("the companion matrix's eigenvalues, differentiable where simple; zero "
+              "coefficients are read and stripped (ConcretizationError under jit)")
 VDOT_NOTE = "antilinear in the first argument (conjugated, as in NumPy)"
 
 
@@ -75,4 +79,24 @@ CASES = [
     Case("polyder", lambda p: tnp.polyder(p, 2), lambda p: np.polyder(p, 2), (normal((5,)),)),
     Case("polyint", lambda p, k: tnp.polyint(p, 2, k), lambda p, k: np.polyint(p, 2, k),
          (normal((3,)), normal((2,))), wrt=(0, 1), note="differentiable in p and in k"),
+    Case("polyfit", lambda x, y, w: tnp.polyfit(x, y, 2, w=w),
+         lambda x, y, w: np.polyfit(x, y, 2, w=w), (distinct((8,)), normal((8,)), positive((8,))),
+         wrt=(0, 1, 2), dtypes=REAL_DTYPES, rtol=1e-5, note=POLYFIT_NOTE),
+    Case("polyfit", lambda x, y: tnp.polyfit(x, y, 1, cov=True),
+         lambda x, y: np.polyfit(x, y, 1, cov=True), (distinct((6,)), normal((6, 2))),
+         wrt=(0, 1), dtypes=("float64",), rtol=1e-5, label="2-d y, cov", note=POLYFIT_NOTE),
+    Case("roots", tnp.roots, np.roots, (fixed(np.poly([2.0, -0.5, 1.25])),),
+         dtypes=("float64", "complex128"), jit=False, note=ROOTS_NOTE),
+    Case("roots", tnp.roots, np.roots, (fixed([0.0, 1.0, 0.5, 2.0, 0.0]),), wrt=(),
+         dtypes=("float64",), jit=False, label="complex roots, zeros stripped", note=ROOTS_NOTE),
+    Case("roots", tnp.roots, np.roots, (fixed([1.0, 0.5, 2.0]),), dtypes=("float64",),
+         jit=False, label="complex roots", note=ROOTS_NOTE),
+    Case("poly", tnp.poly, np.poly, (normal((3,)),), dtypes=REAL_DTYPES,
+         note="differentiable in the roots"),
+    Case("poly", tnp.poly, np.poly, (fixed([[2.0, 1.0], [-1.5, 3.0]]),), dtypes=("float64",),
+         label="characteristic polynomial",
+         note="a real matrix's is real (complex roots: read for NumPy's real-or-complex rule)"),
+    Case("polydiv", tnp.polydiv, np.polydiv, (normal((5,)), positive((3,))), wrt=(0, 1),
+         dtypes=("float64", "complex128"), jit=False,
+         note="the remainder's leading near-zeros are read and dropped (NumPy's)"),
 ]

@@ -24,6 +24,8 @@ SET_NOTE = ("the values are read (the result's shape depends on them); each valu
 LEX_TIES = [[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0]]   # lexsort's 2nd
 REPEATS = [[1.5, -2.0, 1.5], [0.5, np.nan, 0.5], [1.5, -2.0, 1.5]]
 BINS = np.array([0, 3, 3, 1, 0])                 # bincount's x
+HIST_NOTE = ("counts are piecewise constant in the samples (derivative 0), linear in the "
+             "weights; edges from the samples' range follow their min and max (as JAX)")
 STD_NOTE = "derivative 0 at zero variance (PyTorch's convention; JAX gives nan)"
 
 
@@ -135,6 +137,8 @@ CASES = [
          lambda x: np.digitize(x, [2.0, 0.5, -1.0], right=True), (normal((2, 3)),), wrt=(),
          dtypes=REAL_DTYPES, note="an integer result; bins are read (increasing or "
                                   "decreasing), x may be traced"),
+    Case("sort_complex", tnp.sort_complex, np.sort_complex, (normal((2, 5)),), note=SORT_NOTE
+         .replace("; real only", "; by real part, then imaginary part")),
     # --- unique, isin, bincount ---
     Case("unique", tnp.unique, np.unique, (distinct((2, 3)),), dtypes=REAL_DTYPES, jit=False,
          note=UNIQUE_NOTE),
@@ -163,6 +167,24 @@ CASES = [
          lambda w: np.bincount(BINS, weights=w, minlength=6), (normal((5,)),),
          dtypes=REAL_DTYPES, note="differentiable in the weights; x is read (the result's "
                                   "length depends on it)"),
+    # --- histograms ---
+    Case("histogram", lambda a, w: tnp.histogram(a, bins=4, weights=w, density=True),
+         lambda a, w: np.histogram(a, bins=4, weights=w, density=True),
+         (normal((12,)), positive((12,))), wrt=(0, 1), dtypes=REAL_DTYPES, note=HIST_NOTE),
+    Case("histogram", lambda a: tnp.histogram(a, bins=[-3.0, -0.5, 0.0, 1.0, 3.0]),
+         lambda a: np.histogram(a, bins=[-3.0, -0.5, 0.0, 1.0, 3.0]), (normal((3, 4)),),
+         wrt=(), dtypes=REAL_DTYPES, label="edges given", note=HIST_NOTE),
+    Case("histogram_bin_edges", lambda a: tnp.histogram_bin_edges(a, bins=5),
+         lambda a: np.histogram_bin_edges(a, bins=5), (normal((7,)),), dtypes=REAL_DTYPES,
+         note=HIST_NOTE),
+    Case("histogram2d", lambda x, y, w: tnp.histogram2d(x, y, bins=(2, 3), weights=w),
+         lambda x, y, w: np.histogram2d(x, y, bins=(2, 3), weights=w),
+         (normal((9,)), normal((9,)), positive((9,))), wrt=(0, 1, 2), dtypes=REAL_DTYPES,
+         note=HIST_NOTE),
+    Case("histogramdd", lambda s, w: tnp.histogramdd(s, bins=(2, 3, 2), weights=w,
+                                                     density=True),
+         lambda s, w: np.histogramdd(s, bins=(2, 3, 2), weights=w, density=True),
+         (normal((10, 3)), positive((10,))), wrt=(0, 1), dtypes=REAL_DTYPES, note=HIST_NOTE),
     Case("argmax", lambda x: tnp.argmax(x, axis=-1, keepdims=True),
          lambda x: np.argmax(x, axis=-1, keepdims=True), (distinct((3, 4)),), wrt=(),
          note="integer result, not differentiated"),

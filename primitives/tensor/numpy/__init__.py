@@ -18,7 +18,8 @@ above (``primitives.tensor``):
   :mod:`.products` (above :mod:`.manipulation`); :mod:`.reductions` (above
   :mod:`.mathfuncs` and :mod:`.products`); :mod:`.padding` (``pad``, above
   :mod:`.reductions`); :mod:`.linalg` (above :mod:`.products`)
-  and :mod:`.fft`; :mod:`.creation` (above :mod:`.reductions`);
+  and :mod:`.fft`; :mod:`.creation` (above :mod:`.reductions`); :mod:`.histograms`
+  (above :mod:`.creation`); :mod:`.polynomials` (above :mod:`.linalg` and :mod:`.creation`);
 - :mod:`.methods`: the operators and ``ndarray`` methods of tensors and traced
   values (``ArrayOperators``), from one table of the tnp functions; it is the top,
   imported by the front ends.
@@ -34,8 +35,9 @@ above (``primitives.tensor``):
 
 import numpy as _np
 
-from primitives.tensor.numpy import (creation, dispatch, fft, indexing, linalg, lowering,
-                                     manipulation, mathfuncs, padding, products, reductions)
+from primitives.tensor.numpy import (creation, dispatch, fft, histograms, indexing, linalg,
+                                     lowering, manipulation, mathfuncs, padding, polynomials,
+                                     products, reductions)
 from primitives.tensor.numpy.lowering import *       # noqa: F401,F403
 from primitives.tensor.numpy.indexing import *       # noqa: F401,F403
 from primitives.tensor.numpy.mathfuncs import *      # noqa: F401,F403
@@ -44,10 +46,12 @@ from primitives.tensor.numpy.products import *       # noqa: F401,F403
 from primitives.tensor.numpy.reductions import *     # noqa: F401,F403
 from primitives.tensor.numpy.padding import *        # noqa: F401,F403
 from primitives.tensor.numpy.creation import *       # noqa: F401,F403
+from primitives.tensor.numpy.histograms import *     # noqa: F401,F403
+from primitives.tensor.numpy.polynomials import *    # noqa: F401,F403
 
 __all__ = ["linalg", "fft", *lowering.__all__, *indexing.__all__, *mathfuncs.__all__,
            *manipulation.__all__, *products.__all__, *reductions.__all__, *padding.__all__,
-           *creation.__all__]
+           *creation.__all__, *histograms.__all__, *polynomials.__all__]
 
 # the names errors may point to (tnp.<name>): not those of NumPy's own functions that tnp
 # re-exports (logspace, geomspace...; some wrapped to read any library's dtype), which would

@@ -83,7 +83,7 @@ __all__ = ["LinAlgError", "EigResult", "EighResult", "QRResult", "SVDResult", "S
            "matrix_norm", "matrix_power", "multi_dot",
            "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
            "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "diagonal", "trace",
-           "cross", "matrix_rank"]
+           "cross", "matrix_rank", "tensorsolve", "tensorinv"]
 
 # NumPy's own: an integer result, no derivative to lose (NumPy's dispatch runs it on the data)
 matrix_rank = np.linalg.matrix_rank
@@ -214,6 +214,54 @@ def inv(a):
     shape = shape_of(a)
     identity = _identity(shape[-1], shape, dtype_of(a))
     return bind(Solve(shape, dtype_of(a).name), a, identity)[0]
+
+
+@implements(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """``np.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``, the ``solve`` of
+    ``a`` reshaped to a square matrix (``axes``: ``a``'s axes moved to the end first);
+    differentiable in ``a`` and ``b`` as ``solve``.
+
+    >>> tensorsolve(np.eye(4).reshape(2, 2, 2, 2) * 2.0, np.ones((2, 2)))
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    a, b = operand(a, "linalg.tensorsolve"), operand(b, "linalg.tensorsolve")
+    ndim = len(shape_of(a))
+    if axes is not None:
+        order = list(range(ndim))
+        for k in axes:
+            order.remove(k)
+            order.insert(ndim, k)
+        a = transpose(a, order)
+    unknown_shape = shape_of(a)[len(shape_of(b)):]
+    size = int(np.prod(unknown_shape, dtype=np.int64))
+    if int(np.prod(shape_of(a), dtype=np.int64)) != size ** 2:
+        raise LinAlgError("linalg.tensorsolve: Input arrays must satisfy the requirement "
+                          "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    return reshape(solve(reshape(a, (size, size)), reshape(b, (-1,))), unknown_shape)
+
+
+@implements(np.linalg.tensorinv)
+def tensorinv(a, ind: int = 2):
+    """``np.linalg.tensorinv``: the inverse of ``a`` for ``tensordot`` over its first ``ind``
+    axes (``inv`` of ``a`` reshaped to a square matrix, reshaped back to
+    ``a.shape[ind:] + a.shape[:ind]``); differentiable as ``inv``.
+
+    >>> tensorinv(np.eye(4).reshape(4, 2, 2) * 2.0, ind=1).shape
+    (2, 2, 4)
+    """
+    a = operand(a, "linalg.tensorinv")
+    shape = shape_of(a)
+    if operator.index(ind) <= 0:
+        raise TensorShapeError(f"linalg.tensorinv: Invalid ind argument {ind!r} (it must be "
+                               "positive)")
+    size = int(np.prod(shape[ind:], dtype=np.int64))
+    total = int(np.prod(shape, dtype=np.int64))
+    if size == 0 or total % size or total // size != size:
+        raise LinAlgError(f"linalg.tensorinv: a of shape {shape} is not square for ind={ind} "
+                          f"(prod(a.shape[:ind]) must equal prod(a.shape[ind:]))")
+    return reshape(inv(reshape(a, (size, size))), shape[ind:] + shape[:ind])
 
 
 @implements(np.linalg.pinv)

@@ -44,9 +44,11 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cast_operands,
-                                              concatenate, constant_values, elementwise, first,
+                                              concatenate, constant_in_library_of,
+                                              constant_values, elementwise, first,
                                               is_foreign_array, is_python_scalar, maximum,
-                                              minimum, multiply, new_value, no_out, normalize_axes, normalize_axis, operand,
+                                              minimum, multiply, new_value, no_out, normalize_axes,
+                                              normalize_axis, not_equal, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
 from primitives.tensor.ops import elementwise as ew
@@ -67,6 +69,7 @@ __all__ = [
     "atleast_2d", "atleast_3d",
     "take_along_axis", "put_along_axis", "at", "meshgrid", "copy",
     "select", "choose", "compress", "extract", "piecewise", "apply_along_axis",
+    "apply_over_axes", "ix_", "mask_indices", "packbits", "unpackbits",
 ]
 
 
@@ -1614,3 +1617,150 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
     k = len(outer)
     return transpose(out, list(range(axis)) + list(range(k, k + len(core)))
                      + list(range(axis, k)))
+
+
+@implements(np.apply_over_axes)
+def apply_over_axes(func, a, axes):
+    """``np.apply_over_axes``: ``func(a, axis)`` for each axis of ``axes`` in turn, each result
+    given the axis back (``expand_dims``) where ``func`` dropped it; differentiates through
+    ``func``.
+
+    >>> import primitives.tensor as tnp
+    >>> apply_over_axes(tnp.sum, np.arange(6.0).reshape(2, 3), [0, 1])
+    array([[15.]])
+    """
+    value = operand(a, "apply_over_axes")
+    ndim = len(shape_of(value))
+    for axis in np.atleast_1d(np.asarray(axes)).tolist():
+        axis = axis + ndim if axis < 0 else axis
+        result = operand(func(value, axis), "apply_over_axes")
+        if len(shape_of(result)) != ndim:
+            result = expand_dims(result, axis)
+            if len(shape_of(result)) != ndim:
+                raise TensorShapeError("apply_over_axes: function is not returning an array of "
+                                       "the correct shape")
+        value = result
+    return new_value(value) if value is a else value
+
+
+# --- index helpers ---------------------------------------------------------------------------
+
+
+@implements(np.ix_)
+def ix_(*args) -> tuple:
+    """``np.ix_``: the 1-d sequences reshaped to index an open mesh (``x[ix_(rows, cols)]`` is
+    the block of those rows and columns); a boolean sequence gives the positions of its true
+    entries, read from its values (under ``jit``: ``ConcretizationError``).
+
+    >>> rows, cols = ix_([0, 1], np.array([True, False, True]))
+    >>> rows.shape, cols
+    ((2, 1), array([[0, 2]]))
+    """
+    out = []
+    # lists and NumPy arrays become arrays of the other arguments' library (NumPy, PyTorch...)
+    like = next((a for a in args if isinstance(a, Frontend) or is_foreign_array(a)), None)
+    for k, sequence in enumerate(args):
+        empty_list = isinstance(sequence, (list, tuple)) and len(sequence) == 0
+        sequence = np.empty(0, np.intp) if empty_list else operand(sequence, "ix_")
+        if len(shape_of(sequence)) != 1:
+            raise TensorShapeError("ix_: Cross index must be 1 dimensional")
+        if dtype_of(sequence) == np.bool_:
+            mask = to_host(data_of(sequence, "ix_: reading a boolean index (its true entries' "
+                                             "count is the result's length)"))
+            sequence = np.flatnonzero(mask)
+        if isinstance(sequence, np.ndarray) and like is not None:
+            sequence = constant_in_library_of(sequence, like)
+        size = shape_of(sequence)[0]
+        shape = (1,) * k + (size,) + (1,) * (len(args) - k - 1)
+        out.append(new_value(reshape(sequence, shape)))        # not a view of the input
+    return tuple(out)
+
+
+def mask_indices(n: int, mask_func, k=0) -> tuple:
+    """``np.mask_indices``: the indices of the nonzero entries of ``mask_func(ones((n, n)),
+    k)`` (``tnp.triu``, ``tnp.tril``...), as NumPy's integer arrays.
+
+    >>> import primitives.tensor as tnp
+    >>> mask_indices(3, tnp.triu, 1)
+    (array([0, 0, 1]), array([1, 2, 2]))
+    """
+    mask = mask_func(np.ones((n, n), int), k)
+    return np.nonzero(to_host(data_of(mask, "mask_indices: reading mask_func's mask")) != 0)
+
+
+# --- bit packing ----------------------------------------------------------------------------
+
+_BIT_WEIGHTS = {"big": np.array([128, 64, 32, 16, 8, 4, 2, 1], np.uint8),
+                "little": np.array([1, 2, 4, 8, 16, 32, 64, 128], np.uint8)}
+
+
+def _bit_arguments(a, axis, bitorder, fn: str):
+    """``a`` (flattened for ``axis=None``), the axis, and the weights of the bits in a byte."""
+    if bitorder not in _BIT_WEIGHTS:
+        raise TensorShapeError(f"{fn}: 'order' must be either 'little' or 'big'")
+    a = operand(a, fn)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    elif len(shape_of(a)) == 0:
+        raise TensorShapeError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
+    return a, normalize_axis(axis, len(shape_of(a)), fn), _BIT_WEIGHTS[bitorder]
+
+
+@implements(np.packbits)
+def packbits(a, /, axis=None, bitorder: str = "big"):
+    """``np.packbits``: the truth of each entry of an integer or boolean ``a`` packed eight to a
+    ``uint8`` along ``axis`` (the flattened ``a`` for ``None``), zero-padded at the end;
+    ``bitorder`` ``"big"`` puts the first entry in the highest bit. Integers: not
+    differentiated; ``jit`` and ``vmap`` take traced ``a``.
+
+    >>> packbits(np.array([1, 0, 1, 1, 0, 0, 0, 0, 1]))
+    array([176, 128], dtype=uint8)
+    """
+    a, axis, weights = _bit_arguments(a, axis, bitorder, "packbits")
+    if dtype_of(a).kind not in "biu":
+        raise TensorTypeError("packbits: Expected an input array of integer or boolean data "
+                              f"type, got {dtype_of(a)}")
+    shape = shape_of(a)
+    bits = as_dtype(not_equal(a, 0), np.uint8)
+    widths = [(0, 0)] * len(shape)
+    widths[axis] = (0, -shape[axis] % 8)
+    bits = pad(bits, widths)
+    groups = shape[:axis] + (-(-shape[axis] // 8), 8) + shape[axis + 1:]
+    placed = weights.reshape((8,) + (1,) * (len(shape) - axis - 1))
+    return as_dtype(sum(multiply(reshape(bits, groups), placed), axis=axis + 1), np.uint8)
+
+
+@implements(np.unpackbits)
+def unpackbits(a, /, axis=None, count=None, bitorder: str = "big"):
+    """``np.unpackbits``: each ``uint8`` of ``a`` as its eight bits (``0``/``1``, uint8) along
+    ``axis`` (of the flattened ``a`` for ``None``), the highest first for ``"big"``; ``count``
+    keeps that many bits (negative: drops them at the end; more: pads zeros). Not
+    differentiated; ``jit`` and ``vmap`` take traced ``a``.
+
+    >>> unpackbits(np.array([176], np.uint8))
+    array([1, 0, 1, 1, 0, 0, 0, 0], dtype=uint8)
+    """
+    a, axis, weights = _bit_arguments(a, axis, bitorder, "unpackbits")
+    if dtype_of(a) != np.uint8:
+        raise TensorTypeError(f"unpackbits: Expected an input array of unsigned byte data type, "
+                              f"got {dtype_of(a)}")
+    shape = shape_of(a)
+    spread = reshape(a, shape[:axis + 1] + (1,) + shape[axis + 1:])
+    divisors = weights.reshape((8,) + (1,) * (len(shape) - axis - 1))
+    quotient = elementwise(ew.floor_divide, spread, divisors)
+    bits = elementwise(ew.sub, quotient,
+                       multiply(elementwise(ew.floor_divide, quotient, np.uint8(2)), np.uint8(2)))
+    bits = reshape(bits, shape[:axis] + (shape[axis] * 8,) + shape[axis + 1:])
+    if count is None:
+        return bits
+    count = _integer(count, "unpackbits", "count")
+    total = shape[axis] * 8
+    keep = count if count >= 0 else total + count
+    key = [slice(None)] * len(shape)
+    key[axis] = slice(0, max(keep, 0))
+    bits = getitem(bits, tuple(key))
+    if keep > total:
+        widths = [(0, 0)] * len(shape)
+        widths[axis] = (0, keep - total)
+        bits = pad(bits, widths)
+    return bits

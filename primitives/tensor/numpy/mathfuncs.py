@@ -38,10 +38,10 @@ from primitives.tensor.errors import (TensorNotSupportedError, TensorShapeError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import take
 from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide, elementwise, equal,
-                                              first, greater, greater_equal, imag, less,
+                                              exp, first, greater, greater_equal, imag, less,
                                               less_equal, maximum, minimum, multiply, negative,
-                                              no_out, operand, power, real, reshape,
-                                              result_dtype, ufunc_keywords,
+                                              no_out, not_equal, operand, power, real, reshape,
+                                              result_dtype, sqrt, stop_gradient, ufunc_keywords,
                                               subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
@@ -362,7 +362,7 @@ __all__ += [  # the names not declared with _unary or _binary
     "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "angle", "pow", "true_divide",
     "sign", "clip", "copysign", "mod", "round", "around", "nan_to_num", "interp", "polyval",
     "real_if_close", "bitwise_not", "bitwise_invert", "heaviside", "ldexp", "divmod", "modf",
-    "fix",
+    "fix", "frexp", "nextafter", "spacing", "i0", "iscomplex", "isreal",
 ]
 
 
@@ -568,3 +568,193 @@ def real_if_close(a, tol=100):
     negligible = data_of(less(_abs(imag(a)), tol), "real_if_close: reading whether the "
                          "imaginary parts are negligible (the result's dtype depends on it)")
     return real(a) if bool(np.all(to_host(negligible))) else a
+
+
+# --- floating-point representation ------------------------------------------------------------
+
+
+def _float_operand(x, numpy_fn, name: str):
+    """``x`` in the float dtype NumPy's ``numpy_fn`` computes it in (integers: float64)."""
+    x = operand(x, name)
+    return as_dtype(x, _computing_dtype(numpy_fn, name, dtype_of(x)))
+
+
+def _exponent(x):
+    """``e`` with ``|x| = m 2**e``, ``0.5 <= m < 1``, for finite nonzero ``x`` (0 elsewhere), as
+    int32: ``floor(log2|x|) + 1``, corrected by one where ``log2`` rounded across an integer."""
+    magnitude = _abs(x)
+    regular = logical_and(isfinite(x), not_equal(x, 0))
+    safe = _where(regular, magnitude, 1)
+    guess = as_dtype(add(floor(log2(safe)), 1), np.int32)
+    scaled = _abs(ldexp(safe, negative(guess)))
+    guess = add(guess, _where(greater_equal(scaled, 1), 1, _where(less(scaled, 0.5), -1, 0)))
+    return as_dtype(_where(regular, guess, 0), np.int32)
+
+
+@implements(np.frexp)
+def frexp(x, out=None, where=True, dtype=None):
+    """``np.frexp``: ``(m, e)`` with ``x = m * 2**e``, ``0.5 <= |m| < 1`` (``m = x``, ``e = 0``
+    for 0, infinities and NaN); ``e`` is int32. The derivative of ``m`` is ``2**-e``.
+
+    >>> frexp(np.array([3.0, -0.25, 0.0]))
+    (array([ 0.75, -0.5 ,  0.  ]), array([ 2, -1,  0], dtype=int32))
+    """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("frexp", out, where, dtype)
+    x = operand(x, "frexp")
+    try:
+        x = as_dtype(x, np.frexp(np.ones(1, dtype_of(x)))[0].dtype)
+    except TypeError:
+        raise TensorTypeError(f"frexp: input of dtype {dtype_of(x)} is not supported (NumPy's "
+                              "frexp has no loop for it)") from None
+    exponent = _exponent(stop_gradient(x))
+    return ldexp(x, negative(exponent)), exponent
+
+
+def _next_toward(x, target):
+    """``np.nextafter`` of ``x`` toward ``target`` (one dtype, no derivative): ``x`` plus or
+    minus its spacing (half of it moving down from a power of 2), at least the smallest
+    subnormal; the largest finite value from an infinity; ``target`` where they are equal."""
+    info = np.finfo(dtype_of(x))
+    tiny = info.smallest_subnormal
+    up = less(x, target)
+    exponent = _exponent(x)
+    power_of_two = equal(_abs(ldexp(x, negative(exponent))), 0.5)
+    ulp = ldexp(np.ones((), info.dtype), subtract(exponent, info.nmant + 1))
+    toward_zero = _where(greater(x, 0), logical_not(up), up)
+    step = maximum(_where(logical_and(toward_zero, power_of_two), multiply(ulp, 0.5), ulp), tiny)
+    moved = _where(up, add(x, step), subtract(x, step))
+    moved = _where(equal(moved, 0), multiply(x, 0.0), moved)        # a zero with x's sign
+    moved = _where(equal(x, 0), _where(up, tiny, -tiny), moved)
+    moved = _where(isinf(x), _where(greater(x, 0), info.max, -info.max), moved)
+    # equal: C's nextafter gives target (for float16 NumPy's own gives x: they differ in a
+    # zero's sign only)
+    moved = _where(equal(x, target), x if info.dtype == np.float16 else target, moved)
+    return _where(logical_or(isnan(x), isnan(target)), np.nan, moved)
+
+
+@implements(np.nextafter)
+def nextafter(x1, x2, out=None, where=True, dtype=None):
+    """``np.nextafter``: the floating-point value after ``x1`` toward ``x2``. The step is
+    piecewise constant: the derivative is 1 in ``x1`` (where the result is finite and nonzero
+    and ``x1 != x2``) and 0 in ``x2``.
+
+    >>> nextafter(np.array([1.0, 0.0]), np.array([2.0, -1.0])) - np.array([1.0, 0.0])
+    array([ 2.22044605e-016, -4.94065646e-324])
+    """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("nextafter", out, where, dtype)
+    x1, x2 = operand(x1, "nextafter"), operand(x2, "nextafter")
+    computing = _computing_dtype(np.nextafter, "nextafter", result_dtype(x1, x2))
+    x1, x2 = as_dtype(x1, computing), as_dtype(x2, computing)
+    value = _next_toward(stop_gradient(x1), stop_gradient(x2))
+    # x1 + one ulp: differentiable, and exactly the value but for a zero's sign (kept as is)
+    plain = logical_and(logical_and(isfinite(value), isfinite(x1)),
+                        logical_and(not_equal(x1, x2), not_equal(value, 0)))
+    offset = stop_gradient(subtract(value, _where(plain, x1, value)))
+    return _where(plain, add(x1, offset), value)
+
+
+@implements(np.spacing)
+def spacing(x, out=None, where=True, dtype=None):
+    """``np.spacing``: the distance from ``x`` to the next value away from zero (negative for
+    negative ``x``; NaN for infinities); piecewise constant, derivative 0.
+
+    >>> spacing(np.array([1.0, -1.0]))
+    array([ 2.22044605e-16, -2.22044605e-16])
+    """
+    if out is not None or where is not True or dtype is not None:
+        ufunc_keywords("spacing", out, where, dtype)
+    given = _float_operand(x, np.spacing, "spacing")
+    x = stop_gradient(given)
+    # (NumPy's float16 spacing steps toward +inf from negative values too: positive there)
+    away = np.inf if dtype_of(x) == np.float16 else _where(signbit(x), -np.inf, np.inf)
+    gap = subtract(_next_toward(x, as_dtype(operand(away), dtype_of(x))), x)
+    gap = _where(equal(x, 0), np.finfo(dtype_of(x)).smallest_subnormal, gap)
+    # recorded with derivative 0 (as floor's), not cut off: adding 0 * x changes no value
+    return add(_where(isinf(x), np.nan, gap), multiply(_where(isinf(x), 0, given), 0))
+
+
+# NumPy's (Cephes') Chebyshev coefficients of exp(-x) i0(x) on [0, 8] and of
+# exp(-x) sqrt(x) i0(x) on (8, inf), in 32/x - 2
+_I0_A = (
+    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
+    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
+    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11,
+    9.675809035373237e-11, -5.189795601635263e-10, 2.6598237246823866e-09,
+    -1.300025009986248e-08, 6.046995022541919e-08, -2.670793853940612e-07,
+    1.1173875391201037e-06, -4.4167383584587505e-06, 1.6448448070728896e-05,
+    -5.754195010082104e-05, 0.00018850288509584165, -0.0005763755745385824,
+    0.0016394756169413357, -0.004324309995050576, 0.010546460394594998, -0.02373741480589947,
+    0.04930528423967071, -0.09490109704804764, 0.17162090152220877, -0.3046826723431984,
+    0.6767952744094761)
+_I0_B = (
+    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17,
+    3.461222867697461e-17, -2.8276239805165836e-16, -3.425485619677219e-16,
+    1.7725601330565263e-15, 3.8116806693526224e-15, -9.554846698828307e-15,
+    -4.150569347287222e-14, 1.54008621752141e-14, 3.8527783827421426e-13,
+    7.180124451383666e-13, -1.7941785315068062e-12, -1.3215811840447713e-11,
+    -3.1499165279632416e-11, 1.1889147107846439e-11, 4.94060238822497e-10,
+    3.3962320257083865e-09, 2.266668990498178e-08, 2.0489185894690638e-07,
+    2.8913705208347567e-06, 6.889758346916825e-05, 0.0033691164782556943, 0.8044904110141088)
+
+
+def _chebyshev(x, coefficients):
+    """NumPy's ``_chbevl``: the Chebyshev series ``coefficients`` at ``x`` (Clenshaw)."""
+    b0, b1, b2 = coefficients[0], 0.0, 0.0
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = add(subtract(multiply(x, b1), b2), c)
+    return multiply(0.5, subtract(b0, b2))
+
+
+@implements(np.i0)
+def i0(x):
+    """``np.i0``: the modified Bessel function of the first kind, order 0, by NumPy's own
+    Chebyshev approximation (its values), differentiable (the derivative, ``i1(x)``, is the
+    approximation's: within about 1e-14 of it). Real only, as NumPy's.
+
+    >>> i0(np.array([0.0, 1.0]))
+    array([1.        , 1.26606588])
+    """
+    x = operand(x, "i0")
+    if dtype_of(x).kind == "c":
+        raise TensorTypeError("i0: not supported for complex values (as NumPy's i0)")
+    if dtype_of(x).kind != "f":
+        x = as_dtype(x, np.float64)
+    x = _abs(x)
+    small = less_equal(x, 8.0)
+    # each branch at a safe point where the other is taken: no inf (or NaN derivative) there
+    near = _where(small, x, 0.0)
+    far = _where(small, 9.0, x)
+    inner = multiply(exp(near), _chebyshev(subtract(divide(near, 2.0), 2), _I0_A))
+    outer = divide(multiply(exp(far), _chebyshev(subtract(divide(32.0, far), 2.0), _I0_B)),
+                   sqrt(far))
+    return _where(small, inner, outer)
+
+
+# --- complex or real entries -------------------------------------------------------------------
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    """``np.iscomplex``: whether each entry has a nonzero imaginary part (all false for a real
+    array); a boolean result, not differentiated.
+
+    >>> iscomplex(np.array([1 + 1j, 2 + 0j]))
+    array([ True, False])
+    """
+    x = operand(x, "iscomplex")
+    return not_equal(imag(x), 0)
+
+
+@implements(np.isreal)
+def isreal(x):
+    """``np.isreal``: whether each entry's imaginary part is zero (all true for a real array);
+    a boolean result, not differentiated.
+
+    >>> isreal(np.array([1 + 1j, 2 + 0j]))
+    array([False,  True])
+    """
+    x = operand(x, "isreal")
+    return equal(imag(x), 0)

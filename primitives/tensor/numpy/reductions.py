@@ -50,7 +50,8 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               greater, is_python_scalar, masked, max, maximum,
                                               min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
-                                              normalize_axis, not_equal, operand, real, reshape,
+                                              normalize_axis, not_equal, operand, imag, real,
+                                              reshape,
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
@@ -69,7 +70,8 @@ __all__ = ["mean", "logsumexp", "prod", "cumsum", "cumprod", "cumulative_sum", "
            "average", "ptp", "nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nanmax",
            "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian",
            "nanquantile", "nanpercentile",
-           "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "argmax",
+           "sort", "argsort", "sort_complex", "lexsort", "searchsorted", "partition",
+           "argpartition", "argmax",
            "argmin",
            "isin", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "union1d", "intersect1d", "setdiff1d", "setxor1d", "bincount",
@@ -1081,6 +1083,26 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     kind = _sort_kind(kind, order, stable, "argsort")
     x, axis = _sort_operand(a, axis, "argsort")
     return first(bind(Argsort(axis, kind), x))
+
+
+@implements(np.sort_complex)
+def sort_complex(a):
+    """``np.sort_complex``: ``a`` sorted along its last axis by real part, then imaginary
+    part, as a complex array (complex64 for small integers, else complex128 or ``a``'s own
+    complex dtype). The derivative follows the sort permutation (ties: original order).
+
+    >>> sort_complex(np.array([1 + 2j, 1 - 1j, 0 + 5j]))
+    array([0.+5.j, 1.-1.j, 1.+2.j])
+    """
+    a = operand(a, "sort_complex")
+    if not shape_of(a):
+        raise TensorShapeError("sort_complex: a must be at least 1-d (it sorts along axis -1)")
+    if dtype_of(a).kind != "c":
+        sorted_ = sort(a, axis=-1)
+        char = dtype_of(a).char
+        return as_dtype(sorted_, "F" if char in "bhBH" else "G" if char == "g" else "D")
+    order = lexsort((imag(a), real(a)), axis=-1)
+    return _take_along(a, order, len(shape_of(a)) - 1)
 
 
 @implements(np.lexsort)
