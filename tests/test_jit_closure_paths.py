@@ -799,15 +799,23 @@ def test_a_users_module_named_like_a_library_is_followed(name):
     for the library: its globals were not read again, and a rebound array gave the first
     trace's result."""
     module = types.ModuleType(name)
-    exec("import numpy as np\nW = np.ones(2)\ndef loss(x):\n    return x * W\n", module.__dict__)
+    exec(_LOSS_READING_W, module.__dict__)
     sys.modules[name] = module
     try:
-        step = tnp.jit(module.loss)
-        np.testing.assert_array_equal(step(X), [1.0, 2.0])
-        module.W = np.full(2, 5.0)
-        np.testing.assert_array_equal(step(X), [5.0, 10.0])
+        _assert_w_is_read_again(module)
     finally:
         del sys.modules[name]
+
+
+_LOSS_READING_W = "import numpy as np\nW = np.ones(2)\ndef loss(x):\n    return x * W\n"
+
+
+def _assert_w_is_read_again(module) -> None:
+    """``jit(module.loss)`` gives the new result once the module's global ``W`` is rebound."""
+    step = tnp.jit(module.loss)
+    np.testing.assert_array_equal(step(X), [1.0, 2.0])
+    module.W = np.full(2, 5.0)
+    np.testing.assert_array_equal(step(X), [5.0, 10.0])
 
 
 @pytest.mark.parametrize("name", ["statistics", "calendar", "test", "code"])
@@ -816,17 +824,14 @@ def test_a_users_module_named_like_the_standard_library_is_followed(name, tmp_pa
     found first on ``sys.path``) was taken for Python's own by its name: its globals were
     not read again, and a rebound array gave the first trace's result."""
     path = tmp_path / f"{name}.py"
-    path.write_text("import numpy as np\nW = np.ones(2)\ndef loss(x):\n    return x * W\n")
+    path.write_text(_LOSS_READING_W)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     original = sys.modules.get(name)
     sys.modules[name] = module
     try:
-        step = tnp.jit(module.loss)
-        np.testing.assert_array_equal(step(X), [1.0, 2.0])
-        module.W = np.full(2, 5.0)
-        np.testing.assert_array_equal(step(X), [5.0, 10.0])
+        _assert_w_is_read_again(module)
     finally:
         if original is None:
             del sys.modules[name]
