@@ -166,6 +166,8 @@ def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contain
     then on (in the result, and what flows on), or ``None`` to leave it as it is. The
     walk runs in segments between the nodes that made hooked keys, so each segment's loop
     is :func:`reverse_walk`'s, unchanged: a walk without hooks costs nothing more.
+    ``hooks`` is read as the walk goes, never iterated: it may be a live view, and a key a
+    hook adds to it is called if the walk reaches that key later (as in PyTorch).
 
     >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
     >>> from tidu.example_ops import Op
@@ -207,8 +209,11 @@ def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contain
             called.add(key)
     if start < len(nodes):
         reverse_walk(nodes[start:], cotangents, step, keep, reached)
-    for key in list(hooks):
+    # the leaves' hooks: looked up from what the walk reached, not from every hook (a model
+    # may hook each of its many parameters, and a walk reach few of them)
+    for key in [key for key in (*cotangents, *reached) if key in hooks]:
         if key not in called and (keep is None or key in keep):
+            called.add(key)
             _call_hook(hooks, key, cotangents, reached)
     if zeros is not None:
         zeros.update(reached)
