@@ -204,3 +204,18 @@ def test_a_raising_hook_changes_no_grad_and_leaves_the_library_usable():
     th = tx * torch.tensor(np.array([3.0, 4.0]))
     th.sum().backward()
     same(x.grad, tx.grad)
+
+
+def test_a_hook_added_by_a_hook_to_a_tensor_backward_went_past_does_not_run():
+    # c's node ran before a's hook added a hook to c: PyTorch does not run it; tidu ran it
+    # after the walk as if c were a leaf, changing c's retained .grad
+    results = []
+    for x, total in zip(pair([1.0, 2.0]), (tnp.sum, torch.sum)):
+        a = x * 2
+        c = (a * 3) * 1.5
+        c.retain_grad()
+        a.register_hook(lambda g, c=c: c.register_hook(lambda g2: g2 * 100) and None)
+        total(c * c).backward()
+        results.append((x.grad, c.grad))
+    same(results[0][0], results[1][0])
+    same(results[0][1], results[1][1])
