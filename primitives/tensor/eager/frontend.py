@@ -404,7 +404,10 @@ class Tensor(ArrayOperators, Frontend):
         or an array), else backward raises :class:`BackwardError`. Hooks run in the order
         they were registered, each on the previous one's result, and live as long as the
         recorded op that made the tensor (a leaf's, as long as the leaf), not the Python
-        object. The returned handle's ``remove()`` takes the hook off.
+        object: a hook holding its leaf is collected with it; one holding the computed
+        tensor it hooks keeps the recording alive until removed (as in PyTorch). A hook
+        may register or remove hooks: one added to a tensor that backward reaches later
+        runs in that backward. The returned handle's ``remove()`` takes the hook off.
 
         Where PyTorch differs: a write into ``grad`` reaches no other gradient (in PyTorch
         it may reach another input's of the same op, or the seed); an array may be
