@@ -4,6 +4,7 @@ the first tests did not try, each compared with the same PyTorch program.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
 from collections.abc import Mapping
@@ -219,3 +220,31 @@ def test_a_hook_added_by_a_hook_to_a_tensor_backward_went_past_does_not_run():
         results.append((x.grad, c.grad))
     same(results[0][0], results[1][0])
     same(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_hooks_between_rematerialized_nodes_match_pytorch(create_graph):
+    # arrays above SMALL_BYTES, so that "balanced" drops values and backward recomputes
+    # them, across the segments the hooked walk runs between hooked nodes
+    values = np.linspace(0.1, 1.0, 5000)
+    results = []
+    for lib in (tnp, torch):
+        x = lib.tensor(values, requires_grad=True)
+        x.register_hook(lambda g: g - 0.5)
+        with tnp.checkpoint_strategy("balanced") if lib is tnp else contextlib.nullcontext():
+            h = x
+            for i in range(30):
+                h = lib.tanh(h) * 1.3
+                if i % 7 == 3:
+                    h.register_hook(lambda g, i=i: g * (1.0 + i / 10))
+            loss = (h ** 2).sum()
+        if lib is tnp:
+            assert h.grad_fn.dropped is not None            # a value to recompute
+        if create_graph:
+            grad = autograd.grad if lib is tnp else torch.autograd.grad
+            (gx,) = grad(loss, x, create_graph=True)
+            (gx * gx).sum().backward()
+        else:
+            loss.backward()
+        results.append(x.grad)
+    same(results[0], results[1])
