@@ -970,12 +970,13 @@ class _KeyHooks:
 
     def __init__(self, t: Tensor) -> None:
         self.functions: dict = {}         # handle id -> hook
+        if t._trace is None:              # a leaf's .data may be given another shape later
+            leaf = weakref.ref(t)         # (its hooks run only while it lives: it holds them)
+            self.zeros = lambda: zero_gradient(leaf())      # noqa: E731
+            return
         shape, dtype = t.shape, t.dtype
         data = t._data
-        if t._trace is None:              # a leaf's .data may be given another shape later
-            leaf = weakref.ref(t)
-            self.zeros = lambda: zero_gradient(leaf())      # noqa: E731
-        elif type(data) is np.ndarray:
+        if type(data) is np.ndarray:
             self.zeros = lambda: np.zeros(shape, dtype)   # noqa: E731
         else:                             # (without keeping the array alive)
             xp, own_dtype, device = library_of(data).xp, data.dtype, device_of(data)
