@@ -166,6 +166,9 @@ def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contain
     then on (in the result, and what flows on), or ``None`` to leave it as it is. The
     walk runs in segments between the nodes that made hooked keys, so each segment's loop
     is :func:`reverse_walk`'s, unchanged: a walk without hooks costs nothing more.
+    ``hooks`` is read as the walk goes, never iterated: it may be a live view, and a key a
+    hook adds to it is called if the walk reaches that key later (as in PyTorch; not if
+    the node that made it ran already).
 
     >>> from tidu.eager import EagerInput, RecordedGraph, Recorder
     >>> from tidu.example_ops import Op
@@ -207,11 +210,33 @@ def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contain
             called.add(key)
     if start < len(nodes):
         reverse_walk(nodes[start:], cotangents, step, keep, reached)
-    for key in list(hooks):
-        if key not in called and (keep is None or key in keep):
-            _call_hook(hooks, key, cotangents, reached)
+    # the leaves' hooks: looked up from what the walk reached, not from every hook (a model
+    # may hook each of its many parameters, and a walk reach few of them)
+    leaves = [key for key in (*cotangents, *reached)
+              if key in hooks and key not in called and (keep is None or key in keep)]
+    if leaves:
+        # a hook added by a hook that ran at a node, to a key whose node ran already, is not
+        # a leaf's: it does not run (without such a hook, nothing could add one)
+        made = _made_keys(nodes) if called else ()
+        for key in leaves:
+            if key not in called and key not in made:
+                called.add(key)
+                _call_hook(hooks, key, cotangents, reached)
     if zeros is not None:
         zeros.update(reached)
+
+
+def _made_keys(nodes: Sequence) -> set:
+    """The output keys of ``nodes``."""
+    made = set(map(_output_key, nodes))
+    if None in made:                        # nodes of several outputs
+        for node in nodes:
+            if node.output_key is None:
+                made.update(node.output_keys)
+    return made
+
+
+_output_key = attrgetter("output_key")
 
 
 def _call_hook(hooks: Mapping, key, cotangents: dict, reached: set) -> None:

@@ -84,6 +84,7 @@ import numbers
 import sys
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Callable
 
 import numpy as np
@@ -239,7 +240,7 @@ class Tensor(ArrayOperators, Frontend):
     """
 
     __slots__ = ("_data", "_requires_grad", "_grad", "_key", "_trace", "_exposed",
-                 "__weakref__")
+                 "_leaf_hooks", "__weakref__")
     level = 1
 
     def __init__(self, data, requires_grad: bool = False) -> None:
@@ -403,7 +404,10 @@ class Tensor(ArrayOperators, Frontend):
         or an array), else backward raises :class:`BackwardError`. Hooks run in the order
         they were registered, each on the previous one's result, and live as long as the
         recorded op that made the tensor (a leaf's, as long as the leaf), not the Python
-        object. The returned handle's ``remove()`` takes the hook off.
+        object: a hook holding its leaf is collected with it; one holding the computed
+        tensor it hooks keeps the recording alive until removed (as in PyTorch). A hook
+        may register or remove hooks: one added to a tensor that backward reaches later
+        runs in that backward. The returned handle's ``remove()`` takes the hook off.
 
         Where PyTorch differs: a write into ``grad`` reaches no other gradient (in PyTorch
         it may reach another input's of the same op, or the seed); an array may be
@@ -432,13 +436,18 @@ class Tensor(ArrayOperators, Frontend):
                                   f"{type(hook).__name__}")
         key = self.key
         with _leaf_key_lock:
-            hooks = _hooks.get(key)
+            hooks = _hooks_of(key)
             if hooks is None:
-                hooks = _hooks[key] = _KeyHooks(self)
+                hooks = _KeyHooks(self)
+                _hooks[key] = weakref.ref(hooks, functools.partial(_forget_hooks, key))
                 # the hooks go with what backward reaches: the node that made the key, or
-                # the leaf (whose key dies with it)
-                weakref.finalize(self._trace if self._trace is not None else self,
-                                 _drop_hooks, key, hooks)
+                # the leaf (whose key dies with it). A leaf holds its own, so that a hook
+                # holding the leaf makes a cycle the garbage collector frees (as in PyTorch)
+                if self._trace is not None:
+                    _node_hooks[key] = hooks
+                    weakref.finalize(self._trace, _drop_hooks, key, hooks)
+                else:
+                    self._leaf_hooks = hooks
             handle = HookHandle(key, hooks)
             hooks.functions[handle.id] = hook
         return handle
@@ -893,8 +902,16 @@ _EXACT_REFS = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 # --- register_hook -------------------------------------------------------------------------
 
-_hooks: dict = {}              # key of a tensor -> its _KeyHooks (only keys with hooks)
+# Only keys with hooks are here. A computed tensor's _KeyHooks live as long as the node that
+# made it (_node_hooks holds them); a leaf's as long as the leaf (its _leaf_hooks).
+_hooks: dict = {}              # key of a tensor -> weak reference to its _KeyHooks
+_node_hooks: dict = {}         # key of a computed tensor -> its _KeyHooks
 _hook_ids = itertools.count()
+
+
+def _hooks_of(key) -> "_KeyHooks | None":
+    ref = _hooks.get(key)
+    return ref() if ref is not None else None
 
 
 class HookHandle:
@@ -914,14 +931,16 @@ class HookHandle:
     def __init__(self, key, hooks: "_KeyHooks") -> None:
         self.id = next(_hook_ids)
         self._key = key
-        self._hooks = hooks
+        self._hooks = weakref.ref(hooks)    # a kept handle keeps no hook (nor leaf) alive
 
     def remove(self) -> None:
         """Take the hook off (a second call does nothing)."""
         with _leaf_key_lock:
-            self._hooks.functions.pop(self.id, None)
-            if not self._hooks.functions:
-                _drop_hooks(self._key, self._hooks)
+            hooks = self._hooks()
+            if hooks is not None:
+                hooks.functions.pop(self.id, None)
+                if not hooks.functions:
+                    _drop_hooks(self._key, hooks)
 
     def __enter__(self) -> "HookHandle":
         return self
@@ -931,18 +950,31 @@ class HookHandle:
 
 
 def _drop_hooks(key, hooks: "_KeyHooks") -> None:
-    if _hooks.get(key) is hooks:
-        del _hooks[key]
+    """Forget ``key``'s ``hooks`` (all removed, or their node is gone)."""
+    if _hooks_of(key) is hooks:
+        _hooks.pop(key, None)
+    if _node_hooks.get(key) is hooks:
+        _node_hooks.pop(key, None)
+
+
+def _forget_hooks(key, ref) -> None:
+    """The weak reference ``ref`` to ``key``'s hooks died (their leaf was collected)."""
+    if _hooks.get(key) is ref:
+        _hooks.pop(key, None)
 
 
 class _KeyHooks:
-    """The hooks of one key, in registration order, and its gradient's shape and dtype."""
+    """The hooks of one key, in registration order, and how to make its zero gradient."""
 
-    __slots__ = ("functions", "shape", "dtype", "zeros")
+    __slots__ = ("functions", "zeros", "__weakref__")
 
     def __init__(self, t: Tensor) -> None:
         self.functions: dict = {}         # handle id -> hook
-        self.shape, self.dtype = shape, dtype = t.shape, t.dtype
+        if t._trace is None:              # a leaf's .data may be given another shape later
+            leaf = weakref.ref(t)         # (its hooks run only while it lives: it holds them)
+            self.zeros = lambda: zero_gradient(leaf())      # noqa: E731
+            return
+        shape, dtype = t.shape, t.dtype
         data = t._data
         if type(data) is np.ndarray:
             self.zeros = lambda: np.zeros(shape, dtype)   # noqa: E731
@@ -1002,17 +1034,44 @@ class _KeyHooks:
         return result
 
 
-def _walk_hooks(create_graph: bool, called: set | None) -> dict | None:
-    """The registered hooks as ``tidu.eager``'s ``hooks`` argument (key -> callable), or
-    ``None`` when there is none (the plain walk).
+class _WalkHooks(Mapping):
+    """The registered hooks as ``tidu.eager``'s ``hooks`` argument (key -> callable): a live
+    view of ``_hooks``, so a backward builds nothing per hook, and a hook registered by
+    another hook while the walk runs is found when the walk reaches its key (as PyTorch)."""
+
+    __slots__ = ("create_graph", "called")
+    __contains__ = staticmethod(_hooks.__contains__)    # the walk's test at each node
+
+    def __init__(self, create_graph: bool, called: set | None) -> None:
+        self.create_graph, self.called = create_graph, called
+
+    def __getitem__(self, key) -> Callable:
+        hooks = _hooks_of(key)
+        if hooks is None:                   # removed while the walk ran
+            return _no_hook
+        return functools.partial(_run_hooks, hooks, self.create_graph, self.called, key)
+
+    def __iter__(self):
+        return iter(_hooks.copy())          # (copy: runs no Python code, so no collection)
+
+    def __len__(self) -> int:
+        return len(_hooks)
+
+
+def _no_hook(cotangent) -> None:
+    return None
+
+
+def _walk_hooks(create_graph: bool, called: set | None) -> _WalkHooks | None:
+    """The registered hooks as ``tidu.eager``'s ``hooks`` argument, or ``None`` when there is
+    none (the plain walk).
 
     ``called`` (a set shared by the walks of one ``autograd.grad`` of several outputs)
     collects the keys whose hooks ran: a second walk reaching one raises, since that hook
     would run on a part of the gradient, not on all of it as in PyTorch's one walk."""
     if not _hooks:
         return None
-    return {key: functools.partial(_run_hooks, hooks, create_graph, called, key)
-            for key, hooks in list(_hooks.items())}
+    return _WalkHooks(create_graph, called)
 
 
 def _run_hooks(hooks: _KeyHooks, create_graph: bool, called: set | None, key, cotangent):
