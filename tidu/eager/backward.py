@@ -40,8 +40,8 @@ from typing import Any, Callable, Container, Mapping
 
 from tidu.graph import ValueKey
 from tidu.eager.executor import BackwardExecutor
-from tidu.eager.walk import NodeRunner, NodeStep, check_start, hooked_walk, kept, \
-    nodes_last_first, only_zero_keys, reverse_walk
+from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
+    only_zero_keys, walk
 
 
 class _Backward(NodeStep):
@@ -96,16 +96,12 @@ def try_backward(output_key: ValueKey, output_trace, seed, executor: BackwardExe
     """
     check_start("try_backward", output_key, output_trace, seed, executor, keep)
     cotangents: dict[ValueKey, Any] = {output_key: seed}
+    nodes, step = (), None
     if output_trace is not None:
         nodes = nodes_last_first(output_trace)
         step = _Backward(executor, ctx)
         step.runner.walk_nodes(nodes)
-        if hooks:
-            hooked_walk(nodes, cotangents, step, keep, zeros, hooks)
-        else:
-            reverse_walk(nodes, cotangents, step, keep, zeros)
-    elif hooks:
-        hooked_walk((), cotangents, None, keep, zeros, hooks)     # a leaf's own hook
+    walk(nodes, cotangents, step, keep, zeros, hooks)
     result = kept(cotangents, keep)
     only_zero_keys(zeros, result, keep)
     return result

@@ -46,8 +46,8 @@ from tidu.graph import FreshInput, ValueKey
 from tidu.eager.executor import BackwardExecutor, graph_runner
 from tidu.eager.plans import BackwardPlan, recorded_backward
 from tidu.eager.record import EagerError, EagerInput, RecordedGraph, Recorder
-from tidu.eager.walk import NodeRunner, NodeStep, check_start, hooked_walk, kept, \
-    nodes_last_first, only_zero_keys, reverse_walk
+from tidu.eager.walk import NodeRunner, NodeStep, check_start, kept, nodes_last_first, \
+    only_zero_keys, walk
 from tidu.eager.backward import try_backward  # noqa: F401  (used by the doctest)
 
 _CONSTANT = FreshInput()      # the key of a value without history (never read: no grad)
@@ -85,17 +85,13 @@ def try_backward_recorded(output_key: ValueKey, output_trace, seed, executor: Ba
         raise InvalidArgumentError(f"try_backward_recorded needs a Recorder to record the "
                                    f"backward work with, got {type(recorder).__name__}")
     records: dict[ValueKey, EagerInput] = {output_key: seed_record}
+    nodes, step = (), None
     if output_trace is not None:
         step = _RecordedBackward(executor, recorder, ctx)
         nodes = nodes_last_first(output_trace)
         step.runner.walk_nodes(nodes)
-        with gc_paused():          # the recorded nodes outlive the call: no collection walks them
-            if hooks:
-                hooked_walk(nodes, records, step, keep, zeros, hooks)
-            else:
-                reverse_walk(nodes, records, step, keep, zeros)
-    elif hooks:
-        hooked_walk((), records, None, keep, zeros, hooks)        # a leaf's own hook
+    with gc_paused():              # the recorded nodes outlive the call: no collection walks them
+        walk(nodes, records, step, keep, zeros, hooks)
     result = kept(records, keep)
     only_zero_keys(zeros, result, keep)
     return result

@@ -154,6 +154,16 @@ def reverse_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Contai
 _FIRST_ONLY = (0,)
 
 
+def walk(nodes: Sequence, cotangents: dict, step: NodeStep | None, keep: Container | None,
+         zeros: set | None, hooks: Mapping | None) -> None:
+    """The walk of a backward: :func:`hooked_walk` when there are ``hooks`` (with no
+    ``nodes`` too: a leaf's own hook), else :func:`reverse_walk`."""
+    if hooks:
+        hooked_walk(nodes, cotangents, step, keep, zeros, hooks)
+    elif nodes:
+        reverse_walk(nodes, cotangents, step, keep, zeros)
+
+
 def hooked_walk(nodes: Sequence, cotangents: dict, step: NodeStep, keep: Container | None,
                 zeros: set | None, hooks: Mapping) -> None:
     """:func:`reverse_walk`, calling ``hooks[key]`` once for each key in ``hooks`` it reaches.
