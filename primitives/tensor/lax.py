@@ -31,7 +31,7 @@ array(0.)
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -51,16 +51,34 @@ _PYTHON_NUMBERS = (bool, int, float, complex)
 # --- values that must be known ----------------------------------------------------------
 
 
-def _known_bool(pred, function: str) -> bool | None:
-    """``pred`` (a scalar) as a bool, or ``None`` where its value is not known (traced by
-    ``jit`` or batched by ``vmap``)."""
+def _check_function(fn, function: str, what: str) -> None:
+    if not callable(fn):
+        raise TensorTypeError(f"{function}: {what} must be a function, got "
+                              f"{type(fn).__name__}")
+
+
+def _known_bool(pred, function: str, what: str = "the predicate") -> bool | None:
+    """``pred`` (a boolean or real scalar, as JAX takes) as a bool, or ``None`` where its
+    value is not known (traced by ``jit`` or batched by ``vmap``)."""
     if shape_of(pred) != ():
-        raise TensorShapeError(f"{function}: the predicate must be a scalar, got shape "
+        raise TensorShapeError(f"{function}: {what} must be a scalar, got shape "
                                f"{shape_of(pred)}")
+    if type(pred) is not bool and dtype_of(pred).kind not in "biuf":
+        # a complex, string or None predicate is refused, not read as a truth value
+        raise TensorTypeError(f"{function}: {what} must be a boolean or a real number, got "
+                              f"{_describe(pred)}")
     try:
         return bool(pred)
     except ConcretizationError:
         return None
+
+
+def _describe(value) -> str:
+    kind = type(value)
+    if kind in _PYTHON_NUMBERS or kind is str or value is None:
+        return f"{kind.__name__} {value!r}"
+    dtype = getattr(value, "dtype", None)
+    return f"a value of dtype {dtype_of(value)}" if dtype is not None else kind.__name__
 
 
 def _known_int(value, function: str, what: str) -> int:
@@ -105,10 +123,21 @@ def _fresh(result, operands) -> Any:
     """``result`` with each leaf that is one of ``operands``' leaves (or shares its memory)
     replaced by a copy."""
     leaves, structure = tree_flatten(result)
-    held = tree_flatten(operands)[0]
+    held = [leaf for leaf in tree_flatten(operands)[0] if _is_array(leaf)]
     own = {id(leaf) for leaf in held if isinstance(leaf, Frontend)}
-    leaves = [api.copy(leaf) if id(leaf) in own else leaf for leaf in leaves]
-    return tree_unflatten(structure, fresh(leaves, held))
+    arrays = [n for n, leaf in enumerate(leaves) if _is_array(leaf)]
+    copied = fresh([api.copy(leaves[n]) if id(leaves[n]) in own else leaves[n]
+                    for n in arrays], held)
+    for n, leaf in zip(arrays, copied):
+        leaves[n] = leaf
+    return tree_unflatten(structure, leaves)
+
+
+def _is_array(leaf) -> bool:
+    """Whether ``leaf`` is an array (of any library) or a tidu value, not another object
+    a carry may hold (a string, a function), which is passed on as it is."""
+    return type(leaf) is np.ndarray or isinstance(leaf, Frontend) or (
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
 
 
 # --- branches -------------------------------------------------------------------------------
@@ -128,6 +157,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     ...                                                    np.zeros(2))
     array([0., 1.])
     """
+    _check_function(true_fun, "cond", "true_fun")
+    _check_function(false_fun, "cond", "false_fun")
     taken = _known_bool(pred, "cond")
     if taken is not None:
         return _fresh((true_fun if taken else false_fun)(*operands), operands)
@@ -152,12 +183,18 @@ def switch(index, branches: Sequence[Callable], *operands) -> Any:
     >>> switch(5, [lambda x: x, lambda x: 2 * x], np.array(3.0))
     np.float64(6.0)
     """
+    if callable(branches) or not isinstance(branches, Iterable):
+        raise TensorTypeError(f"switch: branches must be a non-empty sequence of functions, "
+                              f"got {type(branches).__name__}")
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise TensorTypeError("switch: branches must be a non-empty sequence of functions")
     if shape_of(index) != ():
         raise TensorShapeError(f"switch: the index must be a scalar, got shape "
                                f"{shape_of(index)}")
+    if type(index) is not int and dtype_of(index).kind not in "iu":
+        # as JAX: a float index (traced, it would pick a branch by equality) or a bool
+        raise TensorTypeError(f"switch: the index must be an integer, got {_describe(index)}")
     try:
         known = operator.index(index)
     except ConcretizationError:
@@ -200,6 +237,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: Any = None)
     >>> fori_loop(0, 4, lambda i, v: v + i, np.array(0.0))
     np.float64(6.0)
     """
+    _check_function(body_fun, "fori_loop", "body_fun")
     start = _known_int(lower, "fori_loop", "lower")
     stop = _known_int(upper, "fori_loop", "upper")
     val = init_val
@@ -218,9 +256,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
     >>> while_loop(lambda v: v < 10, lambda v: v * 2, np.array(1.0))
     np.float64(16.0)
     """
+    _check_function(cond_fun, "while_loop", "cond_fun")
+    _check_function(body_fun, "while_loop", "body_fun")
     val = init_val
     while True:
-        go = _known_bool(cond_fun(val), "while_loop")
+        go = _known_bool(cond_fun(val), "while_loop", "cond_fun's result")
         if go is None:
             raise ConcretizationError(
                 "while_loop: the condition is traced, so its value is not known while "
@@ -247,25 +287,21 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     >>> scan(lambda c, _: (c + 1, None), 0, length=3)
     (3, None)
     """
+    _check_function(f, "scan", "f")
     x_leaves, x_tree = tree_flatten(xs)
     steps = _scan_length(x_leaves, length)
     order = range(steps - 1, -1, -1) if reverse else range(steps)
     carry, ys = init, []
     for i in order:
         x = tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves])
-        out = f(carry, x)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise TensorTypeError(f"scan: f must return a pair (carry, y), got "
-                                  f"{type(out).__name__}")
-        _check_same_types(carry, out[0], "scan", "the carry")
-        carry = out[0]
-        ys.append(out[1])
+        carry, y = _step(f, carry, x)
+        ys.append(y)
     if reverse:
         ys.reverse()
     if steps == 0:                      # the shapes of y: one call on zeros, as JAX traces f
         x = tree_unflatten(x_tree, [api.zeros(shape_of(leaf)[1:], dtype_of(leaf))
                                     for leaf in x_leaves])
-        y_leaves, y_tree = tree_flatten(f(init, x)[1])
+        y_leaves, y_tree = tree_flatten(_step(f, init, x)[1])
         stacked = [api.zeros((0, *shape_of(y)), np.asarray(y).dtype if type(y) in
                              _PYTHON_NUMBERS else dtype_of(y)) for y in y_leaves]
     else:
@@ -278,6 +314,17 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return _fresh((carry, tree_unflatten(y_tree, stacked)), (init, xs))
 
 
+def _step(f: Callable, carry, x) -> tuple:
+    """``f(carry, x)``, checked: a pair (a tuple or a list, as JAX takes), whose carry has
+    the types of ``carry``."""
+    out = f(carry, x)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TensorTypeError(f"scan: f must return a pair (carry, y), got "
+                              f"{type(out).__name__}")
+    _check_same_types(carry, out[0], "scan", "the carry")
+    return out[0], out[1]
+
+
 def _scan_length(x_leaves: list, length: int | None) -> int:
     lengths = set()
     for leaf in x_leaves:
@@ -288,6 +335,8 @@ def _scan_length(x_leaves: list, length: int | None) -> int:
         lengths.add(shape[0])
     if length is not None:
         length = _known_int(length, "scan", "length")
+        if length < 0:
+            raise TensorShapeError(f"scan: length must not be negative, got {length}")
         lengths.add(length)
     if len(lengths) > 1:
         raise TensorShapeError(f"scan: the leaves of xs (and length) must share their leading "
@@ -305,4 +354,5 @@ def map(f: Callable, xs, *, batch_size: int | None = None) -> Any:
     >>> map(lambda x: x @ x, np.arange(6.0).reshape(3, 2))
     array([ 1., 13., 41.])
     """
+    _check_function(f, "map", "f")
     return scan(lambda carry, x: (carry, f(x)), (), xs)[1]

@@ -1,0 +1,128 @@
+"""Round 58d, hostile: ``tnp.lax`` and the registered pytree nodes tested as an expert JAX
+user would, against ``jax.lax`` and ``jax.tree_util``. Each test here failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor import lax
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+BRANCHES = [lambda: np.array(10.0), lambda: np.array(20.0), lambda: np.array(30.0)]
+
+
+# --- lax ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [0.5, 1.7, 1j, True])
+def test_switch_refuses_an_index_that_is_not_an_integer_known_traced_or_batched(index):
+    # a traced float index used to pick a branch by equality after clipping: 0.5 and 1.7
+    # both ran the last branch, silently (JAX refuses any index that is not an integer)
+    with pytest.raises(TypeError, match="Index type must be an integer"):
+        jax.jit(lambda i: jax.lax.switch(i, BRANCHES))(index)
+    with pytest.raises(TensorTypeError, match="switch: the index must be an integer"):
+        lax.switch(index, BRANCHES)
+    with pytest.raises(TensorTypeError, match="switch: the index must be an integer"):
+        tnp.jit(lambda i: lax.switch(i, BRANCHES))(index)
+    with pytest.raises(TensorTypeError, match="switch: the index must be an integer"):
+        tnp.vmap(lambda i: lax.switch(i, BRANCHES))(np.array([index, index]))
+
+
+def test_switch_still_takes_integer_indices_of_any_integer_dtype():
+    for index in (np.int8(1), np.uint32(7), np.int64(-3), 1):
+        want = jax.lax.switch(index, BRANCHES)
+        assert lax.switch(index, BRANCHES) == want
+        assert tnp.jit(lambda i: lax.switch(i, BRANCHES))(index) == want
+    np.testing.assert_array_equal(
+        tnp.vmap(lambda i: lax.switch(i, BRANCHES))(np.array([-1, 0, 1, 2, 9], np.int32)),
+        [10.0, 10.0, 20.0, 30.0, 30.0])
+
+
+@pytest.mark.parametrize("pred", [None, "yes", 1j])
+def test_a_predicate_that_is_not_a_boolean_or_real_number_is_refused(pred):
+    # None and "" were read as false, any other string as true; a traced complex 1j took
+    # the false branch (where's truth of a complex differs from bool's)
+    with pytest.raises(TypeError):
+        jax.lax.cond(pred, lambda: 1.0, lambda: 2.0)
+    with pytest.raises(TensorTypeError, match="cond: the predicate must be a boolean or a real"):
+        lax.cond(pred, lambda: 1.0, lambda: 2.0)
+    with pytest.raises(TensorTypeError, match="while_loop: cond_fun's result must be a "
+                                              "boolean or a real"):
+        lax.while_loop(lambda v: pred, lambda v: v + 1.0, 0.0)
+    if pred is not None:
+        with pytest.raises(TensorTypeError, match="cond: the predicate must be a boolean"):
+            tnp.jit(lambda p: lax.cond(p, *BRANCHES[:2]))(np.asarray(pred))
+
+
+def test_real_predicates_keep_jaxs_truth():
+    for pred in (0.5, -1, 2, np.float32(0.0), np.array(True)):
+        want = jax.lax.cond(pred, *BRANCHES[:2])
+        assert lax.cond(pred, *BRANCHES[:2]) == want
+        assert tnp.jit(lambda p: lax.cond(p, *BRANCHES[:2]))(pred) == want
+
+
+def test_functions_that_are_not_callable_are_refused_by_name():
+    x = np.ones(2)
+    cases = [
+        ("cond: true_fun must be a function", lambda: lax.cond(True, 1, 2, x)),
+        ("cond: false_fun must be a function", lambda: lax.cond(True, tnp.sin, None, x)),
+        ("switch: branches must be a non-empty sequence of functions, got function",
+         lambda: lax.switch(0, tnp.sin, x)),
+        ("fori_loop: body_fun must be a function", lambda: lax.fori_loop(0, 2, None, x)),
+        ("while_loop: cond_fun must be a function", lambda: lax.while_loop(1, tnp.sin, x)),
+        ("while_loop: body_fun must be a function",
+         lambda: lax.while_loop(lambda v: False, "body", x)),
+        ("scan: f must be a function", lambda: lax.scan(None, 0.0, x)),
+        ("map: f must be a function", lambda: lax.map(None, x)),
+    ]
+    for message, call in cases:
+        with pytest.raises(TensorTypeError, match=message):
+            call()
+
+
+def test_a_length_zero_scan_checks_its_carry_as_jax_does():
+    # the step is traced once for the shapes of y: its carry must keep the carry's types
+    with pytest.raises(TypeError, match="carry input and carry output must have equal types"):
+        jax.lax.scan(lambda c, x: (c[:1], x), np.zeros(2), np.zeros((0, 2)))
+    with pytest.raises(TensorShapeError, match="scan: the carry must keep its shapes"):
+        lax.scan(lambda c, x: (c[:1], x), np.zeros(2), np.zeros((0, 2)))
+    with pytest.raises(TensorTypeError, match="scan: f must return a pair"):
+        lax.scan(lambda c, x: c, np.zeros(2), np.zeros((0, 2)))
+    carry, ys = lax.scan(lambda c, x: (c + x, (x, c)), np.ones(2), np.zeros((0, 2)))
+    np.testing.assert_array_equal(carry, [1.0, 1.0])
+    assert ys[0].shape == ys[1].shape == (0, 2)
+
+
+def test_a_negative_scan_length_is_refused_by_name():
+    with pytest.raises(TensorShapeError, match="scan: length must not be negative, got -1"):
+        lax.scan(lambda c, x: (c, x), 0.0, None, length=-1)
+
+
+def test_scan_takes_a_list_pair_as_jax_does():
+    step = lambda c, x: [c + x, c * x]                                   # noqa: E731
+    xs = np.arange(1.0, 4.0)
+    carry, ys = lax.scan(step, 1.0, xs)
+    want_carry, want_ys = jax.lax.scan(step, 1.0, xs)
+    assert carry == want_carry
+    np.testing.assert_array_equal(ys, want_ys)
+    grad = tnp.grad(lambda xs: tnp.sum(lax.scan(step, 1.0, xs)[1]))(xs)
+    want = jax.grad(lambda xs: jnp.sum(jax.lax.scan(step, 1.0, xs)[1]))(xs)
+    np.testing.assert_allclose(grad, want)
+
+
+def test_a_carry_may_hold_objects_that_are_not_arrays():
+    # a name or a function riding in the carry: results were copied through NumPy's clone,
+    # which raised a bare AttributeError ('str' object has no attribute 'copy')
+    x = np.array([1.0, 2.0])
+    carry, ys = lax.scan(lambda c, v: ((c[0], c[1] + v), v * 2), ("tag", 0.0), x)
+    assert carry == ("tag", 3.0)
+    out = lax.fori_loop(0, 2, lambda i, c: (c[0], c[1] * 2), (tnp.sin, x))
+    assert out[0] is tnp.sin and not np.shares_memory(out[1], x)
+    out = lax.cond(True, lambda c: c, lambda c: c, ("tag", x))
+    assert out[0] == "tag" and not np.shares_memory(out[1], x)
