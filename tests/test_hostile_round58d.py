@@ -126,3 +126,16 @@ def test_a_carry_may_hold_objects_that_are_not_arrays():
     assert out[0] is tnp.sin and not np.shares_memory(out[1], x)
     out = lax.cond(True, lambda c: c, lambda c: c, ("tag", x))
     assert out[0] == "tag" and not np.shares_memory(out[1], x)
+
+
+def test_scan_stacks_ys_of_every_dtype_as_jax_does():
+    # ys of NumPy arrays are stacked by NumPy directly (no op per step): same dtypes
+    xs = np.arange(1.0, 4.0, dtype=np.float32)
+    step = lambda c, x: (c * x, (c, c > 2, (c * 2).astype(np.int16), 1.5))   # noqa: E731
+    carry, ys = lax.scan(step, np.float32(1.0), xs)
+    want_carry, want_ys = jax.lax.scan(step, np.float32(1.0), xs)
+    assert carry.dtype == np.float32 and carry == want_carry
+    for y, want in zip(ys, want_ys):
+        np.testing.assert_array_equal(y, want)
+        assert y.dtype == want.dtype or (y.dtype == np.float64 and want.weak_type)
+    assert not np.shares_memory(ys[0], xs)
