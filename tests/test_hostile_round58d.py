@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
-from primitives.tensor import lax
+from primitives.tensor import lax, tree_util
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 
 jax = pytest.importorskip("jax")
@@ -139,3 +139,60 @@ def test_scan_stacks_ys_of_every_dtype_as_jax_does():
         np.testing.assert_array_equal(y, want)
         assert y.dtype == want.dtype or (y.dtype == np.float64 and want.weak_type)
     assert not np.shares_memory(ys[0], xs)
+
+
+# --- pytree nodes -------------------------------------------------------------------------
+
+
+def test_two_threads_registering_one_type_at_once_the_second_is_refused():
+    # the check ("already registered?") and the registration were not one step: two threads
+    # that both checked before either registered both succeeded, the second silently
+    # replacing the first's functions. A metaclass whose hash sleeps makes them overlap.
+    import threading
+    import time
+
+    class SlowHash(type):
+        def __hash__(cls):
+            time.sleep(0.02)
+            return id(cls) >> 4
+
+    class Node(metaclass=SlowHash):
+        def __init__(self, x):
+            self.x = x
+
+    outcomes = []
+
+    def register(tag):
+        try:
+            tree_util.register_pytree_node(Node, lambda n: ((n.x,), tag),
+                                           lambda aux, children: Node(*children))
+            outcomes.append("registered")
+        except TensorTypeError as error:
+            outcomes.append(str(error))
+
+    threads = [threading.Thread(target=register, args=(tag,)) for tag in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes)[-1] == "registered"
+    assert "register_pytree_node: Node is already a pytree node type" in sorted(outcomes)[0]
+
+
+@pytest.mark.parametrize("kind", ["namedtuple", "list"])
+def test_nesting_700_deep_flattens_and_unflattens(kind):
+    # one frame for each level (was two: a comprehension or generator per node), so nesting
+    # as deep as 700 (JAX's C++ goes deeper) round-trips under the default recursion limit
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        left: object
+        right: object
+
+    tree = 0.0
+    for depth in range(1, 700):
+        tree = Pair(tree, float(depth)) if kind == "namedtuple" else [tree, float(depth)]
+    leaves, structure = tree_util.tree_flatten(tree)
+    assert leaves == [float(n) for n in range(700)]
+    back = tree_util.tree_unflatten(structure, leaves)
+    assert tree_util.tree_leaves(back) == leaves

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NamedTuple
@@ -132,11 +133,17 @@ def _flatten(tree, leaves: list) -> TreeDef:
     node = _NODES.get(kind)                         # only for types past the fast paths
     if node is not None:
         shell, children = node.flatten(tree)
-        return shell._replace(children=tuple(_flatten(t, leaves) for t in children))
-    if isinstance(tree, tuple) and hasattr(kind, "_fields"):
-        return TreeDef("namedtuple", (), tuple(_flatten(t, leaves) for t in tree), kind)
-    leaves.append(tree)
-    return LEAF
+    elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
+        shell, children = None, tree                # a named tuple
+    else:
+        leaves.append(tree)
+        return LEAF
+    structures = []
+    for t in children:              # a loop, not a generator: one frame for each level
+        structures.append(_flatten(t, leaves))
+    if shell is None:
+        return TreeDef("namedtuple", (), tuple(structures), kind)
+    return shell._replace(children=tuple(structures))
 
 
 def _flatten_unless(tree, leaves: list, is_leaf: Callable) -> TreeDef:
@@ -149,7 +156,10 @@ def _flatten_unless(tree, leaves: list, is_leaf: Callable) -> TreeDef:
         leaves.append(tree)
         return LEAF
     shell, children = node
-    return shell._replace(children=tuple(_flatten_unless(t, leaves, is_leaf) for t in children))
+    structures = []
+    for t in children:
+        structures.append(_flatten_unless(t, leaves, is_leaf))
+    return shell._replace(children=tuple(structures))
 
 
 def flatten_one_level(tree: Any) -> tuple[TreeDef, list] | None:
@@ -267,7 +277,9 @@ def _unflatten(tree: TreeDef, it) -> Any:
         return next(it)
     if kind == "none":
         return None
-    children = [next(it) if c is LEAF else _unflatten(c, it) for c in tree.children]
+    children = []
+    for c in tree.children:         # a loop, not a comprehension: one frame for each level
+        children.append(next(it) if c is LEAF else _unflatten(c, it))
     if kind == "tuple":
         return tuple(children)
     if kind == "list":
@@ -307,7 +319,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
         if not callable(fn):
             raise TensorTypeError(f"{what}: {name} for {nodetype.__name__} must be callable, "
                                   f"got {type(fn).__name__}")
-    _NODES[nodetype] = _custom_node(nodetype, flatten_func, unflatten_func)
+    _register(nodetype, _custom_node(nodetype, flatten_func, unflatten_func), what)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -334,7 +346,8 @@ def register_pytree_node_class(cls: type) -> type:
             raise TensorTypeError(f"{what}: {cls.__name__} has no {name} method (it needs "
                                   "tree_flatten(self) and the classmethod "
                                   "tree_unflatten(aux_data, children))")
-    _NODES[cls] = _custom_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    _register(cls, _custom_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten),
+              what)
     return cls
 
 
@@ -398,7 +411,7 @@ def register_dataclass(nodetype: type | None = None, data_fields: Sequence[str] 
 
     flatten.__qualname__ = f"register_dataclass({name}).flatten"
     unflatten.__qualname__ = f"{name}(**fields)"
-    _NODES[nodetype] = _custom_node(nodetype, flatten, unflatten, data_fields)
+    _register(nodetype, _custom_node(nodetype, flatten, unflatten, data_fields), what)
     return nodetype
 
 
@@ -411,6 +424,17 @@ def _check_new(nodetype, what: str) -> None:
                               "(each type is registered once)")
     if nodetype is np.ndarray:
         raise TensorTypeError(f"{what}: numpy.ndarray is a pytree leaf; it cannot be a node")
+
+
+_REGISTERING = threading.Lock()
+
+
+def _register(nodetype: type, node: _Node, what: str) -> None:
+    """Add ``nodetype``'s node, checked again under a lock: of two threads registering one
+    type at once, the second is refused (as it is when they do not overlap)."""
+    with _REGISTERING:
+        _check_new(nodetype, what)
+        _NODES[nodetype] = node
 
 
 def _custom_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
