@@ -196,3 +196,13 @@ def test_nesting_700_deep_flattens_and_unflattens(kind):
     assert leaves == [float(n) for n in range(700)]
     back = tree_util.tree_unflatten(structure, leaves)
     assert tree_util.tree_leaves(back) == leaves
+
+
+def test_a_structure_has_jaxs_num_leaves_and_unflatten():
+    from collections import OrderedDict
+
+    for tree in ({"b": (1, None, [2]), "a": OrderedDict(z=3, y=4)}, None, 5, [(), {}]):
+        structure, want = tree_util.tree_structure(tree), jax.tree_util.tree_structure(tree)
+        assert structure.num_leaves == want.num_leaves
+        leaves = list(range(want.num_leaves))
+        assert structure.unflatten(leaves) == want.unflatten(leaves)

@@ -67,6 +67,31 @@ class TreeDef(NamedTuple):
             return inner
         return f"({inner})" if self.kind == "tuple" else f"[{inner}]"
 
+    @property
+    def num_leaves(self) -> int:
+        """How many leaves a tree of this structure holds (JAX's ``PyTreeDef.num_leaves``).
+
+        >>> tree_structure({"a": (1, 2), "b": None}).num_leaves
+        2
+        """
+        count, pending = 0, [self]
+        while pending:
+            node = pending.pop()
+            if node.kind == "leaf":
+                count += 1
+            else:
+                pending.extend(node.children)
+        return count
+
+    def unflatten(self, leaves: Iterable) -> Any:
+        """The tree of this structure with ``leaves`` (:func:`tree_unflatten`; JAX's
+        ``PyTreeDef.unflatten``).
+
+        >>> tree_structure([1, (2, 3)]).unflatten([4, 5, 6])
+        [4, (5, 6)]
+        """
+        return tree_unflatten(self, leaves)
+
 
 LEAF = TreeDef("leaf")
 _NONE = TreeDef("none")
