@@ -46,6 +46,7 @@ __all__ = ["cond", "switch", "select", "fori_loop", "while_loop", "scan", "map",
            "stop_gradient"]
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_REAL_NUMBERS = (bool, int, float)
 
 
 # --- values that must be known ----------------------------------------------------------
@@ -63,7 +64,7 @@ def _known_bool(pred, function: str, what: str = "the predicate") -> bool | None
     if shape_of(pred) != ():
         raise TensorShapeError(f"{function}: {what} must be a scalar, got shape "
                                f"{shape_of(pred)}")
-    if type(pred) is not bool and dtype_of(pred).kind not in "biuf":
+    if type(pred) not in _REAL_NUMBERS and dtype_of(pred).kind not in "biuf":
         # a complex, string or None predicate is refused, not read as a truth value
         raise TensorTypeError(f"{function}: {what} must be a boolean or a real number, got "
                               f"{_describe(pred)}")
