@@ -206,3 +206,58 @@ def test_a_structure_has_jaxs_num_leaves_and_unflatten():
         assert structure.num_leaves == want.num_leaves
         leaves = list(range(want.num_leaves))
         assert structure.unflatten(leaves) == want.unflatten(leaves)
+
+
+def test_key_paths_match_jaxs_for_every_kind_of_node():
+    # tree_flatten_with_path, tree_map_with_path, keystr were missing (AttributeError)
+    import dataclasses
+    from collections import OrderedDict, defaultdict, namedtuple
+    from typing import Any
+
+    jtu = jax.tree_util
+    Point = namedtuple("Point", "x y")
+
+    def make(register):
+        @dataclasses.dataclass
+        class Layer:
+            w: Any
+            b: Any
+            name: str = dataclasses.field(default="l", metadata={"static": True})
+
+        register(Layer)
+        return Layer
+
+    class Box:
+        def __init__(self, *items):
+            self.items = items
+
+    for register in (tree_util.register_pytree_node, jtu.register_pytree_node):
+        register(Box, lambda box: (box.items, None), lambda _, items: Box(*items))
+    ours, theirs = make(tree_util.register_dataclass), make(jtu.register_dataclass)
+
+    def tree(layer):
+        return {"z": [1, (2, None)], "a": Point(3, {"k": 4}),
+                "o": OrderedDict([("q", 5), ("p", layer(6, [7]))]),
+                "d": defaultdict(list, {"m": 8}), "box": Box(9, [10])}
+
+    pairs, structure = tree_util.tree_flatten_with_path(tree(ours))
+    want_pairs, want_structure = jtu.tree_flatten_with_path(tree(theirs))
+    assert [leaf for _, leaf in pairs] == [leaf for _, leaf in want_pairs]
+    assert structure == tree_util.tree_structure(tree(ours))
+    for (path, _), (want_path, _) in zip(pairs, want_pairs):
+        assert tree_util.keystr(path) == jtu.keystr(want_path)
+        assert tree_util.keystr(path, simple=True, separator="/") == \
+            jtu.keystr(want_path, simple=True, separator="/")
+        assert repr(path) == repr(want_path)
+    mapped = tree_util.tree_map_with_path(lambda p, x, y: (tree_util.keystr(p), x + y),
+                                          tree(ours), tree(ours))
+    want = jtu.tree_map_with_path(lambda p, x, y: (jtu.keystr(p), x + y),
+                                  tree(theirs), tree(theirs))
+    assert tree_util.tree_leaves(mapped) == jtu.tree_leaves(want)
+    assert tnp.tree.leaves_with_path([1, {"w": 2}]) == \
+        [((tree_util.SequenceKey(0),), 1),
+         ((tree_util.SequenceKey(1), tree_util.DictKey("w")), 2)]
+    is_pair = lambda x: isinstance(x, tuple) and len(x) == 2        # noqa: E731
+    assert [tree_util.keystr(p) for p, _ in tree_util.tree_leaves_with_path(
+        tree(ours), is_leaf=is_pair)] == [jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(
+            tree(theirs), is_leaf=is_pair)]

@@ -566,6 +566,126 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
     return tree_flatten(tree, is_leaf)[0]
 
 
+# ---- key paths ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The step into a dict (``OrderedDict``, ``defaultdict``) by ``key``, as JAX's."""
+
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The step into a tuple or list at index ``idx``, as JAX's."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The step into a named tuple's or registered dataclass's field ``name``, as JAX's."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The step to the ``key``-th child of a node registered by its flatten function."""
+
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+def _child_keys(shell: TreeDef, count: int) -> list:
+    if shell.kind in _DICT_KINDS:
+        return [DictKey(key) for key in shell.keys]
+    if shell.kind == "namedtuple":
+        return [GetAttrKey(name) for name in shell.node_type._fields]
+    if shell.kind == "custom":
+        names = _NODES[shell.node_type].field_names
+        if names is not None and len(names) == count:
+            return [GetAttrKey(name) for name in names]
+        return [FlattenedIndexKey(i) for i in range(count)]
+    return [SequenceKey(i) for i in range(count)]
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                           ) -> tuple[list, TreeDef]:
+    """``(path, leaf)`` for each leaf of ``tree`` in :func:`tree_flatten`'s order, and the
+    structure; a path is a tuple of keys (:class:`DictKey`, :class:`SequenceKey`,
+    :class:`GetAttrKey`, :class:`FlattenedIndexKey`), as in JAX.
+
+    >>> pairs, _ = tree_flatten_with_path({"b": [7], "a": 5})
+    >>> [(keystr(path), leaf) for path, leaf in pairs]
+    [("['a']", 5), ("['b'][0]", 7)]
+    """
+    pairs: list = []
+    return pairs, _with_path(tree, (), pairs, is_leaf)
+
+
+def _with_path(tree, path: tuple, pairs: list, is_leaf) -> TreeDef:
+    # recursion follows the nesting of containers, not the size of any graph
+    node = None if is_leaf is not None and is_leaf(tree) else flatten_one_level(tree)
+    if node is None:
+        pairs.append((path, tree))
+        return LEAF
+    shell, children = node
+    structures = []
+    for key, child in zip(_child_keys(shell, len(children)), children):
+        structures.append(_with_path(child, (*path, key), pairs, is_leaf))
+    return shell._replace(children=tuple(structures))
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """``(path, leaf)`` for each leaf of ``tree`` (:func:`tree_flatten_with_path`).
+
+    >>> [keystr(path) for path, _ in tree_leaves_with_path([1, {"w": 2}])]
+    ['[0]', "[1]['w']"]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(fn: Callable, tree: Any, *rest: Any,
+                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``tree`` with each leaf replaced by ``fn(path, leaf, *matching_leaves_of_rest)``
+    (:func:`tree_map` given each leaf's path), as in JAX: to treat leaves by name.
+
+    >>> tree_map_with_path(lambda path, x: 0 if keystr(path).endswith("['b']") else x,
+    ...                    {"w": 1.5, "b": 2.5})
+    {'b': 0, 'w': 1.5}
+    """
+    pairs, structure = tree_flatten_with_path(tree, is_leaf)
+    columns = [flatten_up_to(structure, other, "tree_map_with_path") for other in rest]
+    return tree_unflatten(structure, [fn(path, leaf, *(column[n] for column in columns))
+                                      for n, (path, leaf) in enumerate(pairs)])
+
+
+def keystr(keys: tuple, *, simple: bool = False, separator: str = "") -> str:
+    """A path as text: ``"['a'][0].w"``; with ``simple=True`` the bare keys, joined by
+    ``separator`` (as JAX's ``keystr``).
+
+    >>> path = (DictKey("layers"), SequenceKey(0), GetAttrKey("w"))
+    >>> keystr(path), keystr(path, simple=True, separator="/")
+    ("['layers'][0].w", 'layers/0/w')
+    """
+    if not simple:
+        return separator.join(str(key) for key in keys)
+    return separator.join(str(getattr(key, dataclasses.fields(key)[0].name)) for key in keys)
+
+
 def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
     """The structure of ``tree`` (a hashable :class:`TreeDef`).
 
