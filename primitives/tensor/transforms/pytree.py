@@ -571,7 +571,11 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
 
 @dataclasses.dataclass(frozen=True)
 class DictKey:
-    """The step into a dict (``OrderedDict``, ``defaultdict``) by ``key``, as JAX's."""
+    """The step into a dict (``OrderedDict``, ``defaultdict``) by ``key``, as JAX's.
+
+    >>> str(DictKey("w"))
+    "['w']"
+    """
 
     key: Hashable
 
@@ -581,7 +585,11 @@ class DictKey:
 
 @dataclasses.dataclass(frozen=True)
 class SequenceKey:
-    """The step into a tuple or list at index ``idx``, as JAX's."""
+    """The step into a tuple or list at index ``idx``, as JAX's.
+
+    >>> str(SequenceKey(2))
+    '[2]'
+    """
 
     idx: int
 
@@ -591,7 +599,11 @@ class SequenceKey:
 
 @dataclasses.dataclass(frozen=True)
 class GetAttrKey:
-    """The step into a named tuple's or registered dataclass's field ``name``, as JAX's."""
+    """The step into a named tuple's or registered dataclass's field ``name``, as JAX's.
+
+    >>> str(GetAttrKey("bias"))
+    '.bias'
+    """
 
     name: str
 
@@ -601,7 +613,11 @@ class GetAttrKey:
 
 @dataclasses.dataclass(frozen=True)
 class FlattenedIndexKey:
-    """The step to the ``key``-th child of a node registered by its flatten function."""
+    """The step to the ``key``-th child of a node registered by its flatten function.
+
+    >>> str(FlattenedIndexKey(0))
+    '[<flat index 0>]'
+    """
 
     key: int
 
