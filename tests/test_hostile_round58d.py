@@ -61,6 +61,7 @@ def test_a_predicate_that_is_not_a_boolean_or_real_number_is_refused(pred):
 
 
 def test_real_predicates_keep_jaxs_truth():
+    assert lax.cond(2**70, *BRANCHES[:2]) == 10.0             # a Python int, by its type
     for pred in (0.5, -1, 2, np.float32(0.0), np.array(True)):
         want = jax.lax.cond(pred, *BRANCHES[:2])
         assert lax.cond(pred, *BRANCHES[:2]) == want
@@ -261,3 +262,25 @@ def test_key_paths_match_jaxs_for_every_kind_of_node():
     assert [tree_util.keystr(p) for p, _ in tree_util.tree_leaves_with_path(
         tree(ours), is_leaf=is_pair)] == [jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(
             tree(theirs), is_leaf=is_pair)]
+
+
+def test_a_traced_cond_keeps_equal_non_array_leaves_and_names_itself_for_others():
+    # a name riding along with the arrays reached where(), whose error named where
+    def branches(tag_true, tag_false):
+        return (lambda v: (tag_true, v * 2.0, tnp.sin)), (lambda v: (tag_false, -v, tnp.sin))
+
+    seen = []
+
+    def f(p, x):
+        tag, y, fn = lax.cond(p, *branches("tag", "tag"), x)
+        seen.append((tag, fn))
+        return y
+
+    np.testing.assert_array_equal(tnp.jit(f)(True, np.ones(2)), [2.0, 2.0])
+    assert seen == [("tag", tnp.sin)]
+    with pytest.raises(TensorTypeError, match="cond: leaf 0 of the results is 'a' in one "
+                                              "branch and 'b' in another"):
+        tnp.jit(lambda p, x: lax.cond(p, *branches("a", "b"), x))(True, np.ones(2))
+    with pytest.raises(TensorTypeError, match="switch: leaf 0 of the results"):
+        tnp.vmap(lambda i, x: lax.switch(i, branches("a", "b"), x))(np.array([0, 1]),
+                                                                     np.ones((2, 2)))

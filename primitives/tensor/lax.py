@@ -178,10 +178,21 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     return _selected(pred, on_true, on_false, operands)
 
 
-def _selected(pred, on_true, on_false, operands) -> Any:
+def _selected(pred, on_true, on_false, operands, function: str = "cond") -> Any:
     true_leaves, structure = tree_flatten(on_true)
     false_leaves = tree_flatten(on_false)[0]
-    leaves = [where(pred, a, b) for a, b in zip(true_leaves, false_leaves)]
+    leaves = []
+    for n, (a, b) in enumerate(zip(true_leaves, false_leaves)):
+        if _is_array(a) or _is_array(b) or type(a) in _PYTHON_NUMBERS \
+                or type(b) in _PYTHON_NUMBERS:
+            leaves.append(where(pred, a, b))
+        elif a is b or (type(a) is type(b) and a == b):     # a name, a function: kept
+            leaves.append(a)
+        else:
+            raise TensorTypeError(
+                f"{function}: leaf {n} of the results is {a!r} in one branch and {b!r} in "
+                "another; a traced predicate selects between arrays, so the branches must "
+                "agree on what is not an array")
     return _fresh(tree_unflatten(structure, leaves), operands)
 
 
@@ -222,7 +233,7 @@ def switch(index, branches: Sequence[Callable], *operands) -> Any:
     clamped = api.clip(index, 0, len(branches) - 1)
     out = results[-1]
     for n in range(len(results) - 2, -1, -1):
-        out = _selected(clamped == n, results[n], out, ())
+        out = _selected(clamped == n, results[n], out, (), "switch")
     return _fresh(out, operands)
 
 
