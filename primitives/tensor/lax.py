@@ -31,7 +31,7 @@ array(0.)
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -46,21 +46,40 @@ __all__ = ["cond", "switch", "select", "fori_loop", "while_loop", "scan", "map",
            "stop_gradient"]
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_REAL_NUMBERS = (bool, int, float)
 
 
 # --- values that must be known ----------------------------------------------------------
 
 
-def _known_bool(pred, function: str) -> bool | None:
-    """``pred`` (a scalar) as a bool, or ``None`` where its value is not known (traced by
-    ``jit`` or batched by ``vmap``)."""
+def _check_function(fn, function: str, what: str) -> None:
+    if not callable(fn):
+        raise TensorTypeError(f"{function}: {what} must be a function, got "
+                              f"{type(fn).__name__}")
+
+
+def _known_bool(pred, function: str, what: str = "the predicate") -> bool | None:
+    """``pred`` (a boolean or real scalar, as JAX takes) as a bool, or ``None`` where its
+    value is not known (traced by ``jit`` or batched by ``vmap``)."""
     if shape_of(pred) != ():
-        raise TensorShapeError(f"{function}: the predicate must be a scalar, got shape "
+        raise TensorShapeError(f"{function}: {what} must be a scalar, got shape "
                                f"{shape_of(pred)}")
+    if type(pred) not in _REAL_NUMBERS and dtype_of(pred).kind not in "biuf":
+        # a complex, string or None predicate is refused, not read as a truth value
+        raise TensorTypeError(f"{function}: {what} must be a boolean or a real number, got "
+                              f"{_describe(pred)}")
     try:
         return bool(pred)
     except ConcretizationError:
         return None
+
+
+def _describe(value) -> str:
+    kind = type(value)
+    if kind in _PYTHON_NUMBERS or kind is str or value is None:
+        return f"{kind.__name__} {value!r}"
+    dtype = getattr(value, "dtype", None)
+    return f"a value of dtype {dtype_of(value)}" if dtype is not None else kind.__name__
 
 
 def _known_int(value, function: str, what: str) -> int:
@@ -83,12 +102,21 @@ def _types(tree) -> tuple:
     """The structure of ``tree`` and each leaf's (shape, dtype); a Python number's dtype is
     ``None`` (weak: it may become an array of any dtype of its kind)."""
     leaves, structure = tree_flatten(tree)
+    return _leaf_types(structure, leaves)
+
+
+def _leaf_types(structure, leaves: list) -> tuple:
     return structure, [(shape_of(leaf), None if type(leaf) in _PYTHON_NUMBERS
                         else dtype_of(leaf)) for leaf in leaves]
 
 
 def _check_same_types(before, after, function: str, what: str) -> None:
-    (tree_a, types_a), (tree_b, types_b) = _types(before), _types(after)
+    _check_types(_types(before), _types(after), function, what)
+
+
+def _check_types(before: tuple, after: tuple, function: str, what: str) -> None:
+    """Refuse ``after`` (what :func:`_types` gives) unless it has the types of ``before``."""
+    (tree_a, types_a), (tree_b, types_b) = before, after
     if tree_a != tree_b:
         raise TensorTypeError(f"{function}: {what} must keep its structure, {tree_a!r}; "
                               f"got {tree_b!r}")
@@ -105,10 +133,21 @@ def _fresh(result, operands) -> Any:
     """``result`` with each leaf that is one of ``operands``' leaves (or shares its memory)
     replaced by a copy."""
     leaves, structure = tree_flatten(result)
-    held = tree_flatten(operands)[0]
+    held = [leaf for leaf in tree_flatten(operands)[0] if _is_array(leaf)]
     own = {id(leaf) for leaf in held if isinstance(leaf, Frontend)}
-    leaves = [api.copy(leaf) if id(leaf) in own else leaf for leaf in leaves]
-    return tree_unflatten(structure, fresh(leaves, held))
+    arrays = [n for n, leaf in enumerate(leaves) if _is_array(leaf)]
+    copied = fresh([api.copy(leaves[n]) if id(leaves[n]) in own else leaves[n]
+                    for n in arrays], held)
+    for n, leaf in zip(arrays, copied):
+        leaves[n] = leaf
+    return tree_unflatten(structure, leaves)
+
+
+def _is_array(leaf) -> bool:
+    """Whether ``leaf`` is an array (of any library) or a tidu value, not another object
+    a carry may hold (a string, a function), which is passed on as it is."""
+    return type(leaf) is np.ndarray or isinstance(leaf, Frontend) or (
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
 
 
 # --- branches -------------------------------------------------------------------------------
@@ -128,6 +167,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     ...                                                    np.zeros(2))
     array([0., 1.])
     """
+    _check_function(true_fun, "cond", "true_fun")
+    _check_function(false_fun, "cond", "false_fun")
     taken = _known_bool(pred, "cond")
     if taken is not None:
         return _fresh((true_fun if taken else false_fun)(*operands), operands)
@@ -137,10 +178,21 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     return _selected(pred, on_true, on_false, operands)
 
 
-def _selected(pred, on_true, on_false, operands) -> Any:
+def _selected(pred, on_true, on_false, operands, function: str = "cond") -> Any:
     true_leaves, structure = tree_flatten(on_true)
     false_leaves = tree_flatten(on_false)[0]
-    leaves = [where(pred, a, b) for a, b in zip(true_leaves, false_leaves)]
+    leaves = []
+    for n, (a, b) in enumerate(zip(true_leaves, false_leaves)):
+        if _is_array(a) or _is_array(b) or type(a) in _PYTHON_NUMBERS \
+                or type(b) in _PYTHON_NUMBERS:
+            leaves.append(where(pred, a, b))
+        elif a is b or (type(a) is type(b) and a == b):     # a name, a function: kept
+            leaves.append(a)
+        else:
+            raise TensorTypeError(
+                f"{function}: leaf {n} of the results is {a!r} in one branch and {b!r} in "
+                "another; a traced predicate selects between arrays, so the branches must "
+                "agree on what is not an array")
     return _fresh(tree_unflatten(structure, leaves), operands)
 
 
@@ -152,12 +204,18 @@ def switch(index, branches: Sequence[Callable], *operands) -> Any:
     >>> switch(5, [lambda x: x, lambda x: 2 * x], np.array(3.0))
     np.float64(6.0)
     """
+    if callable(branches) or not isinstance(branches, Iterable):
+        raise TensorTypeError(f"switch: branches must be a non-empty sequence of functions, "
+                              f"got {type(branches).__name__}")
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise TensorTypeError("switch: branches must be a non-empty sequence of functions")
     if shape_of(index) != ():
         raise TensorShapeError(f"switch: the index must be a scalar, got shape "
                                f"{shape_of(index)}")
+    if type(index) is not int and dtype_of(index).kind not in "iu":
+        # as JAX: a float index (traced, it would pick a branch by equality) or a bool
+        raise TensorTypeError(f"switch: the index must be an integer, got {_describe(index)}")
     try:
         known = operator.index(index)
     except ConcretizationError:
@@ -175,7 +233,7 @@ def switch(index, branches: Sequence[Callable], *operands) -> Any:
     clamped = api.clip(index, 0, len(branches) - 1)
     out = results[-1]
     for n in range(len(results) - 2, -1, -1):
-        out = _selected(clamped == n, results[n], out, ())
+        out = _selected(clamped == n, results[n], out, (), "switch")
     return _fresh(out, operands)
 
 
@@ -200,13 +258,14 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: Any = None)
     >>> fori_loop(0, 4, lambda i, v: v + i, np.array(0.0))
     np.float64(6.0)
     """
+    _check_function(body_fun, "fori_loop", "body_fun")
     start = _known_int(lower, "fori_loop", "lower")
     stop = _known_int(upper, "fori_loop", "upper")
     val = init_val
-    for i in range(start, stop):
-        new = body_fun(i, val)
-        _check_same_types(val, new, "fori_loop", "the loop value")
-        val = new
+    types = _types(val) if start < stop else None
+    for i in range(start, stop):            # each step's types kept for the next step's check
+        val = body_fun(i, val)
+        types = _checked_types(val, types, "fori_loop", "the loop value")
     return _fresh(val, init_val)
 
 
@@ -218,9 +277,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
     >>> while_loop(lambda v: v < 10, lambda v: v * 2, np.array(1.0))
     np.float64(16.0)
     """
-    val = init_val
+    _check_function(cond_fun, "while_loop", "cond_fun")
+    _check_function(body_fun, "while_loop", "body_fun")
+    val, types = init_val, None
     while True:
-        go = _known_bool(cond_fun(val), "while_loop")
+        go = _known_bool(cond_fun(val), "while_loop", "cond_fun's result")
         if go is None:
             raise ConcretizationError(
                 "while_loop: the condition is traced, so its value is not known while "
@@ -228,9 +289,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
                 "fori_loop with known bounds, or call it outside jit")
         if not go:
             return _fresh(val, init_val)
-        new = body_fun(val)
-        _check_same_types(val, new, "while_loop", "the loop value")
-        val = new
+        if types is None:
+            types = _types(val)
+        val = body_fun(val)
+        types = _checked_types(val, types, "while_loop", "the loop value")
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
@@ -247,35 +309,57 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     >>> scan(lambda c, _: (c + 1, None), 0, length=3)
     (3, None)
     """
+    _check_function(f, "scan", "f")
     x_leaves, x_tree = tree_flatten(xs)
     steps = _scan_length(x_leaves, length)
     order = range(steps - 1, -1, -1) if reverse else range(steps)
-    carry, ys = init, []
+    carry, carry_types = init, _types(init)
+    per_step, y_types = [], None            # each step's y leaves; the first y's types
     for i in order:
         x = tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves])
-        out = f(carry, x)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise TensorTypeError(f"scan: f must return a pair (carry, y), got "
-                                  f"{type(out).__name__}")
-        _check_same_types(carry, out[0], "scan", "the carry")
-        carry = out[0]
-        ys.append(out[1])
+        carry, y, carry_types = _step(f, carry, carry_types, x)
+        y_leaves, y_tree = tree_flatten(y)
+        if y_types is None:
+            y_types = _leaf_types(y_tree, y_leaves)
+        else:
+            _check_types(y_types, _leaf_types(y_tree, y_leaves), "scan", "y")
+        per_step.append(y_leaves)
     if reverse:
-        ys.reverse()
+        per_step.reverse()
     if steps == 0:                      # the shapes of y: one call on zeros, as JAX traces f
         x = tree_unflatten(x_tree, [api.zeros(shape_of(leaf)[1:], dtype_of(leaf))
                                     for leaf in x_leaves])
-        y_leaves, y_tree = tree_flatten(f(init, x)[1])
+        y_leaves, y_tree = tree_flatten(_step(f, init, carry_types, x)[1])
         stacked = [api.zeros((0, *shape_of(y)), np.asarray(y).dtype if type(y) in
                              _PYTHON_NUMBERS else dtype_of(y)) for y in y_leaves]
     else:
-        for y in ys[1:]:
-            _check_same_types(ys[0], y, "scan", "y")
-        per_step = [tree_flatten(y)[0] for y in ys]
-        y_tree = tree_flatten(ys[0])[1]
-        stacked = [api.stack([leaves[k] for leaves in per_step])
-                   for k in range(len(per_step[0]))]
+        stacked = [_stack([leaves[k] for leaves in per_step]) for k in range(len(per_step[0]))]
     return _fresh((carry, tree_unflatten(y_tree, stacked)), (init, xs))
+
+
+def _stack(column: list):
+    """``tnp.stack(column)``; NumPy's own when every entry is a NumPy array (of one dtype,
+    checked), with no op bound per entry (half a plain NumPy scan's time)."""
+    if all(type(y) is np.ndarray or isinstance(y, np.generic) for y in column):
+        return np.stack(column)
+    return api.stack(column)
+
+
+def _step(f: Callable, carry, carry_types: tuple, x) -> tuple:
+    """``f(carry, x)``, checked: a pair (a tuple or a list, as JAX takes), whose carry has
+    ``carry_types``; the new carry, y and the new carry's types."""
+    out = f(carry, x)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TensorTypeError(f"scan: f must return a pair (carry, y), got "
+                              f"{type(out).__name__}")
+    return out[0], out[1], _checked_types(out[0], carry_types, "scan", "the carry")
+
+
+def _checked_types(value, types: tuple, function: str, what: str) -> tuple:
+    """The types of ``value``, a loop's new carry, refused unless they are ``types``."""
+    new_types = _types(value)
+    _check_types(types, new_types, function, what)
+    return new_types
 
 
 def _scan_length(x_leaves: list, length: int | None) -> int:
@@ -288,6 +372,8 @@ def _scan_length(x_leaves: list, length: int | None) -> int:
         lengths.add(shape[0])
     if length is not None:
         length = _known_int(length, "scan", "length")
+        if length < 0:
+            raise TensorShapeError(f"scan: length must not be negative, got {length}")
         lengths.add(length)
     if len(lengths) > 1:
         raise TensorShapeError(f"scan: the leaves of xs (and length) must share their leading "
@@ -305,4 +391,5 @@ def map(f: Callable, xs, *, batch_size: int | None = None) -> Any:
     >>> map(lambda x: x @ x, np.arange(6.0).reshape(3, 2))
     array([ 1., 13., 41.])
     """
+    _check_function(f, "map", "f")
     return scan(lambda carry, x: (carry, f(x)), (), xs)[1]

@@ -1,5 +1,6 @@
 """JAX's ``jax.tree``: :mod:`..tree_util`'s functions by their short names (``map``,
-``leaves``, ``structure``, ``flatten``, ``unflatten``, ``reduce``, ``all``).
+``leaves``, ``structure``, ``flatten``, ``unflatten``, ``reduce``, ``all``, and the
+``*_with_path`` ones).
 
 >>> from primitives import tensor as tnp
 >>> tnp.tree.map(lambda x: x + 1, {"a": 1, "b": (2, None)})
@@ -11,10 +12,14 @@
 
 from primitives.tensor.transforms.pytree import tree_all as all  # noqa: A004
 from primitives.tensor.transforms.pytree import tree_flatten as flatten
+from primitives.tensor.transforms.pytree import tree_flatten_with_path as flatten_with_path
 from primitives.tensor.transforms.pytree import tree_leaves as leaves
+from primitives.tensor.transforms.pytree import tree_leaves_with_path as leaves_with_path
 from primitives.tensor.transforms.pytree import tree_map as map  # noqa: A004
+from primitives.tensor.transforms.pytree import tree_map_with_path as map_with_path
 from primitives.tensor.transforms.pytree import tree_reduce as reduce
 from primitives.tensor.transforms.pytree import tree_structure as structure
 from primitives.tensor.transforms.pytree import tree_unflatten as unflatten
 
-__all__ = ["all", "flatten", "leaves", "map", "reduce", "structure", "unflatten"]
+__all__ = ["all", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map",
+           "map_with_path", "reduce", "structure", "unflatten"]

@@ -24,19 +24,29 @@ Linear(w=array([0.8, 1.6]), b=array([0.4]))
 """
 
 from primitives.tensor.transforms.pytree import (
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    SequenceKey,
     TreeDef,
+    keystr,
     register_dataclass,
     register_pytree_node,
     register_pytree_node_class,
     tree_all,
     tree_flatten,
+    tree_flatten_with_path,
     tree_leaves,
+    tree_leaves_with_path,
     tree_map,
+    tree_map_with_path,
     tree_reduce,
     tree_structure,
     tree_unflatten,
 )
 
-__all__ = ["TreeDef", "register_dataclass", "register_pytree_node", "register_pytree_node_class",
-           "tree_all", "tree_flatten", "tree_leaves", "tree_map", "tree_reduce",
+__all__ = ["DictKey", "FlattenedIndexKey", "GetAttrKey", "SequenceKey", "TreeDef", "keystr",
+           "register_dataclass", "register_pytree_node", "register_pytree_node_class",
+           "tree_all", "tree_flatten", "tree_flatten_with_path", "tree_leaves",
+           "tree_leaves_with_path", "tree_map", "tree_map_with_path", "tree_reduce",
            "tree_structure", "tree_unflatten"]

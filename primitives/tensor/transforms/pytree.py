@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NamedTuple
@@ -65,6 +66,31 @@ class TreeDef(NamedTuple):
                 return f"defaultdict({getattr(self.aux, '__name__', repr(self.aux))}, {inner})"
             return inner
         return f"({inner})" if self.kind == "tuple" else f"[{inner}]"
+
+    @property
+    def num_leaves(self) -> int:
+        """How many leaves a tree of this structure holds (JAX's ``PyTreeDef.num_leaves``).
+
+        >>> tree_structure({"a": (1, 2), "b": None}).num_leaves
+        2
+        """
+        count, pending = 0, [self]
+        while pending:
+            node = pending.pop()
+            if node.kind == "leaf":
+                count += 1
+            else:
+                pending.extend(node.children)
+        return count
+
+    def unflatten(self, leaves: Iterable) -> Any:
+        """The tree of this structure with ``leaves`` (:func:`tree_unflatten`; JAX's
+        ``PyTreeDef.unflatten``).
+
+        >>> tree_structure([1, (2, 3)]).unflatten([4, 5, 6])
+        [4, (5, 6)]
+        """
+        return tree_unflatten(self, leaves)
 
 
 LEAF = TreeDef("leaf")
@@ -132,11 +158,17 @@ def _flatten(tree, leaves: list) -> TreeDef:
     node = _NODES.get(kind)                         # only for types past the fast paths
     if node is not None:
         shell, children = node.flatten(tree)
-        return shell._replace(children=tuple(_flatten(t, leaves) for t in children))
-    if isinstance(tree, tuple) and hasattr(kind, "_fields"):
-        return TreeDef("namedtuple", (), tuple(_flatten(t, leaves) for t in tree), kind)
-    leaves.append(tree)
-    return LEAF
+    elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
+        shell, children = None, tree                # a named tuple
+    else:
+        leaves.append(tree)
+        return LEAF
+    structures = []
+    for t in children:              # a loop, not a generator: one frame for each level
+        structures.append(_flatten(t, leaves))
+    if shell is None:
+        return TreeDef("namedtuple", (), tuple(structures), kind)
+    return shell._replace(children=tuple(structures))
 
 
 def _flatten_unless(tree, leaves: list, is_leaf: Callable) -> TreeDef:
@@ -149,7 +181,10 @@ def _flatten_unless(tree, leaves: list, is_leaf: Callable) -> TreeDef:
         leaves.append(tree)
         return LEAF
     shell, children = node
-    return shell._replace(children=tuple(_flatten_unless(t, leaves, is_leaf) for t in children))
+    structures = []
+    for t in children:
+        structures.append(_flatten_unless(t, leaves, is_leaf))
+    return shell._replace(children=tuple(structures))
 
 
 def flatten_one_level(tree: Any) -> tuple[TreeDef, list] | None:
@@ -267,7 +302,9 @@ def _unflatten(tree: TreeDef, it) -> Any:
         return next(it)
     if kind == "none":
         return None
-    children = [next(it) if c is LEAF else _unflatten(c, it) for c in tree.children]
+    children = []
+    for c in tree.children:         # a loop, not a comprehension: one frame for each level
+        children.append(next(it) if c is LEAF else _unflatten(c, it))
     if kind == "tuple":
         return tuple(children)
     if kind == "list":
@@ -307,7 +344,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
         if not callable(fn):
             raise TensorTypeError(f"{what}: {name} for {nodetype.__name__} must be callable, "
                                   f"got {type(fn).__name__}")
-    _NODES[nodetype] = _custom_node(nodetype, flatten_func, unflatten_func)
+    _register(nodetype, _custom_node(nodetype, flatten_func, unflatten_func), what)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -334,7 +371,8 @@ def register_pytree_node_class(cls: type) -> type:
             raise TensorTypeError(f"{what}: {cls.__name__} has no {name} method (it needs "
                                   "tree_flatten(self) and the classmethod "
                                   "tree_unflatten(aux_data, children))")
-    _NODES[cls] = _custom_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    _register(cls, _custom_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten),
+              what)
     return cls
 
 
@@ -398,7 +436,7 @@ def register_dataclass(nodetype: type | None = None, data_fields: Sequence[str] 
 
     flatten.__qualname__ = f"register_dataclass({name}).flatten"
     unflatten.__qualname__ = f"{name}(**fields)"
-    _NODES[nodetype] = _custom_node(nodetype, flatten, unflatten, data_fields)
+    _register(nodetype, _custom_node(nodetype, flatten, unflatten, data_fields), what)
     return nodetype
 
 
@@ -411,6 +449,17 @@ def _check_new(nodetype, what: str) -> None:
                               "(each type is registered once)")
     if nodetype is np.ndarray:
         raise TensorTypeError(f"{what}: numpy.ndarray is a pytree leaf; it cannot be a node")
+
+
+_REGISTERING = threading.Lock()
+
+
+def _register(nodetype: type, node: _Node, what: str) -> None:
+    """Add ``nodetype``'s node, checked again under a lock: of two threads registering one
+    type at once, the second is refused (as it is when they do not overlap)."""
+    with _REGISTERING:
+        _check_new(nodetype, what)
+        _NODES[nodetype] = node
 
 
 def _custom_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
@@ -515,6 +564,142 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
     [1, 2]
     """
     return tree_flatten(tree, is_leaf)[0]
+
+
+# ---- key paths ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The step into a dict (``OrderedDict``, ``defaultdict``) by ``key``, as JAX's.
+
+    >>> str(DictKey("w"))
+    "['w']"
+    """
+
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The step into a tuple or list at index ``idx``, as JAX's.
+
+    >>> str(SequenceKey(2))
+    '[2]'
+    """
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The step into a named tuple's or registered dataclass's field ``name``, as JAX's.
+
+    >>> str(GetAttrKey("bias"))
+    '.bias'
+    """
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The step to the ``key``-th child of a node registered by its flatten function.
+
+    >>> str(FlattenedIndexKey(0))
+    '[<flat index 0>]'
+    """
+
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+def _child_keys(shell: TreeDef, count: int) -> list:
+    if shell.kind in _DICT_KINDS:
+        return [DictKey(key) for key in shell.keys]
+    if shell.kind == "namedtuple":
+        return [GetAttrKey(name) for name in shell.node_type._fields]
+    if shell.kind == "custom":
+        names = _NODES[shell.node_type].field_names
+        if names is not None and len(names) == count:
+            return [GetAttrKey(name) for name in names]
+        return [FlattenedIndexKey(i) for i in range(count)]
+    return [SequenceKey(i) for i in range(count)]
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                           ) -> tuple[list, TreeDef]:
+    """``(path, leaf)`` for each leaf of ``tree`` in :func:`tree_flatten`'s order, and the
+    structure; a path is a tuple of keys (:class:`DictKey`, :class:`SequenceKey`,
+    :class:`GetAttrKey`, :class:`FlattenedIndexKey`), as in JAX.
+
+    >>> pairs, _ = tree_flatten_with_path({"b": [7], "a": 5})
+    >>> [(keystr(path), leaf) for path, leaf in pairs]
+    [("['a']", 5), ("['b'][0]", 7)]
+    """
+    pairs: list = []
+    return pairs, _with_path(tree, (), pairs, is_leaf)
+
+
+def _with_path(tree, path: tuple, pairs: list, is_leaf) -> TreeDef:
+    # recursion follows the nesting of containers, not the size of any graph
+    node = None if is_leaf is not None and is_leaf(tree) else flatten_one_level(tree)
+    if node is None:
+        pairs.append((path, tree))
+        return LEAF
+    shell, children = node
+    structures = []
+    for key, child in zip(_child_keys(shell, len(children)), children):
+        structures.append(_with_path(child, (*path, key), pairs, is_leaf))
+    return shell._replace(children=tuple(structures))
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """``(path, leaf)`` for each leaf of ``tree`` (:func:`tree_flatten_with_path`).
+
+    >>> [keystr(path) for path, _ in tree_leaves_with_path([1, {"w": 2}])]
+    ['[0]', "[1]['w']"]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(fn: Callable, tree: Any, *rest: Any,
+                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``tree`` with each leaf replaced by ``fn(path, leaf, *matching_leaves_of_rest)``
+    (:func:`tree_map` given each leaf's path), as in JAX: to treat leaves by name.
+
+    >>> tree_map_with_path(lambda path, x: 0 if keystr(path).endswith("['b']") else x,
+    ...                    {"w": 1.5, "b": 2.5})
+    {'b': 0, 'w': 1.5}
+    """
+    pairs, structure = tree_flatten_with_path(tree, is_leaf)
+    columns = [flatten_up_to(structure, other, "tree_map_with_path") for other in rest]
+    return tree_unflatten(structure, [fn(path, leaf, *(column[n] for column in columns))
+                                      for n, (path, leaf) in enumerate(pairs)])
+
+
+def keystr(keys: tuple, *, simple: bool = False, separator: str = "") -> str:
+    """A path as text: ``"['a'][0].w"``; with ``simple=True`` the bare keys, joined by
+    ``separator`` (as JAX's ``keystr``).
+
+    >>> path = (DictKey("layers"), SequenceKey(0), GetAttrKey("w"))
+    >>> keystr(path), keystr(path, simple=True, separator="/")
+    ("['layers'][0].w", 'layers/0/w')
+    """
+    if not simple:
+        return separator.join(str(key) for key in keys)
+    return separator.join(str(getattr(key, dataclasses.fields(key)[0].name)) for key in keys)
 
 
 def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
