@@ -460,9 +460,18 @@ def owned_copy(value, history: bool = False):
     """
     array = as_array(value)
     if array is value or is_view(array):
+        if type(array) is np.ndarray and 0 in array.strides and array.size > 1:
+            return _broadcast_copy(array)
         library = library_of(array)
         array = library.clone(array) if history else library.copy(array)
     return array
+
+
+def _broadcast_copy(array: np.ndarray) -> np.ndarray:
+    """A copy of a broadcast NumPy array (an axis of stride 0: ``x * 2.0``'s constant, a
+    ``broadcast_to``) that copies its data once, broadcast again (read-only, as it was)."""
+    data = array[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in array.strides)]
+    return np.broadcast_to(data.copy(), array.shape)
 
 
 def on_host(fn: Callable) -> Callable:

@@ -311,6 +311,10 @@ def elementwise(op, *args):
     :class:`~primitives.tensor.ops.elementwise.AddBroadcast` (a bias added to a batch)."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
+    if len(args) == 2:
+        with_number = _with_number(*args)       # x * 2.0: one floating operand, one number
+        if with_number is not None:
+            return bind(op, *with_number)[0]
     numbers = [type(a) in _PYTHON_NUMBERS for a in args]
     args, _ = promoted(*args)
     shapes = [shape_of(a) for a in args]
@@ -331,6 +335,32 @@ def elementwise(op, *args):
 
 
 _PYTHON_NUMBERS = frozenset((float, int, bool, complex))
+
+
+def _with_number(x, y) -> list | None:
+    """``[x, y]`` with the one that is a Python real number made a constant of the other's
+    dtype and shape, when the other is an array or front-end value of a floating dtype
+    (NEP 50: ``2.0 * float32_x`` stays float32); ``None`` for any other pair.
+
+    >>> [(a.dtype.name, a.shape) for a in _with_number(np.ones(2, np.float32), 3)]
+    [('float32', (2,)), ('float32', (2,))]
+    """
+    if type(y) in _REAL_SCALARS:
+        value, number = x, y
+    elif type(x) in _REAL_SCALARS:
+        value, number = y, x
+    else:
+        return None
+    if not (type(value) is np.ndarray or isinstance(value, Frontend)):
+        return None
+    dtype = value.dtype
+    if dtype.kind not in "fc" or dtype.isbuiltin != 1:
+        return None
+    constant = np.asarray(number, dtype)
+    shape = value.shape
+    if shape:
+        constant = _broadcast_number(constant, shape)
+    return [value, constant] if value is x else [constant, value]
 
 
 def _broadcast_number(constant: np.ndarray, shape: tuple) -> np.ndarray:
