@@ -1,0 +1,128 @@
+"""Round 58f: a hostile round on round 58b's NumPy functions (histograms, polynomials,
+floating-point helpers, index helpers, bit packing, ``linalg.tensorsolve``/``tensorinv``).
+
+Each test is a bug found there: NumPy's values, dtypes and shapes bit for bit, errors naming
+the function, results that never alias inputs, derivatives against JAX or finite
+differences (never a silent zero).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from tidu import TiduError
+
+
+def finite_differences(f, x, eps=1e-6):
+    """Central differences of the scalar ``f`` at ``x``."""
+    grad = np.zeros_like(x)
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step.flat[i] = eps
+        grad.flat[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def assert_bitwise(got, want):
+    """The same dtype, shape and bits (NaN where NaN, zeros' signs too)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    if got.dtype.itemsize > 8 and got.dtype.kind == "f":   # long double: padding bytes
+        assert np.array_equal(got, want, equal_nan=True), (got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (got, want)
+        return
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (got, want)
+
+
+# --- polynomials -----------------------------------------------------------------------------
+
+
+def test_polyfit_covariance_is_real_for_real_x_and_complex_y():
+    """NumPy's covariance is ``inv(V.T V)`` of the real Vandermonde matrix times the real
+    residuals: float64 for complex ``y`` (tnp's was complex128, cast with ``y``)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=8), rng.normal(size=8) + 1j * rng.normal(size=8)
+    for cov in (True, "unscaled"):
+        got, want = tnp.polyfit(x, y, 2, cov=cov), np.polyfit(x, y, 2, cov=cov)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_polyfit_weights_round_in_the_inputs_dtypes():
+    """NumPy weighs in place (``rhs *= w``): float32 ``y`` times float64 ``w`` is rounded to
+    float32 before the solve (tnp's kept float64: coefficients off by ~1e-8)."""
+    rng = np.random.default_rng(1)
+    x, y, w = rng.normal(size=10), rng.normal(size=10).astype(np.float32), rng.random(10)
+    np.testing.assert_allclose(tnp.polyfit(x, y, 2, w=w), np.polyfit(x, y, 2, w=w),
+                               rtol=1e-13, atol=0)
+    x32 = x.astype(np.float32)
+    got, want = tnp.polyfit(x32, y, 2, w=w, full=True), np.polyfit(x32, y, 2, w=w, full=True)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("u, v", [
+    (np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, np.nan, 1.0])),
+    (np.array([1.0, np.inf]), np.array([2.0])),
+    (np.array([0.3, 1.7, -2.2, 0.9, 1.1]), np.array([0.7, 1.3, 0.1], np.float32)),
+    (np.array([0.3, 1.7, -2.2, 0.9]) + 1j, np.array([0.7, 1.3], np.float16)),
+    (np.array([1.0, 2.0, 3.0], np.longdouble), np.array([5e-324, 1.0])),
+])
+def test_polydiv_steps_are_numpys(u, v):
+    """NumPy's long division: ``1 / v[0]`` in ``v``'s own dtype and each step on its window
+    of the remainder only (tnp's used float64's reciprocal, and subtracted ``step * v``
+    padded with zeros: an inf or NaN step made the whole remainder NaN); the remainder's
+    length follows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.polydiv(u, v)
+        got = tnp.polydiv(u, v)
+    for g, w in zip(got, want):
+        assert_bitwise(g, w)
+
+
+def test_polydiv_remainder_is_not_a_view_of_u():
+    u = np.array([1.0, 2.0])
+    quotient, remainder = tnp.polydiv(u, np.array([1.0, 2.0, 3.0]))
+    assert not np.shares_memory(remainder, u)
+    remainder[0] = 7.0
+    assert u[0] == 1.0
+
+
+def test_poly_of_an_infinite_root_is_numpys():
+    """np.poly convolves with [1, -root] term by term: [1, -inf, inf] (tnp's convolve,
+    a matrix product over zero padding, gave NaN from 0 * inf)."""
+    zeros = np.array([1.0, np.inf])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_bitwise(tnp.poly(zeros), np.poly(zeros))
+
+
+def test_roots_follow_trailing_zero_coefficients():
+    """``p = [1, -3, 2, 0]`` has the root 0, which moves by ``-dp[-1] / 2`` (and so do the
+    others): the derivative in the trailing zero coefficient was a silent 0. Now that of the
+    whole companion matrix (JAX's), the values still NumPy's bit for bit."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+
+    def loss(m):
+        return lambda p: m.sum(m.real(m.roots(p)) ** 3)
+
+    for p in (np.array([1.0, -3.0, 2.0, 0.0]), np.array([0.0, 1.0, 2.0, 0.0]),
+              np.array([1.0, -3.0, 2.0, 0.0, 0.0])):
+        with jax.enable_x64(True):
+            want = np.asarray(jax.grad(loss(jnp))(jnp.asarray(p)))
+        np.testing.assert_allclose(tnp.grad(loss(tnp))(p), want, atol=1e-9)
+    p = np.array([1.0, -3.0, 2.0, 0.0])
+    np.testing.assert_allclose(tnp.grad(loss(tnp))(p), finite_differences(loss(np), p),
+                               atol=1e-6)
+    eager = tnp.tensor(p, requires_grad=True)
+    tnp.sum(tnp.real(tnp.roots(eager)) ** 3).backward()
+    np.testing.assert_allclose(eager.grad, [-45.0, -21.0, -9.0, -3.0], atol=1e-9)
+    for p in (np.array([1.0, 0.0, 1.0, 0.0]), np.array([1.0, 0.0, 4.0, 0.0, 0.0]),
+              np.array([1.0, -3.0, 2.0, 0.0])):
+        assert_bitwise(tnp.roots(p), np.roots(p))
