@@ -126,3 +126,60 @@ def test_roots_follow_trailing_zero_coefficients():
     for p in (np.array([1.0, 0.0, 1.0, 0.0]), np.array([1.0, 0.0, 4.0, 0.0, 0.0]),
               np.array([1.0, -3.0, 2.0, 0.0])):
         assert_bitwise(tnp.roots(p), np.roots(p))
+
+
+# --- bit packing -----------------------------------------------------------------------------
+
+
+def raises_named(error, fn, name):
+    """``fn()`` raises ``error``, a ``TiduError`` whose message names ``name``."""
+    with pytest.raises(error) as caught:
+        fn()
+    assert isinstance(caught.value, TiduError), caught.value
+    assert name in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_packbits_and_unpackbits_take_a_0d_array_as_1d(axis):
+    """NumPy's packbits/unpackbits read a 0-d array as 1-d (axis 0 or -1 too); tnp's
+    refused it."""
+    for bitorder in ("big", "little"):
+        a = np.array(5, np.uint8)
+        assert_bitwise(tnp.packbits(a, axis=axis, bitorder=bitorder),
+                       np.packbits(a, axis=axis, bitorder=bitorder))
+        assert_bitwise(tnp.unpackbits(a, axis=axis, count=3, bitorder=bitorder),
+                       np.unpackbits(a, axis=axis, count=3, bitorder=bitorder))
+    with pytest.raises(TiduError):
+        tnp.packbits(np.array(5, np.uint8), axis=1)
+
+
+def test_unpackbits_bitorder_and_count_are_numpys():
+    """np.unpackbits takes any bitorder beginning with 'b' or 'l' (np.packbits only 'big'
+    and 'little'), and refuses a -count beyond the bits (tnp's gave an empty array)."""
+    a = np.array([1, 130], np.uint8)
+    for bitorder in ("b", "lx", "bogus"):
+        assert_bitwise(tnp.unpackbits(a, bitorder=bitorder), np.unpackbits(a, bitorder=bitorder))
+    raises_named(TiduError, lambda: tnp.unpackbits(a, bitorder="Little"), "unpackbits")
+    raises_named(TiduError, lambda: tnp.packbits(a, bitorder="b"), "packbits")
+    raises_named(TiduError, lambda: tnp.unpackbits(a, count=-17), "unpackbits")
+    assert_bitwise(tnp.unpackbits(a, count=-16), np.unpackbits(a, count=-16))
+
+
+# --- linalg ----------------------------------------------------------------------------------
+
+
+def test_tensorsolve_and_tensorinv_errors_name_them():
+    """Bad axes, a float ind and float16 arrays were Python's ValueError/TypeError or named
+    linalg.solve/inv: now tidu errors naming the function (NumPy raises for each)."""
+    a = np.eye(4).reshape(2, 2, 2, 2)
+    for axes in ((-1,), (5,), (0, 9)):
+        raises_named(TiduError, lambda: tnp.linalg.tensorsolve(a, np.ones((2, 2)), axes),
+                     "linalg.tensorsolve")
+    raises_named(TiduError, lambda: tnp.linalg.tensorinv(a, 2.0), "linalg.tensorinv")
+    raises_named(TiduError, lambda: tnp.linalg.tensorinv(a.astype(np.float16)),
+                 "linalg.tensorinv")
+    raises_named(TiduError, lambda: tnp.linalg.tensorsolve(a, np.ones((2, 2), np.float16)),
+                 "linalg.tensorsolve")
+    b = np.random.default_rng(2).normal(size=(2, 2, 2, 2))
+    np.testing.assert_allclose(tnp.linalg.tensorsolve(b, np.ones((2, 2)), axes=(2, 0)),
+                               np.linalg.tensorsolve(b, np.ones((2, 2)), axes=(2, 0)))
