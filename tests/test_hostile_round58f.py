@@ -183,3 +183,30 @@ def test_tensorsolve_and_tensorinv_errors_name_them():
     b = np.random.default_rng(2).normal(size=(2, 2, 2, 2))
     np.testing.assert_allclose(tnp.linalg.tensorsolve(b, np.ones((2, 2)), axes=(2, 0)),
                                np.linalg.tensorsolve(b, np.ones((2, 2)), axes=(2, 0)))
+
+
+# --- histograms ------------------------------------------------------------------------------
+
+
+def test_histogram_of_no_bins_is_numpys():
+    """``bins=[]``: NumPy's empty counts and edges (tnp's was an IndexError naming no
+    function)."""
+    a = np.array([0.5, 1.5, 2.5])
+    for weights, density in ((None, None), (a, None), (None, True)):
+        got = tnp.histogram(a, [], weights=weights, density=density)
+        want = np.histogram(a, [], weights=weights, density=density)
+        for g, w in zip(got, want):
+            assert_bitwise(g, w)
+
+
+def test_histogram_errors_name_the_function():
+    """2-d coordinates in histogram2d, samples of strings or dates, and an estimator's
+    overflow (a range of subnormals) were Python's or NumPy's own errors."""
+    x = np.arange(6.0).reshape(2, 3)
+    raises_named(TiduError, lambda: tnp.histogram2d(x, x), "histogram2d")
+    raises_named(TiduError, lambda: tnp.histogram(np.array(["a", "b"])), "histogram")
+    raises_named(TiduError, lambda: tnp.histogram(np.array([1, 2], "datetime64[D]")),
+                 "histogram")
+    raises_named(TiduError, lambda: tnp.histogram_bin_edges(np.array([0.0, 5e-324, 1e-323]),
+                                                            "auto", range=(0, 1)),
+                 "histogram_bin_edges")

@@ -146,7 +146,7 @@ def _estimated_count(a, bins: str, range_, weights, fn: str) -> int:
                                           np.ones(data.shape))) - 1
     except TypeError as error:
         raise TensorTypeError(f"{fn}: {error}") from None
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:       # (overflow: a range of subnormals)
         raise TensorShapeError(f"{fn}: {error}") from None
 
 
@@ -156,6 +156,9 @@ def _sample(a, weights, fn: str):
     if dtype_of(a).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
+    if dtype_of(a).kind in "USVMm":
+        raise TensorTypeError(f"{fn}: samples of dtype {dtype_of(a)} are not supported (numbers "
+                              "only)")
     if dtype_of(a) == np.bool_:
         warnings.warn(f"Converting input from {dtype_of(a)} to {np.uint8} for compatibility.",
                       RuntimeWarning, stacklevel=3)
@@ -273,6 +276,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     x = as_dtype(a, dtype_of(edges)) if evenly else a
     count = shape_of(edges)[0] - 1
     dtype = np.dtype(np.intp) if weights is None else dtype_of(weights)
+    if count < 0:                     # bins=[]: NumPy's empty counts and edges
+        counts = constant_in_library_of(np.zeros(0, np.float64 if density else dtype), a)
+        return counts, _fresh(edges, bins)
     places = (_bins_of_evenly_spaced if evenly else _bins_of)(x, edges, count)
     counts = _scatter(places, weights, count, dtype, "histogram")
     if density:
@@ -290,6 +296,9 @@ def _samples_dd(sample, fn: str):
     if isinstance(sample, (list, tuple)):
         sample = operand(sample, fn)
         shape = shape_of(sample)
+        if len(shape) > 2:
+            raise TensorShapeError(f"{fn}: the coordinates must be 1-d arrays, got shape "
+                                   f"{shape[1:]}")
         return transpose(reshape(sample, (1, -1)) if len(shape) < 2 else sample)
     sample = operand(sample, fn)
     shape = shape_of(sample)
