@@ -210,3 +210,25 @@ def test_histogram_errors_name_the_function():
     raises_named(TiduError, lambda: tnp.histogram_bin_edges(np.array([0.0, 5e-324, 1e-323]),
                                                             "auto", range=(0, 1)),
                  "histogram_bin_edges")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex64,
+                                   np.complex128])
+def test_histogram_weighted_counts_round_as_numpys_blocks(dtype):
+    """np.histogram counts evenly spaced bins in blocks of 65536 samples, each block's sums
+    cast to the weights' dtype and added block after block: bit for bit (tnp's summed all
+    in float64 and cast once: float32 counts one ulp off past 65536 samples)."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=140_000)
+    w = rng.random(140_000) * 3
+    w = (w + 1j * w[::-1] if np.dtype(dtype).kind == "c" else w).astype(dtype)
+    for density in (None, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)        # float16 sums overflow
+            got = tnp.histogram(a, 10, weights=w, density=density)
+            want = np.histogram(a, 10, weights=w, density=density)
+        assert_bitwise(got[0], want[0])
+    jitted = tnp.jit(lambda a, w: tnp.histogram(a, 10, weights=w)[0])
+    for _ in range(2):                     # a second call with new values: the new counts
+        a, w = rng.normal(size=140_000), rng.random(140_000).astype(dtype)
+        assert_bitwise(jitted(a, w), np.histogram(a, 10, weights=w)[0])

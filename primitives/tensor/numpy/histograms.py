@@ -245,20 +245,43 @@ def _bins_of_evenly_spaced(x, edges, outside):
     return where(inside, guess, outside)
 
 
-def _scatter(indices, weights, size: int, dtype, fn: str):
+# np.histogram's evenly spaced bins count the samples in blocks of this many, each block's
+# weighted sums (float64) cast to the weights' dtype before they are added
+_BLOCK = 65536
+
+
+def _scatter(indices, weights, size: int, dtype, fn: str, block: int | None = None):
     """The sum of ``weights`` (ones: counts) at each of ``size`` places ``indices`` name, the
-    place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``."""
+    place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``; with
+    ``block``, summed so per block of that many samples, the blocks' sums added in ``dtype``
+    (NumPy's roundings: float32 weights' block sums add in float32)."""
     n = shape_of(indices)[0]
+    indices = as_dtype(indices, np.intp)
     if weights is None:
         updates = constant_in_library_of(np.ones(n, np.intp), indices)
+        block = None                               # (integer sums: exact in any order)
     else:
         if shape_of(weights) != (n,):
             raise TensorShapeError(f"{fn}: the weights and the samples don't have the same "
                                    f"length ({shape_of(weights)} and {(n,)})")
         updates = as_dtype(weights, np.complex128 if dtype.kind == "c" else np.float64)
-    summed = first(bind(ScatterAdd(0, (size + 1,), (n,)), updates,
-                        as_dtype(indices, np.intp)))
-    return as_dtype(getitem(summed, slice(0, size)), dtype)
+    if block is None or n <= block:
+        summed = first(bind(ScatterAdd(0, (size + 1,), (n,)), updates, indices))
+        return as_dtype(getitem(summed, slice(0, size)), dtype)
+    total = None
+    for start in builtins.range(0, n, block):   # NumPy's n += block's sums, block after block
+        stop = builtins.min(start + block, n)
+        summed = first(bind(ScatterAdd(0, (size + 1,), (stop - start,)),
+                            getitem(updates, slice(start, stop)),
+                            getitem(indices, slice(start, stop))))
+        block_sums = getitem(summed, slice(0, size))
+        if total is None:
+            total = as_dtype(block_sums, dtype)
+        elif dtype.kind == "c":           # (n.real += float64 sums: added in float64, rounded)
+            total = as_dtype(add(total, block_sums), dtype)
+        else:                             # (n += sums.astype(dtype): added in dtype)
+            total = add(total, as_dtype(block_sums, dtype))
+    return total
 
 
 @implements(np.histogram)
@@ -280,7 +303,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         counts = constant_in_library_of(np.zeros(0, np.float64 if density else dtype), a)
         return counts, _fresh(edges, bins)
     places = (_bins_of_evenly_spaced if evenly else _bins_of)(x, edges, count)
-    counts = _scatter(places, weights, count, dtype, "histogram")
+    counts = _scatter(places, weights, count, dtype, "histogram", _BLOCK if evenly else None)
     if density:
         widths = as_dtype(diff(edges), np.float64)
         counts = divide(divide(counts, widths), sum(counts))
