@@ -232,3 +232,31 @@ def test_histogram_weighted_counts_round_as_numpys_blocks(dtype):
     for _ in range(2):                     # a second call with new values: the new counts
         a, w = rng.normal(size=140_000), rng.random(140_000).astype(dtype)
         assert_bitwise(jitted(a, w), np.histogram(a, 10, weights=w)[0])
+
+
+def test_histogramdd_takes_a_2d_array_of_edges_as_numpy():
+    """NumPy reads bins as ``len(bins)`` per-dimension entries: a 2-d array's rows are the
+    edges of each dimension (tnp's refused it: '`bins[1]` must be a scalar or 1d array');
+    the edges stay differentiable (against JAX) and are not views of the rows."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    rng = np.random.default_rng(4)
+    sample, weights = rng.normal(size=(10, 2)), rng.random(10)
+    edges = np.array([[-1.0, 0.0, 2.0], [-1.5, 1.0, 2.0]])
+    got, want = tnp.histogramdd(sample, edges), np.histogramdd(sample, edges)
+    assert_bitwise(got[0], want[0])
+    for g, w in zip(got[1], want[1]):
+        assert_bitwise(g, w)
+        assert not np.shares_memory(g, edges)
+    counts = tnp.histogram2d(sample[:, 0], sample[:, 1], edges)[0]
+    assert_bitwise(counts, np.histogram2d(sample[:, 0], sample[:, 1], edges)[0])
+
+    def loss(m):
+        return lambda b: m.sum(m.histogramdd(sample, b, density=True, weights=weights)[0]
+                               * np.arange(4.0).reshape(2, 2))
+    with jax.enable_x64(True):
+        want_grad = np.asarray(jax.grad(loss(jnp))(jnp.asarray(edges)))
+    np.testing.assert_allclose(tnp.grad(loss(tnp))(edges), want_grad, rtol=1e-12)
+    eager = tnp.tensor(edges, requires_grad=True)
+    loss(tnp)(eager).backward()
+    np.testing.assert_allclose(eager.grad, want_grad, rtol=1e-12)

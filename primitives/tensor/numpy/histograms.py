@@ -352,12 +352,16 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     if dtype_of(sample).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
-    if isinstance(bins, Frontend):          # NumPy's: an int, or one count per dimension
+    if isinstance(bins, Frontend) and len(shape_of(bins)) == 1:    # one count per dimension
         bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))
-    if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and np.ndim(bins) == 1):
-        if len(bins) != d:
+    if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and _ndim(bins) >= 1):
+        # NumPy's len(bins): a sequence, or an array's rows (a 2-d array: each row the edges
+        # of a dimension, kept differentiable)
+        if (len(bins) if isinstance(bins, (list, tuple)) else shape_of(bins)[0]) != d:
             raise TensorShapeError(f"{fn}: The dimension of bins must be equal to the dimension "
                                    "of the sample x.")
+        bins = [getitem(bins, i) if isinstance(bins, Frontend) else bins[i]
+                for i in builtins.range(d)]
     else:
         bins = d * [bins]
     ranges = (None,) * d if range is None else range
@@ -399,6 +403,10 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     return counts, edges
 
 
+def _ndim(x) -> int:
+    return len(shape_of(x)) if isinstance(x, Frontend) or hasattr(x, "shape") else np.ndim(x)
+
+
 @implements(np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """``np.histogram2d``: ``(counts, x edges, y edges)``, :func:`histogramdd` of ``[x, y]``.
@@ -411,7 +419,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     if _length(x) != _length(y):
         raise TensorShapeError("histogram2d: x and y must have the same length.")
     if isinstance(bins, Frontend) or (not isinstance(bins, (str, list, tuple))
-                                      and np.ndim(bins) == 1):
+                                      and _ndim(bins) == 1):
         if shape_of(operand(bins, "histogram2d"))[0] != 2:
             bins = [bins, bins]
     elif isinstance(bins, (list, tuple)) and len(bins) not in (1, 2):
