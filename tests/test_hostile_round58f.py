@@ -260,3 +260,23 @@ def test_histogramdd_takes_a_2d_array_of_edges_as_numpy():
     eager = tnp.tensor(edges, requires_grad=True)
     loss(tnp)(eager).backward()
     np.testing.assert_allclose(eager.grad, want_grad, rtol=1e-12)
+
+
+# --- floating-point helpers ------------------------------------------------------------------
+
+
+def test_nextafter_of_x_toward_itself_differentiates_as_x():
+    """``nextafter(x, x)`` is ``x``: its derivative 1 (was a silent 0, the equal case and a
+    zero result left out of the derivative); values still NumPy's bit for bit."""
+    assert tnp.grad(lambda x: tnp.nextafter(x, x))(1.5) == 1.0
+    assert tnp.grad(lambda x: tnp.nextafter(x, 0.0))(0.0) == 1.0
+    assert tnp.grad(lambda x: tnp.nextafter(x, 0.0))(5e-324) == 1.0          # to +0.0
+    x = np.array([0.0, -0.0, 5e-324, -5e-324, 1.0, np.inf, np.nan, -3.0])
+    y = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, -3.0])
+    assert_bitwise(tnp.nextafter(x, y), np.nextafter(x, y))
+    grads = tnp.grad(lambda a, b: tnp.sum(tnp.nextafter(a, b)), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(grads[0], [1, 1, 1, 1, 1, 0, 0, 1])
+    np.testing.assert_array_equal(grads[1], np.zeros(8))
+    eager = tnp.tensor(np.array([2.0, 3.0]), requires_grad=True)
+    tnp.sum(tnp.nextafter(eager, eager)).backward()
+    np.testing.assert_array_equal(eager.grad, [1.0, 1.0])
