@@ -280,3 +280,22 @@ def test_nextafter_of_x_toward_itself_differentiates_as_x():
     eager = tnp.tensor(np.array([2.0, 3.0]), requires_grad=True)
     tnp.sum(tnp.nextafter(eager, eager)).backward()
     np.testing.assert_array_equal(eager.grad, [1.0, 1.0])
+
+
+def test_a_count_given_as_a_0d_tensor_or_traced_value():
+    """``bins`` as a 0-d tensor is the number of bins (NumPy's 0-d array); traced under
+    ``jit`` it is a ConcretizationError naming the function (was '`bins` must be 1d, when
+    an array'); apply_over_axes' traced axes likewise name it."""
+    a = np.array([0.0, 1.0, 2.0, 2.5])
+    for got, want in zip(tnp.histogram(a, tnp.asarray(3)), np.histogram(a, np.array(3))):
+        assert_bitwise(got, want)
+    sample = np.random.default_rng(5).normal(size=(10, 2))
+    assert_bitwise(tnp.histogramdd(sample, tnp.asarray(2))[0],
+                   np.histogramdd(sample, np.array(2))[0])
+    raises_named(tnp.ConcretizationError,
+                 lambda: tnp.jit(lambda b: tnp.histogram(a, b))(3), "histogram")
+    raises_named(tnp.ConcretizationError,
+                 lambda: tnp.jit(lambda b: tnp.histogramdd(sample, b))(2), "histogramdd")
+    raises_named(tnp.ConcretizationError,
+                 lambda: tnp.jit(lambda x, ax: tnp.apply_over_axes(tnp.sum, x, ax))(
+                     np.ones((2, 3)), np.array([0])), "apply_over_axes")

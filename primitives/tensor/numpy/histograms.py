@@ -175,6 +175,8 @@ def _edges(a, bins, range_, weights, fn: str):
     """The bin edges (NumPy's ``_get_bin_edges``) and whether they are evenly spaced."""
     if isinstance(bins, str):
         return _equal_bins(a, _estimated_count(a, bins, range_, weights, fn), range_, fn), True
+    if isinstance(bins, Frontend) and not shape_of(bins):      # a 0-d tensor: the count
+        bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))[()]
     if not isinstance(bins, (Frontend, list, tuple)) and np.ndim(bins) == 0:
         return _equal_bins(a, _bin_count(bins, fn), range_, fn), True
     edges = _given_edges(bins, a, fn)
@@ -352,7 +354,7 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     if dtype_of(sample).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
-    if isinstance(bins, Frontend) and len(shape_of(bins)) == 1:    # one count per dimension
+    if isinstance(bins, Frontend) and len(shape_of(bins)) <= 1:   # counts: all, or per dimension
         bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))
     if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and _ndim(bins) >= 1):
         # NumPy's len(bins): a sequence, or an array's rows (a 2-d array: each row the edges

@@ -1631,7 +1631,8 @@ def apply_over_axes(func, a, axes):
     """
     value = operand(a, "apply_over_axes")
     ndim = len(shape_of(value))
-    for axis in np.atleast_1d(np.asarray(axes)).tolist():
+    axes = to_host(data_of(operand(axes, "apply_over_axes"), "apply_over_axes: reading axes"))
+    for axis in np.atleast_1d(axes).tolist():
         axis = axis + ndim if axis < 0 else axis
         result = operand(func(value, axis), "apply_over_axes")
         if len(shape_of(result)) != ndim:
