@@ -146,7 +146,7 @@ def _estimated_count(a, bins: str, range_, weights, fn: str) -> int:
                                           np.ones(data.shape))) - 1
     except TypeError as error:
         raise TensorTypeError(f"{fn}: {error}") from None
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:       # (overflow: a range of subnormals)
         raise TensorShapeError(f"{fn}: {error}") from None
 
 
@@ -156,6 +156,9 @@ def _sample(a, weights, fn: str):
     if dtype_of(a).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
+    if dtype_of(a).kind in "USVMm":
+        raise TensorTypeError(f"{fn}: samples of dtype {dtype_of(a)} are not supported (numbers "
+                              "only)")
     if dtype_of(a) == np.bool_:
         warnings.warn(f"Converting input from {dtype_of(a)} to {np.uint8} for compatibility.",
                       RuntimeWarning, stacklevel=3)
@@ -172,6 +175,8 @@ def _edges(a, bins, range_, weights, fn: str):
     """The bin edges (NumPy's ``_get_bin_edges``) and whether they are evenly spaced."""
     if isinstance(bins, str):
         return _equal_bins(a, _estimated_count(a, bins, range_, weights, fn), range_, fn), True
+    if isinstance(bins, Frontend) and not shape_of(bins):      # a 0-d tensor: the count
+        bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))[()]
     if not isinstance(bins, (Frontend, list, tuple)) and np.ndim(bins) == 0:
         return _equal_bins(a, _bin_count(bins, fn), range_, fn), True
     edges = _given_edges(bins, a, fn)
@@ -242,20 +247,43 @@ def _bins_of_evenly_spaced(x, edges, outside):
     return where(inside, guess, outside)
 
 
-def _scatter(indices, weights, size: int, dtype, fn: str):
+# np.histogram's evenly spaced bins count the samples in blocks of this many, each block's
+# weighted sums (float64) cast to the weights' dtype before they are added
+_BLOCK = 65536
+
+
+def _scatter(indices, weights, size: int, dtype, fn: str, block: int | None = None):
     """The sum of ``weights`` (ones: counts) at each of ``size`` places ``indices`` name, the
-    place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``."""
+    place ``size`` dropped; summed in float64 (complex128) and returned in ``dtype``; with
+    ``block``, summed so per block of that many samples, the blocks' sums added in ``dtype``
+    (NumPy's roundings: float32 weights' block sums add in float32)."""
     n = shape_of(indices)[0]
+    indices = as_dtype(indices, np.intp)
     if weights is None:
         updates = constant_in_library_of(np.ones(n, np.intp), indices)
+        block = None                               # (integer sums: exact in any order)
     else:
         if shape_of(weights) != (n,):
             raise TensorShapeError(f"{fn}: the weights and the samples don't have the same "
                                    f"length ({shape_of(weights)} and {(n,)})")
         updates = as_dtype(weights, np.complex128 if dtype.kind == "c" else np.float64)
-    summed = first(bind(ScatterAdd(0, (size + 1,), (n,)), updates,
-                        as_dtype(indices, np.intp)))
-    return as_dtype(getitem(summed, slice(0, size)), dtype)
+    if block is None or n <= block:
+        summed = first(bind(ScatterAdd(0, (size + 1,), (n,)), updates, indices))
+        return as_dtype(getitem(summed, slice(0, size)), dtype)
+    total = None
+    for start in builtins.range(0, n, block):   # NumPy's n += block's sums, block after block
+        stop = builtins.min(start + block, n)
+        summed = first(bind(ScatterAdd(0, (size + 1,), (stop - start,)),
+                            getitem(updates, slice(start, stop)),
+                            getitem(indices, slice(start, stop))))
+        block_sums = getitem(summed, slice(0, size))
+        if total is None:
+            total = as_dtype(block_sums, dtype)
+        elif dtype.kind == "c":           # (n.real += float64 sums: added in float64, rounded)
+            total = as_dtype(add(total, block_sums), dtype)
+        else:                             # (n += sums.astype(dtype): added in dtype)
+            total = add(total, as_dtype(block_sums, dtype))
+    return total
 
 
 @implements(np.histogram)
@@ -273,8 +301,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     x = as_dtype(a, dtype_of(edges)) if evenly else a
     count = shape_of(edges)[0] - 1
     dtype = np.dtype(np.intp) if weights is None else dtype_of(weights)
+    if count < 0:                     # bins=[]: NumPy's empty counts and edges
+        counts = constant_in_library_of(np.zeros(0, np.float64 if density else dtype), a)
+        return counts, _fresh(edges, bins)
     places = (_bins_of_evenly_spaced if evenly else _bins_of)(x, edges, count)
-    counts = _scatter(places, weights, count, dtype, "histogram")
+    counts = _scatter(places, weights, count, dtype, "histogram", _BLOCK if evenly else None)
     if density:
         widths = as_dtype(diff(edges), np.float64)
         counts = divide(divide(counts, widths), sum(counts))
@@ -290,6 +321,9 @@ def _samples_dd(sample, fn: str):
     if isinstance(sample, (list, tuple)):
         sample = operand(sample, fn)
         shape = shape_of(sample)
+        if len(shape) > 2:
+            raise TensorShapeError(f"{fn}: the coordinates must be 1-d arrays, got shape "
+                                   f"{shape[1:]}")
         return transpose(reshape(sample, (1, -1)) if len(shape) < 2 else sample)
     sample = operand(sample, fn)
     shape = shape_of(sample)
@@ -320,12 +354,16 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     if dtype_of(sample).kind == "c":
         raise TensorNotSupportedError(f"{fn}: complex samples are not supported (they have no "
                                       "order to put them in bins by)")
-    if isinstance(bins, Frontend):          # NumPy's: an int, or one count per dimension
+    if isinstance(bins, Frontend) and len(shape_of(bins)) <= 1:   # counts: all, or per dimension
         bins = to_host(data_of(bins, f"{fn}: reading bins (the number of bins)"))
-    if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and np.ndim(bins) == 1):
-        if len(bins) != d:
+    if isinstance(bins, (list, tuple)) or (not isinstance(bins, str) and _ndim(bins) >= 1):
+        # NumPy's len(bins): a sequence, or an array's rows (a 2-d array: each row the edges
+        # of a dimension, kept differentiable)
+        if (len(bins) if isinstance(bins, (list, tuple)) else shape_of(bins)[0]) != d:
             raise TensorShapeError(f"{fn}: The dimension of bins must be equal to the dimension "
                                    "of the sample x.")
+        bins = [getitem(bins, i) if isinstance(bins, Frontend) else bins[i]
+                for i in builtins.range(d)]
     else:
         bins = d * [bins]
     ranges = (None,) * d if range is None else range
@@ -367,6 +405,10 @@ def _histogramdd(sample, bins, range, density, weights, fn: str):
     return counts, edges
 
 
+def _ndim(x) -> int:
+    return len(shape_of(x)) if isinstance(x, Frontend) or hasattr(x, "shape") else np.ndim(x)
+
+
 @implements(np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """``np.histogram2d``: ``(counts, x edges, y edges)``, :func:`histogramdd` of ``[x, y]``.
@@ -379,7 +421,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     if _length(x) != _length(y):
         raise TensorShapeError("histogram2d: x and y must have the same length.")
     if isinstance(bins, Frontend) or (not isinstance(bins, (str, list, tuple))
-                                      and np.ndim(bins) == 1):
+                                      and _ndim(bins) == 1):
         if shape_of(operand(bins, "histogram2d"))[0] != 2:
             bins = [bins, bins]
     elif isinstance(bins, (list, tuple)) and len(bins) not in (1, 2):

@@ -230,7 +230,10 @@ def tensorsolve(a, b, axes=None):
     ndim = len(shape_of(a))
     if axes is not None:
         order = list(range(ndim))
-        for k in axes:
+        for k in axes:                     # NumPy's: each an axis of a, once, not negative
+            if k not in order:
+                raise TensorShapeError(f"linalg.tensorsolve: axes must name distinct axes of "
+                                       f"a (0 to {ndim - 1}), got {axes!r}")
             order.remove(k)
             order.insert(ndim, k)
         a = transpose(a, order)
@@ -239,6 +242,8 @@ def tensorsolve(a, b, axes=None):
     if int(np.prod(shape_of(a), dtype=np.int64)) != size ** 2:
         raise LinAlgError("linalg.tensorsolve: Input arrays must satisfy the requirement "
                           "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    for operand_ in (a, b):                # (float16: NumPy's TypeError, named here)
+        _linalg_dtype(dtype_of(operand_), "tensorsolve")
     return reshape(solve(reshape(a, (size, size)), reshape(b, (-1,))), unknown_shape)
 
 
@@ -253,7 +258,11 @@ def tensorinv(a, ind: int = 2):
     """
     a = operand(a, "linalg.tensorinv")
     shape = shape_of(a)
-    if operator.index(ind) <= 0:
+    try:
+        ind = operator.index(ind)
+    except TypeError:
+        raise TensorTypeError(f"linalg.tensorinv: ind must be an integer, got {ind!r}") from None
+    if ind <= 0:
         raise TensorShapeError(f"linalg.tensorinv: Invalid ind argument {ind!r} (it must be "
                                "positive)")
     size = int(np.prod(shape[ind:], dtype=np.int64))
@@ -261,6 +270,7 @@ def tensorinv(a, ind: int = 2):
     if size == 0 or total % size or total // size != size:
         raise LinAlgError(f"linalg.tensorinv: a of shape {shape} is not square for ind={ind} "
                           f"(prod(a.shape[:ind]) must equal prod(a.shape[ind:]))")
+    _linalg_dtype(dtype_of(a), "tensorinv")
     return reshape(inv(reshape(a, (size, size))), shape[ind:] + shape[:ind])
 
 

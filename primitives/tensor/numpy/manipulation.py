@@ -1631,7 +1631,8 @@ def apply_over_axes(func, a, axes):
     """
     value = operand(a, "apply_over_axes")
     ndim = len(shape_of(value))
-    for axis in np.atleast_1d(np.asarray(axes)).tolist():
+    axes = to_host(data_of(operand(axes, "apply_over_axes"), "apply_over_axes: reading axes"))
+    for axis in np.atleast_1d(axes).tolist():
         axis = axis + ndim if axis < 0 else axis
         result = operand(func(value, axis), "apply_over_axes")
         if len(shape_of(result)) != ndim:
@@ -1695,15 +1696,26 @@ _BIT_WEIGHTS = {"big": np.array([128, 64, 32, 16, 8, 4, 2, 1], np.uint8),
 
 
 def _bit_arguments(a, axis, bitorder, fn: str):
-    """``a`` (flattened for ``axis=None``), the axis, and the weights of the bits in a byte."""
-    if bitorder not in _BIT_WEIGHTS:
-        raise TensorShapeError(f"{fn}: 'order' must be either 'little' or 'big'")
+    """``a`` (flattened for ``axis=None``; a 0-d ``a`` is 1-d, as NumPy's), the axis, and the
+    weights of the bits in a byte. NumPy's ``bitorder`` rules differ: packbits takes
+    ``"big"`` or ``"little"``, unpackbits any string beginning with ``"b"`` or ``"l"``."""
+    if fn == "packbits":
+        if not isinstance(bitorder, str):
+            raise TensorTypeError(f"{fn}: bitorder must be a str, got {bitorder!r}")
+        order = bitorder if bitorder in _BIT_WEIGHTS else None
+        message = f"{fn}: 'order' must be either 'little' or 'big'"
+    else:
+        if not isinstance(bitorder, str):
+            raise TensorTypeError(f"{fn}: bitorder must be a str, got {bitorder!r}")
+        order = {"b": "big", "l": "little"}.get(bitorder[:1])
+        message = f"{fn}: 'order' must begin with 'l' or 'b'"
+    if order is None:
+        raise TensorShapeError(message)
     a = operand(a, fn)
-    if axis is None:
-        a, axis = reshape(a, (-1,)), 0
-    elif len(shape_of(a)) == 0:
-        raise TensorShapeError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
-    return a, normalize_axis(axis, len(shape_of(a)), fn), _BIT_WEIGHTS[bitorder]
+    if axis is None or len(shape_of(a)) == 0:
+        a = reshape(a, (-1,))
+    return a, normalize_axis(0 if axis is None else axis, len(shape_of(a)), fn), \
+        _BIT_WEIGHTS[order]
 
 
 @implements(np.packbits)
@@ -1756,6 +1768,8 @@ def unpackbits(a, /, axis=None, count=None, bitorder: str = "big"):
     count = _integer(count, "unpackbits", "count")
     total = shape[axis] * 8
     keep = count if count >= 0 else total + count
+    if keep < 0:
+        raise TensorShapeError("unpackbits: -count larger than number of elements")
     key = [slice(None)] * len(shape)
     key[axis] = slice(0, max(keep, 0))
     bits = getitem(bits, tuple(key))

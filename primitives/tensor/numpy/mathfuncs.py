@@ -636,8 +636,8 @@ def _next_toward(x, target):
 @implements(np.nextafter)
 def nextafter(x1, x2, out=None, where=True, dtype=None):
     """``np.nextafter``: the floating-point value after ``x1`` toward ``x2``. The step is
-    piecewise constant: the derivative is 1 in ``x1`` (where the result is finite and nonzero
-    and ``x1 != x2``) and 0 in ``x2``.
+    piecewise constant: the derivative is 1 in ``x1`` (where it and the result are finite:
+    ``x1 == x2`` too, where the result is ``x1``) and 0 in ``x2``.
 
     >>> nextafter(np.array([1.0, 0.0]), np.array([2.0, -1.0])) - np.array([1.0, 0.0])
     array([ 2.22044605e-016, -4.94065646e-324])
@@ -648,11 +648,12 @@ def nextafter(x1, x2, out=None, where=True, dtype=None):
     computing = _computing_dtype(np.nextafter, "nextafter", result_dtype(x1, x2))
     x1, x2 = as_dtype(x1, computing), as_dtype(x2, computing)
     value = _next_toward(stop_gradient(x1), stop_gradient(x2))
-    # x1 + one ulp: differentiable, and exactly the value but for a zero's sign (kept as is)
-    plain = logical_and(logical_and(isfinite(value), isfinite(x1)),
-                        logical_and(not_equal(x1, x2), not_equal(value, 0)))
-    offset = stop_gradient(subtract(value, _where(plain, x1, value)))
-    return _where(plain, add(x1, offset), value)
+    # value - (stop(x1) - x1): exactly the value (x - +0.0 keeps a zero's sign too), with
+    # x1's derivative, wherever x1 and the value are finite (x1 == x2 and zeros included:
+    # nextafter(x, x) is x, its derivative 1)
+    plain = logical_and(isfinite(value), isfinite(x1))
+    finite_x1 = _where(plain, x1, 0)
+    return _where(plain, subtract(value, subtract(stop_gradient(finite_x1), finite_x1)), value)
 
 
 @implements(np.spacing)

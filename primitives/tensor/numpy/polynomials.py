@@ -28,13 +28,14 @@ from primitives.tensor.core import bind, data_if_known, data_of, dtype_of, shape
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem
-from primitives.tensor.numpy.lowering import (as_dtype, concatenate, conj,
+from primitives.tensor.numpy.lowering import (add, as_dtype, concatenate, conj,
                                               constant_in_library_of, divide, greater, max,
-                                              multiply, negative, operand, real, reshape,
-                                              result_dtype, sqrt, stack, subtract, sum,
-                                              transpose)
+                                              multiply, negative, new_value, operand, real,
+                                              reshape,
+                                              result_dtype, sqrt, stack, stop_gradient,
+                                              subtract, sum, transpose)
 from primitives.tensor.numpy.linalg import _matrices, eigvals, inv, pinv, svdvals
-from primitives.tensor.numpy.manipulation import pad, vander
+from primitives.tensor.numpy.manipulation import vander
 from primitives.tensor.numpy.products import convolve, matmul
 from primitives.tensor.ops.linalg import Eig
 
@@ -88,10 +89,13 @@ def polyfit(x, y, deg, rcond=None, full: bool = False, w=None, cov=False):
             raise TensorTypeError(f"{fn}: expected a 1-d array for weights")
         if shape_of(w)[0] != n:
             raise TensorTypeError(f"{fn}: expected w and y to have the same length")
-        lhs = multiply(lhs, reshape(w, (n, 1)))
-        rhs = multiply(rhs, reshape(w, (n, 1)) if len(shape_of(rhs)) == 2 else w)
+        # NumPy weighs in place (lhs *= w): the products keep lhs's and rhs's own dtypes
+        lhs = as_dtype(multiply(lhs, reshape(w, (n, 1))), dtype_of(lhs))
+        weighted = multiply(rhs, reshape(w, (n, 1)) if len(shape_of(rhs)) == 2 else w)
+        rhs = as_dtype(weighted, dtype_of(rhs))
     scale = sqrt(sum(multiply(lhs, lhs), axis=0))
     lhs = divide(lhs, scale)
+    scaled_vander = lhs                   # in x's dtype: the covariance's (real for real x)
     dtype = result_dtype(lhs, rhs)
     lhs, rhs = as_dtype(lhs, dtype), as_dtype(rhs, dtype)
     singular = svdvals(lhs)
@@ -111,7 +115,7 @@ def polyfit(x, y, deg, rcond=None, full: bool = False, w=None, cov=False):
         return c, residuals, rank, singular, rcond
     if not cov:
         return c
-    base = inv(matmul(transpose(lhs), lhs))
+    base = inv(matmul(transpose(scaled_vander), scaled_vander))
     base = divide(base, multiply(reshape(scale, (-1, 1)), reshape(scale, (1, -1))))
     if cov == "unscaled":
         factor = 1
@@ -159,19 +163,47 @@ def roots(p):
     if not nonzero.size:
         return constant_in_library_of(np.array([]), p)
     trailing = shape_of(p)[0] - int(nonzero[-1]) - 1
-    p = getitem(p, slice(int(nonzero[0]), int(nonzero[-1]) + 1))
+    p = getitem(p, slice(int(nonzero[0]), None))
     if dtype_of(p).kind not in "fc":
         p = as_dtype(p, np.float64)
-    n = shape_of(p)[0]
-    if n > 1:
-        top = reshape(negative(divide(getitem(p, slice(1, None)), getitem(p, 0))), (1, n - 1))
-        below = constant_in_library_of(np.eye(n - 2, n - 1, dtype=dtype_of(p)), p)
-        found = eigvals(concatenate([top, below]))
-    else:
-        found = constant_in_library_of(np.array([], dtype_of(p)), p)
+    found = _companion_eigvals(getitem(p, slice(0, shape_of(p)[0] - trailing)))
     if not trailing:
         return found
-    return concatenate([found, constant_in_library_of(np.zeros(trailing, dtype_of(found)), p)])
+    values = concatenate([found, constant_in_library_of(np.zeros(trailing, dtype_of(found)), p)])
+    return _with_trailing_derivatives(values, p, fn)
+
+
+def _companion_eigvals(p):
+    """The eigenvalues of the companion matrix of ``p`` (its first entry nonzero)."""
+    n = shape_of(p)[0]
+    if n < 2:
+        return constant_in_library_of(np.array([], dtype_of(p)), p)
+    top = reshape(negative(divide(getitem(p, slice(1, None)), getitem(p, 0))), (1, n - 1))
+    below = constant_in_library_of(np.eye(n - 2, n - 1, dtype=dtype_of(p)), p)
+    return eigvals(concatenate([top, below]))
+
+
+def _with_trailing_derivatives(values, p, fn: str):
+    """``values`` (NumPy's roots: those of ``p`` without its trailing zeros, then zeros) with
+    the derivatives in all of ``p``: the trailing zero coefficients move the roots too (``p =
+    [1, -3, 2, 0]``: the root 0 moves by ``-dp[-1] / 2``). They are those of the companion
+    matrix of the whole ``p`` (JAX's ``roots``), its eigenvalues matched one to one to the
+    nearest of ``values``, as ``values - (stop_gradient(e) - e)`` (``x - 0.0`` is ``x``, the
+    sign of a zero too: the values stay NumPy's)."""
+    known = _read(values, fn, "matching the roots")
+    if not np.all(np.isfinite(known)):
+        return values
+    whole = _companion_eigvals(p)
+    candidates = list(_read(whole, fn, "matching the roots"))
+    order = []
+    for value in known:                    # the nearest eigenvalue not matched yet
+        unused = [i for i in builtins.range(len(candidates)) if i not in order]
+        order.append(builtins.min(unused, key=lambda i: abs(candidates[i] - value)))
+    moving = getitem(whole, np.array(order, np.intp))
+    if dtype_of(values).kind != "c":
+        moving = real(moving)              # (a real root's derivative is real)
+    moving = as_dtype(moving, dtype_of(values))
+    return subtract(stop_gradient(values), subtract(stop_gradient(moving), moving))
 
 
 @implements(np.poly)
@@ -207,8 +239,17 @@ def poly(seq_of_zeros):
     one = constant_in_library_of(np.ones(1, dtype), zeros)
     coefficients = one
     for i in builtins.range(count):
-        factor = concatenate([one, reshape(negative(getitem(zeros, i)), (1,))])
-        coefficients = convolve(coefficients, factor)
+        if dtype.kind == "c":     # (np.convolve's complex dot rounds as matmul's does)
+            factor = concatenate([one, reshape(negative(getitem(zeros, i)), (1,))])
+            coefficients = convolve(coefficients, factor)
+            continue
+        # convolve(coefficients, [1, -zero]) as np.convolve sums it: only the products of
+        # overlapping terms (an infinite root meets no padding zero: no NaN), same roundings
+        moved = multiply(negative(getitem(zeros, i)), coefficients)
+        coefficients = concatenate([getitem(coefficients, slice(0, 1)),
+                                    add(getitem(coefficients, slice(1, None)),
+                                        getitem(moved, slice(0, -1))),
+                                    getitem(moved, slice(-1, None))])
     if real_matrix:
         return real(coefficients)
     if dtype.kind == "c":
@@ -235,14 +276,19 @@ def polydiv(u, v):
     m, n = shape_of(u)[0] - 1, shape_of(v)[0] - 1
     if m < 0 or n < 0:
         raise TensorShapeError(f"{fn}: the coefficients must not be empty")
-    v = as_dtype(v, dtype)
+    # NumPy's steps bit for bit: 1 / v[0] in v's own dtype (rounded there: float16's or
+    # float32's reciprocal), and each step changes only the window r[k:k + n + 1] (the
+    # entries outside it never meet an inf or NaN step)
     scale = divide(1.0, getitem(v, 0))
     remainder = as_dtype(u, dtype)
     quotient = []
     for k in builtins.range(m - n + 1):
         step = multiply(scale, getitem(remainder, k))
         quotient.append(step)
-        remainder = subtract(remainder, multiply(step, pad(v, (k, m - n - k))))
+        window = subtract(getitem(remainder, slice(k, k + n + 1)), multiply(step, v))
+        remainder = concatenate([getitem(remainder, slice(0, k)), window,
+                                 getitem(remainder, slice(k + n + 1, None))])
+    quotient_steps = len(quotient)
     if quotient:
         quotient = stack(quotient)
     else:
@@ -252,4 +298,5 @@ def polydiv(u, v):
     start = 0
     while np.allclose(values[start], 0, rtol=1e-14) and start < values.shape[0] - 1:
         start += 1
-    return quotient, getitem(remainder, slice(start, None))
+    remainder = getitem(remainder, slice(start, None))
+    return quotient, remainder if quotient_steps else new_value(remainder)   # not a view of u
