@@ -364,8 +364,8 @@ def _with_number(x, y) -> list | None:
 
 
 def _broadcast_number(constant: np.ndarray, shape: tuple) -> np.ndarray:
-    """The 0-d array :func:`promoted` made of a Python number, broadcast to ``shape`` (a
-    read-only view, what ``broadcast_in_dim`` evaluates to). No one else holds it, so no
+    """A 0-d array made here of a Python number, broadcast to ``shape`` (a read-only
+    view, what ``broadcast_in_dim`` evaluates to). No one else holds it, so no
     trace needs to see the broadcast (a closed-over array's must be bound: ``jit`` reads it
     again at each call), and ``x * 2.0`` skips binding one op."""
     view = np.ndarray(shape, constant.dtype, buffer=constant, strides=(0,) * len(shape))
