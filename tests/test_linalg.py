@@ -481,3 +481,24 @@ def test_gradients_agree_with_pytorch(name, fn, make, dtype):
     torch.sum(torch.real(torch.conj(torch.tensor(ct)) * t_out)).backward()
     np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(ours, ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_eigs_derivative_at_a_defective_matrix_is_refused_not_made_up():
+    """At a defective matrix LAPACK's eigenvectors are numerically dependent, the solve with
+    them in ``eig``'s derivative gives finite values that mean nothing, and the gradient of
+    the eigenvalues' sum (the trace's, the identity) came out ``[[.29, -.71], [0, 1]]``.
+    Near it (condition 2e3) and at a repeated eigenvalue with a basis, it stays exact."""
+    from primitives.tensor.ops.linalg import LinAlgError
+
+    def trace_by_eigvals(m):
+        return tnp.sum(tnp.real(tnp.linalg.eigvals(m)))
+
+    for defective in (np.array([[2.0, -1.0], [1.0, 0.0]]), np.array([[1.0, 1.0], [0.0, 1.0]])):
+        with pytest.raises(LinAlgError, match="eig's derivative: the eigenvectors are not a"):
+            tnp.grad(trace_by_eigvals)(defective)
+    with pytest.raises(LinAlgError, match="eig's derivative"):
+        tnp.grad(lambda c: tnp.sum(tnp.real(tnp.roots(c))))(np.array([1.0, -2.0, 1.0]))
+    for fine in (np.array([[2.0, -1.0], [1.0, 1e-6]]), 2.0 * np.eye(3),
+                 np.random.default_rng(5).standard_normal((4, 4))):
+        np.testing.assert_allclose(tnp.grad(trace_by_eigvals)(fine), np.eye(len(fine)),
+                                   atol=1e-12)

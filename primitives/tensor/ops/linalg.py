@@ -461,11 +461,14 @@ class Solve(TensorPrimitive):
     def eval(self, ctx, inputs):
         xp, (a, b) = operands(inputs, self)
         try:
-            return [_lapack(self, xp.linalg.solve, a, b)]
+            x = _lapack(self, xp.linalg.solve, a, b)
         except LinAlgError as error:
             if not self.within:
                 raise
             raise LinAlgError(f"{self.within} needs a nonsingular matrix: {error}") from None
+        if self.within == EIG_DERIVATIVE and type(a) is np.ndarray:
+            _check_a_basis(a)
+        return [x]
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         a = _primal(builder, primal_inputs[0], self.a_shape(), self.dtype)
@@ -505,6 +508,24 @@ class Solve(TensorPrimitive):
             b = move_batch_axis(builder, b, b_axis, 0, role, 1)
         batched = Solve((axis_size,) + tuple(self.shape), self.dtype, self.within)
         return builder.add_primitive(batched, [a, b], role), [0]
+
+
+EIG_DERIVATIVE = "eig's derivative"
+"""The ``within`` of the solves of ``eig``'s derivative, which checks that its eigenvectors
+are a basis (:func:`_check_a_basis`)."""
+
+
+def _check_a_basis(v: np.ndarray) -> None:
+    """Refuse eigenvectors ``v`` that are numerically dependent (condition at least 1/eps):
+    the matrix is defective there, its eigenvalues have no derivative, and a solve with
+    ``v`` gives finite values that mean nothing (``[[2, -1], [1, 0]]``, a double root)."""
+    condition = np.linalg.cond(v)
+    limit = 1 / np.finfo(v.dtype).eps
+    if not np.all(condition < limit):
+        worst = float(np.max(np.where(np.isnan(condition), np.inf, condition)))
+        raise LinAlgError(f"{EIG_DERIVATIVE}: the eigenvectors are not a basis (condition "
+                          f"{worst:.1e}): the matrix is defective (not diagonalizable), and "
+                          "its eigenvalues have no derivative there")
 
 
 # --- decompositions ------------------------------------------------------------------------
@@ -636,7 +657,9 @@ class Eig(_MatrixOp):
     is not smooth): derivatives of gauge-invariant functions (``|V|``, ``vᵢ vᵢᴴ``,
     ``V diag(f(w)) V⁻¹``) are exact, those of the raw columns of a complex ``V`` are not
     LAPACK's. Equal eigenvalues make ``F`` infinite, as in JAX; ``dw`` stays finite
-    where ``V`` is invertible.
+    where ``V`` is invertible. Where it is numerically singular (a defective matrix, such as
+    a companion matrix of a double root), the derivative raises :class:`LinAlgError` on
+    NumPy arrays, where JAX's gives finite values that mean nothing.
 
     >>> w = Eig((2, 2), "float64", compute_v=False).eval(None, [np.array([[0.0, 1.0],
     ...                                                                    [-1.0, 0.0]])])[0]
@@ -677,7 +700,7 @@ class Eig(_MatrixOp):
                                     self.operand(builder, primal_inputs[0]))
             v = Mat(builder, vectors, self.shape, dtype)
         da = Mat.tangent(builder, tangent_inputs[0], self.shape, self.dtype).astype(dtype)
-        rotated = solve(v, da @ v, "eig's derivative")                # V⁻¹ dA V
+        rotated = solve(v, da @ v, EIG_DERIVATIVE)                    # V⁻¹ dA V
         dw = rotated.diagonal()
         if not self.compute_v:
             return [dw.id]
