@@ -387,7 +387,8 @@ def eig(a) -> EigResult:
     Eigenvalue derivatives are exact (``dλ = uᴴ dA v / uᴴ v``); eigenvectors are defined up
     to a phase (a gauge, not fixed by the derivative): differentiate gauge-invariant
     quantities only (``|V|``, ``v vᴴ``), as for ``eigh``; real eigenvectors of real
-    matrices, unique up to sign, differentiate exactly. Not finite at equal eigenvalues.
+    matrices, unique up to sign, differentiate exactly. Not finite at equal eigenvalues;
+    at a defective matrix (eigenvectors not a basis) the derivative raises ``LinAlgError``.
 
     >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
     >>> eig(a).eigenvalues
@@ -408,7 +409,8 @@ def eig(a) -> EigResult:
 def eigvals(a):
     """``np.linalg.eigvals``: the eigenvalues of general square matrices, real or complex as
     :func:`eig`'s; derivative ``dλ = uᴴ dA v / uᴴ v`` (``u``, ``v``: left and right
-    eigenvectors), finite where the eigenvectors are independent.
+    eigenvectors), finite where the eigenvectors are independent; where they are not (a
+    defective matrix) it raises ``LinAlgError``.
 
     >>> import primitives.tensor as tnp
     >>> a = np.array([[0.0, -2.0], [2.0, 0.0]])           # eigenvalues ±2i: |λ| = sqrt(det)
