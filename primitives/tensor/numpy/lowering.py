@@ -338,29 +338,25 @@ _PYTHON_NUMBERS = frozenset((float, int, bool, complex))
 
 
 def _with_number(x, y) -> list | None:
-    """``[x, y]`` with the one that is a Python real number made a constant of the other's
-    dtype and shape, when the other is an array or front-end value of a floating dtype
-    (NEP 50: ``2.0 * float32_x`` stays float32); ``None`` for any other pair.
+    """:func:`_promoted_pair` of an array or front-end value of a floating dtype and a Python
+    real number, the number's constant broadcast to the other's shape; ``None`` for any
+    other pair.
 
     >>> [(a.dtype.name, a.shape) for a in _with_number(np.ones(2, np.float32), 3)]
     [('float32', (2,)), ('float32', (2,))]
     """
-    if type(y) in _REAL_SCALARS:
-        value, number = x, y
-    elif type(x) in _REAL_SCALARS:
-        value, number = y, x
-    else:
+    number_first = type(x) in _REAL_SCALARS
+    if not (number_first or type(y) in _REAL_SCALARS):
         return None
-    if not (type(value) is np.ndarray or isinstance(value, Frontend)):
+    pair = _promoted_pair(x, y)
+    if pair is None:
         return None
-    dtype = value.dtype
-    if dtype.kind not in "fc" or dtype.isbuiltin != 1:
-        return None
-    constant = np.asarray(number, dtype)
+    (first_arg, second_arg), _ = pair
+    value, constant = (second_arg, first_arg) if number_first else (first_arg, second_arg)
     shape = value.shape
     if shape:
         constant = _broadcast_number(constant, shape)
-    return [value, constant] if value is x else [constant, value]
+    return [constant, value] if number_first else [value, constant]
 
 
 def _broadcast_number(constant: np.ndarray, shape: tuple) -> np.ndarray:
