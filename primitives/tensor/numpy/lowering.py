@@ -311,7 +311,7 @@ def elementwise(op, *args):
     :class:`~primitives.tensor.ops.elementwise.AddBroadcast` (a bias added to a batch)."""
     if _agree(*args):                           # fast path: nothing to promote or broadcast
         return bind(op, *args)[0]
-    if len(args) == 2:
+    if len(args) == 2 and op is not ew.add:    # (add: its broadcast-add device, below)
         with_number = _with_number(*args)       # x * 2.0: one floating operand, one number
         if with_number is not None:
             return bind(op, *with_number)[0]
