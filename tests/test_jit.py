@@ -1,6 +1,8 @@
 """``jit``: the same results as the function, traced once per signature, composing with the
 other transforms in both orders, and refusing to bake traced values into the program."""
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -291,6 +293,23 @@ def test_jit_sums_a_bias_gradient_before_the_products_that_read_its_cotangent(mo
     assert len(sums) == 2 and len(weight_products) == 2
     # each bias sum (of the (6, 3) then the (6, 4) cotangent) before its layer's xᵀ·ct
     assert sums[0] < min(weight_products) and sums[1] < max(weight_products)
+    # the top layer's weight gradient hᵀ·ct runs before the layer below's, not after the
+    # whole backward pass: h is read for the last time by tanh's derivative
+    assert order[weight_products[0]][1] == ((6, 4), (6, 3))
+    assert order[weight_products[1]][1] == ((6, 5), (6, 4))
+
+
+def test_jit_moves_up_products_no_bigger_than_their_operands_only():
+    """An outer product, bigger than its operands, is never run earlier than the graph
+    has it: moving it up would hold its result for longer."""
+    jit_module = sys.modules["primitives.tensor.transforms.jit"]
+    from primitives.tensor.ops.dot import DotGeneral
+
+    no_batch = ((), ())
+    outer = DotGeneral((((1,), (0,)), no_batch), (100, 1), (1, 100))
+    weight_gradient = DotGeneral((((0,), (0,)), no_batch), (256, 512), (256, 10))
+    assert not jit_module._shrinking_product(outer)
+    assert jit_module._shrinking_product(weight_gradient)
 
 
 def test_jit_with_hoisted_sums_composes_and_returns_fresh_current_results():

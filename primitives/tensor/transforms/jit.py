@@ -46,6 +46,7 @@ gradient computation into one program.
 from __future__ import annotations
 
 import functools
+import math
 import inspect
 import numbers
 import threading
@@ -62,6 +63,7 @@ from primitives.tensor.transforms.closure import (Guard, external_values, same_b
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
+from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
                                                      check_callable, check_output, in_library_of,
@@ -403,7 +405,7 @@ class _Traced:
             self.graph, self.input_keys, self.run = previous.graph, previous.input_keys, \
                 previous.run
             return
-        self.graph = hoisted(optimize(graph, graph.output_keys), _sums_early)
+        self.graph = _reordered(optimize(graph, graph.output_keys))
         self.input_keys = self.arg_keys + constant_keys
         program = compiled(self.graph)
         if not any(isinstance(v, Frontend) for v in leaves + self.constants):
@@ -459,10 +461,32 @@ class _Traced:
         return tree_unflatten(self.out_structure, [_result(o) for o in outs])
 
 
-def _sums_early(op) -> bool:
-    """Sums run as soon as their operand exists (:func:`tidu.hoisted`): a layer's bias
-    gradient then reads the cotangent before the big products that also read it evict it
-    from the cache (a (256, 512) sum: 26 against 54 µs in NumPy, 16 against 95 in PyTorch)."""
+def _reordered(graph):
+    """``graph`` with its products that are no bigger than their operands, then its sums,
+    moved up to right after their operands exist (:func:`tidu.hoisted`); the order of
+    PyTorch's autograd, which runs a layer's bias sum, then its weight gradient's product,
+    then the product passing the cotangent on.
+
+    - A bias gradient's sum then reads the layer's cotangent before the big products that
+      also read it evict it from the cache (a (256, 512) sum: 26 against 54 µs in NumPy,
+      16 against 95 in PyTorch).
+    - A weight gradient's product ``hᵀ·ct`` would otherwise wait for the whole backward
+      pass (the graph lists the outputs' work output by output), holding every layer's
+      activation ``h`` until the end; run early, it is ``h``'s last reader before
+      ``tanh``'s derivative, which then writes into ``h`` instead of a new buffer (the
+      MLP step: about 0.02 of its floor, docs/performance.md).
+    - A product bigger than its operands (an outer product) stays where it is, so that
+      moving it up never holds more memory for longer.
+    """
+    return hoisted(hoisted(graph, _shrinking_product), _is_sum)
+
+
+def _shrinking_product(op) -> bool:
+    return type(op) is DotGeneral and \
+        math.prod(op.out_shape()) <= math.prod(op.lhs_shape) + math.prod(op.rhs_shape)
+
+
+def _is_sum(op) -> bool:
     return type(op) is ReduceSum
 
 
