@@ -197,11 +197,11 @@ def _numpy_ab(row: dict) -> list[Row]:
     base = row["case"].split(" / ", 1)[1].split(" ", 1)[0]    # "this tree / BASE (before ..."
     pairs = {key: value for key, value in row.items()
              if isinstance(value, dict) and "new_over_old" in value}
-    label = (f"this tree / `{base}` (before the array backends), fresh processes: "
-             + " / ".join(AB_NAMES.get(key, key.rsplit(", ", 1)[0]) for key in pairs))
     if not pairs:
         return [[f"this tree / `{base}` (before the array backends)", None,
                  row.get("note", "not run"), "—", ""]]
+    label = (f"this tree / `{base}` (before the array backends), fresh processes: "
+             + " / ".join(AB_NAMES.get(key, key.rsplit(", ", 1)[0]) for key in pairs))
     return [[label, None, *(" / ".join(f"{pair[side]:.2f}" for pair in pairs.values())
                             for side in ("new", "old", "new_over_old"))]]
 
@@ -324,8 +324,8 @@ dask not recorded; **one compute thread for every library** \
         cpu.append(f"{size} L2 cache " + ("per core" if l2.get("cpus") == 1 else
                                           f"per {l2['cpus']} CPUs" if l2.get("cpus")
                                           else "each"))
-    facts = [f"{machine['cores']} cores ({', '.join(cpu)})" if machine.get("cores")
-             else f"cores not recorded ({', '.join(cpu)})"]
+    cores = f"{machine['cores']} cores" if machine.get("cores") else "cores not recorded"
+    facts = [f"{cores} ({', '.join(cpu)})" if cpu else cores]
     if machine.get("memory_bytes"):
         facts.append(f"{machine['memory_bytes'] / 2**30:.0f} GB")
     facts.append(machine.get("system") or machine.get("platform", "OS not recorded"))
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     ...     json.dump({"rows": []}, file)
     >>> main([file.name])
     One run of `python -m benchmarks` (date not recorded, commit not recorded). Machine: \
-cores not recorded (), OS not recorded, Python not recorded, NumPy not recorded, torch not \
+cores not recorded, OS not recorded, Python not recorded, NumPy not recorded, torch not \
 recorded, jax not recorded, autograd not recorded, dask not recorded; threads not recorded.
     <BLANKLINE>
     | workload | size | tidu | peer | ratio |
