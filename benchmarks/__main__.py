@@ -269,7 +269,7 @@ def run(quick: bool) -> dict:
         except ImportError:
             notes.append(f"{module} is not installed: skipped (pip install '.[{extra}]')")
     return {"machine": {"python": platform.python_version(), "platform": platform.platform(),
-                        "processor": _cpu_model(), "numpy": np.__version__},
+                        "processor": _cpu_model(), "numpy": np.__version__, **_run_facts()},
             "threads": benchmarks.thread_settings(),
             "quick": quick, "rows": rows, "notes": notes, "seconds": seconds}
 
@@ -308,6 +308,94 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _run_facts() -> dict:
+    """What the header of docs/performance.md's table names beyond the fields above (read by
+    ``python -m benchmarks.table``): the date, the commit, the machine, the libraries.
+    A fact this machine does not tell is ``None``, never a guess."""
+    import datetime
+    import importlib.metadata
+    import os
+    import subprocess
+
+    def git(*args):
+        try:
+            done = subprocess.run(["git", "-C", str(backends.ROOT), *args], capture_output=True,
+                                  text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    versions = {}
+    for name in ("torch", "jax", "autograd", "dask"):     # the installed ones, not imported
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    except Exception:       # an older NumPy, or a build that does not say
+        blas = None
+    commit = git("rev-parse", "--short", "HEAD")
+    changes = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+            "commit": commit, "uncommitted_changes": bool(changes) if commit else None,
+            "system": platform.system(), "architecture": platform.machine(),
+            "cores": os.cpu_count(), "l2_cache": _l2_cache(), "memory_bytes": _memory_bytes(),
+            "numpy_blas": blas, **versions}
+
+
+def _l2_cache() -> dict | None:
+    """The L2 cache of CPU 0: ``{"bytes": size of one cache, "cpus": CPUs sharing it}``, from
+    sysfs, else from ``lscpu`` (its total over its instances, spread over the CPUs)."""
+    import glob
+    import os
+    import subprocess
+
+    for index in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        try:
+            with open(f"{index}/level") as level, open(f"{index}/type") as kind:
+                if level.read().strip() != "2" or kind.read().strip() == "Instruction":
+                    continue
+            with open(f"{index}/size") as size, open(f"{index}/shared_cpu_list") as cpus:
+                text, shared = size.read().strip(), cpus.read().strip()
+        except OSError:
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        cpus = sum(int(last) - int(first) + 1 if last else 1            # "0-1,4" -> 3
+                   for first, _, last in (part.partition("-") for part in shared.split(",")))
+        return {"bytes": int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text),
+                "cpus": cpus}
+    try:
+        out = subprocess.run(["lscpu", "--bytes"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():          # "L2 cache:   4194304 (2 instances)"
+        fields = line.split(":", 1)[1].replace("(", " ").split() if ":" in line else []
+        if line.startswith("L2 cache:") and fields and fields[0].isdigit():
+            instances = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
+            cpus = (os.cpu_count() or instances) // instances
+            return {"bytes": int(fields[0]) // instances, "cpus": cpus or None}
+    return None
+
+
+def _memory_bytes() -> int | None:
+    """The machine's memory (``MemTotal`` of ``/proc/meminfo``, else ``sysconf``)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def format_table(result: dict) -> str:
