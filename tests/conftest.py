@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
+from benchmark_helpers import ROOT, benchmark_env
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.transforms import functional
 from primitives.tensor.transforms.retrace import RetraceBuilder
@@ -59,3 +64,15 @@ def repeated(monkeypatch):
     monkeypatch.setattr(RetraceBuilder, "build", spied)
     return seen
 
+
+@pytest.fixture(scope="session")
+def quick_benchmark_run(tmp_path_factory):
+    """One ``python -m benchmarks --quick --json`` run, shared by the tests that read it
+    (``test_benchmarks.py``, ``test_benchmark_table.py``): ``(json path, its content, the
+    printed output)``. The run itself fails the tests that use it if it fails."""
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json", str(path)],
+                          cwd=ROOT, env=benchmark_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return path, json.loads(path.read_text()), done.stdout

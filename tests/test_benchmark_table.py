@@ -1,15 +1,15 @@
 """``python -m benchmarks.table``: the table of docs/performance.md from a run's JSON.
 
-One ``python -m benchmarks --quick --json`` run (about a minute, shared by every test here
-through a module fixture), then the table from it: every row there, each figure the JSON's
-in the doc's format, ``--check`` passing on the table it printed and failing, with the row
-named, on a changed figure; skipped peers and workloads as the JSON says.
+One ``python -m benchmarks --quick --json`` run (the session's, which
+``test_benchmarks.py`` reads too: ``quick_benchmark_run`` in ``conftest.py``), then the
+table from it: every row there, each figure the JSON's in the doc's format, ``--check``
+passing on the table it printed and failing, with the row named, on a changed figure;
+skipped peers and workloads as the JSON says.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 import subprocess
@@ -19,31 +19,20 @@ from pathlib import Path
 import pytest
 
 from benchmarks import table
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS"):
-        env.pop(name, None)                   # the benchmark's own default: one thread
-    return env
+from benchmark_helpers import ROOT, benchmark_env
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> tuple[Path, dict]:
-    """The JSON of one quick run: its path and its content."""
-    path = tmp_path_factory.mktemp("bench") / "bench.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json", str(path)],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return path, json.loads(path.read_text())
+def run(quick_benchmark_run) -> tuple[Path, dict]:
+    """The JSON of the quick run ``test_benchmarks.py`` reads too: its path and content."""
+    path, result, _ = quick_benchmark_run
+    return path, result
 
 
 def _table(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "benchmarks.table", *map(str, args)],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, env=benchmark_env(), capture_output=True, text=True,
+                          timeout=60)
 
 
 def _printed_rows(stdout: str) -> list[list[str]]:

@@ -8,26 +8,11 @@ issue 23 (the MLP's BLAS floor, per-op scaling, graph memory) present.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_quick_benchmarks_run_and_write_json(tmp_path):
-    out = tmp_path / "bench.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS"):
-        env.pop(name, None)                   # the benchmark's own default: one thread
-    result = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json", str(out)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    data = json.loads(out.read_text())
+def test_quick_benchmarks_run_and_write_json(quick_benchmark_run):
+    _, data, stdout = quick_benchmark_run
     assert data["quick"] is True
     workloads = {row["workload"] for row in data["rows"]}
     assert workloads == {"transform", "eager scalar", "mlp floor", "mlp", "mlp jit", "scaling",
@@ -38,12 +23,12 @@ def test_quick_benchmarks_run_and_write_json(tmp_path):
             assert math.isfinite(value) and value > 0, (row["workload"], path, value)
     memory = next(row for row in data["rows"] if row["workload"] == "memory")
     assert memory["forward_mb"] > 10          # the chain really holds its 1 MB arrays
-    assert "ratio" in result.stdout or not any(row["peers"] for row in data["rows"])
+    assert "ratio" in stdout or not any(row["peers"] for row in data["rows"])
 
     # one compute thread for everyone, stated in the header and the JSON
     threads = data["threads"]
     assert threads["threads"] == 1 and threads["OPENBLAS_NUM_THREADS"] == "1"
-    assert "1 compute thread" in result.stdout.splitlines()[1]
+    assert "1 compute thread" in stdout.splitlines()[1]
 
     # the BLAS floor of the MLP, timed in turns with the steps (their gradients are checked
     # against the hand-derived ones inside the benchmark, which fails otherwise)
