@@ -271,7 +271,7 @@ def select_n(which, *cases):
     dtypes = {dtype_of(case) for case in cases if type(case) not in _PYTHON_NUMBERS}
     if len(dtypes) > 1:
         raise TensorTypeError(f"select_n: the cases must share their dtype, got "
-                              f"{', '.join(sorted(map(str, dtypes)))} (cast them first)")
+                              f"{', '.join(sorted(str(d) for d in dtypes))} (cast them first)")
     if shape_of(which) not in ((), shape):
         raise TensorShapeError(f"select_n: which must be a scalar or have the cases' shape "
                                f"{shape}, got shape {shape_of(which)}")
