@@ -97,7 +97,7 @@ def with_static_args(checkpoint: Callable, error: type[TiduError]) -> Callable:
     signature names them) reach ``fun`` as the Python values they are, not traced (a NumPy
     scalar stays one); they must be hashable (JAX's rule), so arrays, tensors and traced
     values are refused. ``prevent_cse`` is taken for JAX's signature: tidu schedules the
-    recomputation after its own optimizations, which so never undo it.
+    recomputation after its own optimizations, so they never undo it.
 
     >>> calls = []
     >>> def traced_checkpoint(f, policy):        # a stand-in for the eager checkpoint
