@@ -222,6 +222,7 @@ class custom_jvp(_CustomFunction):
     has its structure, shapes and dtypes. Arguments at ``nondiff_argnums``
     (hashable: functions, options) are not differentiated; as in JAX they are
     passed to the rule first: ``jvp_fn(*nondiff_args, primals, tangents)``.
+    :meth:`defjvps` registers one JVP per argument instead, summed.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
