@@ -50,8 +50,10 @@ from primitives.tensor.numpy import (creation, manipulation, mathfuncs, products
                                      reductions)
 from primitives.tensor.transforms import (
     FunctionalError,
+    ShapeDtypeStruct,
     custom_jvp,
     custom_vjp,
+    eval_shape,
     grad,
     hessian,
     hvp,
@@ -68,22 +70,28 @@ from primitives.tensor.transforms import (
     vjp,
     vmap,
 )
-from primitives.tensor.eager import (Gradients, Tensor, checkpoint, checkpoint_strategy,
-                                     enable_grad, is_grad_enabled, no_grad,
-                                     set_checkpoint_strategy, set_grad_enabled, tensor)
+from primitives.tensor.transforms.checkpoint import with_static_args
+from primitives.tensor.eager import (Gradients, Tensor, checkpoint_strategy, enable_grad,
+                                     is_grad_enabled, no_grad, set_checkpoint_strategy,
+                                     set_grad_enabled, tensor)
+from primitives.tensor.eager import checkpoint as _eager_checkpoint
 from primitives.tensor import autograd, lax, nn, optim, random, tree, tree_util
 from primitives.tensor.ode import odeint
 from primitives.tensor.fixedpoint import fixed_point
+
+# JAX's checkpoint (static_argnums, static_argnames) over the eager one; remat its JAX alias
+checkpoint = remat = with_static_args(_eager_checkpoint, FunctionalError)
 
 __all__ = [
     "BackwardError", "ConcretizationError", "SolverError", "TensorAttributeError",
     "TensorAxisError", "TensorIndexError", "TensorNotSupportedError", "TensorOverflowError",
     "TensorShapeError", "TensorTypeError",
     "release_cached_arrays", "retain_freed_memory", "set_cache_limit",
-    "FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
-    "jacobian", "jacrev", "jit", "jvp", "linearize", "make_graph", "ravel_pytree", "value_and_grad",
-    "vectorize", "vjp", "vmap",
-    "Gradients", "Tensor", "checkpoint", "checkpoint_strategy", "set_checkpoint_strategy",
+    "FunctionalError", "ShapeDtypeStruct", "custom_jvp", "custom_vjp", "eval_shape", "grad",
+    "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "linearize", "make_graph",
+    "ravel_pytree", "value_and_grad", "vectorize", "vjp", "vmap",
+    "Gradients", "Tensor", "checkpoint", "remat", "checkpoint_strategy",
+    "set_checkpoint_strategy",
     "tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "autograd", "fixed_point", "lax", "nn", "odeint", "optim", "random", "tree", "tree_util",
     *numpy.__all__,

@@ -1,5 +1,5 @@
 """Structured control flow with ``jax.lax``'s names: ``cond``, ``switch``, ``select``,
-``fori_loop``, ``while_loop``, ``scan`` and ``map``.
+``select_n``, ``fori_loop``, ``while_loop``, ``scan``, ``associative_scan`` and ``map``.
 
 tidu traces Python as it runs, so a loop here is a Python loop: under ``jit`` and the
 differentiation transforms it is unrolled into the graph, each step differentiated as
@@ -37,13 +37,14 @@ import numpy as np
 
 from primitives.tensor import numpy as api
 from primitives.tensor.core import Frontend, dtype_of, shape_of
-from primitives.tensor.errors import ConcretizationError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (ConcretizationError, TensorAxisError, TensorShapeError,
+                                      TensorTypeError)
 from primitives.tensor.numpy.lowering import stop_gradient, where
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.pytree import tree_flatten, tree_unflatten
 
-__all__ = ["cond", "switch", "select", "fori_loop", "while_loop", "scan", "map",
-           "stop_gradient"]
+__all__ = ["cond", "switch", "select", "select_n", "fori_loop", "while_loop", "scan",
+           "associative_scan", "map", "stop_gradient"]
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
 _REAL_NUMBERS = (bool, int, float)
@@ -247,6 +248,55 @@ def select(pred, on_true, on_false):
     return where(pred, on_true, on_false)
 
 
+def select_n(which, *cases):
+    """``cases[which]``, elementwise (``jax.lax.select_n``): ``which`` is a boolean (two
+    cases at most: ``False`` picks ``cases[0]``) or an integer, a scalar or of the cases'
+    shape; the cases share their shape and dtype (a Python number takes the others'
+    dtype). An integer out of ``[0, len(cases))`` picks the nearest case, as JAX does on
+    CPU. Differentiable in the cases (each gets the cotangent where it was picked), not in
+    ``which``.
+
+    >>> select_n(np.array([0, 2, 1]), np.zeros(3), np.ones(3), np.full(3, 2.0))
+    array([0., 2., 1.])
+    >>> select_n(True, np.array(1.0), np.array(5.0))
+    array(5.)
+    """
+    if not cases:
+        raise TensorTypeError("select_n: needs at least one case")
+    shape = shape_of(cases[0])
+    for n, case in enumerate(cases):
+        if shape_of(case) != shape:
+            shapes = ", ".join(str(shape_of(c)) for c in cases)
+            raise TensorShapeError(f"select_n: the cases must share their shape, got {shapes}")
+    dtypes = {dtype_of(case) for case in cases if type(case) not in _PYTHON_NUMBERS}
+    if len(dtypes) > 1:
+        raise TensorTypeError(f"select_n: the cases must share their dtype, got "
+                              f"{', '.join(sorted(str(d) for d in dtypes))} (cast them first)")
+    if shape_of(which) not in ((), shape):
+        raise TensorShapeError(f"select_n: which must be a scalar or have the cases' shape "
+                               f"{shape}, got shape {shape_of(which)}")
+    if type(which) is bool:
+        boolean = True
+    elif type(which) is int:
+        boolean = False
+    elif type(which) in _PYTHON_NUMBERS or dtype_of(which).kind not in "biu":
+        raise TensorTypeError(f"select_n: which must be boolean or integer, got "
+                              f"{_describe(which)}")
+    else:
+        boolean = dtype_of(which).kind == "b"
+    if boolean and len(cases) > 2:
+        raise TensorTypeError(f"select_n: a boolean which selects between two cases, got "
+                              f"{len(cases)}; use an integer which")
+    if len(cases) == 1:
+        return api.copy(cases[0])
+    if boolean:
+        return where(which, cases[1], cases[0])
+    out = cases[0]
+    for n in range(1, len(cases)):          # which >= n: case n or a later one
+        out = where(which >= n, cases[n], out)
+    return out
+
+
 # --- loops ----------------------------------------------------------------------------------
 
 
@@ -381,6 +431,97 @@ def _scan_length(x_leaves: list, length: int | None) -> int:
     if not lengths:
         raise TensorTypeError("scan: with no xs, give length")
     return lengths.pop()
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) -> Any:
+    """The prefix combinations of ``elems`` along ``axis`` by the associative ``fn``
+    (``jax.lax.associative_scan``): ``[a, fn(a, b), fn(fn(a, b), c), ...]``; with
+    ``reverse``, ``[..., fn(fn(z, y), x), fn(z, y), z]``. ``elems`` is a pytree of arrays
+    sharing their length along ``axis``; ``fn(a, b)`` takes and returns trees like it,
+    each leaf with a slice of that axis in place (it is applied to many elements at once:
+    elementwise code, or ``vmap``).
+
+    Blelloch's parallel scan, as JAX's: ``log2(n)`` levels combining strided slices
+    (pairs of neighbours, then pairs of those...), then as many levels back filling in
+    the rest; about ``2 n`` calls' worth of elements in ``2 log2(n)`` calls of ``fn``.
+    Written with tnp ops, so every transform differentiates and batches it.
+
+    >>> associative_scan(np.add, np.arange(5.0))
+    array([ 0.,  1.,  3.,  6., 10.])
+    >>> associative_scan(np.add, np.arange(5.0), reverse=True)
+    array([10., 10.,  9.,  7.,  4.])
+    """
+    _check_function(fn, "associative_scan", "fn")
+    leaves, structure = tree_flatten(elems)
+    if not leaves:
+        raise TensorTypeError("associative_scan: elems has no arrays to scan")
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TensorTypeError(f"associative_scan: axis must be an int, got "
+                              f"{type(axis).__name__}")
+    ndim = len(shape_of(leaves[0]))
+    if not -ndim <= axis < ndim:
+        raise TensorAxisError("associative_scan", axis, ndim)
+    axis %= ndim
+    lengths = [shape_of(leaf)[axis] if len(shape_of(leaf)) > axis else None
+               for leaf in leaves]
+    if len(set(lengths)) > 1 or lengths[0] is None:
+        shapes = ", ".join(str(shape_of(leaf)) for leaf in leaves)
+        raise TensorShapeError(f"associative_scan: the leaves of elems must share their "
+                               f"length along axis {axis}, got shapes {shapes}")
+
+    def part(level: list, start, stop=None, step=None) -> list:
+        index = (slice(None),) * axis + (slice(start, stop, step),)
+        return [leaf[index] for leaf in level]
+
+    def combine(a: list, b: list) -> list:
+        out_leaves, out_structure = tree_flatten(fn(tree_unflatten(structure, a),
+                                                    tree_unflatten(structure, b)))
+        if out_structure != structure:
+            raise TensorTypeError(f"associative_scan: fn must return elems' structure "
+                                  f"{structure!r}, got {out_structure!r}")
+        for n, (out, given) in enumerate(zip(out_leaves, a)):
+            if shape_of(out) != shape_of(given):
+                raise TensorShapeError(f"associative_scan: fn must return leaves of its "
+                                       f"arguments' shapes: leaf {n} has shape "
+                                       f"{shape_of(out)}, not {shape_of(given)}")
+        return out_leaves
+
+    if reverse:
+        leaves = [api.flip(leaf, axis) for leaf in leaves]
+    # Down: each level combines its neighbours pairwise (elements 0+1, 2+3, ...): level k
+    # holds the combinations of 2**k elements, the scan's results at indices 2**k - 1, ...
+    levels, length = [leaves], lengths[0]
+    while length >= 2:
+        level = levels[-1]
+        levels.append(combine(part(level, 0, -1, 2), part(level, 1, None, 2)))
+        length //= 2
+    # Up: a level's scan from the one above it, whose results are its odd elements; each
+    # even element is the odd one before it combined with the level's own element.
+    scanned = levels.pop()
+    while levels:
+        level = levels.pop()
+        length = shape_of(level[0])[axis]
+        before = part(scanned, 0, -1) if length % 2 == 0 else scanned
+        even = combine(before, part(level, 2, None, 2))
+        even = [api.concatenate([first, rest], axis=axis)
+                for first, rest in zip(part(level, 0, 1), even)]
+        scanned = [_interleave(e, o, axis) for e, o in zip(even, scanned)]
+    if reverse:
+        scanned = [api.flip(leaf, axis) for leaf in scanned]
+    return _fresh(tree_unflatten(structure, scanned), elems)
+
+
+def _interleave(even, odd, axis: int):
+    """``even[0], odd[0], even[1], odd[1], ...`` along ``axis`` (``even`` as long as ``odd``
+    or one longer)."""
+    count = shape_of(odd)[axis]
+    index = (slice(None),) * axis
+    pairs = api.stack([even[index + (slice(0, count),)], odd], axis=axis + 1)
+    shape = shape_of(odd)
+    out = api.reshape(pairs, shape[:axis] + (2 * count,) + shape[axis + 1:])
+    if shape_of(even)[axis] > count:
+        out = api.concatenate([out, even[index + (slice(count, None),)]], axis=axis)
+    return out
 
 
 def map(f: Callable, xs, *, batch_size: int | None = None) -> Any:

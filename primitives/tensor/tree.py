@@ -1,6 +1,6 @@
 """JAX's ``jax.tree``: :mod:`..tree_util`'s functions by their short names (``map``,
-``leaves``, ``structure``, ``flatten``, ``unflatten``, ``reduce``, ``all``, and the
-``*_with_path`` ones).
+``leaves``, ``structure``, ``flatten``, ``unflatten``, ``reduce``, ``all``, ``transpose``,
+and the ``*_with_path`` ones).
 
 >>> from primitives import tensor as tnp
 >>> tnp.tree.map(lambda x: x + 1, {"a": 1, "b": (2, None)})
@@ -8,6 +8,8 @@
 >>> leaves, structure = tnp.tree.flatten([1, {"x": 2}])
 >>> tnp.tree.unflatten(structure, [10, 20])
 [10, {'x': 20}]
+>>> tnp.tree.transpose(tnp.tree.structure([0, 0]), None, [(1, 2), (3, 4)])
+([1, 3], [2, 4])
 """
 
 from primitives.tensor.transforms.pytree import tree_all as all  # noqa: A004
@@ -20,6 +22,7 @@ from primitives.tensor.transforms.pytree import tree_map_with_path as map_with_p
 from primitives.tensor.transforms.pytree import tree_reduce as reduce
 from primitives.tensor.transforms.pytree import tree_structure as structure
 from primitives.tensor.transforms.pytree import tree_unflatten as unflatten
+from primitives.tensor.tree_util import tree_transpose as transpose
 
 __all__ = ["all", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map",
-           "map_with_path", "reduce", "structure", "unflatten"]
+           "map_with_path", "reduce", "structure", "transpose", "unflatten"]

@@ -1,12 +1,13 @@
 """The functional transforms (JAX's): ``grad``, ``jvp``, ``vjp``, the Jacobians, ``jit``,
-``vmap``, ``custom_jvp``/``custom_vjp``, ``ravel_pytree``; and ``make_graph``, the traced
-graph they all start from.
+``vmap``, ``custom_jvp``/``custom_vjp``, ``ravel_pytree``, ``eval_shape``; and
+``make_graph``, the traced graph they all start from.
 
 Room: above the NumPy surface (:mod:`..numpy`) and the primitives (:mod:`..ops`); below
 the eager ``Tensor`` (:mod:`..eager`), which uses ``make_graph`` for ``checkpoint``. Its
 modules, lowest first: ``pytree``, ``fresh``, ``run`` (the one place a graph runs),
 ``closure``, ``functional`` (the trace and the differentiation transforms), ``vmap``,
-``vectorize`` (NumPy's ``vectorize``, by ``vmap``), ``jit``, ``custom``, ``flatten``.
+``vectorize`` (NumPy's ``vectorize``, by ``vmap``), ``jit``, ``custom``, ``flatten``,
+``shapes`` (``eval_shape``).
 
 >>> import numpy as np
 >>> from primitives.tensor import transforms
@@ -34,7 +35,8 @@ from primitives.tensor.transforms.vectorize import vectorize
 from primitives.tensor.transforms.jit import jit
 from primitives.tensor.transforms.custom import custom_jvp, custom_vjp
 from primitives.tensor.transforms.flatten import ravel_pytree
+from primitives.tensor.transforms.shapes import ShapeDtypeStruct, eval_shape
 
-__all__ = ["FunctionalError", "custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd",
-           "jacobian", "jacrev", "jit", "jvp", "linearize", "make_graph", "ravel_pytree", "value_and_grad",
-           "vectorize", "vjp", "vmap"]
+__all__ = ["FunctionalError", "ShapeDtypeStruct", "custom_jvp", "custom_vjp", "eval_shape",
+           "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "linearize",
+           "make_graph", "ravel_pytree", "value_and_grad", "vectorize", "vjp", "vmap"]

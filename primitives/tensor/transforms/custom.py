@@ -124,6 +124,7 @@ from primitives.tensor.transforms.closure import (Guard, external_values, is_arr
                                                    unstaged)
 from primitives.tensor.transforms.fresh import memory_of
 from primitives.tensor.core import Frontend, bind, bind_below, dtype_of, shape_of
+from primitives.tensor.numpy.creation import zeros_like
 from primitives.tensor.transforms.functional import (FunctionalError, GraphTrace, check_callable,
                                                      check_output, is_differentiated, vjp)
 from primitives.tensor.ops.custom import (
@@ -221,6 +222,7 @@ class custom_jvp(_CustomFunction):
     has its structure, shapes and dtypes. Arguments at ``nondiff_argnums``
     (hashable: functions, options) are not differentiated; as in JAX they are
     passed to the rule first: ``jvp_fn(*nondiff_args, primals, tangents)``.
+    :meth:`defjvps` registers one JVP per argument instead, summed.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
@@ -252,6 +254,57 @@ class custom_jvp(_CustomFunction):
         self.jvp = jvp
         self._rules = {}
         return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """Register one JVP per argument of ``f`` (JAX's ``custom_jvp.defjvps``):
+        ``jvps[i](tangent_i, out, *primals)`` is the tangent of the result from argument
+        ``i``'s tangent (a tree like the result), ``None`` when argument ``i`` contributes
+        none; the JVP is their sum. There must be one per argument (JAX would drop the
+        tangents of arguments past the last silently); not with ``nondiff_argnums``.
+
+        >>> import numpy as np
+        >>> import primitives.tensor as tnp
+        >>> @tnp.custom_jvp
+        ... def f(x, y):
+        ...     return np.sin(x) * y
+        >>> f.defjvps(lambda tx, out, x, y: tnp.cos(x) * tx * y,
+        ...           lambda ty, out, x, y: tnp.sin(x) * ty)
+        >>> tnp.grad(f, argnums=(0, 1))(np.array(0.5), np.array(2.0))
+        (array(1.75516512), array(0.47942554))
+        """
+        name = _name(self.fun)
+        if self.nondiff_argnums:
+            raise FunctionalError(f"custom_jvp function {name}: defjvps cannot be used with "
+                                  "nondiff_argnums; use defjvp")
+        for position, jvp in enumerate(jvps):
+            if jvp is not None and not callable(jvp):
+                raise FunctionalError(f"custom_jvp function {name}: defjvps takes a function "
+                                      f"(or None) per argument; entry {position} is a "
+                                      f"{type(jvp).__name__}")
+
+        def jvp_of_each_argument(primals, tangents):
+            if len(primals) != len(jvps):
+                raise FunctionalError(f"custom_jvp function {name}: defjvps got {len(jvps)} "
+                                      f"JVP functions for {len(primals)} arguments; give one "
+                                      "per argument (None for an argument without one)")
+            out = self(*primals)
+            out_leaves, out_tree = tree_flatten(out)
+            total = None
+            for position, (jvp, tangent) in enumerate(zip(jvps, tangents)):
+                if jvp is None:
+                    continue
+                leaves, tree = tree_flatten(jvp(tangent, out, *primals))
+                if tree != out_tree:
+                    raise FunctionalError(f"custom_jvp function {name}: the defjvps function "
+                                          f"for argument {position} returned structure "
+                                          f"{tree!r}, but {name} returns {out_tree!r}")
+                total = leaves if total is None else [a + b for a, b in zip(total, leaves)]
+            if total is None:               # no argument contributes: a zero tangent
+                total = [zeros_like(o) for o in out_leaves]
+            return out, tree_unflatten(out_tree, total)
+
+        jvp_of_each_argument.__name__ = jvp_of_each_argument.__qualname__ = f"{name}.defjvps"
+        self.defjvp(jvp_of_each_argument)
 
     def _missing_rule(self) -> FunctionalError | None:
         if self.jvp is None:

@@ -125,6 +125,15 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     ...             static_argnames="how")
     >>> scale(np.array([1.0]), how="same")
     array([1.])
+
+    The jitted function's ``clear_cache()`` drops its traced programs (JAX's): the next
+    call traces ``f`` again.
+
+    >>> traces = []
+    >>> double = jit(lambda v: traces.append(1) or v * 2)
+    >>> _ = double(np.ones(2)); double.clear_cache(); _ = double(np.ones(2))
+    >>> len(traces)
+    2
     """
     check_callable(f, "jit")
     _check_hints(f, donate_argnums, donate_argnames)
@@ -186,6 +195,12 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
         return traced.first_result if plain else \
             _in_library_of_leaves(traced.first_result, leaves, f)
 
+    def clear_cache() -> None:
+        """Drop every traced program of this jitted function: the next call traces again."""
+        with lock:
+            cache.clear()
+
+    jitted.clear_cache = clear_cache
     return jitted
 
 
