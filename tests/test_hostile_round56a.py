@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import primitives.tensor as tnp
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import TensorShapeError, TensorTypeError
 
 X = np.arange(12.0).reshape(3, 4)
 
