@@ -331,3 +331,13 @@ def test_results_are_fresh():
     for result in (t.at[1].get(mode="clip"), t.at[9].set(v, mode="drop")):
         assert not np.may_share_memory(result.data, t.data)
     np.testing.assert_array_equal(x, X)
+
+
+def test_unsigned_indices_above_the_largest_intp_are_out_of_range():
+    # (cast to intp they would wrap to negative, in-range indices; JAX 0.10 reads some so)
+    x = np.arange(5.0)
+    i = np.array([2**64 - 1, 3, 2**63], dtype=np.uint64)
+    np.testing.assert_array_equal(tnp.at(x)[i].get(mode="fill"), [np.nan, 3.0, np.nan])
+    np.testing.assert_array_equal(tnp.at(x)[i].get(mode="clip"), [4.0, 3.0, 4.0])
+    add = tnp.jit(lambda i: tnp.at(x)[i].add(1.0, mode="drop"))
+    np.testing.assert_array_equal(add(i), [0.0, 1.0, 2.0, 4.0, 4.0])

@@ -1334,6 +1334,7 @@ class _IndexedUpdate:
 
 
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
+_INTP_MAX = np.array(np.iinfo(np.intp).max, dtype=np.intp)
 _BOUNDS_MODES = {None: None, "promise_in_bounds": None, "clip": "clip", "drop": "fill",
                  "fill": "fill"}
 
@@ -1377,6 +1378,10 @@ def _bounded_entries(key, shape: tuple, wrap_negative_indices: bool) -> list:
         if kind == "slice":
             entries.append(("other", value, axis, size))
         else:
+            if kind == "array" and dtype_of(value).kind == "u" and \
+                    dtype_of(value).itemsize >= _INTP_MAX.dtype.itemsize:
+                # (converted to intp, an unsigned index above its largest would go negative)
+                value = minimum(value, _INTP_MAX.astype(dtype_of(value)))
             if isinstance(value, Frontend):
                 value = as_dtype(value, np.intp)
                 if wrap_negative_indices:
@@ -1439,27 +1444,29 @@ def _redirected(index, size: int):
 
 def _valid_mask(entries: list):
     """Where ``x[key]`` reads in range, broadcastable to its shape (an axis a slice makes has
-    length one), or ``None`` if everywhere, as known now: ``key``'s in-range flags index a
-    table of 2 (in range, out of range) along each indexed axis, 1 along a sliced one,
-    which is true only at the corner of all in-range flags, so NumPy's indexing places
-    the flags' axes as it does the indices' in ``x[key]``."""
-    flags = {axis: _out_of_range(value, size)
-             for kind, value, axis, size in entries if kind == "index"}
-    if not any(isinstance(flag, Frontend) or np.any(flag) for flag in flags.values()):
+    length one), or ``None`` if everywhere, as known now. Out of range anywhere in a
+    position's indices is out of range there (JAX fills the whole window): the flags of
+    the index entries, or-ed, index a table of 2 entries (true: in range) along the first
+    index entry's axis, 1 along the others (indexed by zeros) and the sliced ones, so that
+    NumPy's indexing places the flags' axes as it places the indices' in ``x[key]``."""
+    indexed = [(value, size) for kind, value, _, size in entries if kind == "index"]
+    flags = [_out_of_range(value, size) for value, size in indexed]
+    traced = any(isinstance(flag, Frontend) for flag in flags)
+    if not traced and not any(np.any(flag) for flag in flags):
         return None
-    table = np.zeros([2 if kind == "index" else 1 for kind, _, axis, _ in entries
-                      if axis is not None], dtype=bool)
-    table[(0,) * table.ndim] = True
-    return getitem(table, tuple(_flag_index(flags[axis]) if kind == "index"
-                                else value if axis is None else slice(None)
-                                for kind, value, axis, _ in entries))
-
-
-def _flag_index(flag):
-    """An out-of-range flag (or array of them) as an index, 0 or 1, of the same kind."""
-    if isinstance(flag, Frontend):
-        return as_dtype(flag, np.intp)
-    return np.asarray(flag, dtype=np.intp) if isinstance(flag, np.ndarray) else int(flag)
+    outside = flags[0]
+    for flag in flags[1:]:
+        outside = elementwise(ew.logical_or, outside, flag) if traced else outside | flag
+    first_axis = next(axis for kind, _, axis, _ in entries if kind == "index")
+    table = np.array([True, False]).reshape(
+        [2 if axis == first_axis else 1 for _, _, axis, _ in entries if axis is not None])
+    flag_index = as_dtype(outside, np.intp) if isinstance(outside, Frontend) else \
+        np.asarray(outside, dtype=np.intp) if isinstance(outside, np.ndarray) else int(outside)
+    return getitem(table, tuple(
+        (flag_index if axis == first_axis else 0 if type(value) is int else
+         np.zeros(shape_of(value), dtype=np.intp)) if kind == "index"
+        else value if axis is None else slice(None)
+        for kind, value, axis, _ in entries))
 
 
 def _fill_value(fill_value, dtype: np.dtype):
