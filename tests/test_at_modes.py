@@ -133,6 +133,14 @@ def test_fill_value_is_only_gets_and_only_with_fill_or_drop():
     with pytest.raises(TensorShapeError, match=r"x\.at\[\.\.\.\]\.get: fill_value must be a "
                                                r"scalar, got an array of shape \(1,\)"):
         tnp.at(x)[9].get(mode="fill", fill_value=np.array([1.0]))
+    # a fill value x's dtype cannot hold is refused, not cut (JAX refuses a complex one)
+    with pytest.raises(TensorTypeError, match=r"x\.at\[\.\.\.\]\.get: a complex fill_value"):
+        tnp.at(x)[9].get(mode="fill", fill_value=1 + 2j)
+    with pytest.raises(TensorShapeError, match=r"x\.at\[\.\.\.\]\.get: fill_value=300 does "
+                                               "not fit int8"):
+        tnp.at(np.arange(4, dtype=np.int8))[9].get(mode="fill", fill_value=300)
+    with pytest.raises(TensorShapeError, match=r"fill_value=nan does not fit int64"):
+        tnp.at(np.arange(4))[9].get(mode="fill", fill_value=float("nan"))
 
 
 @pytest.mark.parametrize("method", ["get", "set", "add"])
@@ -341,3 +349,25 @@ def test_unsigned_indices_above_the_largest_intp_are_out_of_range():
     np.testing.assert_array_equal(tnp.at(x)[i].get(mode="clip"), [4.0, 3.0, 4.0])
     add = tnp.jit(lambda i: tnp.at(x)[i].add(1.0, mode="drop"))
     np.testing.assert_array_equal(add(i), [0.0, 1.0, 2.0, 4.0, 4.0])
+
+
+def test_many_indexed_axes_stay_small():
+    # out-of-range flags are or-ed into one index (no table of 2 or n + 1 slots per axis,
+    # which for 20 axes of 2 would be 3**20 positions)
+    shape = (2,) * 20
+    key = tuple(np.array([0, 1, 2]) for _ in range(20))
+    np.testing.assert_array_equal(tnp.at(np.ones(shape))[key].get(mode="fill"),
+                                  [1.0, 1.0, np.nan])
+    got = tnp.at(np.zeros(shape))[key].add(np.array([1.0, 2.0, 3.0]), mode="drop")
+    assert got[(0,) * 20] == 1.0 and got[(1,) * 20] == 2.0 and got.sum() == 3.0
+
+
+def test_forward_mode():
+    x = np.arange(5.0)
+    i = np.array([1, 7, -6, 3])
+    _, tangent = tnp.jvp(lambda x: tnp.at(x)[i].get(mode="fill", fill_value=0.0), (x,),
+                         (np.arange(5.0) + 1.0,))
+    np.testing.assert_array_equal(tangent, [2.0, 0.0, 0.0, 4.0])
+    _, tangent = tnp.jvp(lambda v: tnp.at(x)[i].set(v, mode="clip"), (np.zeros(4),),
+                         (np.array([1.0, 2.0, 3.0, 4.0]),))
+    np.testing.assert_array_equal(tangent, [3.0, 1.0, 0.0, 4.0, 2.0])

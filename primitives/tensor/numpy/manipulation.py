@@ -37,6 +37,8 @@ import operator
 
 import numpy as np
 
+from tidu import TiduError
+
 from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError, TensorShapeError,
@@ -1298,7 +1300,8 @@ class _IndexedUpdate:
                   fill_value) -> tuple:
         """``x`` flattened, the flat positions ``key`` selects (in ``x[key]``'s shape), the
         values broadcast to that shape in ``x``'s dtype, ``x``'s shape, and whether the
-        flattened ``x`` ends in a dump slot (one past its end, where dropped updates go)."""
+        flattened ``x`` ends in a dump slot (one past its end, where dropped updates go,
+        sliced off after the scatter: their values get a zero derivative)."""
         what = f"x.at[...].{method}"
         if fill_value is not None:
             raise TensorTypeError(f"{what} takes no fill_value (it is get's, for mode='fill')")
@@ -1311,16 +1314,19 @@ class _IndexedUpdate:
             positions, dump = getitem(table, self._key), False
         else:
             entries = _bounded_entries(self._key, shape, wrap_negative_indices)
-            # dropped indices (and, in an empty axis, clipped ones: nowhere to clamp to) go to
-            # a slot one past the axis' end, whose table entries are the dump slot `size`
-            dropped = {axis for kind, _, axis, n in entries
-                       if kind == "index" and (bounds == "fill" or n == 0)}
-            if dropped:
-                table = np.pad(table, [(0, int(axis in dropped)) for axis in range(len(shape))],
+            # an index into an empty axis has nowhere to be clamped to: it goes to a slot
+            # padded past the axis' end, whose table entry is the dump slot (nothing of x,
+            # empty, is written)
+            empty = {axis for kind, _, axis, n in entries if kind == "index" and n == 0}
+            if empty:
+                table = np.pad(table, [(0, int(axis in empty)) for axis in range(len(shape))],
                                constant_values=size)
             positions = getitem(table, _rebuilt_key(entries, lambda index, n, axis: (
-                _redirected(index, n) if axis in dropped else _clamped(index, n))))
-            dump = bool(dropped)
+                _clamped(index, n) if n else _redirected(index, n))))
+            valid = _valid_mask(entries) if bounds == "fill" else None
+            if valid is not None:                  # dropped updates go to the dump slot
+                positions = where(valid, positions, np.intp(size))
+            dump = bool(empty) or valid is not None
         try:
             values = broadcast_to(as_dtype(operand(values, what), dtype_of(x)), shape_of(positions))
         except TensorShapeError:
@@ -1481,7 +1487,16 @@ def _fill_value(fill_value, dtype: np.dtype):
     if shape_of(fill) != ():
         raise TensorShapeError(f"x.at[...].get: fill_value must be a scalar, got an array of "
                                f"shape {shape_of(fill)}")
-    return as_dtype(fill, dtype)
+    if dtype_of(fill).kind == "c" and dtype.kind != "c":
+        raise TensorTypeError(f"x.at[...].get: a complex fill_value ({fill_value!r}) for "
+                              f"an array of {dtype} (its imaginary part would be lost)")
+    try:
+        return as_dtype(fill, dtype)
+    except (ValueError, OverflowError) as error:
+        if isinstance(error, TiduError):
+            raise
+        raise TensorShapeError(f"x.at[...].get: fill_value={fill_value!r} does not fit "
+                               f"{dtype}: {error}") from None
 
 
 def _unpadded(flat, shape: tuple, dump: bool):
