@@ -319,6 +319,11 @@ def test_vmap_over_indices_and_values():
         got = tnp.vmap(lambda x: tnp.at(x)[np.array([3, 4])].set(-1.0, mode=mode))(xs)
         np.testing.assert_array_equal(got, jax.vmap(lambda x: x.at[np.array([3, 4])].set(
             -1.0, mode=mode))(xs))
+        got = tnp.vmap(lambda x, i: tnp.at(x)[i].get(mode=mode))(xs, i)     # both batched
+        np.testing.assert_array_equal(got, jax.vmap(lambda x, i: x.at[i].get(mode=mode))(xs, i))
+        got = tnp.vmap(tnp.grad(lambda x, i: tnp.sum(tnp.at(x)[i].get(mode=mode) ** 2)))(xs, i)
+        np.testing.assert_array_equal(got, jax.vmap(jax.grad(lambda x, i: jnp.sum(
+            x.at[i].get(mode=mode, fill_value=0.0) ** 2)))(xs, i))
 
 
 # --- fresh results --------------------------------------------------------------------------

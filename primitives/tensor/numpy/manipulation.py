@@ -1197,9 +1197,10 @@ class IndexUpdates:
 
     As in JAX, a negative index first counts from the end (``-n`` is ``0``, ``-n - 1`` is
     out of range), unless ``wrap_negative_indices=False`` (then, with a mode other than the
-    default, it is out of range); ``fill_value`` is ignored but by ``get`` with ``"fill"``
-    or ``"drop"``; ``indices_are_sorted`` and ``unique_indices`` are hints, ignored (the
-    result is right either way).
+    default, it is out of range). ``get`` ignores ``fill_value`` in the other modes, as JAX
+    does; ``set`` and ``add`` refuse it (JAX's have no such keyword). ``indices_are_sorted``
+    and ``unique_indices`` are hints, ignored (the result is right either way). The index
+    arrays stay operands in every mode: ``jit`` traces once for all their values.
 
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
     has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
