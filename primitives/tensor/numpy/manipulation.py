@@ -37,12 +37,14 @@ import operator
 
 import numpy as np
 
+from tidu import TiduError
+
 from primitives.tensor.backends import to_host
 from primitives.tensor.core import Frontend, bind, data_if_known, data_of, dtype_of, shape_of
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError, TensorShapeError,
                                       TensorTypeError)
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.indexing import getitem, index_array, take
+from primitives.tensor.numpy.indexing import _index_entries, getitem, index_array, take
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cast_operands,
                                               concatenate, constant_in_library_of,
                                               constant_values, elementwise, first,
@@ -1182,17 +1184,40 @@ class IndexUpdates:
     - ``add(values)``: ``x`` with ``values`` added at ``key``, repeated positions adding up
       (``np.add.at``'s semantics, JAX's ``.add``).
 
+    JAX's ``mode=`` says what an integer index out of range does (a slice never is):
+
+    - ``None`` or ``"promise_in_bounds"`` (the default): it raises NumPy's ``IndexError``
+      (checked when the op runs, for traced indices), where JAX would clip a ``get`` and
+      drop an update;
+    - ``"clip"``: it is clamped into ``[0, n - 1]``, and so is its derivative's position;
+    - ``"drop"`` or ``"fill"``: an update there is dropped (its values get a zero
+      derivative); ``get`` gives ``fill_value`` there (a scalar, cast to ``x``'s dtype; by
+      default NaN for floats, the smallest signed and the largest unsigned integer,
+      ``True``), with a zero derivative.
+
+    As in JAX, a negative index first counts from the end (``-n`` is ``0``, ``-n - 1`` is
+    out of range), unless ``wrap_negative_indices=False`` (then, with a mode other than the
+    default, it is out of range). ``get`` ignores ``fill_value`` in the other modes, as JAX
+    does; ``set`` and ``add`` refuse it (JAX's have no such keyword). ``indices_are_sorted``
+    and ``unique_indices`` are hints, ignored (the result is right either way). The index
+    arrays stay operands in every mode: ``jit`` traces once for all their values.
+
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
     has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
     are not here: each raises a ``TensorNotSupportedError`` saying how to write it with
-    ``set`` where positions do not repeat. JAX's keywords ``indices_are_sorted`` and
-    ``unique_indices`` are taken (hints); ``mode`` only as ``"promise_in_bounds"``.
+    ``set`` where positions do not repeat.
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
     array([0., 2., 0., 1.])
     >>> IndexUpdates(x)[1:3].set(np.array([5.0, 6.0]))
     array([0., 5., 6., 0.])
+    >>> IndexUpdates(x)[np.array([1, 7, -1])].add(1.0, mode="drop")
+    array([0., 1., 0., 1.])
+    >>> IndexUpdates(np.arange(4.0))[np.array([1, 7, -5])].get(mode="fill")
+    array([ 1., nan, nan])
+    >>> IndexUpdates(np.arange(4.0))[np.array([1, 7, -5])].get(mode="clip")
+    array([1., 3., 0.])
     """
 
     __slots__ = ("_array",)
@@ -1214,6 +1239,8 @@ def at(x) -> IndexUpdates:
 
     >>> at(np.zeros(3))[1].set(4.0)
     array([0., 4., 0.])
+    >>> at(np.zeros(3))[5].set(4.0, mode="clip")
+    array([0., 0., 4.])
     """
     return IndexUpdates(x)
 
@@ -1228,8 +1255,16 @@ class _IndexedUpdate:
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, fill_value=None, out_sharding=None, wrap_negative_indices: bool = True):
-        _jax_hints("get", mode, fill_value, out_sharding, wrap_negative_indices)
-        out = getitem(self._array, self._key)
+        bounds = _bounds_mode("get", mode, out_sharding, wrap_negative_indices)
+        if bounds is None:
+            out = getitem(self._array, self._key)
+        else:
+            x = operand(self._array, "x.at[...].get")
+            entries = _bounded_entries(self._key, shape_of(x), wrap_negative_indices)
+            out = getitem(x, _rebuilt_key(entries, _clamped_index("get", mode)))
+            valid = _valid_mask(entries) if bounds == "fill" else None
+            if valid is not None:
+                out = where(valid, out, _fill_value(fill_value, dtype_of(x)))
         # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied
         if type(out) is np.ndarray and type(self._array) is np.ndarray and \
                 np.may_share_memory(out, self._array):
@@ -1245,58 +1280,231 @@ class _IndexedUpdate:
             "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
 
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
-        _jax_hints("set", mode, None, out_sharding, wrap_negative_indices)
-        flat, positions, values, shape = self._operands(values, "set")
-        return reshape(_put_flat(flat, positions, values), shape)
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True,
+            fill_value=None):
+        flat, positions, values, shape, dump = self._operands(
+            values, "set", mode, out_sharding, wrap_negative_indices, fill_value)
+        return _unpadded(_put_flat(flat, positions, values), shape, dump)
 
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode=None, out_sharding=None, wrap_negative_indices: bool = True):
-        _jax_hints("add", mode, None, out_sharding, wrap_negative_indices)
-        flat, positions, values, shape = self._operands(values, "add")
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True,
+            fill_value=None):
+        flat, positions, values, shape, dump = self._operands(
+            values, "add", mode, out_sharding, wrap_negative_indices, fill_value)
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
         added = first(bind(ScatterAdd(0, (size,), shape_of(targets)), reshape(values, (-1,)),
                            targets))
-        return reshape(add(flat, added), shape)
+        return _unpadded(add(flat, added), shape, dump)
 
-    def _operands(self, values, method: str) -> tuple:
+    def _operands(self, values, method: str, mode, out_sharding, wrap_negative_indices: bool,
+                  fill_value) -> tuple:
         """``x`` flattened, the flat positions ``key`` selects (in ``x[key]``'s shape), the
-        values broadcast to that shape in ``x``'s dtype, and ``x``'s shape."""
+        values broadcast to that shape in ``x``'s dtype, ``x``'s shape, and whether the
+        flattened ``x`` ends in a dump slot (one past its end, where dropped updates go,
+        sliced off after the scatter: their values get a zero derivative)."""
         what = f"x.at[...].{method}"
+        if fill_value is not None:
+            raise TensorTypeError(f"{what} takes no fill_value (it is get's, for mode='fill')")
+        bounds = _bounds_mode(method, mode, out_sharding, wrap_negative_indices)
         x = operand(self._array, what)
         shape = shape_of(x)
-        positions = getitem(np.arange(math.prod(shape), dtype=np.intp).reshape(shape), self._key)
+        size = math.prod(shape)
+        table = np.arange(size, dtype=np.intp).reshape(shape)
+        if bounds is None:
+            positions, dump = getitem(table, self._key), False
+        else:
+            entries = _bounded_entries(self._key, shape, wrap_negative_indices)
+            # an index into an empty axis has nowhere to be clamped to: it goes to a slot
+            # padded past the axis' end, whose table entry is the dump slot (nothing of x,
+            # empty, is written)
+            empty = {axis for kind, _, axis, n in entries if kind == "index" and n == 0}
+            if empty:
+                table = np.pad(table, [(0, int(axis in empty)) for axis in range(len(shape))],
+                               constant_values=size)
+            positions = getitem(table, _rebuilt_key(entries, lambda index, n, axis: (
+                _clamped(index, n) if n else _redirected(index, n))))
+            valid = _valid_mask(entries) if bounds == "fill" else None
+            if valid is not None:                  # dropped updates go to the dump slot
+                positions = where(valid, positions, np.intp(size))
+            dump = bool(empty) or valid is not None
         try:
             values = broadcast_to(as_dtype(operand(values, what), dtype_of(x)), shape_of(positions))
         except TensorShapeError:
             raise TensorShapeError(f"{what}: values of shape {shape_of(values)} cannot be "
                                    f"broadcast to the indexed shape {shape_of(positions)}") \
                 from None
-        return reshape(x, (-1,)), positions, values, shape
+        flat = reshape(x, (-1,))
+        if dump:
+            flat = concatenate([flat, np.zeros(1, dtype=dtype_of(x))], 0)
+        return flat, positions, values, shape, dump
 
 
 _JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
+_INTP_MAX = np.array(np.iinfo(np.intp).max, dtype=np.intp)
+_BOUNDS_MODES = {None: None, "promise_in_bounds": None, "clip": "clip", "drop": "fill",
+                 "fill": "fill"}
 
 
-def _jax_hints(method: str, mode, fill_value=None, out_sharding=None,
-               wrap_negative_indices: bool = True) -> None:
-    """JAX's keywords of ``x.at[...].<method>``: ``indices_are_sorted`` and
-    ``unique_indices`` are hints (the result is right either way, so they are ignored);
-    ``mode`` may only promise what tidu does (an index out of range raises NumPy's
-    ``IndexError``), as JAX's ``"clip"``, ``"drop"`` and ``"fill"`` would change values;
-    so may ``out_sharding`` (none) and ``wrap_negative_indices`` (NumPy's: they wrap)."""
-    if out_sharding is not None or wrap_negative_indices is not True:
+def _bounds_mode(method: str, mode, out_sharding=None, wrap_negative_indices: bool = True):
+    """What ``x.at[...].<method>`` does with an index out of range, from JAX's ``mode``:
+    ``None`` (raise NumPy's ``IndexError``: JAX's ``"promise_in_bounds"`` promises there is
+    none), ``"clip"``, or ``"fill"`` (JAX's ``"fill"`` and ``"drop"``: for updates both drop,
+    for ``get`` both fill). JAX's ``out_sharding`` may only be ``None`` (tidu's arrays are
+    not sharded); ``wrap_negative_indices=False`` needs a mode that says what a negative
+    index (then out of range) does."""
+    if out_sharding is not None:
         raise TensorNotSupportedError(
-            f"x.at[...].{method}: out_sharding={out_sharding!r}, wrap_negative_indices="
-            f"{wrap_negative_indices!r} is not supported: tidu's arrays are not sharded, and "
-            "a negative index counts from the end (NumPy's rule)")
-    if mode not in (None, "promise_in_bounds") or fill_value is not None:
+            f"x.at[...].{method}: out_sharding={out_sharding!r} is not supported: tidu's "
+            "arrays are not sharded")
+    if not (mode is None or isinstance(mode, str) and mode in _BOUNDS_MODES):
+        raise TensorShapeError(
+            f"x.at[...].{method}: unknown mode={mode!r}; JAX's modes are 'promise_in_bounds' "
+            "(the default), 'clip', 'drop' and 'fill'")
+    bounds = _BOUNDS_MODES[mode]
+    if wrap_negative_indices is not True and bounds is None:
         raise TensorNotSupportedError(
-            f"x.at[...].{method}: mode={mode!r}"
-            + ("" if fill_value is None else f" with fill_value={fill_value!r}")
-            + " is not supported: an index out of range raises IndexError (NumPy's rule); "
-            "clip the indices (tnp.clip) or mask the values (tnp.where) instead")
+            f"x.at[...].{method}: wrap_negative_indices={wrap_negative_indices!r} is not "
+            f"supported with mode={mode!r}: a negative index counts from the end (NumPy's "
+            "rule); with mode='clip', 'drop' or 'fill' it is out of range")
+    return bounds
+
+
+def _bounded_entries(key, shape: tuple, wrap_negative_indices: bool) -> list:
+    """``key`` for ``x`` of ``shape`` as a list of ``(kind, value, axis, size)``: kind
+    "index" for an integer index (a Python int, or an ``intp`` index array, NumPy's or data),
+    negative ones wrapped (if ``wrap_negative_indices``), ``axis`` the axis it indexes and
+    ``size`` that axis' length; "other" for the rest (a slice, ``None``, ``...``), kept as
+    they are. (A boolean mask comes as its ``nonzero()`` index arrays, always in range.)"""
+    entries, axis = [], 0
+    for kind, value in _index_entries(key, shape):
+        if kind in ("none", "ellipsis"):
+            entries.append(("other", None if kind == "none" else Ellipsis, None, None))
+            continue
+        size = shape[axis]
+        if kind == "slice":
+            entries.append(("other", value, axis, size))
+        else:
+            if kind == "array" and dtype_of(value).kind == "u" and \
+                    dtype_of(value).itemsize >= _INTP_MAX.dtype.itemsize:
+                # (converted to intp, an unsigned index above its largest would go negative)
+                value = minimum(value, _INTP_MAX.astype(dtype_of(value)))
+            if isinstance(value, Frontend):
+                value = as_dtype(value, np.intp)
+                if wrap_negative_indices:
+                    value = where(value < np.intp(0), add(value, np.intp(size)), value)
+            elif kind == "array":
+                value = np.asarray(to_host(value), dtype=np.intp)
+                if wrap_negative_indices:
+                    value = np.where(value < 0, value + size, value)
+            elif wrap_negative_indices and value < 0:
+                value += size
+            entries.append(("index", value, axis, size))
+        axis += 1
+    return entries
+
+
+def _rebuilt_key(entries: list, index_of) -> tuple:
+    """The key of ``entries`` with each integer index ``i`` (of axis ``axis`` of length
+    ``n``) replaced by ``index_of(i, n, axis)``."""
+    return tuple(index_of(value, size, axis) if kind == "index" else value
+                 for kind, value, axis, size in entries)
+
+
+def _clamped_index(method: str, mode: str):
+    """:func:`_clamped` for ``x.at[...].<method>``'s ``_rebuilt_key``, which refuses a
+    non-empty index into an empty axis (no position to clamp it to, or to read)."""
+    def clamped(index, size: int, axis: int):
+        if size == 0 and math.prod(shape_of(index)) != 0:
+            raise TensorIndexError(f"x.at[...].{method}: mode={mode!r} cannot index axis "
+                                   f"{axis}, of length 0")
+        return _clamped(index, size)
+    return clamped
+
+
+def _clamped(index, size: int):
+    """Integer indices (non-negative once wrapped) clamped into ``[0, size - 1]``."""
+    if isinstance(index, Frontend):
+        return minimum(maximum(index, np.intp(0)), np.intp(size - 1))
+    if isinstance(index, np.ndarray):
+        return np.clip(index, 0, max(size - 1, 0))
+    return min(max(index, 0), size - 1)
+
+
+def _out_of_range(index, size: int):
+    """Whether each integer index (non-negative once wrapped) is outside ``[0, size)``."""
+    if isinstance(index, Frontend):
+        return not_equal(_clamped(index, size), index) if size else \
+            broadcast_to(np.ones((), dtype=bool), shape_of(index))
+    return (index < 0) | (index >= size)
+
+
+def _redirected(index, size: int):
+    """Integer indices with those out of range replaced by ``size``, one past the end."""
+    outside = _out_of_range(index, size)
+    if isinstance(index, Frontend):
+        return where(outside, np.intp(size), index)
+    if isinstance(index, np.ndarray):
+        return np.where(outside, size, index)
+    return size if outside else index
+
+
+def _valid_mask(entries: list):
+    """Where ``x[key]`` reads in range, broadcastable to its shape (an axis a slice makes has
+    length one), or ``None`` if everywhere, as known now. Out of range anywhere in a
+    position's indices is out of range there (JAX fills the whole window): the flags of
+    the index entries, or-ed, index a table of 2 entries (true: in range) along the first
+    index entry's axis, 1 along the others (indexed by zeros) and the sliced ones, so that
+    NumPy's indexing places the flags' axes as it places the indices' in ``x[key]``."""
+    indexed = [(value, size) for kind, value, _, size in entries if kind == "index"]
+    flags = [_out_of_range(value, size) for value, size in indexed]
+    traced = any(isinstance(flag, Frontend) for flag in flags)
+    if not traced and not any(np.any(flag) for flag in flags):
+        return None
+    outside = flags[0]
+    for flag in flags[1:]:
+        outside = elementwise(ew.logical_or, outside, flag) if traced else outside | flag
+    first_axis = next(axis for kind, _, axis, _ in entries if kind == "index")
+    table = np.array([True, False]).reshape(
+        [2 if axis == first_axis else 1 for _, _, axis, _ in entries if axis is not None])
+    flag_index = as_dtype(outside, np.intp) if isinstance(outside, Frontend) else \
+        np.asarray(outside, dtype=np.intp) if isinstance(outside, np.ndarray) else int(outside)
+    return getitem(table, tuple(
+        (flag_index if axis == first_axis else 0 if type(value) is int else
+         np.zeros(shape_of(value), dtype=np.intp)) if kind == "index"
+        else value if axis is None else slice(None)
+        for kind, value, axis, _ in entries))
+
+
+def _fill_value(fill_value, dtype: np.dtype):
+    """``get``'s ``fill_value`` in ``dtype`` (a scalar), by default JAX's: NaN for floats,
+    the smallest signed or the largest unsigned integer, ``True`` for booleans."""
+    if fill_value is None:
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            return np.array(info.min if dtype.kind == "i" else info.max, dtype=dtype)
+        return np.array(True if dtype.kind == "b" else np.nan, dtype=dtype)
+    fill = operand(fill_value, "x.at[...].get")
+    if shape_of(fill) != ():
+        raise TensorShapeError(f"x.at[...].get: fill_value must be a scalar, got an array of "
+                               f"shape {shape_of(fill)}")
+    if dtype_of(fill).kind == "c" and dtype.kind != "c":
+        raise TensorTypeError(f"x.at[...].get: a complex fill_value ({fill_value!r}) for "
+                              f"an array of {dtype} (its imaginary part would be lost)")
+    try:
+        return as_dtype(fill, dtype)
+    except (ValueError, OverflowError) as error:
+        if isinstance(error, TiduError):
+            raise
+        raise TensorShapeError(f"x.at[...].get: fill_value={fill_value!r} does not fit "
+                               f"{dtype}: {error}") from None
+
+
+def _unpadded(flat, shape: tuple, dump: bool):
+    """The updated ``x`` of ``shape`` from its flattened form, without the dump slot."""
+    if dump:
+        flat = getitem(flat, slice(0, -1))
+    return reshape(flat, shape)
 
 
 def _last_writes(values, targets: np.ndarray, size: int) -> tuple:
