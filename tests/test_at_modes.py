@@ -10,6 +10,7 @@ import primitives.tensor as tnp
 from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
                                       TensorShapeError, TensorTypeError)
 from tidu import TiduError
+from tensor_helpers import numeric_grad
 
 X = np.arange(12.0).reshape(3, 4) + 0.5
 X3 = np.arange(24.0).reshape(2, 3, 4) - 3.25
@@ -188,15 +189,6 @@ def _loss(result, weights):
     return tnp.sum(tnp.sin(result) * weights)
 
 
-def _finite_difference(f, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
-
-
 GRAD_KEYS = [np.array([1, 5, -1, -4, 1]), (slice(None), np.array([1, 4, -1, -5])),
              (7, slice(1, 3)), (np.array([0, 3, 2]), np.array([1, 1, 4]))]
 
@@ -222,7 +214,7 @@ def test_gradients_match_jax_and_finite_differences(key, mode):
 
     got = tnp.grad(lambda x: get(x, tnp))(X)
     np.testing.assert_allclose(got, jax.grad(lambda x: get(x, jnp))(X), atol=1e-12)
-    np.testing.assert_allclose(got, _finite_difference(lambda x: float(get(x, tnp)), X),
+    np.testing.assert_allclose(got, numeric_grad(lambda x: float(get(x, tnp)), X),
                                atol=1e-6)
     for method in ("set", "add"):
         f = update(method)
@@ -230,7 +222,7 @@ def test_gradients_match_jax_and_finite_differences(key, mode):
         want_x, want_v = jax.grad(lambda x, v: f(x, v, jnp), argnums=(0, 1))(X, v)
         np.testing.assert_allclose(got_x, want_x, atol=1e-12, err_msg=method)
         np.testing.assert_allclose(got_v, want_v, atol=1e-12, err_msg=method)
-        np.testing.assert_allclose(got_v, _finite_difference(lambda v: float(f(X, v, tnp)), v),
+        np.testing.assert_allclose(got_v, numeric_grad(lambda v: float(f(X, v, tnp)), v),
                                    atol=1e-6, err_msg=method)
 
 

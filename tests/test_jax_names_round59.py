@@ -14,18 +14,9 @@ from tidu import TiduError
 import primitives.tensor as tnp
 from primitives.tensor import lax, tree_util
 from primitives.tensor.errors import ConcretizationError
+from tensor_helpers import numeric_grad
 
 RNG = np.random.default_rng(59)
-
-
-def finite_difference(f, x, eps=1e-6):
-    """The gradient of the scalar ``f`` at ``x`` by central differences."""
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        grad[index] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
 
 
 # ---- eval_shape, ShapeDtypeStruct -----------------------------------------------------------
@@ -178,7 +169,7 @@ def test_checkpoint_keeps_its_policy_and_fd_gradient():
     w, x = RNG.normal(size=(3, 2)), RNG.normal(size=(4, 3))
     loss = tnp.jit(lambda w: tnp.sum(f(w, x, 2)))
     np.testing.assert_allclose(tnp.grad(loss)(w),
-                               finite_difference(lambda v: float(loss(v)), w), rtol=1e-6)
+                               numeric_grad(lambda v: float(loss(v)), w), rtol=1e-6)
 
 
 def test_checkpoint_static_misuse_names_it():
@@ -237,7 +228,7 @@ def test_defjvps_matches_jax_in_every_transform(jx):
     np.testing.assert_allclose(tnp.vmap(tnp.grad(ours, argnums=2))(*args),
                                jax.vmap(jax.grad(theirs, argnums=2))(*args))
     np.testing.assert_allclose(tnp.grad(loss(ours))(*args),
-                               finite_difference(lambda v: float(loss(ours)(v, y, z)), x))
+                               numeric_grad(lambda v: float(loss(ours)(v, y, z)), x))
 
 
 def test_defjvps_none_means_no_contribution(jx):
@@ -376,7 +367,7 @@ def test_associative_scan_is_differentiable(jx):
 
     ours = tnp.grad(loss(tnp, lax.associative_scan))(mats)
     np.testing.assert_allclose(ours, jax.grad(loss(jnp, jax.lax.associative_scan))(mats))
-    np.testing.assert_allclose(ours, finite_difference(
+    np.testing.assert_allclose(ours, numeric_grad(
         lambda m: float(loss(np, lambda f, v: lax.associative_scan(f, v))(m)), mats),
         rtol=1e-6, atol=1e-8)
     x = RNG.normal(size=(3, 7))
