@@ -1,0 +1,138 @@
+"""Round 59c: four NumPy-compatibility defects of the tensor set, each with its test.
+
+1. ``convolve`` (and ``correlate``, ``polymul``) multiplied the zero padding by an infinity
+   of the other operand: NaN where NumPy, summing only the overlapping terms, has a number.
+2. Reductions refused ``axis=0``/``axis=-1`` on a 0-d array where NumPy takes it (as
+   ``axis=()``); they still refuse where NumPy refuses (``mean``, ``std``...).
+3. Some functions returned a NumPy array for an eager ``Tensor`` input; now a ``Tensor``.
+4. ``casting=``, ``order=`` and ``subok=`` of the ufunc-like functions were Python's
+   ``TypeError``; NumPy's defaults are taken, anything else refused by name.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+from primitives.tensor.errors import TensorAxisError, TensorNotSupportedError
+from tidu import TiduError
+
+RNG = np.random.default_rng(59)
+MODES = ("full", "same", "valid")
+SIZES = [(1, 1), (2, 1), (5, 3), (3, 5), (4, 4), (7, 2), (10, 4)]
+
+
+# --- 1. convolve: only the overlapping terms are summed ------------------------------------
+
+
+def test_convolve_example_of_the_report():
+    assert np.array_equal(tnp.convolve([1.0, -1], [1.0, -np.inf]), [1.0, -np.inf, np.inf])
+    assert np.array_equal(tnp.polymul([1.0, -1], [1.0, -np.inf]), [1.0, -np.inf, np.inf])
+
+
+def _with_non_finite(x: np.ndarray) -> np.ndarray:
+    x = x.copy()
+    x[RNG.integers(x.size)] = RNG.choice([np.inf, -np.inf, np.nan])
+    return x
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n, m", SIZES)
+@pytest.mark.parametrize("function", ["convolve", "correlate"])
+def test_real_values_with_infinities_and_nans_are_numpys(function, n, m, mode):
+    for where_bad in ("a", "v", "both"):
+        a, v = RNG.normal(size=n), RNG.normal(size=m)
+        if where_bad in ("a", "both"):
+            a = _with_non_finite(a)
+        if where_bad in ("v", "both"):
+            v = _with_non_finite(v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = getattr(np, function)(a, v, mode)
+            got = getattr(tnp, function)(a, v, mode)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n, m", SIZES)
+@pytest.mark.parametrize("function", ["convolve", "correlate"])
+def test_complex_values_with_infinities_and_nans(function, n, m, mode):
+    """A complex product of infinities has no one value (NumPy's own ``dot`` and ``matmul``
+    differ in which parts are NaN): NumPy's finite outputs are ours, its others are not
+    finite in ours either."""
+    for _ in range(3):
+        a = RNG.normal(size=n) + 1j * RNG.normal(size=n)
+        v = RNG.normal(size=m) + 1j * RNG.normal(size=m)
+        a[RNG.integers(n)] = RNG.choice([np.inf, complex(1.0, -np.inf), np.nan])
+        v[RNG.integers(m)] = RNG.choice([-np.inf, complex(np.nan, 1.0)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = getattr(np, function)(a, v, mode)
+            got = getattr(tnp, function)(a, v, mode)
+        finite = np.isfinite(expected)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-12)
+        assert not np.isfinite(got[~finite]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_, np.float32])
+def test_integer_boolean_and_single_precision_keep_numpys_dtype(dtype):
+    a, v = (RNG.normal(size=7) * 4).astype(dtype), (RNG.normal(size=3) * 4).astype(dtype)
+    for mode in MODES:
+        expected, got = np.convolve(a, v, mode), tnp.convolve(a, v, mode)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n, m", [(6, 3), (3, 6), (4, 4), (5, 1)])
+def test_convolve_derivatives_match_jax_and_finite_differences(n, m, mode):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    a, v = RNG.normal(size=n), RNG.normal(size=m)
+    weights = RNG.normal(size=np.convolve(a, v, mode).shape)
+    grads = tnp.grad(lambda a, v: tnp.sum(tnp.convolve(a, v, mode) * weights),
+                     argnums=(0, 1))(a, v)
+    expected = jax.grad(lambda a, v: jnp.sum(jnp.convolve(a, v, mode) * weights),
+                        argnums=(0, 1))(a, v)
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # central differences in a (convolve is bilinear: exact up to rounding)
+    h, fd = 1e-6, np.zeros(n)
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        fd[i] = (np.convolve(a + e, v, mode) - np.convolve(a - e, v, mode)) @ weights / (2 * h)
+    np.testing.assert_allclose(grads[0], fd, rtol=1e-6, atol=1e-8)
+    # complex: tidu's gradient is the conjugate of JAX's (the adjoint under Re<a, b>)
+    ac, vc = a + 1j * RNG.normal(size=n), v + 1j * RNG.normal(size=m)
+    grads = tnp.grad(lambda a, v: tnp.real(tnp.sum(tnp.convolve(a, v, mode) * weights)),
+                     argnums=(0, 1))(ac, vc)
+    expected = jax.grad(lambda a, v: jnp.real(jnp.sum(jnp.convolve(a, v, mode) * weights)),
+                        argnums=(0, 1))(ac, vc)
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, np.conj(want), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_under_jit_vmap_and_on_tensors(mode):
+    a, v = _with_non_finite(RNG.normal(size=8)), _with_non_finite(RNG.normal(size=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.convolve(a, v, mode)
+        close = dict(rtol=1e-12, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(tnp.jit(lambda a, v: tnp.convolve(a, v, mode))(a, v),
+                                   expected, **close)
+        batched = tnp.vmap(lambda a: tnp.convolve(a, v, mode))(np.stack([a, a[::-1]]))
+        np.testing.assert_allclose(batched[1], np.convolve(a[::-1], v, mode), **close)
+        t = tnp.tensor(RNG.normal(size=8), requires_grad=True)
+        y = tnp.convolve(t, np.array([1.0, np.inf, 2.0]), mode)
+        assert isinstance(y, tnp.Tensor)
+        np.testing.assert_allclose(np.asarray(y.detach()),
+                                   np.convolve(np.asarray(t.detach()), [1.0, np.inf, 2.0],
+                                               mode), **close)
