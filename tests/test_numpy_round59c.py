@@ -136,3 +136,62 @@ def test_convolve_under_jit_vmap_and_on_tensors(mode):
         np.testing.assert_allclose(np.asarray(y.detach()),
                                    np.convolve(np.asarray(t.detach()), [1.0, np.inf, 2.0],
                                                mode), **close)
+
+
+# --- 2. an axis of a 0-d array: taken exactly where NumPy takes it --------------------------
+
+AXIS_FUNCTIONS = ["sum", "prod", "nansum", "nanprod", "cumsum", "cumprod", "nancumsum",
+                  "nancumprod", "any", "all", "max", "min", "amax", "amin", "ptp", "mean",
+                  "average", "var", "std", "median", "nanmean", "nanvar", "nanstd", "nanmax",
+                  "nanmin", "nanmedian", "argmax", "argmin", "nanargmax", "nanargmin", "sort",
+                  "argsort"]
+
+
+def _outcome(function, x, axis, keepdims: bool):
+    """``("ok", result)`` or ``("error", exception)`` of ``function(x, axis=axis)``."""
+    kwargs = {"axis": axis}
+    if keepdims:
+        kwargs["keepdims"] = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return "ok", function(x, **kwargs)
+    except (TypeError, ValueError) as error:       # (NumPy's AxisError is a ValueError)
+        return "error", error
+
+
+@pytest.mark.parametrize("name", AXIS_FUNCTIONS)
+@pytest.mark.parametrize("axis", [0, -1, 1, -2, (0,), np.int64(0)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_axis_of_a_0d_array_as_numpy(name, axis, keepdims):
+    for x in (np.array(2.5), np.array(True), np.array(-3)):
+        expected = _outcome(getattr(np, name), x, axis, keepdims)
+        if expected[0] == "error" and "keepdims" in str(expected[1]):
+            continue                                # (NumPy's function has no keepdims)
+        got = _outcome(getattr(tnp, name), x, axis, keepdims)
+        if expected[0] == "ok":
+            assert got[0] == "ok", (name, axis, x.dtype, got[1])
+            want, value = np.asarray(expected[1]), np.asarray(got[1])
+            assert value.shape == want.shape and value.dtype == want.dtype, (name, axis)
+            np.testing.assert_array_equal(value, want)
+        else:
+            assert got[0] == "error", (name, axis, x.dtype, "NumPy refuses, tidu took it")
+            assert isinstance(got[1], TiduError), got[1]
+            assert str(got[1]).startswith({"amax": "max", "amin": "min"}.get(name, name)), \
+                got[1]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "nansum", "nanmean", "ptp"])
+def test_axis_of_a_0d_array_differentiates(name):
+    function = getattr(tnp, name)
+    expected = 0.0 if name == "ptp" else (1.0 if name != "prod" else 1.0)
+    assert tnp.grad(lambda x: function(x, axis=0))(np.array(2.0)) == expected
+    assert tnp.jit(lambda x: function(x, axis=-1))(np.array(2.0)) == getattr(np, name)(
+        np.array(2.0), axis=-1)
+    t = tnp.tensor(2.0, requires_grad=True)
+    y = function(t, axis=-1, keepdims=True)
+    assert y.shape == ()
+    y.backward()
+    assert t.grad == expected
+    with pytest.raises(TensorAxisError, match=name):
+        function(np.array(2.0), axis=(0,))

@@ -537,6 +537,19 @@ def normalize_axes(axis, ndim: int, fn: str) -> tuple:
     return tuple(sorted(axes))
 
 
+def reduction_axes(axis, ndim: int, fn: str) -> tuple:
+    """:func:`normalize_axes` for NumPy's ufunc reductions (``sum``, ``max``, ``all``...),
+    which take an integer ``axis`` 0 or -1 of a 0-d array as no axes (a tuple is refused).
+
+    >>> reduction_axes(-1, 0, "sum"), reduction_axes(-1, 2, "sum")
+    ((), (1,))
+    """
+    if not ndim and type(axis) is not bool and isinstance(axis, (int, np.integer)) \
+            and axis in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim, fn)
+
+
 def shape_tuple(shape, fn: str) -> tuple:
     """A shape argument as a tuple of Python ints (an int is a 1-d shape)."""
     if type(shape) is tuple and all([type(d) is int for d in shape]):     # the common case
@@ -1064,7 +1077,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
         x = as_dtype(x, _summed_dtype(dtype_of(x)))     # platform's integer, no axes too
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
-    axes = normalize_axes(axis, len(shape), "sum")
+    axes = reduction_axes(axis, len(shape), "sum")
     # (no axes: a new array all the same, as NumPy's)
     result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else new_value(x)
     if keepdims:
@@ -1085,7 +1098,7 @@ def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
                                   "a slice with nothing selected")
         x = masked(x, where, initial, fn)
     shape = shape_of(x)
-    axes = normalize_axes(axis, len(shape), fn)
+    axes = reduction_axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
         if initial is NO_VALUE:
             raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum "
