@@ -195,3 +195,86 @@ def test_axis_of_a_0d_array_differentiates(name):
     assert t.grad == expected
     with pytest.raises(TensorAxisError, match=name):
         function(np.array(2.0), axis=(0,))
+
+
+# --- 3. an eager Tensor in gives Tensors out (integer and boolean ones without grad) --------
+
+X = np.array([3.0, 1.0, 2.0, 0.5, 2.0])
+EDGES = np.array([0.0, 1.5, 2.5, 4.0])
+TENSOR_OUT = {     # name: a function of x (its data X), whose every result is an array
+    "histogram": lambda x: tnp.histogram(x, 3),
+    "histogram given edges": lambda x: tnp.histogram(x, EDGES),
+    "histogram2d": lambda x: tnp.histogram2d(x, x, 2),
+    "histogramdd": lambda x: tnp.histogramdd(tnp.stack([x, x], axis=1), 2),
+    "frexp": tnp.frexp,
+    "modf": tnp.modf,
+    "searchsorted a": lambda x: tnp.searchsorted(tnp.sort(x), 1.7),
+    "searchsorted v": lambda x: tnp.searchsorted(EDGES, x, side="right"),
+    "digitize": lambda x: tnp.digitize(x, EDGES),
+    "digitize decreasing": lambda x: tnp.digitize(x, EDGES[::-1]),
+    "bincount": lambda x: tnp.bincount(tnp.astype(tnp.floor(x), np.intp)),
+    "argmax": tnp.argmax,
+    "argmin": tnp.argmin,
+    "nanargmax": tnp.nanargmax,
+    "argsort": tnp.argsort,
+    "argpartition": lambda x: tnp.argpartition(x, 2),
+    "unique extras": lambda x: tnp.unique(x, return_index=True, return_inverse=True,
+                                          return_counts=True),
+    "unique_counts": tnp.unique_counts,
+    "intersect1d indices": lambda x: tnp.intersect1d(x, EDGES[1:] - 0.5,
+                                                     return_indices=True),
+    "where of one argument": lambda x: tnp.where(x > 1.0),
+    "isin": lambda x: tnp.isin(x, EDGES),
+    "isnan": tnp.isnan,
+    "sign": tnp.sign,
+}
+
+
+def _arrays(result) -> list:
+    """The arrays of ``result`` (histogramdd's edges are a list in its tuple)."""
+    if not isinstance(result, (tuple, list)):
+        return [result]
+    return [array for item in result for array in _arrays(item)]
+
+
+@pytest.mark.parametrize("name", list(TENSOR_OUT))
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_a_tensor_in_gives_tensors_out(name, requires_grad):
+    function = TENSOR_OUT[name]
+    expected = _arrays(function(X))
+    got = _arrays(function(tnp.tensor(X, requires_grad=requires_grad)))
+    assert len(got) == len(expected)
+    for value, want in zip(got, expected):
+        assert isinstance(value, tnp.Tensor), (name, type(value))
+        if value.dtype.kind in "biu":
+            assert not value.requires_grad, name
+        assert value.dtype == np.asarray(want).dtype and value.shape == np.shape(want)
+        np.testing.assert_array_equal(np.asarray(value.detach()), want)
+
+
+@pytest.mark.parametrize("name", ["histogram", "frexp", "searchsorted v", "digitize",
+                                  "argmax", "argsort", "isin"])
+def test_integer_results_under_grad_and_jit_unchanged(name):
+    function = TENSOR_OUT[name]
+    expected = _arrays(function(X))
+
+    def integer_parts(x):
+        return [r for r in _arrays(function(x)) if np.dtype(r.dtype).kind in "biu"]
+    under_jit = tnp.jit(integer_parts)(X)
+    seen = []       # (integer traced values carry no gradient: their data may be read)
+    tnp.grad(lambda x: (seen.extend(np.asarray(r) for r in integer_parts(x)), tnp.sum(x))[1])(X)
+    want = [w for w in expected if np.asarray(w).dtype.kind in "biu"]
+    for values in (under_jit, seen):
+        assert len(values) == len(want)
+        for value, w in zip(values, want):
+            assert type(value) is np.ndarray
+            np.testing.assert_array_equal(value, w)
+
+
+def test_stop_gradient_of_a_tensor_is_a_tensor_without_grad():
+    t = tnp.tensor([1.0, -2.0], requires_grad=True)
+    constant = tnp.stop_gradient(t)
+    assert isinstance(constant, tnp.Tensor) and not constant.requires_grad
+    y = tnp.sum(t * constant)
+    np.testing.assert_array_equal(y.backward().grad(t), [1.0, -2.0])   # d/dt only through t
+    assert type(tnp.stop_gradient(np.ones(2))) is np.ndarray

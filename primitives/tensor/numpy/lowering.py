@@ -634,10 +634,22 @@ def filled_like(a, value, dtype, fn: str):
 
 def constant_in_library_of(constant: np.ndarray, a):
     """A NumPy ``constant`` (indices, counts) as an array of ``a``'s library, on its device;
-    NumPy's for a traced ``a`` (as :func:`filled_like`'s)."""
-    below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
+    NumPy's for a traced ``a`` (as :func:`filled_like`'s); for an eager ``Tensor`` ``a``, a
+    ``Tensor`` that does not require grad (a ``Tensor`` in gives ``Tensor``s out, as in
+    PyTorch).
+
+    >>> import primitives.tensor as tnp
+    >>> constant_in_library_of(np.array([2, 0]), tnp.tensor([1.0], requires_grad=True))
+    tensor([2, 0])
+    """
+    if not isinstance(a, Frontend):
+        library = library_of(a)
+        return constant if library is NUMPY else library.from_numpy(constant, a)
+    if a.is_tracer:
+        return constant
+    below = array_below(a)
     library = library_of(below)
-    return constant if library is NUMPY else library.from_numpy(constant, below)
+    return type(a)(constant if library is NUMPY else library.from_numpy(constant, below))
 
 
 # --- elementwise ----------------------------------------------------------------------
@@ -813,7 +825,8 @@ def where(condition, x=None, y=None):
         if not shape_of(data):
             raise TensorShapeError("where(condition) of a 0-d condition: NumPy does not "
                                    "take it (np.nonzero of a 0-d array)")
-        return np.nonzero(to_host(data))
+        return tuple(constant_in_library_of(indices, condition)
+                     for indices in np.nonzero(to_host(data)))
     if x is None or y is None:
         raise TensorShapeError("where: either both or neither of x and y should be given")
     condition, x, y = operand(condition), operand(x), operand(y)
@@ -899,15 +912,25 @@ def imag(x):
 def stop_gradient(x):
     """``x`` as a constant: no derivative flows through it.
 
-    For an array or a ``Tensor``, its data as an array of its library (a PyTorch tensor
-    detached: PyTorch's autograd stops there too); for a traced value, a ``stop_gradient``
-    op (its value where the data is not known yet, under ``jit``).
+    For an array, its data as an array of its library (a PyTorch tensor detached:
+    PyTorch's autograd stops there too); for an eager ``Tensor``, a ``Tensor`` of its data
+    that does not require grad (``t.detach()``, so what is computed from it stays a
+    ``Tensor``); for a traced value, a ``stop_gradient`` op (its value where the data is
+    not known yet, under ``jit``).
+
+    >>> import primitives.tensor as tnp
+    >>> stop_gradient(tnp.tensor([1.0, 2.0], requires_grad=True))
+    tensor([1., 2.])
     """
     x = operand(x)
-    if isinstance(x, Frontend) and x.is_tracer:
-        return first(bind(ew.stop_gradient, x))
-    data = data_of(x)
-    return library_of(data).detached(data) if is_foreign_array(data) else np.asarray(data)
+    if isinstance(x, Frontend):
+        if x.is_tracer:
+            return first(bind(ew.stop_gradient, x))
+        data = array_below(x)
+        if is_foreign_array(data):
+            return type(x)(library_of(data).detached(data))
+        return x.detach()
+    return library_of(x).detached(x) if is_foreign_array(x) else np.asarray(x)
 
 
 # --- shapes: reshape, transpose, joining -------------------------------------------------------

@@ -1183,7 +1183,9 @@ def searchsorted(a, v, side="left", sorter=None):
     known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
     if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
                     for k, x in zip(known, given)):
-        return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+        found = np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+        tensor = next((x for x in given if isinstance(x, Frontend)), None)   # (eager or grad's)
+        return found if tensor is None else constant_in_library_of(np.asarray(found), tensor)
     a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
     if "c" in (dtype_of(a).kind, dtype_of(v).kind):
         raise TensorNotSupportedError("searchsorted: complex values are not supported under "
