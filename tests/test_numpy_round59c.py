@@ -278,3 +278,67 @@ def test_stop_gradient_of_a_tensor_is_a_tensor_without_grad():
     y = tnp.sum(t * constant)
     np.testing.assert_array_equal(y.backward().grad(t), [1.0, -2.0])   # d/dt only through t
     assert type(tnp.stop_gradient(np.ones(2))) is np.ndarray
+
+
+# --- 4. casting=, order=, subok= of the ufunc-like functions ---------------------------------
+
+UFUNC_CALLS = {   # name: (tnp function, its arguments)
+    "add": (tnp.add, (np.array([1.0, 2.0]), 3.0)),
+    "subtract": (tnp.subtract, (np.array([1.0, 2.0]), np.array(0.5))),
+    "multiply": (tnp.multiply, (np.array([1.0, 2.0]), np.array([3.0, 4.0]))),
+    "divide": (tnp.divide, (np.array([1.0, 2.0]), 4.0)),
+    "power": (tnp.power, (np.array([1.0, 2.0]), 3)),
+    "maximum": (tnp.maximum, (np.array([1.0, 2.0]), 1.5)),
+    "negative": (tnp.negative, (np.array([1.0, -2.0]),)),
+    "abs": (tnp.abs, (np.array([1.0, -2.0]),)),
+    "exp": (tnp.exp, (np.array([1.0, -2.0]),)),
+    "sin": (tnp.sin, (np.array([1.0, -2.0]),)),
+    "less": (tnp.less, (np.array([1.0, -2.0]), 0.0)),
+    "sinh": (tnp.sinh, (np.array([1.0, -2.0]),)),
+    "hypot": (tnp.hypot, (np.array([1.0, -2.0]), 2.0)),
+    "isnan": (tnp.isnan, (np.array([1.0, np.nan]),)),
+    "logical_and": (tnp.logical_and, (np.array([True, False]), True)),
+    "sign": (tnp.sign, (np.array([1.0, -2.0]),)),
+    "copysign": (tnp.copysign, (np.array([1.0, -2.0]), -1.0)),
+    "frexp": (tnp.frexp, (np.array([1.0, -2.0]),)),
+    "modf": (tnp.modf, (np.array([1.5, -2.25]),)),
+    "clip": (tnp.clip, (np.array([1.0, -2.0]), -1.0, 0.5)),
+    "matmul": (tnp.matmul, (np.ones((2, 3)), np.ones(3))),
+}
+NO_OP = [{"casting": "same_kind"}, {"casting": "unsafe"}, {"order": "K"}, {"subok": True},
+         {"casting": "same_kind", "order": "K", "subok": True}]
+REFUSED = [{"casting": "no"}, {"casting": "safe"}, {"casting": "equiv"}, {"order": "C"},
+           {"order": "F"}, {"subok": False}, {"signature": "dd->d"}]
+
+
+@pytest.mark.parametrize("name", list(UFUNC_CALLS))
+def test_ufunc_keywords_at_numpys_defaults_are_taken(name):
+    function, args = UFUNC_CALLS[name]
+    expected = _arrays(getattr(np, name)(*args))
+    for keywords in NO_OP:
+        got = _arrays(function(*args, **keywords))
+        for value, want in zip(got, expected):
+            assert np.asarray(value).dtype == np.asarray(want).dtype
+            np.testing.assert_array_equal(value, want)
+    t = tnp.tensor(args[0], requires_grad=args[0].dtype.kind == "f")
+    numpy_function = getattr(np, name)          # NumPy's dispatch passes the keywords on
+    got = _arrays(numpy_function(t, *args[1:], casting="same_kind", order="K"))
+    for value, want in zip(got, expected):
+        np.testing.assert_array_equal(np.asarray(tnp.stop_gradient(value)), want)
+
+
+@pytest.mark.parametrize("name", list(UFUNC_CALLS))
+@pytest.mark.parametrize("keywords", REFUSED, ids=lambda k: ",".join(f"{a}={b}"
+                                                                  for a, b in k.items()))
+def test_other_ufunc_keywords_are_refused_by_name(name, keywords):
+    function, args = UFUNC_CALLS[name]
+    [keyword] = keywords
+    with pytest.raises(TensorNotSupportedError, match=rf"^{name}: {keyword}="):
+        function(*args, **keywords)
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_the_function():
+    with pytest.raises(TypeError, match="add.. got an unexpected keyword argument 'castin'") \
+            as caught:
+        tnp.add(1.0, 2.0, castin="same_kind")
+    assert isinstance(caught.value, TiduError)

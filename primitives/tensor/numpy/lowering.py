@@ -577,16 +577,29 @@ def no_out(out, fn: str) -> None:
                                       f"tnp.{fn}: tensors are immutable; use the returned array")
 
 
-def ufunc_keywords(fn: str, out, where, dtype) -> None:
-    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
-    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults. (Taken
-    as positional parameters with defaults, which cost the common call least.)
+# NumPy's ufunc keywords tnp's ufuncs take only at these values, which change nothing without
+# out= and dtype= ("unsafe" casting allows every cast "same_kind" does)
+_NO_OP_KEYWORDS = {"casting": ("same_kind", "unsafe"), "order": ("K",), "subok": (True,)}
+_OTHER_UFUNC_KEYWORDS = ("signature", "axes", "axis", "keepdims")
 
-    >>> ufunc_keywords("add", (None,), True, None)
+
+def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> None:
+    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
+    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults; of its
+    other keywords (``options``), ``casting=``, ``order=`` and ``subok=`` are taken at
+    values that change nothing (NumPy's defaults), others refused by name, and an unknown
+    keyword is a ``TypeError`` as Python's. (Taken as positional parameters with defaults,
+    which cost the common call least: a ufunc calls this only when one is given.)
+
+    >>> ufunc_keywords("add", (None,), True, None, {"casting": "same_kind", "order": "K"})
     >>> ufunc_keywords("add", None, np.array([True, False]), None)
     Traceback (most recent call last):
     ...
     primitives.tensor.errors.TensorNotSupportedError: add: where= (of numpy.add) is not supported by tnp.add; ...
+    >>> ufunc_keywords("add", None, True, None, {"casting": "no"})
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorNotSupportedError: add: casting='no' (of numpy.add) ...
     """
     if not (type(out) is tuple and all(o is None for o in out)):
         no_out(out, fn)
@@ -598,6 +611,19 @@ def ufunc_keywords(fn: str, out, where, dtype) -> None:
         raise TensorNotSupportedError(
             f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
             f"first (tnp.astype(x, dtype))")
+    for name, value in (options or {}).items():
+        taken = _NO_OP_KEYWORDS.get(name)
+        if taken is None and name not in _OTHER_UFUNC_KEYWORDS:
+            raise TensorTypeError(f"{fn}() got an unexpected keyword argument {name!r}")
+        if taken is None:
+            raise TensorNotSupportedError(f"{fn}: {name}= (of numpy.{fn}) is not supported by "
+                                          f"tnp.{fn}")
+        if not (isinstance(value, (str, bool, np.bool_)) and value in taken):
+            accepted = " or ".join(f"{name}={t!r}" for t in taken)
+            raise TensorNotSupportedError(
+                f"{fn}: {name}={value!r} (of numpy.{fn}) is not supported by tnp.{fn}, which "
+                f"takes {accepted} (NumPy's default: no out= or dtype=, nothing to cast to "
+                f"or lay out); convert the operands first (tnp.astype(x, dtype))")
 
 
 def masked(x, where, fill, fn: str):
@@ -656,9 +682,9 @@ def constant_in_library_of(constant: np.ndarray, a):
 
 
 def _unary_float(op):
-    def fn(x, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(op.name, out, where, dtype)
+    def fn(x, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(op.name, out, where, dtype, options)
         if isinstance(x, Frontend):
             if x.dtype.kind in "fc":            # one front end: its own bind, directly
                 return x.bind(op, (x,))[0]
@@ -680,10 +706,10 @@ sqrt = _unary_float(ew.sqrt)
 
 
 @implements(np.negative)
-def negative(x, out=None, where=True, dtype=None):
+def negative(x, out=None, where=True, dtype=None, **options):
     """``np.negative``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("negative", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("negative", out, where, dtype, options)
     x = operand(x, "negative")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
@@ -692,18 +718,18 @@ def negative(x, out=None, where=True, dtype=None):
 
 
 @implements(np.positive)
-def positive(x, out=None, where=True, dtype=None):
+def positive(x, out=None, where=True, dtype=None, **options):
     """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("positive", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("positive", out, where, dtype, options)
     return new_value(operand(x))
 
 
 @implements(np.conj)
-def conj(x, out=None, where=True, dtype=None):
+def conj(x, out=None, where=True, dtype=None, **options):
     """``np.conj``: the identity on real values (a new array, as NumPy's)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("conj", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("conj", out, where, dtype, options)
     x = operand(x)
     return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
         else new_value(x)
@@ -713,18 +739,18 @@ conjugate = conj
 
 
 @implements(np.add)
-def add(x, y, out=None, where=True, dtype=None):
+def add(x, y, out=None, where=True, dtype=None, **options):
     """``np.add``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("add", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("add", out, where, dtype, options)
     return elementwise(ew.add, x, y)
 
 
 @implements(np.subtract)
-def subtract(x, y, out=None, where=True, dtype=None):
+def subtract(x, y, out=None, where=True, dtype=None, **options):
     """``np.subtract``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("subtract", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("subtract", out, where, dtype, options)
     x, y = operand(x, "subtract"), operand(y, "subtract")
     if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
         raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
@@ -733,18 +759,18 @@ def subtract(x, y, out=None, where=True, dtype=None):
 
 
 @implements(np.multiply)
-def multiply(x, y, out=None, where=True, dtype=None):
+def multiply(x, y, out=None, where=True, dtype=None, **options):
     """``np.multiply``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("multiply", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("multiply", out, where, dtype, options)
     return elementwise(ew.mul, x, y)
 
 
 @implements(np.divide)
-def divide(x, y, out=None, where=True, dtype=None):
+def divide(x, y, out=None, where=True, dtype=None, **options):
     """``np.divide`` (true division: integers divide as float64)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("divide", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("divide", out, where, dtype, options)
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
@@ -752,7 +778,7 @@ def divide(x, y, out=None, where=True, dtype=None):
 
 
 @implements(np.power)
-def power(x, p, out=None, where=True, dtype=None):
+def power(x, p, out=None, where=True, dtype=None, **options):
     """``np.power`` (``x ** p``), differentiable in ``x`` and ``p``.
 
     A Python-number exponent is a constant (``integer_pow``, ``pow``); otherwise
@@ -762,8 +788,8 @@ def power(x, p, out=None, where=True, dtype=None):
     >>> float(power(2.0, 3))
     8.0
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("power", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("power", out, where, dtype, options)
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
@@ -778,15 +804,15 @@ def power(x, p, out=None, where=True, dtype=None):
 
 
 @implements(np.float_power)
-def float_power(x, p, out=None, where=True, dtype=None):
+def float_power(x, p, out=None, where=True, dtype=None, **options):
     """``np.float_power``: :func:`power` computed in float64 (complex128 for complex
     operands), whatever the operands' precision, as NumPy's; differentiable in both.
 
     >>> float_power(np.float32(2.0), 3).dtype
     dtype('float64')
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("float_power", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("float_power", out, where, dtype, options)
     x, p = operand(x, "float_power"), operand(p, "float_power")
     kind = np.result_type(dtype_of(x), dtype_of(p)).kind
     wide = np.dtype(np.complex128 if kind == "c" else np.float64)
@@ -794,19 +820,19 @@ def float_power(x, p, out=None, where=True, dtype=None):
 
 
 @implements(np.maximum)
-def maximum(x, y, out=None, where=True, dtype=None):
+def maximum(x, y, out=None, where=True, dtype=None, **options):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("maximum", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("maximum", out, where, dtype, options)
     x, y = operand(x), operand(y)
     return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
 
 @implements(np.minimum)
-def minimum(x, y, out=None, where=True, dtype=None):
+def minimum(x, y, out=None, where=True, dtype=None, **options):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("minimum", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("minimum", out, where, dtype, options)
     x, y = operand(x), operand(y)
     return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -856,9 +882,9 @@ def _beyond_integer_range(x, y):
 def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
-    def fn(x, y, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(np_name, out, where, dtype)
+    def fn(x, y, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(np_name, out, where, dtype, options)
         x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
         return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
@@ -878,10 +904,10 @@ greater_equal = _comparison("ge", "greater_equal")
 
 
 @implements(np.abs)
-def abs(x, out=None, where=True, dtype=None):
+def abs(x, out=None, where=True, dtype=None, **options):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("abs", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("abs", out, where, dtype, options)
     x = operand(x)
     dtype = dtype_of(x)
     if np.issubdtype(dtype, np.complexfloating):

@@ -58,11 +58,11 @@ def _array(x, fn: str):
 
 
 @implements(np.matmul, np.linalg.matmul)
-def matmul(x, y, out=None, dtype=None):
+def matmul(x, y, out=None, dtype=None, **options):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches
     (NumPy's ``out=`` and ``dtype=`` are refused by name)."""
-    if out is not None or dtype is not None:
-        ufunc_keywords("matmul", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("matmul", out, True, dtype, options)
     (x, y), dtype = promoted(x, y)
     xs, ys = shape_of(x), shape_of(y)
     if not xs or not ys:
@@ -105,15 +105,15 @@ def _same_size(fn: str, n1: int, n2: int, shapes: tuple) -> None:
 
 
 @implements(np.vecdot, np.linalg.vecdot)
-def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
+def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None, **options):
     """``np.vecdot`` (the Array API's, also ``np.linalg``'s): ``sum(conj(x1) * x2)`` along
     ``axis``, the other axes broadcast; antilinear in ``x1`` (as ``vdot``).
 
     >>> vecdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
     array([3., 7.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("vecdot", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("vecdot", out, True, dtype, options)
     shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
     (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
     _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
@@ -123,15 +123,15 @@ def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
 
 
 @implements(np.matvec)
-def matvec(x1, x2, /, out=None, *, dtype=None):
+def matvec(x1, x2, /, out=None, *, dtype=None, **options):
     """``np.matvec`` (NumPy 2.2): the matrix-vector products of the matrices ``x1`` (last two
     axes) and the vectors ``x2`` (last axis), the other axes broadcast.
 
     >>> matvec(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
     array([-1., -1.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("matvec", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("matvec", out, True, dtype, options)
     x1, x2 = operand(x1, "matvec"), operand(x2, "matvec")
     if len(shape_of(x1)) < 2 or not shape_of(x2):
         raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
@@ -142,15 +142,15 @@ def matvec(x1, x2, /, out=None, *, dtype=None):
 
 
 @implements(np.vecmat)
-def vecmat(x1, x2, /, out=None, *, dtype=None):
+def vecmat(x1, x2, /, out=None, *, dtype=None, **options):
     """``np.vecmat`` (NumPy 2.2): the vector-matrix products of the conjugated vectors ``x1``
     (last axis) and the matrices ``x2`` (last two axes), the other axes broadcast.
 
     >>> vecmat(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]]))
     array([-2., -2.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("vecmat", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("vecmat", out, True, dtype, options)
     x1, x2 = operand(x1, "vecmat"), operand(x2, "vecmat")
     if not shape_of(x1) or len(shape_of(x2)) < 2:
         raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
