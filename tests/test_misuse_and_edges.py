@@ -140,9 +140,11 @@ def test_made_functions_name_themselves_in_pythons_errors():
     for fn, name in ((tnp.exp, "exp"), (tnp.sqrt, "sqrt"), (tnp.equal, "equal"),
                      (tnp.greater_equal, "greater_equal")):
         assert fn.__name__ == fn.__qualname__ == name
-    with pytest.raises(TypeError) as caught:       # (where= is refused by tidu, by name)
-        tnp.exp(np.ones(2), casting="no")
+    with pytest.raises(TypeError) as caught:       # (NumPy's keywords are refused by name)
+        tnp.exp(np.ones(2), castin="no")
     assert "exp()" in str(caught.value) and "<locals>" not in str(caught.value)
+    with pytest.raises(TensorNotSupportedError, match="^exp: casting='no'"):
+        tnp.exp(np.ones(2), casting="no")
 
 
 # --- 4. dicts with keys of mixed types ------------------------------------------------------

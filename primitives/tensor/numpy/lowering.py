@@ -537,6 +537,19 @@ def normalize_axes(axis, ndim: int, fn: str) -> tuple:
     return tuple(sorted(axes))
 
 
+def reduction_axes(axis, ndim: int, fn: str) -> tuple:
+    """:func:`normalize_axes` for NumPy's ufunc reductions (``sum``, ``max``, ``all``...),
+    which take an integer ``axis`` 0 or -1 of a 0-d array as no axes (a tuple is refused).
+
+    >>> reduction_axes(-1, 0, "sum"), reduction_axes(-1, 2, "sum")
+    ((), (1,))
+    """
+    if not ndim and type(axis) is not bool and isinstance(axis, (int, np.integer)) \
+            and axis in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim, fn)
+
+
 def shape_tuple(shape, fn: str) -> tuple:
     """A shape argument as a tuple of Python ints (an int is a 1-d shape)."""
     if type(shape) is tuple and all([type(d) is int for d in shape]):     # the common case
@@ -564,16 +577,29 @@ def no_out(out, fn: str) -> None:
                                       f"tnp.{fn}: tensors are immutable; use the returned array")
 
 
-def ufunc_keywords(fn: str, out, where, dtype) -> None:
-    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
-    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults. (Taken
-    as positional parameters with defaults, which cost the common call least.)
+# NumPy's ufunc keywords tnp's ufuncs take only at these values, which change nothing without
+# out= and dtype= ("unsafe" casting allows every cast "same_kind" does)
+_NO_OP_KEYWORDS = {"casting": ("same_kind", "unsafe"), "order": ("K",), "subok": (True,)}
+_OTHER_UFUNC_KEYWORDS = ("signature", "axes", "axis", "keepdims")
 
-    >>> ufunc_keywords("add", (None,), True, None)
+
+def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> None:
+    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
+    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults; of its
+    other keywords (``options``), ``casting=``, ``order=`` and ``subok=`` are taken at
+    values that change nothing (NumPy's defaults), others refused by name, and an unknown
+    keyword is a ``TypeError`` as Python's. (Taken as positional parameters with defaults,
+    which cost the common call least: a ufunc calls this only when one is given.)
+
+    >>> ufunc_keywords("add", (None,), True, None, {"casting": "same_kind", "order": "K"})
     >>> ufunc_keywords("add", None, np.array([True, False]), None)
     Traceback (most recent call last):
     ...
     primitives.tensor.errors.TensorNotSupportedError: add: where= (of numpy.add) is not supported by tnp.add; ...
+    >>> ufunc_keywords("add", None, True, None, {"casting": "no"})
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorNotSupportedError: add: casting='no' (of numpy.add) ...
     """
     if not (type(out) is tuple and all(o is None for o in out)):
         no_out(out, fn)
@@ -585,6 +611,19 @@ def ufunc_keywords(fn: str, out, where, dtype) -> None:
         raise TensorNotSupportedError(
             f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
             f"first (tnp.astype(x, dtype))")
+    for name, value in (options or {}).items():
+        taken = _NO_OP_KEYWORDS.get(name)
+        if taken is None and name not in _OTHER_UFUNC_KEYWORDS:
+            raise TensorTypeError(f"{fn}() got an unexpected keyword argument {name!r}")
+        if taken is None:
+            raise TensorNotSupportedError(f"{fn}: {name}= (of numpy.{fn}) is not supported by "
+                                          f"tnp.{fn}")
+        if not (isinstance(value, (str, bool, np.bool_)) and value in taken):
+            accepted = " or ".join(f"{name}={t!r}" for t in taken)
+            raise TensorNotSupportedError(
+                f"{fn}: {name}={value!r} (of numpy.{fn}) is not supported by tnp.{fn}, which "
+                f"takes {accepted} (NumPy's default: no out= or dtype=, nothing to cast to "
+                f"or lay out); convert the operands first (tnp.astype(x, dtype))")
 
 
 def masked(x, where, fill, fn: str):
@@ -621,19 +660,31 @@ def filled_like(a, value, dtype, fn: str):
 
 def constant_in_library_of(constant: np.ndarray, a):
     """A NumPy ``constant`` (indices, counts) as an array of ``a``'s library, on its device;
-    NumPy's for a traced ``a`` (as :func:`filled_like`'s)."""
-    below = a if not isinstance(a, Frontend) or a.is_tracer else array_below(a)
+    NumPy's for a traced ``a`` (as :func:`filled_like`'s); for an eager ``Tensor`` ``a``, a
+    ``Tensor`` that does not require grad (a ``Tensor`` in gives ``Tensor``s out, as in
+    PyTorch).
+
+    >>> import primitives.tensor as tnp
+    >>> constant_in_library_of(np.array([2, 0]), tnp.tensor([1.0], requires_grad=True))
+    tensor([2, 0])
+    """
+    if not isinstance(a, Frontend):
+        library = library_of(a)
+        return constant if library is NUMPY else library.from_numpy(constant, a)
+    if a.is_tracer:
+        return constant
+    below = array_below(a)
     library = library_of(below)
-    return constant if library is NUMPY else library.from_numpy(constant, below)
+    return type(a)(constant if library is NUMPY else library.from_numpy(constant, below))
 
 
 # --- elementwise ----------------------------------------------------------------------
 
 
 def _unary_float(op):
-    def fn(x, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(op.name, out, where, dtype)
+    def fn(x, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(op.name, out, where, dtype, options)
         if isinstance(x, Frontend):
             if x.dtype.kind in "fc":            # one front end: its own bind, directly
                 return x.bind(op, (x,))[0]
@@ -655,10 +706,10 @@ sqrt = _unary_float(ew.sqrt)
 
 
 @implements(np.negative)
-def negative(x, out=None, where=True, dtype=None):
+def negative(x, out=None, where=True, dtype=None, **options):
     """``np.negative``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("negative", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("negative", out, where, dtype, options)
     x = operand(x, "negative")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
@@ -667,18 +718,18 @@ def negative(x, out=None, where=True, dtype=None):
 
 
 @implements(np.positive)
-def positive(x, out=None, where=True, dtype=None):
+def positive(x, out=None, where=True, dtype=None, **options):
     """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("positive", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("positive", out, where, dtype, options)
     return new_value(operand(x))
 
 
 @implements(np.conj)
-def conj(x, out=None, where=True, dtype=None):
+def conj(x, out=None, where=True, dtype=None, **options):
     """``np.conj``: the identity on real values (a new array, as NumPy's)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("conj", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("conj", out, where, dtype, options)
     x = operand(x)
     return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
         else new_value(x)
@@ -688,18 +739,18 @@ conjugate = conj
 
 
 @implements(np.add)
-def add(x, y, out=None, where=True, dtype=None):
+def add(x, y, out=None, where=True, dtype=None, **options):
     """``np.add``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("add", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("add", out, where, dtype, options)
     return elementwise(ew.add, x, y)
 
 
 @implements(np.subtract)
-def subtract(x, y, out=None, where=True, dtype=None):
+def subtract(x, y, out=None, where=True, dtype=None, **options):
     """``np.subtract``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("subtract", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("subtract", out, where, dtype, options)
     x, y = operand(x, "subtract"), operand(y, "subtract")
     if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
         raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
@@ -708,18 +759,18 @@ def subtract(x, y, out=None, where=True, dtype=None):
 
 
 @implements(np.multiply)
-def multiply(x, y, out=None, where=True, dtype=None):
+def multiply(x, y, out=None, where=True, dtype=None, **options):
     """``np.multiply``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("multiply", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("multiply", out, where, dtype, options)
     return elementwise(ew.mul, x, y)
 
 
 @implements(np.divide)
-def divide(x, y, out=None, where=True, dtype=None):
+def divide(x, y, out=None, where=True, dtype=None, **options):
     """``np.divide`` (true division: integers divide as float64)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("divide", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("divide", out, where, dtype, options)
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
@@ -727,7 +778,7 @@ def divide(x, y, out=None, where=True, dtype=None):
 
 
 @implements(np.power)
-def power(x, p, out=None, where=True, dtype=None):
+def power(x, p, out=None, where=True, dtype=None, **options):
     """``np.power`` (``x ** p``), differentiable in ``x`` and ``p``.
 
     A Python-number exponent is a constant (``integer_pow``, ``pow``); otherwise
@@ -737,8 +788,8 @@ def power(x, p, out=None, where=True, dtype=None):
     >>> float(power(2.0, 3))
     8.0
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("power", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("power", out, where, dtype, options)
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
@@ -753,15 +804,15 @@ def power(x, p, out=None, where=True, dtype=None):
 
 
 @implements(np.float_power)
-def float_power(x, p, out=None, where=True, dtype=None):
+def float_power(x, p, out=None, where=True, dtype=None, **options):
     """``np.float_power``: :func:`power` computed in float64 (complex128 for complex
     operands), whatever the operands' precision, as NumPy's; differentiable in both.
 
     >>> float_power(np.float32(2.0), 3).dtype
     dtype('float64')
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("float_power", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("float_power", out, where, dtype, options)
     x, p = operand(x, "float_power"), operand(p, "float_power")
     kind = np.result_type(dtype_of(x), dtype_of(p)).kind
     wide = np.dtype(np.complex128 if kind == "c" else np.float64)
@@ -769,19 +820,19 @@ def float_power(x, p, out=None, where=True, dtype=None):
 
 
 @implements(np.maximum)
-def maximum(x, y, out=None, where=True, dtype=None):
+def maximum(x, y, out=None, where=True, dtype=None, **options):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("maximum", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("maximum", out, where, dtype, options)
     x, y = operand(x), operand(y)
     return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
 
 @implements(np.minimum)
-def minimum(x, y, out=None, where=True, dtype=None):
+def minimum(x, y, out=None, where=True, dtype=None, **options):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("minimum", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("minimum", out, where, dtype, options)
     x, y = operand(x), operand(y)
     return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -800,7 +851,8 @@ def where(condition, x=None, y=None):
         if not shape_of(data):
             raise TensorShapeError("where(condition) of a 0-d condition: NumPy does not "
                                    "take it (np.nonzero of a 0-d array)")
-        return np.nonzero(to_host(data))
+        return tuple(constant_in_library_of(indices, condition)
+                     for indices in np.nonzero(to_host(data)))
     if x is None or y is None:
         raise TensorShapeError("where: either both or neither of x and y should be given")
     condition, x, y = operand(condition), operand(x), operand(y)
@@ -830,9 +882,9 @@ def _beyond_integer_range(x, y):
 def _comparison(name: str, np_name: str):
     op = sel.Compare(name)
 
-    def fn(x, y, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(np_name, out, where, dtype)
+    def fn(x, y, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(np_name, out, where, dtype, options)
         x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
         return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
@@ -852,10 +904,10 @@ greater_equal = _comparison("ge", "greater_equal")
 
 
 @implements(np.abs)
-def abs(x, out=None, where=True, dtype=None):
+def abs(x, out=None, where=True, dtype=None, **options):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("abs", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("abs", out, where, dtype, options)
     x = operand(x)
     dtype = dtype_of(x)
     if np.issubdtype(dtype, np.complexfloating):
@@ -886,15 +938,25 @@ def imag(x):
 def stop_gradient(x):
     """``x`` as a constant: no derivative flows through it.
 
-    For an array or a ``Tensor``, its data as an array of its library (a PyTorch tensor
-    detached: PyTorch's autograd stops there too); for a traced value, a ``stop_gradient``
-    op (its value where the data is not known yet, under ``jit``).
+    For an array, its data as an array of its library (a PyTorch tensor detached:
+    PyTorch's autograd stops there too); for an eager ``Tensor``, a ``Tensor`` of its data
+    that does not require grad (``t.detach()``, so what is computed from it stays a
+    ``Tensor``); for a traced value, a ``stop_gradient`` op (its value where the data is
+    not known yet, under ``jit``).
+
+    >>> import primitives.tensor as tnp
+    >>> stop_gradient(tnp.tensor([1.0, 2.0], requires_grad=True))
+    tensor([1., 2.])
     """
     x = operand(x)
-    if isinstance(x, Frontend) and x.is_tracer:
-        return first(bind(ew.stop_gradient, x))
-    data = data_of(x)
-    return library_of(data).detached(data) if is_foreign_array(data) else np.asarray(data)
+    if isinstance(x, Frontend):
+        if x.is_tracer:
+            return first(bind(ew.stop_gradient, x))
+        data = array_below(x)
+        if is_foreign_array(data):
+            return type(x)(library_of(data).detached(data))
+        return x.detach()
+    return library_of(x).detached(x) if is_foreign_array(x) else np.asarray(x)
 
 
 # --- shapes: reshape, transpose, joining -------------------------------------------------------
@@ -1064,7 +1126,7 @@ def sum(x, axis=None, dtype=None, out=None, keepdims: bool = False, initial=NO_V
         x = as_dtype(x, _summed_dtype(dtype_of(x)))     # platform's integer, no axes too
     x = masked(x, where, 0, "sum")
     shape = shape_of(x)
-    axes = normalize_axes(axis, len(shape), "sum")
+    axes = reduction_axes(axis, len(shape), "sum")
     # (no axes: a new array all the same, as NumPy's)
     result = first(bind(cached_op(ReduceSum, axes, shape), x)) if axes else new_value(x)
     if keepdims:
@@ -1085,7 +1147,7 @@ def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
                                   "a slice with nothing selected")
         x = masked(x, where, initial, fn)
     shape = shape_of(x)
-    axes = normalize_axes(axis, len(shape), fn)
+    axes = reduction_axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
         if initial is NO_VALUE:
             raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum "

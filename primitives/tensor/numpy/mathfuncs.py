@@ -76,9 +76,9 @@ def _unary(op, numpy_fn: Callable, note: str, name: str | None = None,
     (``dispatch``: also what ``numpy_fn`` runs on tensors and traced values)."""
     name = name or numpy_fn.__name__
 
-    def fn(x, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(name, out, where, dtype)
+    def fn(x, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(name, out, where, dtype, options)
         x = operand(x, name)
         dtype = dtype_of(x)
         target = _computing_dtype(numpy_fn, name, dtype)
@@ -94,9 +94,9 @@ def _binary(op, numpy_fn: Callable, note: str, name: str | None = None) -> Calla
     broadcasting."""
     name = name or numpy_fn.__name__
 
-    def fn(x1, x2, out=None, where=True, dtype=None):
-        if out is not None or where is not True or dtype is not None:
-            ufunc_keywords(name, out, where, dtype)
+    def fn(x1, x2, out=None, where=True, dtype=None, **options):
+        if out is not None or where is not True or dtype is not None or options:
+            ufunc_keywords(name, out, where, dtype, options)
         x1, x2 = operand(x1, name), operand(x2, name)
         dtype = result_dtype(x1, x2)
         target = _computing_dtype(numpy_fn, name, dtype)
@@ -166,10 +166,10 @@ fabs = _unary(ew.abs_real, np.fabs, "real only; derivative sign(x), 0 at 0 (as t
 
 
 @implements(np.sign)
-def sign(x, out=None, where=True, dtype=None):
+def sign(x, out=None, where=True, dtype=None, **options):
     """``np.sign``; of a complex ``z``, ``z / |z|`` (0 at 0), differentiable away from 0."""
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("sign", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("sign", out, where, dtype, options)
     x = operand(x, "sign")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("sign: input of dtype bool is not supported (NumPy's sign has no "
@@ -182,7 +182,8 @@ def sign(x, out=None, where=True, dtype=None):
 
 
 @implements(np.clip)
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, where=True, dtype=None):
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, where=True, dtype=None,
+         **options):
     """``np.clip``: ``minimum(maximum(a, a_min), a_max)``, as NumPy computes it (NaN
     propagates, ``a_max`` wins when ``a_min > a_max``). The derivative goes to ``a``
     strictly inside the bounds, to the bound where it is taken, and is split evenly
@@ -193,8 +194,8 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, where=True,
     >>> tnp.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0)))(np.array([-1.0, 0.0, 0.5, 2.0]))
     array([0. , 0.5, 1. , 0. ])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("clip", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("clip", out, where, dtype, options)
     for name, positional, keyword in (("min", a_min, min), ("max", a_max, max)):
         if positional is not None and keyword is not None:
             raise TensorTypeError(f"clip: give a_{name} or {name}, not both")
@@ -294,15 +295,15 @@ around = round
 
 
 @implements(np.copysign)
-def copysign(x1, x2, out=None, where=True, dtype=None):
+def copysign(x1, x2, out=None, where=True, dtype=None, **options):
     """``np.copysign``: ``|x1|`` with the sign of ``x2`` (real only); derivative ``±sign(x1)``
     in ``x1``, 0 at ``x1 = 0`` (as PyTorch), and zero in ``x2``.
 
     >>> copysign(np.array([1.5, -2.0]), -1.0)
     array([-1.5, -2. ])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("copysign", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("copysign", out, where, dtype, options)
     x1, x2 = operand(x1, "copysign"), operand(x2, "copysign")
     dtype = _computing_dtype(np.copysign, "copysign", result_dtype(x1, x2))
     magnitude = fabs(as_dtype(x1, dtype))
@@ -379,7 +380,7 @@ def fix(x):
 
 
 @implements(np.heaviside)
-def heaviside(x1, x2, out=None, where=True, dtype=None):
+def heaviside(x1, x2, out=None, where=True, dtype=None, **options):
     """``np.heaviside``: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN
     where ``x1`` is NaN), real only. Piecewise constant in ``x1`` (derivative 0, as JAX's);
     the derivative in ``x2`` goes to the entries where ``x1 == 0``.
@@ -387,8 +388,8 @@ def heaviside(x1, x2, out=None, where=True, dtype=None):
     >>> heaviside(np.array([-1.5, 0.0, 2.0]), 0.5)
     array([0. , 0.5, 1. ])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("heaviside", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("heaviside", out, where, dtype, options)
     x1, x2 = operand(x1, "heaviside"), operand(x2, "heaviside")
     dtype = _computing_dtype(np.heaviside, "heaviside", result_dtype(x1, x2))
     x1, x2 = as_dtype(x1, dtype), as_dtype(x2, dtype)
@@ -397,15 +398,15 @@ def heaviside(x1, x2, out=None, where=True, dtype=None):
 
 
 @implements(np.ldexp)
-def ldexp(x1, x2, out=None, where=True, dtype=None):
+def ldexp(x1, x2, out=None, where=True, dtype=None, **options):
     """``np.ldexp``: ``x1 * 2**x2`` for integer exponents ``x2`` (not differentiated); the
     derivative in ``x1`` is ``2**x2``.
 
     >>> ldexp(np.array([0.75, -1.0]), np.array([2, -1]))
     array([ 3. , -0.5])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("ldexp", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("ldexp", out, where, dtype, options)
     x1, x2 = operand(x1, "ldexp"), operand(x2, "ldexp")
     if dtype_of(x2).kind not in "biu":
         raise TensorTypeError(f"ldexp: the exponents x2 must be integers, got {dtype_of(x2)} "
@@ -423,28 +424,28 @@ def ldexp(x1, x2, out=None, where=True, dtype=None):
 
 
 @implements(np.divmod)
-def divmod(x1, x2, out=None, where=True, dtype=None):
+def divmod(x1, x2, out=None, where=True, dtype=None, **options):
     """``np.divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``, each differentiated as
     those are.
 
     >>> divmod(np.array([7.0, -7.0]), 2.0)
     (array([ 3., -4.]), array([1., 1.]))
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("divmod", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("divmod", out, where, dtype, options)
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
 @implements(np.modf)
-def modf(x, out=None, where=True, dtype=None):
+def modf(x, out=None, where=True, dtype=None, **options):
     """``np.modf``: the fractional and integral parts of ``x``, both with ``x``'s sign (real
     only); derivatives 1 and 0.
 
     >>> modf(np.array([2.5, -0.25, np.inf]))
     (array([ 0.5 , -0.25,  0.  ]), array([  2.,  -0.,  inf]))
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("modf", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("modf", out, where, dtype, options)
     x = operand(x, "modf")
     dtype = _computing_dtype(np.modf, "modf", dtype_of(x))
     x = as_dtype(x, dtype)
@@ -592,15 +593,15 @@ def _exponent(x):
 
 
 @implements(np.frexp)
-def frexp(x, out=None, where=True, dtype=None):
+def frexp(x, out=None, where=True, dtype=None, **options):
     """``np.frexp``: ``(m, e)`` with ``x = m * 2**e``, ``0.5 <= |m| < 1`` (``m = x``, ``e = 0``
     for 0, infinities and NaN); ``e`` is int32. The derivative of ``m`` is ``2**-e``.
 
     >>> frexp(np.array([3.0, -0.25, 0.0]))
     (array([ 0.75, -0.5 ,  0.  ]), array([ 2, -1,  0], dtype=int32))
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("frexp", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("frexp", out, where, dtype, options)
     x = operand(x, "frexp")
     try:
         x = as_dtype(x, np.frexp(np.ones(1, dtype_of(x)))[0].dtype)
@@ -634,7 +635,7 @@ def _next_toward(x, target):
 
 
 @implements(np.nextafter)
-def nextafter(x1, x2, out=None, where=True, dtype=None):
+def nextafter(x1, x2, out=None, where=True, dtype=None, **options):
     """``np.nextafter``: the floating-point value after ``x1`` toward ``x2``. The step is
     piecewise constant: the derivative is 1 in ``x1`` (where it and the result are finite:
     ``x1 == x2`` too, where the result is ``x1``) and 0 in ``x2``.
@@ -642,8 +643,8 @@ def nextafter(x1, x2, out=None, where=True, dtype=None):
     >>> nextafter(np.array([1.0, 0.0]), np.array([2.0, -1.0])) - np.array([1.0, 0.0])
     array([ 2.22044605e-016, -4.94065646e-324])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("nextafter", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("nextafter", out, where, dtype, options)
     x1, x2 = operand(x1, "nextafter"), operand(x2, "nextafter")
     computing = _computing_dtype(np.nextafter, "nextafter", result_dtype(x1, x2))
     x1, x2 = as_dtype(x1, computing), as_dtype(x2, computing)
@@ -657,15 +658,15 @@ def nextafter(x1, x2, out=None, where=True, dtype=None):
 
 
 @implements(np.spacing)
-def spacing(x, out=None, where=True, dtype=None):
+def spacing(x, out=None, where=True, dtype=None, **options):
     """``np.spacing``: the distance from ``x`` to the next value away from zero (negative for
     negative ``x``; NaN for infinities); piecewise constant, derivative 0.
 
     >>> spacing(np.array([1.0, -1.0]))
     array([ 2.22044605e-16, -2.22044605e-16])
     """
-    if out is not None or where is not True or dtype is not None:
-        ufunc_keywords("spacing", out, where, dtype)
+    if out is not None or where is not True or dtype is not None or options:
+        ufunc_keywords("spacing", out, where, dtype, options)
     given = _float_operand(x, np.spacing, "spacing")
     x = stop_gradient(given)
     # (NumPy's float16 spacing steps toward +inf from negative values too: positive there)

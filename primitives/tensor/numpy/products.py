@@ -31,17 +31,17 @@ import warnings
 import numpy as np
 
 from primitives.tensor.backends import as_array
-from primitives.tensor.core import Frontend, bind, shape_of
+from primitives.tensor.core import Frontend, bind, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (add, broadcast_shapes, broadcast_to,
+from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_shapes, broadcast_to,
                                               cast_operands, concatenate,
                                               conj, divide, dot_general,
                                               dot_general_of_promoted, first, multiply, negative,
                                               no_out, normalize_axis, operand,
                                               promoted, reshape, stack, subtract, sum, transpose,
-                                              ufunc_keywords)
+                                              ufunc_keywords, where)
 from primitives.tensor.numpy.manipulation import pad
 from primitives.tensor.ops.indexing import Gather
 
@@ -58,11 +58,11 @@ def _array(x, fn: str):
 
 
 @implements(np.matmul, np.linalg.matmul)
-def matmul(x, y, out=None, dtype=None):
+def matmul(x, y, out=None, dtype=None, **options):
     """``np.matmul`` (``x @ y``): 1-D operands are vectors; leading axes broadcast as batches
     (NumPy's ``out=`` and ``dtype=`` are refused by name)."""
-    if out is not None or dtype is not None:
-        ufunc_keywords("matmul", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("matmul", out, True, dtype, options)
     (x, y), dtype = promoted(x, y)
     xs, ys = shape_of(x), shape_of(y)
     if not xs or not ys:
@@ -105,15 +105,15 @@ def _same_size(fn: str, n1: int, n2: int, shapes: tuple) -> None:
 
 
 @implements(np.vecdot, np.linalg.vecdot)
-def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
+def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None, **options):
     """``np.vecdot`` (the Array API's, also ``np.linalg``'s): ``sum(conj(x1) * x2)`` along
     ``axis``, the other axes broadcast; antilinear in ``x1`` (as ``vdot``).
 
     >>> vecdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
     array([3., 7.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("vecdot", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("vecdot", out, True, dtype, options)
     shapes = (shape_of(operand(x1, "vecdot")), shape_of(operand(x2, "vecdot")))
     (x1, x2), _ = promoted(_core_last(x1, axis, "vecdot"), _core_last(x2, axis, "vecdot"))
     _same_size("vecdot", shape_of(x1)[-1], shape_of(x2)[-1], shapes)
@@ -123,15 +123,15 @@ def vecdot(x1, x2, /, out=None, *, axis: int = -1, dtype=None):
 
 
 @implements(np.matvec)
-def matvec(x1, x2, /, out=None, *, dtype=None):
+def matvec(x1, x2, /, out=None, *, dtype=None, **options):
     """``np.matvec`` (NumPy 2.2): the matrix-vector products of the matrices ``x1`` (last two
     axes) and the vectors ``x2`` (last axis), the other axes broadcast.
 
     >>> matvec(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
     array([-1., -1.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("matvec", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("matvec", out, True, dtype, options)
     x1, x2 = operand(x1, "matvec"), operand(x2, "matvec")
     if len(shape_of(x1)) < 2 or not shape_of(x2):
         raise TensorShapeError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got "
@@ -142,15 +142,15 @@ def matvec(x1, x2, /, out=None, *, dtype=None):
 
 
 @implements(np.vecmat)
-def vecmat(x1, x2, /, out=None, *, dtype=None):
+def vecmat(x1, x2, /, out=None, *, dtype=None, **options):
     """``np.vecmat`` (NumPy 2.2): the vector-matrix products of the conjugated vectors ``x1``
     (last axis) and the matrices ``x2`` (last two axes), the other axes broadcast.
 
     >>> vecmat(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]]))
     array([-2., -2.])
     """
-    if out is not None or dtype is not None:
-        ufunc_keywords("vecmat", out, True, dtype)
+    if out is not None or dtype is not None or options:
+        ufunc_keywords("vecmat", out, True, dtype, options)
     x1, x2 = operand(x1, "vecmat"), operand(x2, "vecmat")
     if not shape_of(x1) or len(shape_of(x2)) < 2:
         raise TensorShapeError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got "
@@ -490,10 +490,13 @@ def einsum_subscripts(*args) -> tuple[str, list]:
 @implements(np.convolve)
 def convolve(a, v, mode: str = "full"):
     """``np.convolve`` of two 1-d arrays (``mode`` "full", "same" or "valid"), differentiable
-    in both: the windows of the zero-padded longer input, times the flipped shorter one.
+    in both. As NumPy's, each output sums only the products of overlapping terms, so an
+    infinity or NaN in one operand meets no padding zero (``0 * inf`` would be NaN).
 
     >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
     array([0. , 1. , 2.5, 4. , 1.5])
+    >>> convolve(np.array([1.0, -1.0]), np.array([1.0, -np.inf]))
+    array([  1., -inf,  inf])
     """
     a, v = operand(a, "convolve"), operand(v, "convolve")
     for x in (a, v):
@@ -507,14 +510,34 @@ def convolve(a, v, mode: str = "full"):
     if m == 0:
         raise TensorShapeError("convolve: an operand is empty")
     a, v = promoted(a, v)[0]
-    windows = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
-    full = matmul(take(pad(a, (m - 1, m - 1)), windows), getitem(v, slice(None, None, -1)))
-    if mode == "full":
+    start = {"full": 0, "same": (m - 1) // 2, "valid": m - 1}[mode]
+    stop = {"full": n + m - 1, "same": (m - 1) // 2 + n, "valid": n}[mode]
+    flipped = getitem(v, slice(None, None, -1))
+    # output k is sum_i a[k - m + 1 + i] * flipped[i]: for k in [m - 1, n) every term
+    # overlaps (one matrix product), the outputs before and after those run off a's ends
+    middle = np.arange(builtins.max(start, m - 1), builtins.min(stop, n))
+    before = np.arange(start, builtins.min(stop, m - 1))
+    after = np.arange(builtins.max(start, n), stop)
+    full = matmul(take(a, middle[:, None] - (m - 1) + np.arange(m)), flipped)
+    if not before.size and not after.size:
         return full
-    if mode == "same":
-        start = (m - 1) // 2
-        return getitem(full, slice(start, start + n))
-    return getitem(full, slice(m - 1, n))
+    ends = _partial_windows(a, flipped, np.concatenate([before, after]))
+    return concatenate([getitem(ends, slice(0, before.size)), full,
+                        getitem(ends, slice(before.size, None))])
+
+
+def _partial_windows(a, flipped, outputs: np.ndarray):
+    """:func:`convolve`'s ``outputs`` whose windows run off an end of ``a``: the windows
+    of the zero-padded ``a`` times ``flipped``, the products outside ``a`` set to zero
+    before the sum (a padding zero times an infinity of ``flipped`` would be NaN; the
+    derivatives of those products reach only the padding, which has none)."""
+    (n,), (m,) = shape_of(a), shape_of(flipped)
+    windows = outputs[:, None] + np.arange(m)
+    inside = (windows >= m - 1) & (windows < n + m - 1)
+    products = multiply(take(pad(a, (m - 1, m - 1)), windows), flipped)
+    dtype = dtype_of(products)
+    # (as_dtype: NumPy's sum of small integers or booleans is wider; convolve's is not)
+    return as_dtype(sum(where(inside, products, np.zeros((), dtype)), axis=1), dtype)
 
 
 @implements(np.correlate)

@@ -50,6 +50,7 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               greater, is_python_scalar, masked, max, maximum,
                                               min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
+                                              reduction_axes,
                                               normalize_axis, not_equal, operand, imag, real,
                                               reshape,
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
@@ -197,7 +198,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     x = _as_accumulated(operand(a, "prod"), dtype)
     x = masked(x, where, 1, "prod")
     shape = shape_of(x)
-    axes = normalize_axes(axis, len(shape), "prod")
+    axes = reduction_axes(axis, len(shape), "prod")
     result = first(bind(ReduceProd(axes, shape, dtype_of(x).name), x)) if axes else new_value(x)
     if initial is not None:                    # in the product's dtype, as NumPy casts it
         result = multiply(result, as_dtype(initial, dtype_of(x)))
@@ -756,6 +757,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *,
     """
     no_out(out, "std")
     dtype = dtype_arg(dtype, "std")         # (an error names std, not var)
+    normalize_axes(axis, len(shape_of(operand(a, "std"))), "std")
     variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
     return first(bind(sqrt_zero_slope_at_zero, variance))
@@ -774,10 +776,10 @@ def average(a, axis=None, weights=None, returned: bool = False, *, keepdims: boo
     x = operand(a, "average")
     shape = shape_of(x)
     if weights is None:
+        count = _count(shape, normalize_axes(axis, len(shape), "average"))   # (errors say so)
         result = mean(x, axis, keepdims=keepdims)
         if not returned:
             return result
-        count = _count(shape, normalize_axes(axis, len(shape), "average"))
         return result, filled_like(result, count, None, "full_like")
     w = operand(weights, "average")
     if shape_of(w) != shape:
@@ -824,6 +826,10 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
     no_out(out, "ptp")
     x = operand(a, "ptp")
     _real_only(x, "ptp")
+    reduction_axes(axis, len(shape_of(x)), "ptp")            # (an error names ptp)
+    if dtype_of(x) == np.bool_:
+        raise TensorTypeError("ptp of booleans is not supported, as in NumPy (max - min "
+                              "would subtract booleans): convert them first, x.astype(int)")
     return subtract(max(x, axis, keepdims=keepdims), min(x, axis, keepdims=keepdims))
 
 
@@ -838,10 +844,22 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=N
     """
     no_out(out, "nansum")
     x = operand(a, "nansum")
+    reduction_axes(axis, len(shape_of(x)), "nansum")         # (an error names nansum)
     if dtype_of(x).kind in "fc":
         x = _choose(_isnan(x), 0, x)
     x = _as_accumulated(x, dtype)
     return sum(x, axis, keepdims=keepdims, initial=initial, where=where)
+
+
+def _nan_axes(x, axis, fn: str) -> None:
+    """Check ``axis`` for ``fn`` (``nanmean``, ``nanvar``, ``nanstd``), so an error names it:
+    NumPy reduces floats with ufuncs (axis 0 of a 0-d array taken), other dtypes with
+    ``mean``, ``var`` or ``std`` (refused)."""
+    ndim = len(shape_of(x))
+    if dtype_of(x).kind in "fc":
+        reduction_axes(axis, ndim, fn)
+    else:
+        normalize_axes(axis, ndim, fn)
 
 
 @implements(np.nanmean)
@@ -854,6 +872,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     """
     no_out(out, "nanmean")
     x = operand(a, "nanmean")
+    _nan_axes(x, axis, "nanmean")
     if dtype is None and dtype_of(x) == np.float16:      # float32 intermediates, as mean's
         return as_dtype(nanmean(as_dtype(x, np.float32), axis, None, None, keepdims,
                                 where=where), np.float16)
@@ -877,6 +896,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
     1.0
     """
     no_out(out, "nanvar")
+    _nan_axes(operand(a, "nanvar"), axis, "nanvar")
     if dtype is None and dtype_of(operand(a, "nanvar")) == np.float16:    # as nanmean's
         return as_dtype(nanvar(as_dtype(operand(a), np.float32), axis, None, None, ddof,
                                keepdims, where=where, mean=mean, correction=correction),
@@ -885,7 +905,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
     x = _variance_operand(a, dtype, "nanvar")
     if dtype_of(operand(a, "nanvar")).kind not in "fc":      # no NaN to skip
         return var(x, axis, None, None, ddof, keepdims, where=where, mean=mean)
-    axes = normalize_axes(axis, len(shape_of(x)), "nanvar")
+    axes = reduction_axes(axis, len(shape_of(x)), "nanvar")
     present = _both(_selection(x, where, "nanvar"), equal(x, x))
     total, count = _squared_deviations(x, axes, keepdims, present, mean, "nanvar")
     dof = subtract(count, ddof)
@@ -904,6 +924,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
     """
     no_out(out, "nanstd")
     dtype = dtype_arg(dtype, "nanstd")
+    _nan_axes(operand(a, "nanstd"), axis, "nanstd")
     variance = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                       correction=correction)
     return first(bind(sqrt_zero_slope_at_zero, variance))
@@ -921,6 +942,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
     no_out(out, "nanprod")
     dtype = dtype_arg(dtype, "nanprod")
     x = operand(a, "nanprod")
+    reduction_axes(axis, len(shape_of(x)), "nanprod")        # (an error names nanprod)
     if dtype_of(x).kind in "fc":
         x = _choose(_isnan(x), 1, x)
     return prod(x, axis, dtype, None, keepdims, initial, where)
@@ -929,6 +951,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
 def _nan_extremum(reduce, fn: str, fill: float, a, axis, out, keepdims, initial, where_):
     no_out(out, fn)
     x = operand(a, fn)
+    reduction_axes(axis, len(shape_of(x)), fn)               # (an error names fn)
     if dtype_of(x).kind not in "fc":
         return reduce(x, axis, keepdims=keepdims, initial=initial, where=where_)
     present = equal(x, x)
@@ -1011,6 +1034,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     no_out(out, "nancumsum")
     dtype = dtype_arg(dtype, "nancumsum")
     x = operand(a, "nancumsum")
+    _scan_operand(x, axis, "nancumsum")                      # (an error names nancumsum)
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 0, x)
     return cumsum(x, axis, dtype)
@@ -1027,6 +1051,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     no_out(out, "nancumprod")
     dtype = dtype_arg(dtype, "nancumprod")
     x = operand(a, "nancumprod")
+    _scan_operand(x, axis, "nancumprod")                     # (an error names nancumprod)
     if dtype_of(x).kind in "fc":
         x = where(_isnan(x), 1, x)
     return cumprod(x, axis, dtype)
@@ -1052,7 +1077,7 @@ def _sort_kind(kind, order, stable, fn: str):
 def _sort_operand(a, axis, fn: str):
     x = operand(a, fn)
     if axis is None or (fn == "argsort" and not shape_of(x)):    # NumPy's argsort: 0-d as 1-d
-        return reshape(x, (-1,)), 0
+        return reshape(x, (-1,)), 0 if axis is None else normalize_axis(axis, 1, fn)
     return x, normalize_axis(axis, len(shape_of(x)), fn)
 
 
@@ -1158,7 +1183,9 @@ def searchsorted(a, v, side="left", sorter=None):
     known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
     if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
                     for k, x in zip(known, given)):
-        return np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+        found = np.searchsorted(known[0], known[1], side=side, sorter=known[2])
+        tensor = next((x for x in given if isinstance(x, Frontend)), None)   # (eager or grad's)
+        return found if tensor is None else constant_in_library_of(np.asarray(found), tensor)
     a, v = operand(a, "searchsorted"), operand(v, "searchsorted")
     if "c" in (dtype_of(a).kind, dtype_of(v).kind):
         raise TensorNotSupportedError("searchsorted: complex values are not supported under "
@@ -1466,9 +1493,9 @@ def _arg_extremum(cls, fn: str, a, axis, out, keepdims):
     no_out(out, fn)
     x = operand(a, fn)
     shape = shape_of(x)
-    flat = axis is None
-    if flat:
-        x, index_axis = reshape(x, (-1,)), 0
+    flat = axis is None or not shape
+    if flat:             # (as NumPy, a 0-d array is one of 1-d: axis 0 or -1 of it)
+        x, index_axis = reshape(x, (-1,)), 0 if axis is None else normalize_axis(axis, 1, fn)
     else:
         index_axis = normalize_axis(axis, len(shape), fn)
     if shape_of(x)[index_axis] == 0:
@@ -1503,6 +1530,7 @@ def _truth(a, axis, keepdims: bool, fn: str, count_true: bool):
     """Counts the true (``count_true``) or false elements: a count, unlike ``max``/``min``,
     is defined on an empty slice (``all`` is then ``True``, ``any`` ``False``)."""
     a = operand(a, fn)
+    reduction_axes(axis, len(shape_of(a)), fn)               # (an error names fn)
     nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
     counted = sum(as_dtype(nonzero if count_true else equal(nonzero, False), np.intp),
                   axis=axis, keepdims=keepdims)
