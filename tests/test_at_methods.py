@@ -287,3 +287,24 @@ def test_results_are_fresh():
             result = getattr(tnp.at(x)[key], method)(v, mode="drop")
             assert not np.may_share_memory(result, x) and not np.may_share_memory(result, v)
     assert not np.may_share_memory(tnp.at(x)[5].apply(np.sin, mode="drop"), x)
+
+
+@pytest.mark.parametrize("method", ["min", "max"])
+def test_complex_min_max_compare_real_parts_first_as_jax(method):
+    jax = _jax()
+    jnp = jax.numpy
+    x = np.array([1 + 2j, 3 - 1j, 0.5j])
+    i = np.array([0, 0, 2, 1, 0])
+    v = np.array([1.2 + 0.5j, 2j, 0.1 + 0.2j, 3.5 - 1j, 1 + 3j])      # 1 + 3j: a tie in Re
+    np.testing.assert_array_equal(getattr(tnp.at(x)[i], method)(v),
+                                  getattr(jnp.asarray(x).at[i], method)(v))
+    v = v[:4]
+    i = i[:4]
+    weights = np.array([0.3 + 1j, 2 - 0.5j, -1 + 0.2j])
+
+    def f(x, v):
+        return tnp.real(tnp.sum(tnp.sin(getattr(tnp.at(x)[i], method)(v)) * weights))
+
+    g_x, g_v = tnp.grad(f, argnums=(0, 1))(x, v)
+    np.testing.assert_allclose(g_x, numeric_grad(lambda x: f(x, v), x), atol=1e-8)
+    np.testing.assert_allclose(g_v, numeric_grad(lambda v: f(x, v), v), atol=1e-8)

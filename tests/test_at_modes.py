@@ -368,3 +368,15 @@ def test_forward_mode():
     _, tangent = tnp.jvp(lambda v: tnp.at(x)[i].set(v, mode="clip"), (np.zeros(4),),
                          (np.array([1.0, 2.0, 3.0, 4.0]),))
     np.testing.assert_array_equal(tangent, [3.0, 1.0, 0.0, 4.0, 2.0])
+
+
+@pytest.mark.parametrize("mode", (None,) + MODES)
+def test_a_whole_array_get_of_a_tensor_is_a_new_tensor(mode):
+    # (indexing a tensor with `:` or `...` gives the tensor itself back; JAX's get is new)
+    t = tnp.tensor(X, requires_grad=True)
+    for key in (slice(None), Ellipsis, ()):
+        out = t.at[key].get(mode=mode)
+        assert out is not t and not np.may_share_memory(out.data, t.data)
+        tnp.sum(out * 2.0).backward()
+        np.testing.assert_array_equal(t.grad, np.full(X.shape, 2.0))
+        t.grad = None

@@ -1191,7 +1191,8 @@ class IndexUpdates:
       factors, each factor's is ``x`` times the product of the others;
     - ``min(values)``, ``max(values)``: the least (greatest) of ``x`` and the values at each
       position; where several equal the result, each gets an equal share of its
-      derivative (JAX's convention); real arrays only;
+      derivative (JAX's convention); complex numbers compare as NumPy's and JAX's do,
+      real parts first;
     - ``apply(func)``: a unary elementwise ``func`` applied at ``key``, once per occurrence
       of a position (``np.ufunc.at``'s and JAX's semantics; unlike JAX, differentiable).
       With indices known now, ``func`` runs as often as the most repeated position; with
@@ -1283,10 +1284,13 @@ class _IndexedUpdate:
             valid = _valid_mask(entries) if bounds == "fill" else None
             if valid is not None:
                 out = where(valid, out, _fill_value(fill_value, dtype_of(x)))
-        # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied
+        # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied,
+        # and so is a tensor that indexing with a whole-array key (``:``, ``...``) gives back
         if type(out) is np.ndarray and type(self._array) is np.ndarray and \
                 np.may_share_memory(out, self._array):
             return new_value(out)
+        if out is self._array:
+            return copy(out)
         return out
 
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
@@ -1403,8 +1407,6 @@ class _IndexedUpdate:
         flat, positions, values, shape, dump = self._operands(
             values, method, mode, out_sharding, wrap_negative_indices, fill_value)
         size, dtype = shape_of(flat)[0], dtype_of(flat)
-        if dtype.kind == "c":
-            raise TensorTypeError(f"x.at[...].{method}: complex arrays have no order")
         pick = minimum if method == "min" else maximum
         targets, values = reshape(positions, (-1,)), reshape(values, (-1,))
         fixed_flat, fixed_values = stop_gradient(flat), stop_gradient(values)
@@ -1412,7 +1414,7 @@ class _IndexedUpdate:
         best = runs.at_positions(np.zeros(1, dtype), runs.scanned(
             lambda earlier, later, same: where(same, pick(earlier, later), later)))
         result = where(runs.written, pick(fixed_flat, best), fixed_flat)
-        if dtype.kind != "f":
+        if dtype.kind not in "fc":
             return _unpadded(result, shape, dump)
         # result - (sum of zeros whose derivatives are minus the winners') / (their number)
         result_at = first(bind(Gather(0, (size,), shape_of(targets)), result, targets))
