@@ -380,3 +380,17 @@ def test_a_whole_array_get_of_a_tensor_is_a_new_tensor(mode):
         tnp.sum(out * 2.0).backward()
         np.testing.assert_array_equal(t.grad, np.full(X.shape, 2.0))
         t.grad = None
+
+
+@pytest.mark.parametrize("method", ["get", "set", "add", "multiply", "min", "apply"])
+def test_errors_of_the_key_name_the_method(method):
+    x = np.arange(5.0)
+    args = () if method == "get" else (np.sin,) if method == "apply" else (1.0,)
+    for key, error, message in ((np.array([1.0]), TensorIndexError, "only integers"),
+                                ((0, 0), TensorIndexError, "too many indices"),
+                                ("a", TensorTypeError, "expected an array")):
+        for mode in (None, "clip"):
+            with pytest.raises(error, match=rf"^x\.at\[\.\.\.\]\.{method}: {message}"):
+                getattr(tnp.at(x)[key], method)(*args, mode=mode)
+    with pytest.raises(IndexError, match=rf"^x\.at\[\.\.\.\]\.{method}: index 9 is out of "):
+        getattr(tnp.at(x)[np.array([1, 9])], method)(*args)

@@ -31,6 +31,7 @@ array([[2., 6.],
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -1172,6 +1173,26 @@ def _put_flat(flat, positions, values):
     return where(written, scattered, flat)
 
 
+def _naming_errors(method):
+    """``x.at[...].<method>`` with its index and type errors naming it (those of the key
+    are NumPy's indexing messages, which name no function)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def named(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (TensorIndexError, TensorTypeError) as error:
+            message = str(error)
+            if type(error) not in (TensorIndexError, TensorTypeError) or \
+                    message.startswith("x.at["):
+                raise
+            for prefix in (f"{name}: ", "getitem: "):
+                message = message.removeprefix(prefix)
+            raise type(error)(f"x.at[...].{name}: {message}") from None
+    return named
+
+
 class IndexUpdates:
     """``x.at[key]``: JAX's indexed updates, which return a new array (tensors and traced
     values are immutable). ``key`` is any index ``x[key]`` takes (integers, slices, ``None``,
@@ -1272,6 +1293,7 @@ class _IndexedUpdate:
     def __init__(self, array, key) -> None:
         self._array, self._key = array, key
 
+    @_naming_errors
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, fill_value=None, out_sharding=None, wrap_negative_indices: bool = True):
         bounds = _bounds_mode("get", mode, out_sharding, wrap_negative_indices)
@@ -1293,6 +1315,7 @@ class _IndexedUpdate:
             return copy(out)
         return out
 
+    @_naming_errors
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
@@ -1300,18 +1323,21 @@ class _IndexedUpdate:
             values, "set", mode, out_sharding, wrap_negative_indices, fill_value)
         return _unpadded(_put_flat(flat, positions, values), shape, dump)
 
+    @_naming_errors
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
         return self._summed("add", values, mode, out_sharding, wrap_negative_indices,
                             fill_value)
 
+    @_naming_errors
     def subtract(self, values, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode=None, out_sharding=None,
                  wrap_negative_indices: bool = True, fill_value=None):
         return self._summed("subtract", values, mode, out_sharding, wrap_negative_indices,
                             fill_value)
 
+    @_naming_errors
     def multiply(self, values, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode=None, out_sharding=None,
                  wrap_negative_indices: bool = True, fill_value=None):
@@ -1320,30 +1346,35 @@ class _IndexedUpdate:
 
     mul = multiply
 
+    @_naming_errors
     def divide(self, values, *, indices_are_sorted: bool = False,
                unique_indices: bool = False, mode=None, out_sharding=None,
                wrap_negative_indices: bool = True, fill_value=None):
         return self._scaled("divide", values, mode, out_sharding, wrap_negative_indices,
                             fill_value)
 
+    @_naming_errors
     def power(self, values, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode=None, out_sharding=None,
               wrap_negative_indices: bool = True, fill_value=None):
         return self._scaled("power", values, mode, out_sharding, wrap_negative_indices,
                             fill_value)
 
+    @_naming_errors
     def min(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
         return self._extremum("min", values, mode, out_sharding, wrap_negative_indices,
                               fill_value)
 
+    @_naming_errors
     def max(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
         return self._extremum("max", values, mode, out_sharding, wrap_negative_indices,
                               fill_value)
 
+    @_naming_errors
     def apply(self, func, *, indices_are_sorted: bool = False, unique_indices: bool = False,
               mode=None, wrap_negative_indices: bool = True):
         if not callable(func):
