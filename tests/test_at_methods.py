@@ -308,3 +308,20 @@ def test_complex_min_max_compare_real_parts_first_as_jax(method):
     g_x, g_v = tnp.grad(f, argnums=(0, 1))(x, v)
     np.testing.assert_allclose(g_x, numeric_grad(lambda x: f(x, v), x), atol=1e-8)
     np.testing.assert_allclose(g_v, numeric_grad(lambda v: f(x, v), v), atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["multiply", "divide", "power"])
+def test_dropped_zero_values_get_a_zero_derivative_not_nan(method):
+    # a dropped update goes to a dump slot past the end: 0 / 0 there would send NaN back
+    x = np.array([1.5, 2.0, 0.5])
+    i = np.array([0, 7, 2, -9, 0])
+    v = np.array([2.0, 0.0, 3.0, 0.0, 1.25])
+
+    def f(x, v):
+        return tnp.sum(tnp.sin(getattr(tnp.at(x)[i], method)(v, mode="drop")))
+
+    for grad in (tnp.grad(f, argnums=(0, 1)), tnp.jit(tnp.grad(f, argnums=(0, 1)))):
+        g_x, g_v = grad(x, v)
+        assert g_v[1] == 0.0 and g_v[3] == 0.0
+        np.testing.assert_allclose(g_v, numeric_grad(lambda v: float(f(x, v)), v), atol=1e-7)
+        np.testing.assert_allclose(g_x, numeric_grad(lambda x: float(f(x, v)), x), atol=1e-7)

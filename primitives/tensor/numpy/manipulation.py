@@ -1238,7 +1238,8 @@ class IndexUpdates:
     arrays stay operands in every mode: ``jit`` traces once for all their values.
 
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
-    has no ``.at``). Every method but ``get`` takes the keywords ``set`` takes.
+    has no ``.at``). The updates take ``set``'s keywords (``apply`` JAX's: no
+    ``out_sharding``).
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
