@@ -368,3 +368,29 @@ def test_forward_mode():
     _, tangent = tnp.jvp(lambda v: tnp.at(x)[i].set(v, mode="clip"), (np.zeros(4),),
                          (np.array([1.0, 2.0, 3.0, 4.0]),))
     np.testing.assert_array_equal(tangent, [3.0, 1.0, 0.0, 4.0, 2.0])
+
+
+@pytest.mark.parametrize("mode", (None,) + MODES)
+def test_a_whole_array_get_of_a_tensor_is_a_new_tensor(mode):
+    # (indexing a tensor with `:` or `...` gives the tensor itself back; JAX's get is new)
+    t = tnp.tensor(X, requires_grad=True)
+    for key in (slice(None), Ellipsis, ()):
+        out = t.at[key].get(mode=mode)
+        assert out is not t and not np.may_share_memory(out.data, t.data)
+        tnp.sum(out * 2.0).backward()
+        np.testing.assert_array_equal(t.grad, np.full(X.shape, 2.0))
+        t.grad = None
+
+
+@pytest.mark.parametrize("method", ["get", "set", "add", "multiply", "min", "apply"])
+def test_errors_of_the_key_name_the_method(method):
+    x = np.arange(5.0)
+    args = () if method == "get" else (np.sin,) if method == "apply" else (1.0,)
+    for key, error, message in ((np.array([1.0]), TensorIndexError, "only integers"),
+                                ((0, 0), TensorIndexError, "too many indices"),
+                                ("a", TensorTypeError, "expected an array")):
+        for mode in (None, "clip"):
+            with pytest.raises(error, match=rf"^x\.at\[\.\.\.\]\.{method}: {message}"):
+                getattr(tnp.at(x)[key], method)(*args, mode=mode)
+    with pytest.raises(IndexError, match=rf"^x\.at\[\.\.\.\]\.{method}: index 9 is out of "):
+        getattr(tnp.at(x)[np.array([1, 9])], method)(*args)

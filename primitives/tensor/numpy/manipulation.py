@@ -31,6 +31,7 @@ array([[2., 6.],
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -53,6 +54,7 @@ from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cast_
                                               normalize_axis, not_equal, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
+from primitives.tensor.numpy.lowering import divide, power, stop_gradient, subtract
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
@@ -1171,6 +1173,26 @@ def _put_flat(flat, positions, values):
     return where(written, scattered, flat)
 
 
+def _naming_errors(method):
+    """``x.at[...].<method>`` with its index and type errors naming it (those of the key
+    are NumPy's indexing messages, which name no function)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def named(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (TensorIndexError, TensorTypeError) as error:
+            message = str(error)
+            if type(error) not in (TensorIndexError, TensorTypeError) or \
+                    message.startswith("x.at["):
+                raise
+            for prefix in (f"{name}: ", "getitem: "):
+                message = message.removeprefix(prefix)
+            raise type(error)(f"x.at[...].{name}: {message}") from None
+    return named
+
+
 class IndexUpdates:
     """``x.at[key]``: JAX's indexed updates, which return a new array (tensors and traced
     values are immutable). ``key`` is any index ``x[key]`` takes (integers, slices, ``None``,
@@ -1182,7 +1204,20 @@ class IndexUpdates:
       shape and cast to ``x``'s dtype); where the key repeats a position, the last value
       wins, as NumPy's assignment, and only it gets a derivative;
     - ``add(values)``: ``x`` with ``values`` added at ``key``, repeated positions adding up
-      (``np.add.at``'s semantics, JAX's ``.add``).
+      (``np.add.at``'s semantics, JAX's ``.add``); ``subtract(values)`` subtracts them;
+    - ``multiply(values)`` (also ``mul``): ``x`` times the product of the values at each
+      position; ``divide(values)`` and ``power(values)``: ``x`` over, or to the power of,
+      that product, as JAX computes them (``divide`` is true division: a float result for
+      integers). Their derivatives never divide by a factor: with zeros among repeated
+      factors, each factor's is ``x`` times the product of the others;
+    - ``min(values)``, ``max(values)``: the least (greatest) of ``x`` and the values at each
+      position; where several equal the result, each gets an equal share of its
+      derivative (JAX's convention); complex numbers compare as NumPy's and JAX's do,
+      real parts first;
+    - ``apply(func)``: a unary elementwise ``func`` applied at ``key``, once per occurrence
+      of a position (``np.ufunc.at``'s and JAX's semantics; unlike JAX, differentiable).
+      With indices known now, ``func`` runs as often as the most repeated position; with
+      traced ones (``jit``, ``vmap``) as often as there are indices.
 
     JAX's ``mode=`` says what an integer index out of range does (a slice never is):
 
@@ -1203,9 +1238,8 @@ class IndexUpdates:
     arrays stay operands in every mode: ``jit`` traces once for all their values.
 
     Traced values and tensors have it as ``x.at``; for any array, :func:`at` (a NumPy array
-    has no ``.at``). JAX's ``multiply``, ``divide``, ``power``, ``min``, ``max`` and ``apply``
-    are not here: each raises a ``TensorNotSupportedError`` saying how to write it with
-    ``set`` where positions do not repeat.
+    has no ``.at``). The updates take ``set``'s keywords (``apply`` JAX's: no
+    ``out_sharding``).
 
     >>> x = np.zeros(4)
     >>> IndexUpdates(x)[np.array([1, 1, 3])].add(1.0)
@@ -1218,6 +1252,12 @@ class IndexUpdates:
     array([ 1., nan, nan])
     >>> IndexUpdates(np.arange(4.0))[np.array([1, 7, -5])].get(mode="clip")
     array([1., 3., 0.])
+    >>> IndexUpdates(np.ones(3))[np.array([0, 0, 2])].multiply(np.array([2.0, 3.0, 4.0]))
+    array([6., 1., 4.])
+    >>> IndexUpdates(np.ones(3))[np.array([0, 0, 2])].min(np.array([2.0, -3.0, 0.5]))
+    array([-3. ,  1. ,  0.5])
+    >>> IndexUpdates(np.ones(3))[np.array([0, 0])].apply(lambda t: t * 10)
+    array([100.,   1.,   1.])
     """
 
     __slots__ = ("_array",)
@@ -1229,7 +1269,8 @@ class IndexUpdates:
         return _IndexedUpdate(self._array, key)
 
     def __repr__(self) -> str:
-        return "IndexUpdates (use x.at[key].set(values), .add(values) or .get())"
+        return ("IndexUpdates (use x.at[key].get(), .set(values), .add(values), .subtract, "
+                ".multiply, .divide, .power, .min, .max or .apply(func))")
 
 
 def at(x) -> IndexUpdates:
@@ -1253,6 +1294,7 @@ class _IndexedUpdate:
     def __init__(self, array, key) -> None:
         self._array, self._key = array, key
 
+    @_naming_errors
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, fill_value=None, out_sharding=None, wrap_negative_indices: bool = True):
         bounds = _bounds_mode("get", mode, out_sharding, wrap_negative_indices)
@@ -1265,20 +1307,16 @@ class _IndexedUpdate:
             valid = _valid_mask(entries) if bounds == "fill" else None
             if valid is not None:
                 out = where(valid, out, _fill_value(fill_value, dtype_of(x)))
-        # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied
+        # JAX's result is a new array: a view NumPy's indexing gives of a plain array is copied,
+        # and so is a tensor that indexing with a whole-array key (``:``, ``...``) gives back
         if type(out) is np.ndarray and type(self._array) is np.ndarray and \
                 np.may_share_memory(out, self._array):
             return new_value(out)
+        if out is self._array:
+            return copy(out)
         return out
 
-    def __getattr__(self, name: str):
-        if name not in _JAX_ONLY_UPDATES:
-            raise AttributeError(f"x.at[...] has no attribute {name!r}")
-        raise TensorNotSupportedError(
-            f"x.at[...].{name} is not supported: tidu's indexed updates are get(), set(values) "
-            "and add(values); for positions that do not repeat, x.at[key].multiply(v) is "
-            "x.at[key].set(x[key] * v) (likewise divide, power, minimum, maximum)")
-
+    @_naming_errors
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
@@ -1286,19 +1324,146 @@ class _IndexedUpdate:
             values, "set", mode, out_sharding, wrap_negative_indices, fill_value)
         return _unpadded(_put_flat(flat, positions, values), shape, dump)
 
+    @_naming_errors
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode=None, out_sharding=None, wrap_negative_indices: bool = True,
             fill_value=None):
+        return self._summed("add", values, mode, out_sharding, wrap_negative_indices,
+                            fill_value)
+
+    @_naming_errors
+    def subtract(self, values, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode=None, out_sharding=None,
+                 wrap_negative_indices: bool = True, fill_value=None):
+        return self._summed("subtract", values, mode, out_sharding, wrap_negative_indices,
+                            fill_value)
+
+    @_naming_errors
+    def multiply(self, values, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode=None, out_sharding=None,
+                 wrap_negative_indices: bool = True, fill_value=None):
+        return self._scaled("multiply", values, mode, out_sharding, wrap_negative_indices,
+                            fill_value)
+
+    mul = multiply
+
+    @_naming_errors
+    def divide(self, values, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode=None, out_sharding=None,
+               wrap_negative_indices: bool = True, fill_value=None):
+        return self._scaled("divide", values, mode, out_sharding, wrap_negative_indices,
+                            fill_value)
+
+    @_naming_errors
+    def power(self, values, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode=None, out_sharding=None,
+              wrap_negative_indices: bool = True, fill_value=None):
+        return self._scaled("power", values, mode, out_sharding, wrap_negative_indices,
+                            fill_value)
+
+    @_naming_errors
+    def min(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True,
+            fill_value=None):
+        return self._extremum("min", values, mode, out_sharding, wrap_negative_indices,
+                              fill_value)
+
+    @_naming_errors
+    def max(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode=None, out_sharding=None, wrap_negative_indices: bool = True,
+            fill_value=None):
+        return self._extremum("max", values, mode, out_sharding, wrap_negative_indices,
+                              fill_value)
+
+    @_naming_errors
+    def apply(self, func, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+              mode=None, wrap_negative_indices: bool = True):
+        if not callable(func):
+            raise TensorTypeError(f"x.at[...].apply: func must be a function, got "
+                                  f"{type(func).__name__}")
+        flat, positions, _, shape, dump = self._operands(
+            np.zeros(()), "apply", mode, None, wrap_negative_indices, None)
+        targets = reshape(positions, (-1,))
+        size, count = shape_of(flat)[0], shape_of(targets)[0]
+        known = data_if_known(targets)
+        if known is not None:
+            targets = np.asarray(known, dtype=np.intp)
+            hits = np.bincount(targets, minlength=size)
+            repeats = int(hits.max()) if count else 0
+        else:
+            ones = broadcast_to(np.ones((), dtype=np.intp), (count,))
+            hits = first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
+            repeats = count                 # the most a position can be hit
+        # each update's position's value, func applied as many times as the position is hit
+        applied = first(bind(Gather(0, (size,), (count,)), flat, targets))
+        times = first(bind(Gather(0, (size,), (count,)), hits, targets)) \
+            if isinstance(hits, Frontend) else hits[targets]
+        for time in range(1, repeats + 1):
+            applied = _applied_where(func, applied, times >= time, dtype_of(flat))
+        # repeated positions computed the same value: the last one is written
+        return _unpadded(_put_flat(flat, targets, applied), shape, dump)
+
+    def _summed(self, method: str, values, mode, out_sharding, wrap_negative_indices: bool,
+                fill_value):
+        """``add`` (and ``subtract``): the values at each position summed onto it."""
         flat, positions, values, shape, dump = self._operands(
-            values, "add", mode, out_sharding, wrap_negative_indices, fill_value)
+            values, method, mode, out_sharding, wrap_negative_indices, fill_value)
         targets = reshape(positions, (-1,))
         size = shape_of(flat)[0]
         added = first(bind(ScatterAdd(0, (size,), shape_of(targets)), reshape(values, (-1,)),
                            targets))
-        return _unpadded(add(flat, added), shape, dump)
+        return _unpadded((add if method == "add" else subtract)(flat, added), shape, dump)
+
+    def _scaled(self, method: str, values, mode, out_sharding, wrap_negative_indices: bool,
+                fill_value):
+        """``multiply``, ``divide``, ``power``: as JAX, ``x`` times, over, or to the power of
+        the product of the values at each position (1 elsewhere)."""
+        flat, positions, values, shape, dump = self._operands(
+            values, method, mode, out_sharding, wrap_negative_indices, fill_value, pad=1)
+        size = shape_of(flat)[0]
+        targets, values = reshape(positions, (-1,)), reshape(values, (-1,))
+        if dump:        # dropped updates multiply the dump slot by 1: no 0 / 0 there
+            values = where(targets == np.intp(size - 1), np.ones((), dtype_of(values)), values)
+        runs = _Runs(targets, values, size)
+        one = np.ones(1, dtype=dtype_of(values))
+        factors = runs.at_positions(one, runs.scanned(lambda earlier, later, same: multiply(
+            where(same, earlier, one[0]), later)))       # (1 * later is later exactly)
+        combine = {"multiply": multiply, "divide": divide, "power": power}[method]
+        return _unpadded(combine(flat, factors), shape, dump)
+
+    def _extremum(self, method: str, values, mode, out_sharding, wrap_negative_indices: bool,
+                  fill_value):
+        """``min`` and ``max``: the least (greatest) of ``x`` and the values at each
+        position. Its derivative is JAX's: the mean of the derivatives of the values
+        (``x``'s included) equal to the result."""
+        flat, positions, values, shape, dump = self._operands(
+            values, method, mode, out_sharding, wrap_negative_indices, fill_value)
+        size, dtype = shape_of(flat)[0], dtype_of(flat)
+        pick = minimum if method == "min" else maximum
+        targets, values = reshape(positions, (-1,)), reshape(values, (-1,))
+        fixed_flat, fixed_values = stop_gradient(flat), stop_gradient(values)
+        runs = _Runs(targets, fixed_values, size)
+        best = runs.at_positions(np.zeros(1, dtype), runs.scanned(
+            lambda earlier, later, same: where(same, pick(earlier, later), later)))
+        result = where(runs.written, pick(fixed_flat, best), fixed_flat)
+        if dtype.kind not in "fc":
+            return _unpadded(result, shape, dump)
+        # result - (sum of zeros whose derivatives are minus the winners') / (their number)
+        result_at = first(bind(Gather(0, (size,), shape_of(targets)), result, targets))
+        update_wins, flat_wins = fixed_values == result_at, fixed_flat == result
+        zero = np.zeros((), dtype)
+        scatter = ScatterAdd(0, (size,), shape_of(targets))
+        winners = add(as_dtype(flat_wins, dtype),
+                      first(bind(scatter, as_dtype(update_wins, dtype), targets)))
+        carried = add(where(flat_wins, _zero_with_derivative(flat), zero),
+                      first(bind(scatter, where(update_wins, _zero_with_derivative(values),
+                                                zero), targets)))
+        winners = where(winners > zero, winners, np.ones((), dtype))   # none: NaN won
+        out = where(runs.written, subtract(result, divide(carried, winners)), flat)
+        return _unpadded(out, shape, dump)
 
     def _operands(self, values, method: str, mode, out_sharding, wrap_negative_indices: bool,
-                  fill_value) -> tuple:
+                  fill_value, pad: int = 0) -> tuple:
         """``x`` flattened, the flat positions ``key`` selects (in ``x[key]``'s shape), the
         values broadcast to that shape in ``x``'s dtype, ``x``'s shape, and whether the
         flattened ``x`` ends in a dump slot (one past its end, where dropped updates go,
@@ -1336,11 +1501,10 @@ class _IndexedUpdate:
                 from None
         flat = reshape(x, (-1,))
         if dump:
-            flat = concatenate([flat, np.zeros(1, dtype=dtype_of(x))], 0)
+            flat = concatenate([flat, np.full(1, pad, dtype=dtype_of(x))], 0)
         return flat, positions, values, shape, dump
 
 
-_JAX_ONLY_UPDATES = frozenset(("multiply", "divide", "power", "min", "max", "apply"))
 _INTP_MAX = np.array(np.iinfo(np.intp).max, dtype=np.intp)
 _BOUNDS_MODES = {None: None, "promise_in_bounds": None, "clip": "clip", "drop": "fill",
                  "fill": "fill"}
@@ -1536,6 +1700,85 @@ def _last_writes_traced(values, targets, size: int) -> tuple:
     hits = first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
     return values, targets, hits > 0
 
+
+
+class _Runs:
+    """Updates to a flat array of ``size`` entries, sorted (stably) by their positions
+    ``targets`` into runs of equal positions, for ``x.at[...]``'s ``multiply``, ``min`` and
+    ``max``, which accumulate the values of repeated positions. Known positions are read
+    now; positions that are data (under ``jit``, ``vmap``) are sorted by ops."""
+
+    def __init__(self, targets, values, size: int) -> None:
+        count = shape_of(targets)[0]
+        known = data_if_known(targets)
+        if known is not None:
+            order = np.argsort(np.asarray(known, dtype=np.intp), kind="stable")
+            self.targets = np.asarray(known, dtype=np.intp)[order]
+            longest = int(np.unique(self.targets, return_counts=True)[1].max()) if count else 0
+            last = np.ones(count, dtype=bool)
+            last[:-1] = self.targets[:-1] != self.targets[1:]
+            # slots[p]: 1 + where the run of position p ends in the sorted updates (0: none)
+            self.slots = np.zeros(size, dtype=np.intp)
+            self.slots[self.targets[last]] = np.flatnonzero(last) + 1
+        else:
+            order = first(bind(Argsort(0, "stable"), targets)) if count else targets
+            self.targets = first(bind(Gather(0, (count,), (count,)), targets, order))
+            longest = count                      # the longest run there can be
+            last = concatenate([getitem(self.targets, slice(None, -1)) !=
+                                getitem(self.targets, slice(1, None)),
+                                np.ones(min(count, 1), dtype=bool)], 0)
+            ends = where(last, np.arange(1, count + 1, dtype=np.intp), np.intp(0))
+            self.slots = first(bind(ScatterAdd(0, (size,), (count,)), ends, self.targets))
+        self.values = first(bind(Gather(0, (count,), (count,)), values, order))
+        self.written = self.slots > 0
+        # a scan over runs of length up to L takes ceil(log2(L)) doubling steps
+        self.steps = (longest - 1).bit_length() if longest else 0
+
+    def scanned(self, combine):
+        """The sorted values, each combined with those before it in its run: a
+        Hillis-Steele scan, ``combine(earlier, later, same)`` giving ``later`` combined
+        with ``earlier`` where ``same`` (they are in one run), ``later`` elsewhere."""
+        values, distance = self.values, 1
+        for _ in range(self.steps):
+            same = getitem(self.targets, slice(distance, None)) == \
+                getitem(self.targets, slice(None, -distance))
+            combined = combine(getitem(values, slice(None, -distance)),
+                               getitem(values, slice(distance, None)), same)
+            values = concatenate([getitem(values, slice(None, distance)), combined], 0)
+            distance *= 2
+        return values
+
+    def at_positions(self, default, scanned):
+        """What ``scanned`` holds at the end of each position's run, ``default`` (an array of
+        one entry) at positions no update reaches."""
+        joined = concatenate([default, scanned], 0)
+        return first(bind(Gather(0, shape_of(joined), shape_of(self.slots)), joined,
+                          self.slots))
+
+
+def _applied_where(func, values, selected, dtype: np.dtype):
+    """``func(values)`` (cast to ``dtype``) where ``selected``, ``values`` elsewhere. There
+    ``func`` gets the values without their derivatives, so a derivative it cannot take
+    (``sqrt`` at 0: inf times the zero cotangent) stays out of the result's."""
+    everywhere = data_if_known(selected)
+    everywhere = everywhere is not None and bool(np.all(everywhere))
+    out = func(values if everywhere else where(selected, values, stop_gradient(values)))
+    out = operand(out, "x.at[...].apply")
+    if shape_of(out) != shape_of(values):
+        raise TensorShapeError(f"x.at[...].apply: func must act elementwise, but it turned "
+                               f"values of shape {shape_of(values)} into shape "
+                               f"{shape_of(out)}")
+    out = as_dtype(out, dtype)
+    return out if everywhere else where(selected, out, values)
+
+
+def _zero_with_derivative(value):
+    """Zeros (+0.0) whose derivative is minus ``value``'s where it is finite (0 elsewhere):
+    a derivative carried into a result without changing its value, even -0.0."""
+    fixed = stop_gradient(value)
+    finite = elementwise(ew.isfinite, fixed)
+    zero = np.zeros((), dtype_of(value))
+    return subtract(where(finite, fixed, zero), where(finite, value, zero))
 
 @implements(np.meshgrid)
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
