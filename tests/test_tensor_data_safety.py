@@ -612,3 +612,20 @@ def test_pickling_or_deep_copying_leaves_a_data_handle_writable():
     handle[0] = 9.0                                   # still p's own array
     np.testing.assert_array_equal(p.data, [9.0, 2.0, -3.0])
     np.testing.assert_array_equal(d.data, X)
+
+
+@pytest.mark.parametrize("key", [slice(None), Ellipsis, ()], ids=["colon", "ellipsis", "empty"])
+def test_whole_array_indexing_gives_a_new_tensor_not_an_alias_of_its_state(key):
+    """``t[:]`` is a new tensor on ``t``'s values (PyTorch's view), not ``t`` itself: an
+    alias would share ``t``'s state, so ``u.requires_grad_(False)`` switched ``t``'s
+    gradient off and ``u.data = ...`` replaced ``t``'s values, with no error."""
+    t = tensor(np.array([1.0, 2.0]), requires_grad=True)
+    u = t[key]
+    assert u is not t
+    with pytest.raises(BackwardError, match="leaf"):
+        u.requires_grad_(False)                 # a computed tensor, as in PyTorch
+    assert t.requires_grad
+    u.data = np.array([7.0, 8.0])
+    np.testing.assert_array_equal(t.detach().numpy(), [1.0, 2.0])
+    (t[key] * np.array([3.0, 4.0])).sum().backward()
+    np.testing.assert_array_equal(t.grad, [3.0, 4.0])

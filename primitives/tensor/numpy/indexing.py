@@ -34,6 +34,7 @@ from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cache
                                               normalize_axis, operand, reshape, transpose)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import CheckIndex, Gather, Rev, Slice, checked_indices
+from primitives.tensor.ops.shape import Reshape
 
 __all__ = ["getitem", "take"]
 
@@ -172,7 +173,7 @@ def _check_masks(entries: list, mask_shapes: dict, shape: tuple) -> None:
 def getitem(x, key):
     """``x[key]`` with NumPy semantics: ints, slices (any step), ``None``, ``...``, and integer
     or boolean arrays (advanced indexing, through ``gather``)."""
-    x = operand(x)
+    x = whole = operand(x)
     shape = shape_of(x)
     if type(key) is int and shape and -shape[0] <= key < shape[0]:
         return _row(x, key, shape)
@@ -226,7 +227,12 @@ def getitem(x, key):
             if kind == "slice":
                 out.append(sizes[axis])
             axis += 1
-        return reshape(x, tuple(out))
+        out = reshape(x, tuple(out))
+        if out is whole and isinstance(x, Frontend) and not x.is_tracer:
+            # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
+            # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
+            out = first(bind(cached_op(Reshape, shape, shape), x))
+        return out
     return _advanced_index(x, entries, arrays, sizes)
 
 
