@@ -3,7 +3,10 @@ with a dtype standing for an array (JAX's names).
 
 tidu traces with values (each op computes as it is recorded), so ``eval_shape`` traces
 ``f`` on arrays of zeros of the arguments' shapes and dtypes, never on the arguments'
-own data: it costs one run of ``f`` on zeros. The trace is abstract, as ``jit``'s: ``f``
+own data: it costs one run of ``f`` on zeros, so the shapes must fit in memory (an
+``eval_shape`` of a (10⁵, 10⁵) product, which would ask for 80 GB, raises a
+``TensorNotSupportedError`` that is also a ``MemoryError``; JAX needs no memory there).
+The trace is abstract, as ``jit``'s: ``f``
 may not read a value (``if x > 0``, ``float(x)``, a boolean mask), which raises
 :class:`~primitives.tensor.errors.ConcretizationError` as JAX's ``eval_shape`` does.
 
@@ -110,28 +113,54 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     leaves, structure = tree_flatten((args, kwargs))
     specs = [_spec(leaf, position, fun) for position, leaf in enumerate(leaves)]
     trace = GraphTrace(transform=f"eval_shape of {function_name(fun)}", abstract=True)
-    tracers = weakened([trace.new_input(("arg", i), np.zeros(s.shape, s.dtype))
-                        for i, s in enumerate(specs)], [s.weak_type for s in specs])
     try:
+        tracers = weakened([trace.new_input(("arg", i), _zeros(s, fun))
+                            for i, s in enumerate(specs)], [s.weak_type for s in specs])
         traced_args, traced_kwargs = tree_unflatten(structure, tracers)
         out_leaves, out_structure = tree_flatten(fun(*traced_args, **traced_kwargs))
         for position, value in enumerate(out_leaves):
             check_output(value, "eval_shape", fun, position)
         results = [_struct_of(value) for value in out_leaves]
+    except _EvalShapeMemoryError:
+        raise
+    except MemoryError as error:
+        # tidu has no shape-only evaluation: NumPy's refusal (an (1e5, 1e5) product asks
+        # for 80 GB) is said in eval_shape's terms
+        raise _EvalShapeMemoryError(
+            f"eval_shape of {function_name(fun)}: running it on zeros of the arguments' "
+            f"shapes (tidu traces with values) needs more memory than there is ({error}); "
+            "call it on smaller shapes") from None
     finally:
         trace.active = False
     return tree_unflatten(out_structure, results)
 
 
+def _zeros(spec: ShapeDtypeStruct, fun) -> np.ndarray:
+    try:
+        return np.zeros(spec.shape, spec.dtype)
+    except ValueError:                  # NumPy: more bytes than an address holds
+        raise _EvalShapeMemoryError(f"eval_shape of {function_name(fun)}: an argument of "
+                                    f"shape {spec.shape} and dtype {spec.dtype} has more "
+                                    "bytes than memory can address (tidu traces with "
+                                    "values)") from None
+
+
+class _EvalShapeMemoryError(TensorNotSupportedError, MemoryError):
+    """:func:`eval_shape` ran out of memory running the function on zeros: tidu traces
+    with values, so the shapes it evaluates must fit in memory (a ``MemoryError`` too)."""
+
+
 def _spec(leaf, position: int, fun) -> ShapeDtypeStruct:
     """What an argument leaf stands for; a leaf that is no array (a string, an object) is
     refused, as JAX refuses it."""
-    if type(leaf) is ShapeDtypeStruct:
+    if type(leaf) is ShapeDtypeStruct and leaf.dtype.kind in "biufc":
         return leaf
     if type(leaf) in _PYTHON_NUMBERS:
         return ShapeDtypeStruct((), np.asarray(leaf).dtype,
                                 weak_type=type(leaf) in WEAK_NUMBERS)
-    if isinstance(leaf, (np.ndarray, np.generic, Frontend, numbers.Number)) or (
+    if type(leaf) is ShapeDtypeStruct:
+        what = f"a ShapeDtypeStruct of dtype {leaf.dtype}"
+    elif isinstance(leaf, (np.ndarray, np.generic, Frontend, numbers.Number)) or (
             hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
         try:
             dtype = dtype_of(leaf)
