@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from primitives import tensor as tnp
-from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
+from primitives.tensor.errors import (TensorNotSupportedError, TensorOverflowError,
+                                      TensorTypeError)
 from primitives.tensor.transforms.functional import FunctionalError
 from tidu import TiduError
 
@@ -120,3 +121,26 @@ def test_eval_shape_refuses_a_shape_dtype_struct_of_objects(jx):
             tnp.eval_shape(lambda a: a, tnp.ShapeDtypeStruct((2,), dtype))
         with pytest.raises(FunctionalError, match="eval_shape of .*array of dtype"):
             tnp.eval_shape(lambda a: a, np.zeros(2, dtype))
+
+
+# ---- a Python integer no int64 holds: jit and eval_shape ---------------------------------
+
+
+def test_python_integer_out_of_int64_is_refused_clearly(jx):
+    """Before, 2**70 became an object array and jit failed with a KeyError deep in the
+    promotion code; eval_shape of 2**63 said int64 (JAX refuses both: OverflowError)."""
+    jax, _ = jx
+    with pytest.raises(OverflowError):
+        jax.eval_shape(lambda x: x + 1, 2 ** 63)
+    for value in (2 ** 70, -2 ** 70):
+        with pytest.raises(TensorOverflowError, match="jit of .*Python integer"):
+            tnp.jit(lambda x: x + 1)(value)
+        with pytest.raises(TensorOverflowError, match="jit of .*Python integer"):
+            tnp.jit(lambda x: x * 1.5)(value)
+    for value in (2 ** 63, 2 ** 70, -2 ** 63 - 1):
+        with pytest.raises(TensorOverflowError, match="eval_shape of .*Python integer"):
+            tnp.eval_shape(lambda x: x + 1, value)
+    # in range: as before
+    assert tnp.eval_shape(lambda x: x + 1, 2 ** 63 - 1) == \
+        tnp.ShapeDtypeStruct((), np.int64, weak_type=True)
+    assert tnp.jit(lambda x: x + 1)(2 ** 62) == 2 ** 62 + 1

@@ -26,7 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from primitives.tensor.core import Frontend, dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (TensorNotSupportedError, TensorOverflowError,
+                                      TensorShapeError, TensorTypeError)
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
                                                      check_callable, check_output,
                                                      function_name, weakened)
@@ -35,6 +36,7 @@ from primitives.tensor.transforms.pytree import leaf_hint, tree_flatten, tree_un
 __all__ = ["ShapeDtypeStruct", "eval_shape"]
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_INT64 = np.iinfo(np.int64)
 
 
 class ShapeDtypeStruct:
@@ -155,6 +157,10 @@ def _spec(leaf, position: int, fun) -> ShapeDtypeStruct:
     refused, as JAX refuses it."""
     if type(leaf) is ShapeDtypeStruct and leaf.dtype.kind in "biufc":
         return leaf
+    if type(leaf) is int and not _INT64.min <= leaf <= _INT64.max:
+        raise TensorOverflowError(f"eval_shape of {function_name(fun)}: leaf {position} of "
+                                  f"the arguments, the Python integer {leaf}, is out of "
+                                  "bounds for int64 (as in JAX)")
     if type(leaf) in _PYTHON_NUMBERS:
         return ShapeDtypeStruct((), np.asarray(leaf).dtype,
                                 weak_type=type(leaf) in WEAK_NUMBERS)
