@@ -144,3 +144,15 @@ def test_python_integer_out_of_int64_is_refused_clearly(jx):
     assert tnp.eval_shape(lambda x: x + 1, 2 ** 63 - 1) == \
         tnp.ShapeDtypeStruct((), np.int64, weak_type=True)
     assert tnp.jit(lambda x: x + 1)(2 ** 62) == 2 ** 62 + 1
+
+
+def test_associative_scan_takes_a_numpy_integer_axis(jx):
+    """An axis computed from a shape (np.int64) was refused; JAX takes it."""
+    jax, _ = jx
+    x = np.arange(6.0).reshape(2, 3)
+    for axis in (np.int64(1), np.int32(-1)):
+        np.testing.assert_array_equal(tnp.lax.associative_scan(np.add, x, axis=axis),
+                                      jax.lax.associative_scan(np.add, x, axis=int(axis) % 2))
+    for axis in (1.0, True, "1"):
+        with pytest.raises(TensorTypeError, match="associative_scan: axis must be an int"):
+            tnp.lax.associative_scan(np.add, x, axis=axis)

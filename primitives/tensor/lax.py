@@ -455,9 +455,13 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) 
     leaves, structure = tree_flatten(elems)
     if not leaves:
         raise TensorTypeError("associative_scan: elems has no arrays to scan")
-    if not isinstance(axis, int) or isinstance(axis, bool):
+    try:
+        if isinstance(axis, (bool, np.bool_)):
+            raise TypeError
+        axis = operator.index(axis)             # a NumPy integer too, as JAX takes it
+    except TypeError:
         raise TensorTypeError(f"associative_scan: axis must be an int, got "
-                              f"{type(axis).__name__}")
+                              f"{type(axis).__name__}") from None
     ndim = len(shape_of(leaves[0]))
     if not -ndim <= axis < ndim:
         raise TensorAxisError("associative_scan", axis, ndim)
