@@ -4,6 +4,7 @@ Partial / register_static / tree_transpose): each test failed before its fix."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -156,3 +157,38 @@ def test_associative_scan_takes_a_numpy_integer_axis(jx):
     for axis in (1.0, True, "1"):
         with pytest.raises(TensorTypeError, match="associative_scan: axis must be an int"):
             tnp.lax.associative_scan(np.add, x, axis=axis)
+
+
+# ---- eval_shape: placeholders the usual linear algebra takes; no floating point noise -----
+
+
+def test_eval_shape_of_linear_algebra_on_placeholders(jx):
+    """Before, eval_shape traced on zeros: inv, solve and cholesky raised LinAlgError
+    (singular, not positive definite) for shapes JAX evaluates."""
+    jax, jnp = jx
+    square = tnp.ShapeDtypeStruct((4, 3, 3), np.float32)
+    vectors = tnp.ShapeDtypeStruct((4, 3, 2), np.float32)
+    cases = [(tnp.linalg.inv, jnp.linalg.inv, (square,)),
+             (tnp.linalg.solve, jnp.linalg.solve, (square, vectors)),
+             (tnp.linalg.cholesky, jnp.linalg.cholesky, (square,)),
+             (lambda a: tnp.linalg.inv(a @ a.T), lambda a: jnp.linalg.inv(a @ a.T),
+              (tnp.ShapeDtypeStruct((3, 3), np.complex128),))]
+    for ours, theirs, args in cases:
+        got = tnp.eval_shape(ours, *args)
+        expected = jax.eval_shape(theirs, *[jax.ShapeDtypeStruct(a.shape, a.dtype)
+                                            for a in args])
+        assert (got.shape, got.dtype) == (expected.shape, expected.dtype)
+
+
+def test_eval_shape_ignores_floating_point_errors_of_its_placeholders():
+    """log(0) on a placeholder is no error of the caller's: before, np.errstate(all="raise")
+    made eval_shape of log raise FloatingPointError, and warnings were printed."""
+    s = tnp.ShapeDtypeStruct((3,), np.float64)
+    with np.errstate(all="raise"):
+        assert tnp.eval_shape(tnp.log, s) == s
+        assert tnp.eval_shape(lambda x: 1 / x + tnp.arccos(x - 2), s) == s
+        with pytest.raises(FloatingPointError):         # the caller's own setting is kept
+            np.log(np.zeros(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tnp.eval_shape(lambda x: tnp.log(x) // x, s) == s

@@ -2,8 +2,11 @@
 with a dtype standing for an array (JAX's names).
 
 tidu traces with values (each op computes as it is recorded), so ``eval_shape`` traces
-``f`` on arrays of zeros of the arguments' shapes and dtypes, never on the arguments'
-own data: it costs one run of ``f`` on zeros, so the shapes must fit in memory (an
+``f`` on placeholders of the arguments' shapes and dtypes, never on the arguments' own
+data: zeros, with an identity in each matrix (the last two axes) of floating point or
+complex numbers, so that ``inv``, ``solve`` or ``cholesky`` take it; floating point
+errors on them (``log(0)``) are ignored, whatever ``np.seterr`` says. It costs one run of
+``f`` on them, so the shapes must fit in memory (an
 ``eval_shape`` of a (10⁵, 10⁵) product, which would ask for 80 GB, raises a
 ``TensorNotSupportedError`` that is also a ``MemoryError``; JAX needs no memory there).
 The trace is abstract, as ``jit``'s: ``f``
@@ -102,7 +105,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The shapes and dtypes of ``fun(*args, **kwargs)``, as a pytree of
     :class:`ShapeDtypeStruct` (``jax.eval_shape``). The arguments' leaves are arrays,
     numbers, ``ShapeDtypeStruct`` s or anything with ``shape`` and ``dtype``; ``fun`` is
-    traced on zeros of those shapes and dtypes (see the module docstring), never on the
+    traced on placeholders of those shapes and dtypes (see the module docstring), never on the
     arguments' data.
 
     >>> import primitives.tensor as tnp
@@ -116,10 +119,12 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     specs = [_spec(leaf, position, fun) for position, leaf in enumerate(leaves)]
     trace = GraphTrace(transform=f"eval_shape of {function_name(fun)}", abstract=True)
     try:
-        tracers = weakened([trace.new_input(("arg", i), _zeros(s, fun))
+        tracers = weakened([trace.new_input(("arg", i), _placeholder(s, fun))
                             for i, s in enumerate(specs)], [s.weak_type for s in specs])
         traced_args, traced_kwargs = tree_unflatten(structure, tracers)
-        out_leaves, out_structure = tree_flatten(fun(*traced_args, **traced_kwargs))
+        with np.errstate(all="ignore"):     # (placeholders, not the caller's numbers)
+            out = fun(*traced_args, **traced_kwargs)
+        out_leaves, out_structure = tree_flatten(out)
         for position, value in enumerate(out_leaves):
             check_output(value, "eval_shape", fun, position)
         results = [_struct_of(value) for value in out_leaves]
@@ -129,7 +134,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         # tidu has no shape-only evaluation: NumPy's refusal (an (1e5, 1e5) product asks
         # for 80 GB) is said in eval_shape's terms
         raise _EvalShapeMemoryError(
-            f"eval_shape of {function_name(fun)}: running it on zeros of the arguments' "
+            f"eval_shape of {function_name(fun)}: running it on arrays of the arguments' "
             f"shapes (tidu traces with values) needs more memory than there is ({error}); "
             "call it on smaller shapes") from None
     finally:
@@ -137,18 +142,25 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     return tree_unflatten(out_structure, results)
 
 
-def _zeros(spec: ShapeDtypeStruct, fun) -> np.ndarray:
+def _placeholder(spec: ShapeDtypeStruct, fun) -> np.ndarray:
+    """Zeros of ``spec``'s shape and dtype, with an identity in each matrix of inexact
+    numbers (a value ``inv``, ``solve`` and ``cholesky`` take; only its diagonal's memory is
+    touched)."""
     try:
-        return np.zeros(spec.shape, spec.dtype)
+        value = np.zeros(spec.shape, spec.dtype)
     except ValueError:                  # NumPy: more bytes than an address holds
         raise _EvalShapeMemoryError(f"eval_shape of {function_name(fun)}: an argument of "
                                     f"shape {spec.shape} and dtype {spec.dtype} has more "
                                     "bytes than memory can address (tidu traces with "
                                     "values)") from None
+    if spec.dtype.kind in "fc" and len(spec.shape) >= 2:
+        diagonal = np.arange(min(spec.shape[-2:]))
+        value[..., diagonal, diagonal] = 1
+    return value
 
 
 class _EvalShapeMemoryError(TensorNotSupportedError, MemoryError):
-    """:func:`eval_shape` ran out of memory running the function on zeros: tidu traces
+    """:func:`eval_shape` ran out of memory running the function on placeholders: tidu traces
     with values, so the shapes it evaluates must fit in memory (a ``MemoryError`` too)."""
 
 
