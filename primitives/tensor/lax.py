@@ -438,8 +438,8 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) 
     (``jax.lax.associative_scan``): ``[a, fn(a, b), fn(fn(a, b), c), ...]``; with
     ``reverse``, ``[..., fn(fn(z, y), x), fn(z, y), z]``. ``elems`` is a pytree of arrays
     sharing their length along ``axis``; ``fn(a, b)`` takes and returns trees like it,
-    each leaf with a slice of that axis in place (it is applied to many elements at once:
-    elementwise code, or ``vmap``).
+    each leaf of its argument's dtype, with a slice of that axis in place (it is applied to
+    many elements at once: elementwise code, or ``vmap``).
 
     Blelloch's parallel scan, as JAX's: ``log2(n)`` levels combining strided slices
     (pairs of neighbours, then pairs of those...), then as many levels back filling in
@@ -455,9 +455,13 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) 
     leaves, structure = tree_flatten(elems)
     if not leaves:
         raise TensorTypeError("associative_scan: elems has no arrays to scan")
-    if not isinstance(axis, int) or isinstance(axis, bool):
+    try:
+        if isinstance(axis, (bool, np.bool_)):
+            raise TypeError
+        axis = operator.index(axis)             # a NumPy integer too, as JAX takes it
+    except TypeError:
         raise TensorTypeError(f"associative_scan: axis must be an int, got "
-                              f"{type(axis).__name__}")
+                              f"{type(axis).__name__}") from None
     ndim = len(shape_of(leaves[0]))
     if not -ndim <= axis < ndim:
         raise TensorAxisError("associative_scan", axis, ndim)
@@ -484,6 +488,11 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) 
                 raise TensorShapeError(f"associative_scan: fn must return leaves of its "
                                        f"arguments' shapes: leaf {n} has shape "
                                        f"{shape_of(out)}, not {shape_of(given)}")
+            if dtype_of(out) != dtype_of(given):    # (JAX refuses it too)
+                raise TensorTypeError(f"associative_scan: fn must return leaves of its "
+                                      f"arguments' dtypes: leaf {n} has dtype "
+                                      f"{dtype_of(out)}, not {dtype_of(given)} (cast "
+                                      "elems, or fn's result)")
         return out_leaves
 
     if reverse:

@@ -95,9 +95,10 @@ def with_static_args(checkpoint: Callable, error: type[TiduError]) -> Callable:
     Arguments at ``static_argnums`` (positions in the call; negative ones count from its
     end) and those named in ``static_argnames`` (by keyword, or by position when ``fun``'s
     signature names them) reach ``fun`` as the Python values they are, not traced (a NumPy
-    scalar stays one); they must be hashable (JAX's rule), so arrays, tensors and traced
-    values are refused. ``prevent_cse`` is taken for JAX's signature: tidu schedules the
-    recomputation after its own optimizations, so they never undo it.
+    scalar stays one); they must be hashable, as ``jit``'s (JAX's ``checkpoint`` also takes
+    unhashable ones, by identity), so arrays, tensors and traced values are refused.
+    ``prevent_cse`` is taken for JAX's signature: tidu schedules the recomputation after
+    its own optimizations, so they never undo it.
 
     >>> calls = []
     >>> def traced_checkpoint(f, policy):        # a stand-in for the eager checkpoint
@@ -208,7 +209,7 @@ class _Statics:
         return positions, self.names & kwargs.keys()
 
     def check_value(self, where: str, value) -> None:
-        """Refuse a static value that is not a hashable Python value (JAX's rule)."""
+        """Refuse a static value that is not a hashable Python value (``jit``'s rule)."""
         if any(isinstance(leaf, Frontend) for leaf in tree_flatten(value)[0]):
             raise self.error(f"checkpoint of {self.name}: static {where} holds a tensor or "
                              "traced value, whose derivative would be lost; pass it as an "
@@ -217,6 +218,6 @@ class _Statics:
             hash(value)
         except TypeError:
             raise self.error(f"checkpoint of {self.name}: static {where} is an unhashable "
-                             f"{type(value).__name__}; static arguments are Python values, "
-                             "hashable as in JAX (pass an array as an ordinary argument, a "
+                             f"{type(value).__name__}; static arguments are hashable Python "
+                             "values, as jit's (pass an array as an ordinary argument, a "
                              "list as a tuple)") from None

@@ -151,6 +151,12 @@ def _name(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
+def _has_inexact_leaf(tree) -> bool:
+    """Whether ``tree`` holds a floating point or complex leaf: one with a tangent (an
+    integer or boolean has none: JAX's ``float0``)."""
+    return any(dtype_of(leaf).kind in "fc" for leaf in tree_flatten(tree)[0])
+
+
 def _on_plain_values(method: Callable) -> Callable:
     """``method``, which runs the user's function on its inputs' values (an op's ``eval``, a
     rule's first call), with staging paused: those values may be the very arrays an
@@ -259,7 +265,9 @@ class custom_jvp(_CustomFunction):
         """Register one JVP per argument of ``f`` (JAX's ``custom_jvp.defjvps``):
         ``jvps[i](tangent_i, out, *primals)`` is the tangent of the result from argument
         ``i``'s tangent (a tree like the result), ``None`` when argument ``i`` contributes
-        none; the JVP is their sum. There must be one per argument (JAX would drop the
+        none; the JVP is their sum. An argument of integers or booleans has no tangent:
+        its function is not called (JAX would call it with a ``float0`` tangent, which
+        raises at the first operation). There must be one per argument (JAX would drop the
         tangents of arguments past the last silently); not with ``nondiff_argnums``.
 
         >>> import numpy as np
@@ -290,9 +298,9 @@ class custom_jvp(_CustomFunction):
             out = self(*primals)
             out_leaves, out_tree = tree_flatten(out)
             total = None
-            for position, (jvp, tangent) in enumerate(zip(jvps, tangents)):
-                if jvp is None:
-                    continue
+            for position, (jvp, tangent, primal) in enumerate(zip(jvps, tangents, primals)):
+                if jvp is None or not _has_inexact_leaf(primal):
+                    continue        # an integer or boolean argument has no tangent
                 leaves, tree = tree_flatten(jvp(tangent, out, *primals))
                 if tree != out_tree:
                     raise FunctionalError(f"custom_jvp function {name}: the defjvps function "

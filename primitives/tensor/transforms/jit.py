@@ -63,6 +63,7 @@ from primitives.tensor.transforms.closure import (Guard, external_values, same_b
 from primitives.tensor.transforms.fresh import fresh
 from primitives.tensor.transforms.run import GraphRun
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
+from primitives.tensor.errors import TensorOverflowError
 from primitives.tensor.ops.dot import DotGeneral
 from primitives.tensor.ops.shape import ReduceSum
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
@@ -163,6 +164,10 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
             elif type(leaf) in WEAK_NUMBERS:
                 layouts.append(_weak_layout(leaf))
                 leaves[position] = np.asarray(leaf)
+                if leaves[position].dtype.kind == "O":
+                    raise TensorOverflowError(f"jit of {_name(f)}: the Python integer {leaf} "
+                                              f"is out of bounds for int64 and uint64, so it "
+                                              f"cannot be traced")
             else:
                 leaf = leaves[position] = _leaf(leaf, f)
                 # a trace under a transform that differentiates the leaf may differ (a

@@ -2,8 +2,14 @@
 with a dtype standing for an array (JAX's names).
 
 tidu traces with values (each op computes as it is recorded), so ``eval_shape`` traces
-``f`` on arrays of zeros of the arguments' shapes and dtypes, never on the arguments'
-own data: it costs one run of ``f`` on zeros. The trace is abstract, as ``jit``'s: ``f``
+``f`` on placeholders of the arguments' shapes and dtypes, never on the arguments' own
+data: zeros, with an identity in each matrix (the last two axes) of floating point or
+complex numbers, so that ``inv``, ``solve`` or ``cholesky`` take it; floating point
+errors on them (``log(0)``) are ignored, whatever ``np.seterr`` says. It costs one run of
+``f`` on them, so the shapes must fit in memory (an
+``eval_shape`` of a (10⁵, 10⁵) product, which would ask for 80 GB, raises a
+``TensorNotSupportedError`` that is also a ``MemoryError``; JAX needs no memory there).
+The trace is abstract, as ``jit``'s: ``f``
 may not read a value (``if x > 0``, ``float(x)``, a boolean mask), which raises
 :class:`~primitives.tensor.errors.ConcretizationError` as JAX's ``eval_shape`` does.
 
@@ -23,7 +29,8 @@ from typing import Any, Callable
 import numpy as np
 
 from primitives.tensor.core import Frontend, dtype_of, shape_of
-from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
+from primitives.tensor.errors import (TensorNotSupportedError, TensorOverflowError,
+                                      TensorShapeError, TensorTypeError)
 from primitives.tensor.transforms.functional import (WEAK_NUMBERS, FunctionalError, GraphTrace,
                                                      check_callable, check_output,
                                                      function_name, weakened)
@@ -32,6 +39,7 @@ from primitives.tensor.transforms.pytree import leaf_hint, tree_flatten, tree_un
 __all__ = ["ShapeDtypeStruct", "eval_shape"]
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_INT64 = np.iinfo(np.int64)
 
 
 class ShapeDtypeStruct:
@@ -97,7 +105,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The shapes and dtypes of ``fun(*args, **kwargs)``, as a pytree of
     :class:`ShapeDtypeStruct` (``jax.eval_shape``). The arguments' leaves are arrays,
     numbers, ``ShapeDtypeStruct`` s or anything with ``shape`` and ``dtype``; ``fun`` is
-    traced on zeros of those shapes and dtypes (see the module docstring), never on the
+    traced on placeholders of those shapes and dtypes (see the module docstring), never on the
     arguments' data.
 
     >>> import primitives.tensor as tnp
@@ -110,28 +118,67 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     leaves, structure = tree_flatten((args, kwargs))
     specs = [_spec(leaf, position, fun) for position, leaf in enumerate(leaves)]
     trace = GraphTrace(transform=f"eval_shape of {function_name(fun)}", abstract=True)
-    tracers = weakened([trace.new_input(("arg", i), np.zeros(s.shape, s.dtype))
-                        for i, s in enumerate(specs)], [s.weak_type for s in specs])
     try:
+        tracers = weakened([trace.new_input(("arg", i), _placeholder(s, fun))
+                            for i, s in enumerate(specs)], [s.weak_type for s in specs])
         traced_args, traced_kwargs = tree_unflatten(structure, tracers)
-        out_leaves, out_structure = tree_flatten(fun(*traced_args, **traced_kwargs))
+        with np.errstate(all="ignore"):     # (placeholders, not the caller's numbers)
+            out = fun(*traced_args, **traced_kwargs)
+        out_leaves, out_structure = tree_flatten(out)
         for position, value in enumerate(out_leaves):
             check_output(value, "eval_shape", fun, position)
         results = [_struct_of(value) for value in out_leaves]
+    except _EvalShapeMemoryError:
+        raise
+    except MemoryError as error:
+        # tidu has no shape-only evaluation: NumPy's refusal (an (1e5, 1e5) product asks
+        # for 80 GB) is said in eval_shape's terms
+        raise _EvalShapeMemoryError(
+            f"eval_shape of {function_name(fun)}: running it on arrays of the arguments' "
+            f"shapes (tidu traces with values) needs more memory than there is ({error}); "
+            "call it on smaller shapes") from None
     finally:
         trace.active = False
     return tree_unflatten(out_structure, results)
 
 
+def _placeholder(spec: ShapeDtypeStruct, fun) -> np.ndarray:
+    """Zeros of ``spec``'s shape and dtype, with an identity in each matrix of inexact
+    numbers (a value ``inv``, ``solve`` and ``cholesky`` take; only its diagonal's memory is
+    touched)."""
+    try:
+        value = np.zeros(spec.shape, spec.dtype)
+    except ValueError:                  # NumPy: more bytes than an address holds
+        raise _EvalShapeMemoryError(f"eval_shape of {function_name(fun)}: an argument of "
+                                    f"shape {spec.shape} and dtype {spec.dtype} has more "
+                                    "bytes than memory can address (tidu traces with "
+                                    "values)") from None
+    if spec.dtype.kind in "fc" and len(spec.shape) >= 2:
+        diagonal = np.arange(min(spec.shape[-2:]))
+        value[..., diagonal, diagonal] = 1
+    return value
+
+
+class _EvalShapeMemoryError(TensorNotSupportedError, MemoryError):
+    """:func:`eval_shape` ran out of memory running the function on placeholders: tidu traces
+    with values, so the shapes it evaluates must fit in memory (a ``MemoryError`` too)."""
+
+
 def _spec(leaf, position: int, fun) -> ShapeDtypeStruct:
     """What an argument leaf stands for; a leaf that is no array (a string, an object) is
     refused, as JAX refuses it."""
-    if type(leaf) is ShapeDtypeStruct:
+    if type(leaf) is ShapeDtypeStruct and leaf.dtype.kind in "biufc":
         return leaf
+    if type(leaf) is int and not _INT64.min <= leaf <= _INT64.max:
+        raise TensorOverflowError(f"eval_shape of {function_name(fun)}: leaf {position} of "
+                                  f"the arguments, the Python integer {leaf}, is out of "
+                                  "bounds for int64 (as in JAX)")
     if type(leaf) in _PYTHON_NUMBERS:
         return ShapeDtypeStruct((), np.asarray(leaf).dtype,
                                 weak_type=type(leaf) in WEAK_NUMBERS)
-    if isinstance(leaf, (np.ndarray, np.generic, Frontend, numbers.Number)) or (
+    if type(leaf) is ShapeDtypeStruct:
+        what = f"a ShapeDtypeStruct of dtype {leaf.dtype}"
+    elif isinstance(leaf, (np.ndarray, np.generic, Frontend, numbers.Number)) or (
             hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
         try:
             dtype = dtype_of(leaf)
