@@ -393,6 +393,11 @@ _WEAK_CASES = [
      np.ones(2, np.float32), 0.5),
     ("float64 array and float", lambda v, c: v - c, np.arange(3.0), 0.25),
     ("bool", lambda v, c: v + c, np.array([1, 2], np.int8), True),
+    # a reduction with no axes of a number is a NumPy scalar, as tnp.sin's (round 59f)
+    ("sum of a number", lambda v, c: tnp.sum(c) * v, np.ones(2, np.float32), 2.0),
+    ("prod of a number", lambda v, c: tnp.prod(c) * v, np.ones(2, np.float32), 2.0),
+    ("max of a number", lambda v, c: tnp.max(c) * v, np.ones(2, np.float32), 2.0),
+    ("positive of a number", lambda v, c: tnp.positive(c) * v, np.ones(2, np.float32), 2.0),
 ]
 
 

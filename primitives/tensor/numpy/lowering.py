@@ -441,8 +441,13 @@ def new_value(x):
     """``x`` as the result of a function that NumPy makes a new array for (``concatenate`` of
     one array, ``pad`` by nothing): a plain array is copied, so writing to the result does
     not change the caller's input; a front-end value (immutable) is returned as it is, and
-    a Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64)."""
+    a Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64), and
+    so does a traced one (``jit``'s argument): the result promotes as an array, not as a
+    number, as without ``jit``."""
     if isinstance(x, Frontend):
+        if x.weak:
+            shape = shape_of(x)
+            return first(bind(cached_op(Reshape, shape, shape), x))
         return x
     if type(x) in _REAL_SCALARS or type(x) is complex:
         return np.asarray(x)
