@@ -385,13 +385,9 @@ def _memory_bytes() -> int | None:
     """The machine's memory (``MemTotal`` of ``/proc/meminfo``, else ``sysconf``)."""
     import os
 
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    total = scaling.meminfo_bytes("MemTotal")
+    if total is not None:
+        return total
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -90,15 +90,21 @@ def peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def _available_bytes() -> int | None:
+def meminfo_bytes(field: str) -> int | None:
+    """A ``/proc/meminfo`` figure (``"MemTotal"``, ``"MemAvailable"``) in bytes; ``None``
+    where the system has no such file."""
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return None
+
+
+def _available_bytes() -> int | None:
+    return meminfo_bytes("MemAvailable")
 
 
 def _reference(steps: int, y0: float, c: float) -> tuple[float, float]:
