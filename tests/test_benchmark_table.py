@@ -184,15 +184,24 @@ def test_every_row_with_the_json_figures(run):
 
 def test_the_rows_are_the_docs_rows_figures_aside(run):
     """Each printed row is worded as a row of docs/performance.md's table: the same text
-    and layout once every figure is masked."""
-    path, _ = run
+    and layout once every figure is masked. The doc's run had every peer; a run without
+    some (CI installs none) prints fewer peers in a row, so then its workload and size
+    cells are compared."""
+    path, result = run
     printed = [line for line in _table(path).stdout.splitlines()[2:] if line.startswith("|")]
     doc = (ROOT / "docs" / "performance.md").read_text()
     section = doc.split("## Latest table", 1)[1].split("\n## ", 1)[0]
     doc_lines = {re.sub(r"\d[\d,.]*", "#", line) for line in section.splitlines()
                  if line.startswith("|")}
+    doc_heads = {tuple(line.split("|")[1:3]) for line in doc_lines}
+    every_peer = all(result["machine"].get(name) for name in ("torch", "jax", "autograd", "dask"))
+    assert printed
     for line in printed:
-        assert re.sub(r"\d[\d,.]*", "#", line) in doc_lines, line
+        masked = re.sub(r"\d[\d,.]*", "#", line)
+        if every_peer:
+            assert masked in doc_lines, line
+        else:
+            assert tuple(masked.split("|")[1:3]) in doc_heads, line
 
 
 def test_check_passes_on_its_own_table_and_names_a_changed_figure(run, tmp_path):
