@@ -136,8 +136,8 @@ def test_sorter_traced():
         np.testing.assert_array_equal(np.asarray(found), expected)
 
 
-def test_jax_agrees():
-    jnp = pytest.importorskip("jax.numpy")
+def test_jax_agrees(jx):
+    _, jnp = jx
     a = np.array([-np.inf, -1.0, 0.0, 0.0, 2.0, np.inf, np.nan])
     v = np.array([-np.inf, -0.0, 0.0, 1.0, 2.0, np.inf, np.nan])
     for side in ("left", "right"):
@@ -215,15 +215,14 @@ def test_interp_jit_matches_numpy_and_its_gradient_finite_differences():
         assert abs(np.asarray(grad_fp)[j] - numeric) < 1e-6
 
 
-def test_interp_gradient_matches_jax_under_jit():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_interp_gradient_matches_jax_under_jit(jx):
+    jax, jnp = jx
     knots = np.array([-2.0, -0.5, 0.0, 1.0, 1.5, 2.5, 4.0, 4.5, 6.0, 7.0])
     heights = np.cos(knots) * 3.0
     x = np.linspace(-2.7, 7.7, 37)
     ours = tnp.grad(tnp.jit(lambda x, fp: tnp.sum(tnp.interp(x, knots, fp) ** 2)),
                     argnums=(0, 1))(x, heights)
-    theirs = jax.grad(lambda x, fp: jax.numpy.sum(jax.numpy.interp(x, knots, fp) ** 2),
+    theirs = jax.grad(lambda x, fp: jnp.sum(jnp.interp(x, knots, fp) ** 2),
                       argnums=(0, 1))(x, heights)
     for mine, jaxs in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(jaxs), rtol=1e-12, atol=1e-12)
