@@ -3,11 +3,28 @@
 ``t`` times: about ``m log m`` values in all for ``m`` indices), not to all ``m`` updates
 ``m`` times; results as ``np.ufunc.at``'s (once per occurrence, in order)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import primitives.tensor as tnp
+import primitives.tensor.numpy.manipulation as manipulation
+
+
+@contextlib.contextmanager
+def unsorted_max(limit: int):
+    """apply's choice (read when traced: trace inside) between func on all the updates each
+    time (up to ``limit`` traced indices) and on the most hit positions only."""
+    old, manipulation._APPLY_UNSORTED_MAX = manipulation._APPLY_UNSORTED_MAX, limit
+    try:
+        yield
+    finally:
+        manipulation._APPLY_UNSORTED_MAX = old
+
+
+BOTH = pytest.mark.parametrize("limit", [0, 256])     # shrinking calls from 1 index; from 257
 
 
 def affine(t):
@@ -35,15 +52,17 @@ def every_route(x, indices, func=affine, **keywords):
     }
 
 
+@BOTH
 @settings(max_examples=40, deadline=None)
 @given(size=st.integers(1, 7), data=st.data())
-def test_matches_ufunc_at(size, data):
+def test_matches_ufunc_at(limit, size, data):
     indices = np.array(data.draw(st.lists(st.integers(0, size - 1), max_size=25)),
                        dtype=np.intp)
     x = np.arange(size, dtype=np.float64) - 2.0
     expected = reference(x, indices)
-    for route, found in every_route(x, indices).items():
-        np.testing.assert_allclose(np.asarray(found), expected, rtol=1e-14, err_msg=route)
+    with unsorted_max(limit):
+        for route, found in every_route(x, indices).items():
+            np.testing.assert_allclose(np.asarray(found), expected, rtol=1e-14, err_msg=route)
 
 
 def test_matches_numpy_ufunc_at_and_jax(jx):
@@ -60,12 +79,14 @@ def test_matches_numpy_ufunc_at_and_jax(jx):
                                    err_msg=route)
 
 
-def test_more_indices_than_entries_and_one_position_only():
+@BOTH
+def test_more_indices_than_entries_and_one_position_only(limit):
     x = np.array([0.5, -1.0])
-    for indices in (np.zeros(40, np.intp), np.array([1, 0] * 20), np.array([1] * 7 + [0])):
-        for route, found in every_route(x, indices).items():
-            np.testing.assert_allclose(np.asarray(found), reference(x, indices), rtol=1e-14,
-                                       err_msg=route)
+    with unsorted_max(limit):
+        for indices in (np.zeros(40, np.intp), np.array([1, 0] * 20), np.array([1] * 7 + [0])):
+            for route, found in every_route(x, indices).items():
+                np.testing.assert_allclose(np.asarray(found), reference(x, indices),
+                                           rtol=1e-14, err_msg=route)
 
 
 def test_no_index_and_2d_keys():
@@ -87,11 +108,13 @@ def test_no_index_and_2d_keys():
         assert not np.may_share_memory(np.asarray(found), x)
 
 
+@BOTH
 @pytest.mark.parametrize("mode", ["drop", "clip"])
-def test_modes_traced(mode):
+def test_modes_traced(mode, limit):
     x = np.array([1.0, 2.0, 3.0])
     indices = np.array([4, 0, 4, -1, 2, -7, 0])
-    found = tnp.jit(lambda x, i: tnp.at(x)[i].apply(affine, mode=mode))(x, indices)
+    with unsorted_max(limit):
+        found = tnp.jit(lambda x, i: tnp.at(x)[i].apply(affine, mode=mode))(x, indices)
     eager = tnp.at(x)[indices].apply(affine, mode=mode)
     np.testing.assert_allclose(np.asarray(found), np.asarray(eager), rtol=1e-14)
     wrapped = np.where(indices < 0, indices + 3, indices)
@@ -99,7 +122,8 @@ def test_modes_traced(mode):
     np.testing.assert_allclose(np.asarray(found), reference(x, kept), rtol=1e-14)
 
 
-def test_gradient_finite_differences_under_jit_and_vmap():
+@BOTH
+def test_gradient_finite_differences_under_jit_and_vmap(limit):
     x = np.array([0.3, -0.7, 1.1, 0.2])
     indices = np.array([2, 0, 2, 2, 3, 0, 2])
     weights = np.array([1.0, 10.0, 100.0, 1000.0])
@@ -112,9 +136,10 @@ def test_gradient_finite_differences_under_jit_and_vmap():
     step = 1e-6
     numeric = np.array([(value(x + step * e) - value(x - step * e)) / (2 * step)
                         for e in np.eye(4)])
-    for found in (tnp.grad(loss)(x, indices), tnp.jit(tnp.grad(loss))(x, indices),
-                  tnp.vmap(tnp.grad(loss), in_axes=(None, 0))(x, np.stack([indices] * 2))[0]):
-        np.testing.assert_allclose(np.asarray(found), numeric, rtol=1e-7, atol=1e-7)
+    with unsorted_max(limit):
+        for found in (tnp.grad(loss)(x, indices), tnp.jit(tnp.grad(loss))(x, indices),
+                      tnp.vmap(tnp.grad(loss), in_axes=(None, 0))(x, np.stack([indices] * 2))[0]):
+            np.testing.assert_allclose(np.asarray(found), numeric, rtol=1e-7, atol=1e-7)
 
 
 def test_gradient_matches_torch():

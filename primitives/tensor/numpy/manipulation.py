@@ -1396,9 +1396,8 @@ class _IndexedUpdate:
         times, done = hit.times, []
         for time, head in enumerate(hit.heads, start=1):
             if head < shape_of(values)[0]:
-                done.append(getitem(values, slice(head, None)))
-                values = getitem(values, slice(None, head))
-                times = getitem(times, slice(None, head))
+                done.append(values[head:])
+                values, times = values[:head], times[:head]
             values = _applied_where(func, values, times >= time, dtype)
         applied = concatenate([np.zeros(1, dtype), values] + done[::-1], 0)
         written = first(bind(Gather(0, shape_of(applied), (size,)), applied, hit.slots))
@@ -1794,15 +1793,25 @@ class _MostHitFirst:
                             np.ones(1, dtype=bool)], 0)
         times = where(last, first(bind(Gather(0, (size,), (count,)), hits, targets)),
                       np.intp(0))
-        # the last update of each position first, most hit first; at most size distinct
-        kept = min(count, size)
-        order = first(bind(Argsort(0, "stable"), subtract(np.intp(0), times)))
-        order = getitem(order, slice(None, kept))
-        self.positions = first(bind(Gather(0, (count,), (kept,)), targets, order))
-        self.times = first(bind(Gather(0, (count,), (kept,)), times, order))
+        if count <= _APPLY_UNSORTED_MAX:
+            # few updates: func on all of them, each time, costs less than sorting by count
+            kept, self.positions, self.times = count, targets, times
+            self.heads = [count] * count
+        else:
+            # the last update of each position first, most hit first; at most size distinct
+            kept = min(count, size)
+            order = first(bind(Argsort(0, "stable"), subtract(np.intp(0), times)))
+            order = getitem(order, slice(None, kept))
+            self.positions = first(bind(Gather(0, (count,), (kept,)), targets, order))
+            self.times = first(bind(Gather(0, (count,), (kept,)), times, order))
+            self.heads = [min(kept, count // time) for time in range(1, count + 1)]
         slot = where(self.times > np.intp(0), np.arange(1, kept + 1, dtype=np.intp), np.intp(0))
         self.slots = first(bind(ScatterAdd(0, (size,), (kept,)), slot, self.positions))
-        self.heads = [min(kept, count // time) for time in range(1, count + 1)]
+
+
+# x.at[...].apply with up to this many traced indices applies func to all of them each time
+# (a sort by the number of hits, to shrink the calls, costs more there)
+_APPLY_UNSORTED_MAX = 256
 
 
 def _applied_where(func, values, selected, dtype: np.dtype):

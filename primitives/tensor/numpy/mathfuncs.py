@@ -546,29 +546,11 @@ def sorted_positions(a, v, side: str):
     n = shape_of(a)[0]
     if n == 0:
         return filled_like(v, 0, np.intp, "searchsorted")
+    goes_before = less if side == "left" else less_equal      # (where v is not NaN)
     if n <= _GRID_MAX_SORTED and math.prod(shape_of(v)) <= _GRID_MAX_VALUES:
-        grid = reshape(v, shape_of(v) + (1,))
-        before = _sorts_before(a, grid) if side == "left" else \
-            logical_not(_sorts_before(grid, a))
-        return sum(before, axis=-1, dtype=np.intp)
-    # The count of a's entries that go before v (left: a[i] < v; right: a[i] <= v) is a
-    # prefix's length, built bit by bit from the highest: with steps s = 2**(K-1), ..., 1
-    # (2**K > n), each probes a at count + s - 1 and adds s if that entry goes before v. A
-    # probe past the end reads a's last entry (a is padded so to 2**K - 1 entries): the count
-    # passes n only when all of a goes before v, and the minimum below brings it back to n.
-    steps = n.bit_length()
-    padded = take(a, np.minimum(np.arange(2 ** steps - 1), n - 1))
-    goes_before = less if side == "left" else less_equal
-    step = 2 ** (steps - 1)
-    before = goes_before(take(padded, step - 1), v)      # the first probe: one for all of v
-    probe = np.intp(step - 1)
-    while step > 1:
-        step //= 2
-        probe = add(probe, _where(before, np.intp(step), np.intp(-step)))
-        probe_value = first(bind(Gather(0, (2 ** steps - 1,), shape_of(probe)), padded, probe))
-        before = goes_before(probe_value, v)
-    count = add(probe, as_dtype(before, np.intp))
-    count = minimum(count, np.intp(n))
+        count = sum(goes_before(a, reshape(v, shape_of(v) + (1,))), axis=-1, dtype=np.intp)
+    else:
+        count = _binary_searched(a, v, goes_before)
     if dtype_of(v).kind != "f":
         return count
     # v's NaNs compare as nothing above: NumPy sorts them after all of a's entries but its
@@ -579,18 +561,31 @@ def sorted_positions(a, v, side: str):
     return _where(isnan(v), nan_position, count)
 
 
+def _binary_searched(a, v, goes_before):
+    """How many entries of the 1-d ``a`` (not empty) ``goes_before(entry, v)`` says go before
+    each entry of ``v``, for an ``a`` where they make a prefix (a sorted ``a``)."""
+    # The prefix's length is built bit by bit from the highest: with steps s = 2**(K-1),
+    # ..., 1 (2**K > n), each probes a at count + s - 1 and adds s if that entry goes before
+    # v. A probe past the end reads a's last entry (a is padded so to 2**K - 1 entries): the
+    # count passes n only when all of a goes before v, and the minimum brings it back to n.
+    n = shape_of(a)[0]
+    steps = n.bit_length()
+    padded = take(a, np.minimum(np.arange(2 ** steps - 1), n - 1))
+    step = 2 ** (steps - 1)
+    before = goes_before(take(padded, step - 1), v)      # the first probe: one for all of v
+    probe = np.intp(step - 1)
+    while step > 1:
+        step //= 2
+        probe = add(probe, _where(before, np.intp(step), np.intp(-step)))
+        probe_value = first(bind(Gather(0, (2 ** steps - 1,), shape_of(probe)), padded, probe))
+        before = goes_before(probe_value, v)
+    return minimum(add(probe, as_dtype(before, np.intp)), np.intp(n))
+
+
 # sorted_positions compares each value with every entry of a sorted array this short (fewer
 # ops than a binary search: faster, by 10-25 us a call under jit, while there are at most
 # this many values)
 _GRID_MAX_SORTED, _GRID_MAX_VALUES = 8, 256
-
-
-def _sorts_before(x, y):
-    """Whether ``x`` comes before ``y`` in NumPy's sort order (NaN last)."""
-    less_than = less(x, y)
-    if "f" not in (dtype_of(x).kind, dtype_of(y).kind):
-        return less_than
-    return logical_or(less_than, logical_and(isnan(y), logical_not(isnan(x))))
 
 
 @implements(np.polyval)
