@@ -1219,9 +1219,9 @@ class IndexUpdates:
       With indices known now, ``func`` runs as often as the most repeated position, its
       ``t``-th call on the positions hit at least ``t`` times (as many values in all as
       there are indices). With traced ones (``jit``, ``vmap``), whose repeats are not known,
-      it runs once per index (``m`` calls: any one position may take them all), the
-      ``t``-th call on the ``m // t`` most hit positions (no more can be hit ``t`` times):
-      about ``m log m`` values in all.
+      it runs once per index (``m`` calls: any one position may take them all), each call
+      on all ``m`` values up to ``m = 256``, above it the ``t``-th call on the ``m // t``
+      most hit positions (no more can be hit ``t`` times): about ``m log m`` values in all.
 
     JAX's ``mode=`` says what an integer index out of range does (a slice never is):
 
@@ -1768,7 +1768,8 @@ class _MostHitFirst:
     ``heads`` has ``m`` entries; but a position hit ``t`` times or more comes after
     positions hit as often, all of them taking at most the ``m`` updates: it is among the
     first ``m // t``, and ``sum(m // t)`` is about ``m * log(m)``. (Duplicate updates fill
-    ``positions`` past its distinct ones, with times 0.)
+    ``positions`` past its distinct ones, with times 0; up to ``_APPLY_UNSORTED_MAX``
+    updates, ``positions`` are not sorted by times, and each head is all of them.)
     """
 
     def __init__(self, targets, size: int) -> None:
