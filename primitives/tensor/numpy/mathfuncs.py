@@ -548,7 +548,10 @@ def sorted_positions(a, v, side: str):
         return filled_like(v, 0, np.intp, "searchsorted")
     goes_before = less if side == "left" else less_equal      # (where v is not NaN)
     if n <= _GRID_MAX_SORTED and math.prod(shape_of(v)) <= _GRID_MAX_VALUES:
-        count = sum(goes_before(a, reshape(v, shape_of(v) + (1,))), axis=-1, dtype=np.intp)
+        column = reshape(v, shape_of(v) + (1,))
+        if side == "left":          # NaN's order on the grid: fewer ops than counting a's NaNs
+            return sum(_sorts_before(a, column), axis=-1, dtype=np.intp)
+        count = sum(goes_before(a, column), axis=-1, dtype=np.intp)
     else:
         count = _binary_searched(a, v, goes_before)
     if dtype_of(v).kind != "f":
@@ -586,6 +589,14 @@ def _binary_searched(a, v, goes_before):
 # ops than a binary search: faster, by 10-25 us a call under jit, while there are at most
 # this many values)
 _GRID_MAX_SORTED, _GRID_MAX_VALUES = 8, 256
+
+
+def _sorts_before(x, y):
+    """Whether ``x`` comes before ``y`` in NumPy's sort order (NaN last)."""
+    less_than = less(x, y)
+    if "f" not in (dtype_of(x).kind, dtype_of(y).kind):
+        return less_than
+    return logical_or(less_than, logical_and(isnan(y), logical_not(isnan(x))))
 
 
 @implements(np.polyval)
