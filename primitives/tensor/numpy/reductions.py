@@ -1169,7 +1169,8 @@ def searchsorted(a, v, side="left", sorter=None):
     sorted. Integer positions, not differentiated: NumPy's own for NumPy values it can read;
     for traced ones (``jit``, ``vmap``) and other libraries' arrays a binary search by ops
     (``ceil(log2(len(a) + 1))`` gathers and comparisons over ``v``: time and memory grow as
-    ``len(v) * log(len(a))``), in NumPy's order (NaN last, ``-0.0 == 0.0``).
+    ``len(v) * log(len(a))``; a tiny one compares all pairs), in NumPy's order (NaN last,
+    ``-0.0 == 0.0``).
 
     >>> searchsorted(np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0, 5.0]), side="right")
     array([3, 4])
