@@ -1216,8 +1216,12 @@ class IndexUpdates:
       real parts first;
     - ``apply(func)``: a unary elementwise ``func`` applied at ``key``, once per occurrence
       of a position (``np.ufunc.at``'s and JAX's semantics; unlike JAX, differentiable).
-      With indices known now, ``func`` runs as often as the most repeated position; with
-      traced ones (``jit``, ``vmap``) as often as there are indices.
+      With indices known now, ``func`` runs as often as the most repeated position, its
+      ``t``-th call on the positions hit at least ``t`` times (as many values in all as
+      there are indices). With traced ones (``jit``, ``vmap``), whose repeats are not known,
+      it runs once per index (``m`` calls: any one position may take them all), each call
+      on all ``m`` values up to ``m = 256``, above it the ``t``-th call on the ``m // t``
+      most hit positions (no more can be hit ``t`` times): about ``m log m`` values in all.
 
     JAX's ``mode=`` says what an integer index out of range does (a slice never is):
 
@@ -1383,25 +1387,21 @@ class _IndexedUpdate:
                                   f"{type(func).__name__}")
         flat, positions, _, shape, dump = self._operands(
             np.zeros(()), "apply", mode, None, wrap_negative_indices, None)
-        targets = reshape(positions, (-1,))
-        size, count = shape_of(flat)[0], shape_of(targets)[0]
-        known = data_if_known(targets)
-        if known is not None:
-            targets = np.asarray(known, dtype=np.intp)
-            hits = np.bincount(targets, minlength=size)
-            repeats = int(hits.max()) if count else 0
-        else:
-            ones = broadcast_to(np.ones((), dtype=np.intp), (count,))
-            hits = first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
-            repeats = count                 # the most a position can be hit
-        # each update's position's value, func applied as many times as the position is hit
-        applied = first(bind(Gather(0, (size,), (count,)), flat, targets))
-        times = first(bind(Gather(0, (size,), (count,)), hits, targets)) \
-            if isinstance(hits, Frontend) else hits[targets]
-        for time in range(1, repeats + 1):
-            applied = _applied_where(func, applied, times >= time, dtype_of(flat))
-        # repeated positions computed the same value: the last one is written
-        return _unpadded(_put_flat(flat, targets, applied), shape, dump)
+        size, dtype = shape_of(flat)[0], dtype_of(flat)
+        hit = _MostHitFirst(reshape(positions, (-1,)), size)
+        # func's t-th call takes the first heads[t - 1] positions: those hit at least t times
+        # (and, traced, some hit fewer, which where() keeps as they are); once a position's
+        # last call is made, it is set aside (done), so the arrays only shrink
+        values = first(bind(Gather(0, (size,), shape_of(hit.positions)), flat, hit.positions))
+        times, done = hit.times, []
+        for time, head in enumerate(hit.heads, start=1):
+            if head < shape_of(values)[0]:
+                done.append(values[head:])
+                values, times = values[:head], times[:head]
+            values = _applied_where(func, values, times >= time, dtype)
+        applied = concatenate([np.zeros(1, dtype), values] + done[::-1], 0)
+        written = first(bind(Gather(0, shape_of(applied), (size,)), applied, hit.slots))
+        return _unpadded(where(hit.slots > 0, written, flat), shape, dump)
 
     def _summed(self, method: str, values, mode, out_sharding, wrap_negative_indices: bool,
                 fill_value):
@@ -1754,6 +1754,65 @@ class _Runs:
         joined = concatenate([default, scanned], 0)
         return first(bind(Gather(0, shape_of(joined), shape_of(self.slots)), joined,
                           self.slots))
+
+
+class _MostHitFirst:
+    """The distinct positions of a flat array of ``size`` entries that updates at ``targets``
+    hit, most hit first, for ``x.at[...].apply``: ``positions``, how many times each is hit
+    (``times``), ``slots[p]``: 1 + where position ``p`` is in ``positions`` (0: not hit), and
+    ``heads``: ``heads[t - 1]`` entries of ``positions`` from the first include all those hit
+    at least ``t`` times (one entry of ``heads`` per call of ``func``).
+
+    Known targets are read now: ``heads`` counts exactly. Targets that are data (``jit``,
+    ``vmap``) are sorted by ops, and of ``m`` updates a position can be hit ``m`` times, so
+    ``heads`` has ``m`` entries; but a position hit ``t`` times or more comes after
+    positions hit as often, all of them taking at most the ``m`` updates: it is among the
+    first ``m // t``, and ``sum(m // t)`` is about ``m * log(m)``. (Duplicate updates fill
+    ``positions`` past its distinct ones, with times 0; up to ``_APPLY_UNSORTED_MAX``
+    updates, ``positions`` are not sorted by times, and each head is all of them.)
+    """
+
+    def __init__(self, targets, size: int) -> None:
+        count = shape_of(targets)[0]
+        known = data_if_known(targets)
+        if known is not None or count == 0:
+            known = np.asarray(known if known is not None else np.zeros(0), dtype=np.intp)
+            distinct, times = np.unique(known, return_counts=True)
+            order = np.argsort(-times, kind="stable")
+            self.positions, self.times = distinct[order], times[order]
+            most = int(self.times[0]) if count else 0
+            # (times descends: the count of those >= t is where -t would go in -times)
+            self.heads = np.searchsorted(-self.times, -np.arange(1, most + 1), "right").tolist()
+            self.slots = np.zeros(size, dtype=np.intp)
+            self.slots[self.positions] = np.arange(1, self.positions.size + 1)
+            return
+        ones = broadcast_to(np.ones((), dtype=np.intp), (count,))
+        hits = first(bind(ScatterAdd(0, (size,), (count,)), ones, targets))
+        order = first(bind(Argsort(0, "stable"), targets))
+        targets = first(bind(Gather(0, (count,), (count,)), targets, order))
+        last = concatenate([getitem(targets, slice(None, -1)) != getitem(targets, slice(1, None)),
+                            np.ones(1, dtype=bool)], 0)
+        times = where(last, first(bind(Gather(0, (size,), (count,)), hits, targets)),
+                      np.intp(0))
+        if count <= _APPLY_UNSORTED_MAX:
+            # few updates: func on all of them, each time, costs less than sorting by count
+            kept, self.positions, self.times = count, targets, times
+            self.heads = [count] * count
+        else:
+            # the last update of each position first, most hit first; at most size distinct
+            kept = min(count, size)
+            order = first(bind(Argsort(0, "stable"), subtract(np.intp(0), times)))
+            order = getitem(order, slice(None, kept))
+            self.positions = first(bind(Gather(0, (count,), (kept,)), targets, order))
+            self.times = first(bind(Gather(0, (count,), (kept,)), times, order))
+            self.heads = [min(kept, count // time) for time in range(1, count + 1)]
+        slot = where(self.times > np.intp(0), np.arange(1, kept + 1, dtype=np.intp), np.intp(0))
+        self.slots = first(bind(ScatterAdd(0, (size,), (kept,)), slot, self.positions))
+
+
+# x.at[...].apply with up to this many traced indices applies func to all of them each time
+# (a sort by the number of hits, to shrink the calls, costs more there)
+_APPLY_UNSORTED_MAX = 256
 
 
 def _applied_where(func, values, selected, dtype: np.dtype):

@@ -57,9 +57,9 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               transpose, where)
 from primitives.tensor.numpy.lowering import abs, exp, less, log
 from primitives.tensor.numpy.manipulation import diagonal, pad, squeeze
-from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, isnan, logical_and,
+from primitives.tensor.numpy.mathfuncs import (ceil, clip, floor, isfinite, logical_and,
                                                logical_not, logical_or, remainder,
-                                               round as round_, sign)
+                                               round as round_, sign, sorted_positions)
 from primitives.tensor.numpy.products import matmul
 from primitives.tensor.ops.indexing import Gather, ScatterAdd
 from primitives.tensor.ops.reduce import (Argmax, Argmin, LogSoftmax, ReduceLogSumExp, ReduceProd,
@@ -1167,9 +1167,10 @@ def lexsort(keys, axis: int = -1):
 def searchsorted(a, v, side="left", sorter=None):
     """``np.searchsorted``: where ``v``'s entries would go in the sorted 1-d ``a`` to keep it
     sorted. Integer positions, not differentiated: NumPy's own for NumPy values it can read;
-    for traced ones (``jit``, ``vmap``) and other libraries' arrays the count of ``a``'s
-    entries that sort before each (``side="left"``) or not after it (``"right"``), NaN
-    sorting last as in NumPy.
+    for traced ones (``jit``, ``vmap``) and other libraries' arrays a binary search by ops
+    (``ceil(log2(len(a) + 1))`` gathers and comparisons over ``v``: time and memory grow as
+    ``len(v) * log(len(a))``; a tiny one compares all pairs), in NumPy's order (NaN last,
+    ``-0.0 == 0.0``).
 
     >>> searchsorted(np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0, 5.0]), side="right")
     array([3, 4])
@@ -1192,9 +1193,7 @@ def searchsorted(a, v, side="left", sorter=None):
                                       "jit or vmap")
     if sorter is not None:
         a = take(a, sorter)
-    v = reshape(v, shape_of(v) + (1,))
-    before = _sorts_before(a, v) if side == "left" else logical_not(_sorts_before(v, a))
-    return sum(before, axis=-1, dtype=np.intp)
+    return sorted_positions(stop_gradient(a), stop_gradient(v), side)
 
 
 @implements(np.isin)
@@ -1425,14 +1424,6 @@ def bincount(x, /, weights=None, minlength: int = 0):
     size = counts.shape[0]
     return first(bind(ScatterAdd(0, (size,), shape_of(data)),
                       as_dtype(weights, np.float64), data.astype(np.intp)))
-
-
-def _sorts_before(x, y):
-    """Whether ``x`` comes before ``y`` in NumPy's sort order (NaN last)."""
-    less_than = less(x, y)
-    if "f" not in (dtype_of(x).kind, dtype_of(y).kind):
-        return less_than
-    return logical_or(less_than, logical_and(isnan(y), logical_not(isnan(x))))
 
 
 def _partition_operand(a, kth, axis, kind, order, fn: str):
