@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from primitives import tensor as tnp
@@ -73,3 +75,10 @@ def ops_run(step, args: tuple, classes, monkeypatch):
     got = step(*args)
     monkeypatch.undo()
     return got, ran
+
+
+def case_id(value) -> str:
+    """A test id for a parametrized case: a function by its name, anything else by its repr
+    (a function's repr holds its address, which differs between the test processes of
+    ``pytest -n``, and they must collect the same ids)."""
+    return value.__name__ if isinstance(value, types.FunctionType) else repr(value)

@@ -33,6 +33,7 @@ from primitives.tensor.ops.linalg import (
 from tidu import ADRuleError, ADRuleKind, batch
 from tidu.graph import GraphBuilder, Local
 from tidu.testing import check_batch
+from tensor_helpers import case_id
 
 RNG = np.random.default_rng(20240615)
 
@@ -109,7 +110,7 @@ def test_dot_general_output_axis_follows_the_dimension_numbers(lhs_axis, rhs_axi
     (Rev((0, 2)), (2, 1, 3)),
     (Split(1, (1, 2), (2, 3), "float64"), (2, 3)),
     (Split(0, (1,), (1, 2), "float64"), (1, 2)),
-], ids=repr)
+], ids=case_id)
 def test_one_operand_indexing_ops(op, shape):
     check(op, real(*shape))
 
@@ -191,7 +192,7 @@ def test_solve(a_shape, b_shape):
     (MatrixDiagonal(), lambda: cplx(1, 3, 3)),
     (DiagEmbed(), lambda: real(1, 3)),
     (DiagEmbed(), lambda: cplx(2)),
-], ids=repr)
+], ids=case_id)
 def test_linalg(op, make):
     check(op, make())
 
@@ -207,7 +208,7 @@ def test_linalg(op, make):
     (Irfft((0, 1), 4, "forward"), lambda: cplx(2, 3)),
     (HalfSpectrumWeight(1, 4, 2.0), lambda: cplx(2, 3)),
     (HalfSpectrumWeight(0, 5, 0.5), lambda: real(3, 1)),
-], ids=repr)
+], ids=case_id)
 def test_fft(op, make):
     check(op, make())
 

@@ -41,6 +41,7 @@ from primitives.tensor.ops.shape import (
 from tidu import ADRuleError, ADRuleKind, batch, linear_transpose, linearize
 from tidu.graph import GraphBuilder, Input, Local, evaluate
 from tidu.testing import check_batch
+from tensor_helpers import case_id
 
 SHAPE = (2, 1, 3)          # a size-1 axis between two others
 RNG = np.random.default_rng(0)
@@ -109,7 +110,7 @@ def test_binary_on_a_zero_divisor_and_size_one_axes():
     (ew.ConvertElementType("int64", "float64"), lambda: real() * 10),
     (ew.Round(1), real), (ew.SincDerivative(1), real), (ew.SincDerivative(2), real),
     (ComplexAbs("complex128"), cplx), (Real("complex128"), cplx), (Imag("complex128"), cplx),
-], ids=repr)
+], ids=case_id)
 def test_ops_with_a_parameter(op, make):
     check(op, make())
 
@@ -171,7 +172,7 @@ def test_compare(name):
     check(Compare(name), x, y)
 
 
-@pytest.mark.parametrize("op", [Maximum("float64"), Minimum("float64")], ids=repr)
+@pytest.mark.parametrize("op", [Maximum("float64"), Minimum("float64")], ids=case_id)
 def test_extrema(op):
     x, y = real((3, 1)), real((3, 1))
     y[0] = x[0]
@@ -201,7 +202,7 @@ def test_select(dtype):
     (SortPermutation(0, (3, 2)), (3, 2)), (SortPermutation(1, (2, 3)), (2, 3)),
     (SortPermutation(0, (1,)), (1,)), (SortPermutation(1, (2, 0)), (2, 0)),
     (Argsort(1), (2, 3)), (Argsort(0, "stable"), (3, 2)),
-], ids=repr)
+], ids=case_id)
 def test_reductions_and_scans(op, shape):
     x = real(shape) if "complex" not in repr(op) else cplx(shape)
     if shape and shape[0] == 3:
@@ -210,7 +211,7 @@ def test_reductions_and_scans(op, shape):
 
 
 @pytest.mark.parametrize("op", [LinearRecurrence(0, (3, 2), "float64"),
-                                LinearRecurrence(1, (2, 3), "complex128", True)], ids=repr)
+                                LinearRecurrence(1, (2, 3), "complex128", True)], ids=case_id)
 def test_linear_recurrence(op):
     make = real if op.dtype == "float64" else cplx
     check(op, make(op.shape), make(op.shape))
@@ -238,7 +239,7 @@ def test_sort_permutation_indexes_each_examples_own_flattening():
     (MoveAxis(0, 2), (2, 3, 4)), (MoveAxis(2, 0), (2, 3, 4)), (MoveAxis(1, 1), (2, 3)),
     (BroadcastAxis(1, 3), (2, 1)), (BroadcastAxis(0, 2), ()), (BroadcastAxis(2, 1), (2, 3)),
     (SumAxis(1, 3), (2, 3)), (SumAxis(0, 1), (1,)),
-], ids=repr)
+], ids=case_id)
 def test_shape_ops(op, shape):
     check(op, real(shape))
 

@@ -21,6 +21,9 @@ import pytest
 from benchmarks import table
 from benchmark_helpers import ROOT, benchmark_env
 
+# one worker runs both modules that read the shared quick run (conftest.py), so it runs once
+pytestmark = pytest.mark.xdist_group("quick_benchmark_run")
+
 
 @pytest.fixture(scope="module")
 def run(quick_benchmark_run) -> tuple[Path, dict]:

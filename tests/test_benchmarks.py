@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
+# one worker runs both modules that read the shared quick run (conftest.py), so it runs once
+pytestmark = pytest.mark.xdist_group("quick_benchmark_run")
+
 
 def test_quick_benchmarks_run_and_write_json(quick_benchmark_run):
     _, data, stdout = quick_benchmark_run
