@@ -31,10 +31,10 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cached_op, elementwise,
                                               first, maximum, minimum, multiply, no_out,
-                                              normalize_axis, operand, reshape, transpose)
+                                              normalize_axis, not_itself, operand, reshape,
+                                              transpose)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import CheckIndex, Gather, Rev, Slice, checked_indices
-from primitives.tensor.ops.shape import Reshape
 
 __all__ = ["getitem", "take"]
 
@@ -227,12 +227,12 @@ def getitem(x, key):
             if kind == "slice":
                 out.append(sizes[axis])
             axis += 1
-        out = reshape(x, tuple(out))
-        if out is whole and isinstance(x, Frontend) and not x.is_tracer:
-            # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
-            # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
-            out = first(bind(cached_op(Reshape, shape, shape), x))
-        return out
+        out = tuple(out)
+        if out != shape_of(x):
+            x = reshape(x, out)
+        # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
+        # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
+        return not_itself(x, whole)
     return _advanced_index(x, entries, arrays, sizes)
 
 
@@ -294,7 +294,8 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
         else:
             out.append(sizes[axis])
         axis += 1
-    return reshape(x, tuple(out))
+    out = tuple(out)
+    return x if shape_of(x) == out else reshape(x, out)   # (x is the gather's new result)
 
 
 def _broadcast_index(index, shape: tuple):
@@ -336,7 +337,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         raise TensorIndexError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     a = operand(a)
     if axis is None:
-        a, axis = reshape(a, (-1,)), 0
+        a, axis = a if len(shape_of(a)) == 1 else reshape(a, (-1,)), 0
     shape = shape_of(a)
     axis = normalize_axis(axis, len(shape), "take")
     indices = operand(indices)
