@@ -42,6 +42,17 @@ dispatch, :mod:`primitives.tensor.numpy.dispatch`), also under ``grad``; under `
 >>> tnp.allclose(t, [1.0, 2.0 + 1e-12])
 True
 
+Those that give indices, counts and masks (``nonzero``, ``argwhere``, ``flatnonzero``,
+``count_nonzero``, ``isneginf``, ``isposinf``, ``bitwise_count``) give an eager ``Tensor``
+``Tensor``s that do not require grad, as tnp's ``argsort`` does.
+
+tnp's ``reshape``, ``transpose`` (``permute_dims``), ``broadcast_to``, ``real`` and ``conj``
+are here too: :mod:`.lowering`'s, except that an eager ``Tensor`` they have nothing to do to
+comes back as a new tensor on its values (PyTorch's view), never as itself.
+
+>>> tnp.flatnonzero(t), t.reshape(2) is t
+(tensor([0, 1]), False)
+
 It imports :mod:`.lowering`, :mod:`.mathfuncs`, :mod:`.manipulation` and
 :mod:`.reductions` (``linspace`` and ``r_`` are written with them; and :mod:`.dispatch`),
 of the NumPy package.

@@ -18,6 +18,10 @@ that lower to one primitive once their operands are promoted and broadcast:
   the operands with a new axis, which :func:`operand` needs), the reductions
   ``sum``/``max``/``min`` and ``dot_general``.
 
+``reshape``, ``transpose``, ``broadcast_to``, ``real`` and ``conj`` hand their operand back
+when they have nothing to do (free for the package's own calls); tnp's are their public
+forms in :mod:`.creation`, which never hand back an eager ``Tensor`` (:func:`not_itself`).
+
 Composite functions are in the family modules above (:mod:`.indexing`,
 :mod:`.mathfuncs`, :mod:`.manipulation`, :mod:`.products`, :mod:`.reductions`,
 :mod:`.linalg`, :mod:`.fft`, :mod:`.creation`).
