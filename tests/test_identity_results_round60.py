@@ -72,6 +72,11 @@ IDENTITIES = {
     "repeat once": (lambda t: tnp.repeat(t, 1), (3,)),
     "tile once": (lambda t: tnp.tile(t, 1), (3,)),
     "full of t": (lambda t: tnp.full(t.shape, t), (3,)),
+    "hstack of one": (lambda t: tnp.hstack([t]), (3,)),
+    "vstack of one": (lambda t: tnp.vstack((t,)), (2, 3)),
+    "dstack of one": (lambda t: tnp.dstack([t]), (2, 3, 1)),
+    "column_stack of one": (lambda t: tnp.column_stack([t]), (2, 3)),
+    "block of one": (lambda t: tnp.block([[t]]), (2, 3)),
     "getitem [:]": (lambda t: t[:], (3,)),
 }
 

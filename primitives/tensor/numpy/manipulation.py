@@ -789,12 +789,19 @@ def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "s
     return _concatenate(cast_operands(arrays, dtype, casting, fn), axis, fn)
 
 
+def _new_if_given(result, items: list):
+    """``result``, or a new tensor on its values if it is the one eager ``Tensor`` the caller
+    gave (``hstack([t])``: concatenating one array has nothing to do)."""
+    return not_itself(result, items[0]) if len(items) == 1 else result
+
+
 @implements(np.hstack)
 def hstack(tup, *, dtype=None, casting: str = "same_kind"):
     """``np.hstack``: concatenate along axis 1 (axis 0 for 1-d arrays)."""
-    arrays = [_at_least(a, 1, "hstack") for a in _sequence(tup, "hstack")]
+    items = _sequence(tup, "hstack")
+    arrays = [_at_least(a, 1, "hstack") for a in items]
     axis = 0 if arrays and len(shape_of(arrays[0])) == 1 else 1
-    return _stack_along(arrays, axis, "hstack", dtype, casting)
+    return _new_if_given(_stack_along(arrays, axis, "hstack", dtype, casting), items)
 
 
 @implements(np.vstack)
@@ -809,8 +816,9 @@ def row_stack(tup, *, dtype=None, casting: str = "same_kind"):
 
 
 def _vstack(tup, dtype, casting: str, fn: str):
-    arrays = [_at_least(a, 2, fn) for a in _sequence(tup, fn)]
-    return _stack_along(arrays, 0, fn, dtype, casting)
+    items = _sequence(tup, fn)
+    arrays = [_at_least(a, 2, fn) for a in items]
+    return _new_if_given(_stack_along(arrays, 0, fn, dtype, casting), items)
 
 
 if hasattr(np, "row_stack"):
@@ -820,20 +828,22 @@ if hasattr(np, "row_stack"):
 @implements(np.dstack)
 def dstack(tup):
     """``np.dstack``: concatenate along axis 2, after :func:`atleast_3d`."""
-    arrays = [_at_least(a, 3, "dstack") for a in _sequence(tup, "dstack")]
-    return _stack_along(arrays, 2, "dstack")
+    items = _sequence(tup, "dstack")
+    arrays = [_at_least(a, 3, "dstack") for a in items]
+    return _new_if_given(_stack_along(arrays, 2, "dstack"), items)
 
 
 @implements(np.column_stack)
 def column_stack(tup):
     """``np.column_stack``: 0-d and 1-d arrays become columns, then concatenate along axis 1."""
     arrays = []
-    for a in _sequence(tup, "column_stack"):
+    items = _sequence(tup, "column_stack")
+    for a in items:
         a = operand(a, "column_stack")
         shape = shape_of(a)
         arrays.append(reshape(a, (-1, 1) if len(shape) == 1 else (1, 1)) if len(shape) < 2
                       else a)
-    return _stack_along(arrays, 1, "column_stack")
+    return _new_if_given(_stack_along(arrays, 1, "column_stack"), items)
 
 
 def _block_depth(value, index: tuple) -> int:
@@ -883,7 +893,9 @@ def block(arrays):
             return reshape(x, (1,) * (ndim - len(shape_of(x))) + shape_of(x))
         return _concatenate([assemble(item, level + 1) for item in value], level - depth,
                             "block")
-    return copy(assemble(arrays, 0)) if depth == 0 else assemble(arrays, 0)
+    if depth == 0:
+        return copy(assemble(arrays, 0))
+    return _new_if_given(assemble(arrays, 0), _block_leaves(arrays))
 
 
 def _static_positions(obj, fn: str):
