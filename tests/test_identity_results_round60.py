@@ -77,6 +77,7 @@ IDENTITIES = {
     "dstack of one": (lambda t: tnp.dstack([t]), (2, 3, 1)),
     "column_stack of one": (lambda t: tnp.column_stack([t]), (2, 3)),
     "block of one": (lambda t: tnp.block([[t]]), (2, 3)),
+    "r_ of one": (lambda t: tnp.r_[t], (3,)),
     "getitem [:]": (lambda t: t[:], (3,)),
 }
 

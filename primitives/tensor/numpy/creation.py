@@ -635,7 +635,8 @@ class AxisConcatenator:
             kinds.append(item if scalar else dtype_of(new))
         dtype = np.result_type(*kinds)
         arrays = [_with_ndmin(as_dtype(a, dtype), ndmin) for a in arrays]
-        return concatenate(arrays, axis)
+        result = concatenate(arrays, axis)
+        return not_itself(result, items[-1]) if len(arrays) == 1 else result   # r_[t]: new
 
     @property
     def name(self) -> str:
