@@ -227,12 +227,9 @@ def getitem(x, key):
             if kind == "slice":
                 out.append(sizes[axis])
             axis += 1
-        out = tuple(out)
-        if out != shape_of(x):
-            x = reshape(x, out)
         # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
         # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
-        return not_itself(x, whole)
+        return not_itself(reshape(x, tuple(out)), whole)
     return _advanced_index(x, entries, arrays, sizes)
 
 
@@ -294,8 +291,7 @@ def _advanced_index(x, entries, arrays: dict, sizes: dict):
         else:
             out.append(sizes[axis])
         axis += 1
-    out = tuple(out)
-    return x if shape_of(x) == out else reshape(x, out)   # (x is the gather's new result)
+    return reshape(x, tuple(out))
 
 
 def _broadcast_index(index, shape: tuple):
@@ -337,7 +333,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         raise TensorIndexError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     a = operand(a)
     if axis is None:
-        a, axis = a if len(shape_of(a)) == 1 else reshape(a, (-1,)), 0
+        a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
     axis = normalize_axis(axis, len(shape), "take")
     indices = operand(indices)
