@@ -246,3 +246,16 @@ def test_readers_still_refuse_under_jit_and_vmap(name):
 def test_a_count_read_under_grad_is_a_constant():
     grad = tnp.grad(lambda x: (x * tnp.count_nonzero(x)).sum())(np.array([1.0, 0.0, 2.0]))
     np.testing.assert_array_equal(grad, [2.0, 2.0, 2.0])
+
+
+def test_readers_of_a_tensor_on_torch_data_give_tensors_on_torch_data():
+    torch = pytest.importorskip("torch")
+    x = tnp.tensor(torch.from_numpy(VALUES))
+    for name, f in READERS.items():
+        got, want = f(x), f(VALUES)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            assert type(g) is Tensor and isinstance(g.data, torch.Tensor), name
+            np.testing.assert_array_equal(g.data.numpy(), w, err_msg=name)
+    raw = tnp.nonzero(torch.from_numpy(VALUES))        # a torch tensor in: torch tensors out
+    assert all(type(r) is torch.Tensor for r in raw)
