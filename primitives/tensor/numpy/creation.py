@@ -42,6 +42,17 @@ dispatch, :mod:`primitives.tensor.numpy.dispatch`), also under ``grad``; under `
 >>> tnp.allclose(t, [1.0, 2.0 + 1e-12])
 True
 
+Those that give indices, counts and masks (``nonzero``, ``argwhere``, ``flatnonzero``,
+``count_nonzero``, ``isneginf``, ``isposinf``, ``bitwise_count``) give an eager ``Tensor``
+``Tensor``s that do not require grad, as tnp's ``argsort`` does.
+
+tnp's ``reshape``, ``transpose`` (``permute_dims``), ``broadcast_to``, ``real`` and ``conj``
+are here too: :mod:`.lowering`'s, except that an eager ``Tensor`` they have nothing to do to
+comes back as a new tensor on its values (PyTorch's view), never as itself.
+
+>>> tnp.flatnonzero(t), t.reshape(2) is t
+(tensor([0, 1]), False)
+
 It imports :mod:`.lowering`, :mod:`.mathfuncs`, :mod:`.manipulation` and
 :mod:`.reductions` (``linspace`` and ``r_`` are written with them; and :mod:`.dispatch`),
 of the NumPy package.
@@ -55,15 +66,16 @@ import operator
 
 import numpy as np
 
-from primitives.tensor.backends import NUMPY, library_of, on_host
-from primitives.tensor.core import Frontend, dtype_of, shape_of
+from primitives.tensor.backends import NUMPY, library_of, on_host, to_host
+from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import implements
-from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, concatenate,
+from primitives.tensor.numpy import lowering
+from primitives.tensor.numpy.lowering import (add, as_dtype, concatenate,
                                               constant_in_library_of, divide, dtype_arg,
                                               filled_like, holds_frontend, is_foreign_array,
-                                              is_python_scalar, multiply, operand, reshape,
-                                              shape_tuple, subtract, transpose, where)
+                                              is_python_scalar, multiply, not_itself, operand,
+                                              shape_tuple, subtract, where)
 from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, swapaxes
 from primitives.tensor.numpy.mathfuncs import floor
 from primitives.tensor.numpy.reductions import any as any_
@@ -85,11 +97,51 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
     left_shift, right_shift, bitwise_left_shift, bitwise_right_shift, bitwise_count, gcd, lcm,
 )
 
-# NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``)
-nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, isclose, array2string, \
-    array_repr, array_str = (on_host(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero,
-                                                  isneginf, isposinf, isclose, array2string,
-                                                  array_repr, array_str))
+
+
+def _tensors_for_tensors(np_fn):
+    """``np_fn``, NumPy's own function that reads values (indices, counts, masks), on any
+    library's arrays (:func:`~primitives.tensor.backends.on_host`); given an eager ``Tensor``,
+    its results are ``Tensor``s that do not require grad, in the tensor's library (a
+    ``Tensor`` in gives ``Tensor``s out, as PyTorch's ``nonzero`` and tnp's ``argsort``).
+    Traced values are NumPy's dispatch's, as before: their values are not known under
+    ``jit`` or ``vmap`` (``ConcretizationError``).
+
+    >>> import primitives.tensor as tnp
+    >>> _tensors_for_tensors(np.flatnonzero)(tnp.tensor([0.0, 2.0], requires_grad=True))
+    tensor([1])
+    """
+    on_any_library = on_host(np_fn)
+
+    @functools.wraps(np_fn)
+    def fn(*args, **kwargs):
+        tensor = next((a for a in (*args, *kwargs.values())
+                       if isinstance(a, Frontend) and not a.is_tracer), None)
+        if tensor is None:
+            return on_any_library(*args, **kwargs)
+        result = np_fn(*map(_host_values, args),
+                       **{key: _host_values(value) for key, value in kwargs.items()})
+        if isinstance(result, tuple):                               # nonzero's, one per axis
+            return tuple(constant_in_library_of(np.asarray(r), tensor) for r in result)
+        return constant_in_library_of(np.asarray(result), tensor)   # count_nonzero's: 0-d
+    return fn
+
+
+def _host_values(value):
+    """An eager ``Tensor``'s values as a NumPy array (its derivative is not needed: what
+    reads them gives indices, counts or masks); anything else as it is."""
+    if isinstance(value, Frontend) and not value.is_tracer:
+        return to_host(array_below(value))
+    return value
+
+
+# NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``); those
+# that give indices, counts and masks give a Tensor Tensors
+nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, bitwise_count = (
+    _tensors_for_tensors(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero, isneginf,
+                                      isposinf, bitwise_count))
+isclose, array2string, array_repr, array_str = (
+    on_host(f) for f in (isclose, array2string, array_repr, array_str))
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",
@@ -110,6 +162,7 @@ __all__ = [
     "mintypecode", "isdtype", "base_repr", "binary_repr",
     "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
     "gcd", "lcm",
+    "reshape", "transpose", "permute_dims", "broadcast_to", "real", "conj", "conjugate",
 ]
 
 
@@ -350,7 +403,7 @@ def _broadcast_fill(fill_value, shape: tuple, dtype, fn: str):
     if dtype is not None:
         value = as_dtype(value, dtype)
     try:
-        out = broadcast_to(value, shape)
+        out = not_itself(lowering.broadcast_to(value, shape), value)   # full(t.shape, t): new
     except TensorShapeError:
         raise TensorShapeError(f"{fn}: could not broadcast fill_value of shape "
                                f"{shape_of(value)} into shape {shape}") from None
@@ -393,9 +446,102 @@ def array(object, dtype=None, copy=True, ndmin: int = 0):
 
 
 def asarray(a, dtype=None, *, copy=None):
-    """``np.asarray``, with :func:`array`'s handling of tensors and traced values (not
-    copied unless ``copy`` is true)."""
+    """``np.asarray``, with :func:`array`'s handling of tensors and traced values: not copied
+    unless ``copy`` is true, so a tensor with the ``dtype`` asked for is returned itself, as
+    ``np.asarray`` returns an array and ``torch.as_tensor`` a tensor.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> asarray(t) is t, asarray(t, copy=True) is t
+    (True, False)
+    """
     return array(a, dtype=dtype_arg(dtype, "asarray"), copy=copy)
+
+
+# --- shape functions that may have nothing to do: never the eager Tensor they are given ------
+#
+# lowering's reshape, transpose, broadcast_to, real and conj hand their operand back when they
+# have nothing to do (a reshape to its own shape, real of real values): the family modules
+# call them on values they compute, where that costs nothing. tnp's (these: the package
+# exports them in lowering's place) give an eager Tensor a new tensor on its values instead
+# (not_itself): u = tnp.reshape(t, t.shape); u.requires_grad_(False) must not switch t's
+# gradient off, nor u.data = ... replace t's values (PyTorch's results are views).
+
+
+@implements(np.reshape)
+def reshape(x, shape, order: str = "C", *, copy: bool | None = None):
+    """``np.reshape``, as :func:`.lowering.reshape`; an eager ``Tensor`` reshaped to its own
+    shape gives a new tensor on its values (PyTorch's view), never itself.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> u = reshape(t, (2,))
+    >>> u is t, u.is_leaf, reshape(t, (2, 1)).shape
+    (False, False, (2, 1))
+    """
+    return not_itself(lowering.reshape(x, shape, order, copy=copy), x)
+
+
+@implements(np.transpose)
+def transpose(x, axes=None):
+    """``np.transpose``, as :func:`.lowering.transpose`; the identity permutation (any of a
+    0-d or 1-d ``x``) of an eager ``Tensor`` gives a new tensor on its values.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> transpose(t) is t, transpose(np.ones((2, 3))).shape
+    (False, (3, 2))
+    """
+    return not_itself(lowering.transpose(x, axes), x)
+
+
+permute_dims = transpose        # the Array API's name (NumPy 2's np.permute_dims is np.transpose)
+
+
+def broadcast_to(x, shape):
+    """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes; an eager
+    ``Tensor`` broadcast to its own shape gives a new tensor on its values.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> broadcast_to(t, (3, 2)).shape, broadcast_to(t, (2,)) is t
+    ((3, 2), False)
+    """
+    return not_itself(lowering.broadcast_to(x, shape), x)
+
+
+@implements(np.broadcast_to)
+def _broadcast_to(array, shape):          # NumPy's argument names (np.broadcast_to(array=...))
+    return broadcast_to(array, shape)
+
+
+@implements(np.real)
+def real(x):
+    """``np.real``: the real part; the identity on real values, which of an eager ``Tensor``
+    gives a new tensor on its values (as PyTorch's ``t.real``).
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> real(t) is t, real(np.array([1.0 + 2.0j]))
+    (False, array([1.]))
+    """
+    return not_itself(lowering.real(x), x)
+
+
+@implements(np.conj)
+def conj(x, out=None, where=True, dtype=None, **options):
+    """``np.conj``: the complex conjugate; the identity on real values, a new array (of an
+    eager ``Tensor``, a new tensor on its values), as NumPy's.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> conj(t) is t, conj(np.array([1.0 + 2.0j]))
+    (False, array([1.-2.j]))
+    """
+    return not_itself(lowering.conj(x, out, where, dtype, **options), x)
+
+
+conjugate = conj
 
 
 # --- index tricks: r_ and c_ ---------------------------------------------------------------
@@ -415,7 +561,7 @@ def _holds_values(item) -> bool:
 
 def _with_ndmin(x, ndmin: int):
     shape = shape_of(x)
-    return x if len(shape) >= ndmin else reshape(x, (1,) * (ndmin - len(shape)) + shape)
+    return x if len(shape) >= ndmin else lowering.reshape(x, (1,) * (ndmin - len(shape)) + shape)
 
 
 class AxisConcatenator:
@@ -484,12 +630,13 @@ class AxisConcatenator:
                     if k1 < 0:
                         k1 += k2 + 1
                     order = list(range(ndmin))
-                    new = transpose(new, order[:k1] + order[k2:] + order[k1:k2])
+                    new = lowering.transpose(new, order[:k1] + order[k2:] + order[k1:k2])
             arrays.append(new)
             kinds.append(item if scalar else dtype_of(new))
         dtype = np.result_type(*kinds)
         arrays = [_with_ndmin(as_dtype(a, dtype), ndmin) for a in arrays]
-        return concatenate(arrays, axis)
+        result = concatenate(arrays, axis)
+        return not_itself(result, items[-1]) if len(arrays) == 1 else result   # r_[t]: new
 
     @property
     def name(self) -> str:

@@ -31,10 +31,10 @@ from primitives.tensor.errors import (TensorIndexError, TensorNotSupportedError,
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cached_op, elementwise,
                                               first, maximum, minimum, multiply, no_out,
-                                              normalize_axis, operand, reshape, transpose)
+                                              normalize_axis, not_itself, operand, reshape,
+                                              transpose)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import CheckIndex, Gather, Rev, Slice, checked_indices
-from primitives.tensor.ops.shape import Reshape
 
 __all__ = ["getitem", "take"]
 
@@ -227,12 +227,9 @@ def getitem(x, key):
             if kind == "slice":
                 out.append(sizes[axis])
             axis += 1
-        out = reshape(x, tuple(out))
-        if out is whole and isinstance(x, Frontend) and not x.is_tracer:
-            # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
-            # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
-            out = first(bind(cached_op(Reshape, shape, shape), x))
-        return out
+        # t[:], t[...], t[()]: a new tensor on t's data, as PyTorch's view (t itself would
+        # share its state: u = t[:]; u.requires_grad_(False) would switch t's off)
+        return not_itself(reshape(x, tuple(out)), whole)
     return _advanced_index(x, entries, arrays, sizes)
 
 

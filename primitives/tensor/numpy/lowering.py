@@ -18,6 +18,10 @@ that lower to one primitive once their operands are promoted and broadcast:
   the operands with a new axis, which :func:`operand` needs), the reductions
   ``sum``/``max``/``min`` and ``dot_general``.
 
+``reshape``, ``transpose``, ``broadcast_to``, ``real`` and ``conj`` hand their operand back
+when they have nothing to do (free for the package's own calls); tnp's are their public
+forms in :mod:`.creation`, which never hand back an eager ``Tensor`` (:func:`not_itself`).
+
 Composite functions are in the family modules above (:mod:`.indexing`,
 :mod:`.mathfuncs`, :mod:`.manipulation`, :mod:`.products`, :mod:`.reductions`,
 :mod:`.linalg`, :mod:`.fft`, :mod:`.creation`).
@@ -51,12 +55,14 @@ from primitives.tensor.ops.indexing import Concatenate
 from primitives.tensor.ops.reduce import ReduceMax, ReduceMin
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
+# (reshape, transpose, permute_dims, broadcast_to, real, conj and conjugate are tnp's by
+# their public forms in .creation: these hand an operand back when they have nothing to do)
 __all__ = [
-    "astype", "broadcast_to", "exp", "log", "sin", "cos", "tanh", "sqrt", "negative", "positive",
-    "conj", "conjugate", "add", "subtract", "multiply", "divide", "power", "float_power",
+    "astype", "exp", "log", "sin", "cos", "tanh", "sqrt", "negative", "positive",
+    "add", "subtract", "multiply", "divide", "power", "float_power",
     "maximum", "minimum",
     "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "abs",
-    "absolute", "real", "imag", "stop_gradient", "reshape", "transpose", "permute_dims",
+    "absolute", "imag", "stop_gradient",
     "concatenate", "concat", "stack",
     "sum", "max", "min", "amax", "amin", "dot_general",
 ]
@@ -418,8 +424,9 @@ _HELPER_CODES |= {as_dtype.__code__}           # (its errors name the function c
 def astype(x, dtype, *, copy: bool = True):
     """``np.astype``: ``x`` converted to ``dtype``, differentiably. As in NumPy, an array
     that has ``dtype`` already is copied unless ``copy=False`` (the result is never the
-    caller's array to write to); a tensor or traced value is immutable, so one that has
-    ``dtype`` comes back as it is.
+    caller's array to write to); so is an eager ``Tensor``, as a new tensor on its values
+    (:func:`not_itself`); a traced value is immutable, so one that has ``dtype`` comes back
+    as it is.
 
     >>> import primitives.tensor as tnp
     >>> a = np.ones(2)
@@ -428,13 +435,35 @@ def astype(x, dtype, *, copy: bool = True):
     >>> x = tnp.tensor(a, requires_grad=True)
     >>> tnp.astype(x, np.float32).backward(np.ones(2, np.float32)).grad(x)
     array([1., 1.])
+    >>> tnp.astype(x, np.float64) is x, tnp.astype(x, np.float64, copy=False) is x
+    (False, True)
     """
     if type(x) is np.ndarray:                   # a constant: NumPy's own conversion
         return np.astype(x, dtype_arg(dtype, "astype"), copy=copy)
     converted = as_dtype(x, dtype)
-    if copy and converted is x and not isinstance(x, Frontend):
-        return library_of(x).clone(x)
+    if copy and converted is x:
+        return not_itself(x, x) if isinstance(x, Frontend) else library_of(x).clone(x)
     return converted
+
+
+def not_itself(result, x):
+    """``result``, or, when it is the eager ``Tensor`` ``x`` itself (a function that had
+    nothing to do, as a reshape to ``x``'s own shape), a new tensor on ``x``'s values: one
+    recorded same-shape reshape, PyTorch's view. State set on the result (``requires_grad_``,
+    ``.data``) then cannot change ``x``. An array or a traced value comes back as it is
+    (NumPy returns views; traced values are immutable). Public functions call it at their
+    end; the package's own calls go without it, and cost nothing when nothing changes.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> u = not_itself(t, t)
+    >>> u is t, u.is_leaf, not_itself(t.data, t.data) is t.data
+    (False, False, True)
+    """
+    if result is x and isinstance(x, Frontend) and not x.is_tracer:
+        shape = shape_of(x)
+        return first(bind(cached_op(Reshape, shape, shape), x))
+    return result
 
 
 def new_value(x):
@@ -455,7 +484,8 @@ def new_value(x):
 
 
 def broadcast_to(x, shape):
-    """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes."""
+    """``np.broadcast_to``: a ``broadcast_in_dim`` that aligns trailing axes; ``x`` itself
+    to its own shape (tnp's, :func:`.creation.broadcast_to`, never an eager ``Tensor``)."""
     return broadcast_operand(operand(x), shape_tuple(shape, "broadcast_to"))
 
 
@@ -468,11 +498,6 @@ def broadcast_operand(x, shape: tuple):
         raise TensorShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
     dims = tuple(range(len(shape) - len(old), len(shape)))
     return first(bind(cached_op(BroadcastInDim, shape, dims, old), x))
-
-
-@implements(np.broadcast_to)
-def _broadcast_to(array, shape):          # NumPy's argument names (np.broadcast_to(array=...))
-    return broadcast_to(array, shape)
 
 
 def constant_values(value, what: str):
@@ -724,15 +749,17 @@ def negative(x, out=None, where=True, dtype=None, **options):
 
 @implements(np.positive)
 def positive(x, out=None, where=True, dtype=None, **options):
-    """``np.positive``: ``x``'s values (a new array, as NumPy's)."""
+    """``np.positive``: ``x``'s values (a new array, as NumPy's; of an eager ``Tensor``, a new
+    tensor, :func:`not_itself`)."""
     if out is not None or where is not True or dtype is not None or options:
         ufunc_keywords("positive", out, where, dtype, options)
-    return new_value(operand(x))
+    x = operand(x)
+    return not_itself(new_value(x), x)
 
 
-@implements(np.conj)
 def conj(x, out=None, where=True, dtype=None, **options):
-    """``np.conj``: the identity on real values (a new array, as NumPy's)."""
+    """``np.conj``: the identity on real values (a new array, as NumPy's; an eager ``Tensor``
+    itself: tnp's, :func:`.creation.conj`, never is)."""
     if out is not None or where is not True or dtype is not None or options:
         ufunc_keywords("conj", out, where, dtype, options)
     x = operand(x)
@@ -923,9 +950,9 @@ def abs(x, out=None, where=True, dtype=None, **options):
 absolute = abs
 
 
-@implements(np.real)
 def real(x):
-    """``np.real``: the identity on real values."""
+    """``np.real``: the identity on real values (``x`` itself: tnp's, :func:`.creation.real`,
+    never is an eager ``Tensor``)."""
     x = operand(x)
     dtype = dtype_of(x)
     return first(bind(ew.Real(dtype.name), x)) if dtype.kind == "c" else x
@@ -967,12 +994,12 @@ def stop_gradient(x):
 # --- shapes: reshape, transpose, joining -------------------------------------------------------
 
 
-@implements(np.reshape)
 def reshape(x, shape, order: str = "C", *, copy: bool | None = None):
     """``np.reshape`` (one ``-1`` allowed), reading and writing in C order or, with
     ``order="F"``, in Fortran order. ``copy`` is accepted for NumPy's signature and not
     used: tensors and traced values are never written to (of a NumPy array, a C-order
-    reshape may be a view, as NumPy's is).
+    reshape may be a view, as NumPy's is). To its own shape, ``x`` itself: free for the
+    package's own calls; tnp's (:func:`.creation.reshape`) never is an eager ``Tensor``.
 
     >>> reshape(np.arange(6.0), (2, 3), order="F")
     array([[0., 2., 4.],
@@ -1008,9 +1035,9 @@ def reshape(x, shape, order: str = "C", *, copy: bool | None = None):
     return x if new == old else first(bind(cached_op(Reshape, tuple(new), old), x))
 
 
-@implements(np.transpose)
 def transpose(x, axes=None):
-    """``np.transpose``."""
+    """``np.transpose``; ``x`` itself for the identity permutation (tnp's,
+    :func:`.creation.transpose`, never is an eager ``Tensor``)."""
     x = operand(x)
     ndim = len(shape_of(x))
     if axes is None:

@@ -54,7 +54,7 @@ from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_to, cast_
                                               normalize_axis, not_equal, operand,
                                               reshape, result_dtype, shape_tuple, stack, sum,
                                               transpose, where)
-from primitives.tensor.numpy.lowering import divide, power, stop_gradient, subtract
+from primitives.tensor.numpy.lowering import divide, not_itself, power, stop_gradient, subtract
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather, Pad, Rev, ScatterAdd, Split
 from primitives.tensor.ops.scan import Argsort
@@ -162,7 +162,7 @@ def squeeze(x, axis=None):
             if shape[a] != 1:
                 raise TensorShapeError(f"squeeze: cannot select axis {a} of shape {shape} to "
                                        "squeeze out: its size is not one")
-    return reshape(x, tuple(n for i, n in enumerate(shape) if i not in axes))
+    return not_itself(reshape(x, tuple(n for i, n in enumerate(shape) if i not in axes)), x)
 
 
 @implements(np.expand_dims)
@@ -175,7 +175,8 @@ def expand_dims(x, axis):
     if len(axes) != len(axis):
         raise TensorShapeError(f"expand_dims: repeated axis in {axis}")
     sizes = iter(shape)
-    return reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim)))
+    return not_itself(reshape(x, tuple(1 if i in axes else next(sizes) for i in range(new_ndim))),
+                      x)
 
 
 # --- diagonals and triangles --------------------------------------------------------------
@@ -357,7 +358,7 @@ def flip(m, axis=None):
     m = operand(m, "flip")
     shape = shape_of(m)
     axes = tuple(a for a in normalize_axes(axis, len(shape), "flip") if shape[a] > 1)
-    return first(bind(Rev(axes), m)) if axes else m
+    return first(bind(Rev(axes), m)) if axes else not_itself(m, m)
 
 
 @implements(np.fliplr)
@@ -410,7 +411,7 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 def _split_sizes(a, axis: int, sizes: list) -> list:
     """``a`` cut along ``axis`` into consecutive pieces of ``sizes`` (one ``split`` op)."""
     if len(sizes) == 1:
-        return [a]
+        return [not_itself(a, a)]
     return bind(Split(axis, tuple(sizes), shape_of(a), dtype_of(a).name), a)
 
 
@@ -444,7 +445,7 @@ def roll(a, shift, axis=None):
         if n and total % n:
             head, tail = _split_sizes(a, ax, [n - total % n, total % n])
             a = concatenate([tail, head], ax)
-    return new_value(a) if a is source else a
+    return not_itself(new_value(a), a) if a is source else a
 
 
 # --- repeating ----------------------------------------------------------------------------
@@ -454,7 +455,7 @@ def roll(a, shift, axis=None):
 def repeat(a, repeats, axis=None):
     """``np.repeat``: each element ``repeats`` times along ``axis`` (the flattened array if
     ``None``); ``repeats`` is one count or one per element. Always a new array, as NumPy's."""
-    a = operand(a, "repeat")
+    a = given = operand(a, "repeat")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
@@ -473,7 +474,7 @@ def repeat(a, repeats, axis=None):
         # one count: broadcast along a new axis after `axis`, then merge the two
         count = int(counts.reshape(-1)[0])
         if count == 1:
-            return new_value(a)
+            return not_itself(new_value(a), given)
         wide = shape[:axis + 1] + (count,) + shape[axis + 1:]
         dims = tuple(i if i <= axis else i + 1 for i in range(len(shape)))
         out = first(bind(BroadcastInDim(wide, dims, shape), a))
@@ -493,9 +494,9 @@ def tile(A, reps):
     shape = shape_of(A)
     reps = (1,) * (len(shape) - len(reps)) + reps
     shape = (1,) * (len(reps) - len(shape)) + shape
-    A = reshape(A, shape)
+    given, A = A, reshape(A, shape)
     if all(r == 1 for r in reps):
-        return new_value(A)
+        return not_itself(new_value(A), given)
     # (r0, s0, r1, s1, ...) by broadcasting, then merged pairwise
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
@@ -536,7 +537,7 @@ def broadcast_arrays(*args, subok: bool = False) -> tuple:
     except ValueError:
         raise TensorShapeError(f"broadcast_arrays: shapes {[shape_of(a) for a in arrays]} "
                                "cannot be broadcast together") from None
-    return tuple(new_value(a) if shape_of(a) == shape else broadcast_to(a, shape)
+    return tuple(not_itself(new_value(a), a) if shape_of(a) == shape else broadcast_to(a, shape)
                  for a in arrays)
 
 
@@ -748,7 +749,7 @@ def _at_least(a, ndim: int, fn: str):
 
 
 def _atleast(arys, ndim: int, fn: str):
-    results = tuple(_at_least(a, ndim, fn) for a in arys)
+    results = tuple(not_itself(_at_least(a, ndim, fn), a) for a in arys)
     return results[0] if len(results) == 1 else results
 
 
@@ -788,12 +789,19 @@ def _stack_along(arrays: list, axis: int, fn: str, dtype=None, casting: str = "s
     return _concatenate(cast_operands(arrays, dtype, casting, fn), axis, fn)
 
 
+def _new_if_given(result, items: list):
+    """``result``, or a new tensor on its values if it is the one eager ``Tensor`` the caller
+    gave (``hstack([t])``: concatenating one array has nothing to do)."""
+    return not_itself(result, items[0]) if len(items) == 1 else result
+
+
 @implements(np.hstack)
 def hstack(tup, *, dtype=None, casting: str = "same_kind"):
     """``np.hstack``: concatenate along axis 1 (axis 0 for 1-d arrays)."""
-    arrays = [_at_least(a, 1, "hstack") for a in _sequence(tup, "hstack")]
+    items = _sequence(tup, "hstack")
+    arrays = [_at_least(a, 1, "hstack") for a in items]
     axis = 0 if arrays and len(shape_of(arrays[0])) == 1 else 1
-    return _stack_along(arrays, axis, "hstack", dtype, casting)
+    return _new_if_given(_stack_along(arrays, axis, "hstack", dtype, casting), items)
 
 
 @implements(np.vstack)
@@ -808,8 +816,9 @@ def row_stack(tup, *, dtype=None, casting: str = "same_kind"):
 
 
 def _vstack(tup, dtype, casting: str, fn: str):
-    arrays = [_at_least(a, 2, fn) for a in _sequence(tup, fn)]
-    return _stack_along(arrays, 0, fn, dtype, casting)
+    items = _sequence(tup, fn)
+    arrays = [_at_least(a, 2, fn) for a in items]
+    return _new_if_given(_stack_along(arrays, 0, fn, dtype, casting), items)
 
 
 if hasattr(np, "row_stack"):
@@ -819,20 +828,22 @@ if hasattr(np, "row_stack"):
 @implements(np.dstack)
 def dstack(tup):
     """``np.dstack``: concatenate along axis 2, after :func:`atleast_3d`."""
-    arrays = [_at_least(a, 3, "dstack") for a in _sequence(tup, "dstack")]
-    return _stack_along(arrays, 2, "dstack")
+    items = _sequence(tup, "dstack")
+    arrays = [_at_least(a, 3, "dstack") for a in items]
+    return _new_if_given(_stack_along(arrays, 2, "dstack"), items)
 
 
 @implements(np.column_stack)
 def column_stack(tup):
     """``np.column_stack``: 0-d and 1-d arrays become columns, then concatenate along axis 1."""
     arrays = []
-    for a in _sequence(tup, "column_stack"):
+    items = _sequence(tup, "column_stack")
+    for a in items:
         a = operand(a, "column_stack")
         shape = shape_of(a)
         arrays.append(reshape(a, (-1, 1) if len(shape) == 1 else (1, 1)) if len(shape) < 2
                       else a)
-    return _stack_along(arrays, 1, "column_stack")
+    return _new_if_given(_stack_along(arrays, 1, "column_stack"), items)
 
 
 def _block_depth(value, index: tuple) -> int:
@@ -882,7 +893,9 @@ def block(arrays):
             return reshape(x, (1,) * (ndim - len(shape_of(x))) + shape_of(x))
         return _concatenate([assemble(item, level + 1) for item in value], level - depth,
                             "block")
-    return copy(assemble(arrays, 0)) if depth == 0 else assemble(arrays, 0)
+    if depth == 0:
+        return copy(assemble(arrays, 0))
+    return _new_if_given(assemble(arrays, 0), _block_leaves(arrays))
 
 
 def _static_positions(obj, fn: str):
@@ -984,7 +997,7 @@ def moveaxis(a, source, destination):
     order = [i for i in range(ndim) if i not in source]
     for dest, src in sorted(zip(destination, source)):
         order.insert(dest, src)
-    return transpose(a, order)
+    return not_itself(transpose(a, order), a)
 
 
 @implements(np.swapaxes)
@@ -995,7 +1008,7 @@ def swapaxes(a, axis1: int, axis2: int):
     axis1, axis2 = normalize_axis(axis1, ndim, "swapaxes"), normalize_axis(axis2, ndim, "swapaxes")
     order = list(range(ndim))
     order[axis1], order[axis2] = axis2, axis1
-    return transpose(a, order)
+    return not_itself(transpose(a, order), a)
 
 
 @implements(np.matrix_transpose, np.linalg.matrix_transpose)
@@ -1029,7 +1042,7 @@ def rollaxis(a, axis: int, start: int = 0):
         start -= 1
     order = [i for i in range(ndim) if i != axis]
     order.insert(start, axis)
-    return transpose(a, order)
+    return not_itself(transpose(a, order), a)
 
 
 @implements(np.ravel)
@@ -1037,7 +1050,8 @@ def ravel(a, order: str = "C"):
     """``np.ravel`` in C order (a new array, never a view); other orders are not supported."""
     if order != "C":
         raise TensorNotSupportedError(f"ravel: order {order!r} is not supported (only 'C')")
-    return reshape(operand(a, "ravel"), (-1,))
+    a = operand(a, "ravel")
+    return not_itself(reshape(a, (-1,)), a)
 
 
 @implements(np.unstack)
