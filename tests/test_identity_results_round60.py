@@ -6,7 +6,10 @@
    error (a silent wrong gradient), and ``u.data = ...`` replaced ``t``'s values. Now ``u``
    is a new tensor on ``t``'s values (one recorded same-shape reshape, PyTorch's view);
    arrays and traced values still come back as they are, and ``tnp.asarray(t)`` is ``t``
-   (``np.asarray``'s and ``torch.as_tensor``'s contract).
+   (``np.asarray``'s and ``torch.as_tensor``'s contract). The functions NumPy makes a new
+   array for (``concatenate`` of one array, ``sum`` of a 0-d one, ``pad`` by nothing, through
+   ``lowering.new_value``) and ``einsum("ij->ij")``, ``real_if_close`` of real values and
+   ``diff(n=0)`` gave ``t`` too.
 2. ``nonzero``, ``argwhere``, ``flatnonzero``, ``count_nonzero``, ``isneginf``, ``isposinf``
    and ``bitwise_count`` gave NumPy arrays for a ``Tensor``; now ``Tensor``s without grad,
    as ``argsort`` and ``searchsorted`` give.
@@ -79,6 +82,18 @@ IDENTITIES = {
     "block of one": (lambda t: tnp.block([[t]]), (2, 3)),
     "r_ of one": (lambda t: tnp.r_[t], (3,)),
     "getitem [:]": (lambda t: t[:], (3,)),
+    # through lowering.new_value (NumPy makes a new array for these) and its neighbours
+    "concatenate of one": (lambda t: tnp.concatenate([t]), (2, 3)),
+    "sum of 0-d": (lambda t: tnp.sum(t), ()),
+    "sum over no axes": (lambda t: tnp.sum(t, axis=()), (2, 3)),
+    "prod of 0-d": (lambda t: tnp.prod(t), ()),
+    "amax of 0-d": (lambda t: tnp.amax(t), ()),
+    "min of 0-d": (lambda t: tnp.min(t), ()),
+    "logsumexp over no axes": (lambda t: tnp.logsumexp(t, axis=()), (3,)),
+    "pad by nothing": (lambda t: tnp.pad(t, 0), (2, 3)),
+    "einsum ij->ij": (lambda t: tnp.einsum("ij->ij", t), (2, 3)),
+    "real_if_close of real": (lambda t: tnp.real_if_close(t), (3,)),
+    "diff n=0": (lambda t: tnp.diff(t, n=0), (3,)),
 }
 
 

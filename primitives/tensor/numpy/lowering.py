@@ -469,12 +469,19 @@ def not_itself(result, x):
 def new_value(x):
     """``x`` as the result of a function that NumPy makes a new array for (``concatenate`` of
     one array, ``pad`` by nothing): a plain array is copied, so writing to the result does
-    not change the caller's input; a front-end value (immutable) is returned as it is, and
-    a Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64), and
-    so does a traced one (``jit``'s argument): the result promotes as an array, not as a
-    number, as without ``jit``."""
+    not change the caller's input; an eager ``Tensor`` gives a new tensor on its values
+    (:func:`not_itself`: its state is its own); a traced value (immutable) is returned as it
+    is. A Python number becomes a 0-d array (NumPy's ``asarray``: ``np.sum(3)`` is an int64),
+    and so does a traced one (``jit``'s argument): the result promotes as an array, not as a
+    number, as without ``jit``.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> new_value(t) is t, new_value(3)
+    (False, array(3))
+    """
     if isinstance(x, Frontend):
-        if x.weak:
+        if x.weak or not x.is_tracer:
             shape = shape_of(x)
             return first(bind(cached_op(Reshape, shape, shape), x))
         return x
@@ -750,11 +757,10 @@ def negative(x, out=None, where=True, dtype=None, **options):
 @implements(np.positive)
 def positive(x, out=None, where=True, dtype=None, **options):
     """``np.positive``: ``x``'s values (a new array, as NumPy's; of an eager ``Tensor``, a new
-    tensor, :func:`not_itself`)."""
+    tensor, :func:`new_value`)."""
     if out is not None or where is not True or dtype is not None or options:
         ufunc_keywords("positive", out, where, dtype, options)
-    x = operand(x)
-    return not_itself(new_value(x), x)
+    return new_value(operand(x))
 
 
 def conj(x, out=None, where=True, dtype=None, **options):

@@ -445,7 +445,7 @@ def roll(a, shift, axis=None):
         if n and total % n:
             head, tail = _split_sizes(a, ax, [n - total % n, total % n])
             a = concatenate([tail, head], ax)
-    return not_itself(new_value(a), a) if a is source else a
+    return new_value(a) if a is source else a
 
 
 # --- repeating ----------------------------------------------------------------------------
@@ -455,7 +455,7 @@ def roll(a, shift, axis=None):
 def repeat(a, repeats, axis=None):
     """``np.repeat``: each element ``repeats`` times along ``axis`` (the flattened array if
     ``None``); ``repeats`` is one count or one per element. Always a new array, as NumPy's."""
-    a = given = operand(a, "repeat")
+    a = operand(a, "repeat")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     shape = shape_of(a)
@@ -474,7 +474,7 @@ def repeat(a, repeats, axis=None):
         # one count: broadcast along a new axis after `axis`, then merge the two
         count = int(counts.reshape(-1)[0])
         if count == 1:
-            return not_itself(new_value(a), given)
+            return new_value(a)
         wide = shape[:axis + 1] + (count,) + shape[axis + 1:]
         dims = tuple(i if i <= axis else i + 1 for i in range(len(shape)))
         out = first(bind(BroadcastInDim(wide, dims, shape), a))
@@ -494,9 +494,9 @@ def tile(A, reps):
     shape = shape_of(A)
     reps = (1,) * (len(shape) - len(reps)) + reps
     shape = (1,) * (len(reps) - len(shape)) + shape
-    given, A = A, reshape(A, shape)
+    A = reshape(A, shape)
     if all(r == 1 for r in reps):
-        return not_itself(new_value(A), given)
+        return new_value(A)
     # (r0, s0, r1, s1, ...) by broadcasting, then merged pairwise
     wide = tuple(n for pair in zip(reps, shape) for n in pair)
     out = first(bind(BroadcastInDim(wide, tuple(range(1, 2 * len(shape), 2)), shape), A))
@@ -537,7 +537,7 @@ def broadcast_arrays(*args, subok: bool = False) -> tuple:
     except ValueError:
         raise TensorShapeError(f"broadcast_arrays: shapes {[shape_of(a) for a in arrays]} "
                                "cannot be broadcast together") from None
-    return tuple(not_itself(new_value(a), a) if shape_of(a) == shape else broadcast_to(a, shape)
+    return tuple(new_value(a) if shape_of(a) == shape else broadcast_to(a, shape)
                  for a in arrays)
 
 

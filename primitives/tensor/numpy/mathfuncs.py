@@ -42,8 +42,9 @@ from primitives.tensor.numpy.lowering import (abs as _abs, add, as_dtype, divide
                                               equal, exp, filled_like, first, greater,
                                               greater_equal, imag, less, less_equal, maximum,
                                               minimum, multiply, negative, no_out, not_equal,
-                                              operand, power, real, reshape, result_dtype, sqrt,
-                                              stop_gradient, ufunc_keywords, subtract, sum, where)
+                                              not_itself, operand, power, real, reshape,
+                                              result_dtype, sqrt, stop_gradient, ufunc_keywords,
+                                              subtract, sum, where)
 from primitives.tensor.ops import elementwise as ew
 from primitives.tensor.ops.indexing import Gather
 
@@ -633,12 +634,12 @@ def real_if_close(a, tol=100):
     a = operand(a, "real_if_close")
     dtype = dtype_of(a)
     if dtype.kind != "c":
-        return a
+        return not_itself(a, a)             # (an eager Tensor: a new tensor, never itself)
     if tol > 1:
         tol = np.finfo(dtype).eps * tol
     negligible = data_of(less(_abs(imag(a)), tol), "real_if_close: reading whether the "
                          "imaginary parts are negligible (the result's dtype depends on it)")
-    return real(a) if bool(np.all(to_host(negligible))) else a
+    return real(a) if bool(np.all(to_host(negligible))) else not_itself(a, a)
 
 
 # --- floating-point representation ------------------------------------------------------------

@@ -39,7 +39,7 @@ from primitives.tensor.numpy.lowering import (add, as_dtype, broadcast_shapes, b
                                               cast_operands, concatenate,
                                               conj, divide, dot_general,
                                               dot_general_of_promoted, first, multiply, negative,
-                                              no_out, normalize_axis, operand,
+                                              no_out, normalize_axis, not_itself, operand,
                                               promoted, reshape, stack, subtract, sum, transpose,
                                               ufunc_keywords, where)
 from primitives.tensor.numpy.manipulation import pad
@@ -352,7 +352,8 @@ def einsum(subscripts: str, *operands, out=None, dtype=None, order: str = "K",
     present = [c for c in output if c in term]
     x = transpose(x, [term.index(c) for c in present])
     target = tuple(sizes[c] for c in output)
-    return reshape(x, target) if shape_of(x) != target else x
+    x = reshape(x, target) if shape_of(x) != target else x
+    return not_itself(x, operands[0])       # einsum("ij->ij", t): a new tensor, never t
 
 
 @implements(np.inner)

@@ -51,7 +51,8 @@ from primitives.tensor.numpy.lowering import (NO_VALUE, add, as_dtype, broadcast
                                               min, minimum,
                                               multiply, negative, new_value, no_out, normalize_axes,
                                               reduction_axes,
-                                              normalize_axis, not_equal, operand, imag, real,
+                                              normalize_axis, not_equal, not_itself, operand,
+                                              imag, real,
                                               reshape,
                                               result_dtype, sqrt, stop_gradient, subtract, sum,
                                               transpose, where)
@@ -295,7 +296,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=NO_VALUE, append=NO_VALUE):
         raise TensorShapeError("diff: diff requires input that is at least one dimensional")
     axis = normalize_axis(axis, len(shape), "diff")
     if n == 0:
-        return x
+        return not_itself(x, x)             # (an eager Tensor: a new tensor, never itself)
     if prepend is not NO_VALUE or append is not NO_VALUE:
         slab = tuple(1 if i == axis else s for i, s in enumerate(shape))
 
