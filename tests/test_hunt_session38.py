@@ -564,5 +564,5 @@ def test_numpy_functions_that_copy_return_new_arrays_for_plain_inputs():
         assert not np.shares_memory(result, a)
         result[...] = 7.0
     assert (a == 1.0).all()
-    t = T(a, requires_grad=True)                      # immutable tensors: no copy needed
-    assert tnp.concatenate([t]) is t
+    t = T(a, requires_grad=True)                      # a new tensor on t's values, whose
+    assert tnp.concatenate([t]) is not t              # state is its own (round 60a)

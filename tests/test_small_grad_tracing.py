@@ -73,7 +73,8 @@ def test_astype_result_is_never_the_callers_array_to_write_to():
     tnp.astype(a, np.float64)[0] = 5.0                  # NumPy copies: a is unchanged
     np.testing.assert_array_equal(a, np.ones(3))
     x = tnp.tensor(a, requires_grad=True)
-    assert tnp.astype(x, np.float64) is x              # a tensor is immutable: itself
+    u = tnp.astype(x, np.float64)                      # a new tensor on x's values, whose
+    assert u is not x and not u.is_leaf                # state is its own (round 60a)
     assert np.astype(x, np.float32).dtype == np.float32      # NumPy's function dispatches here
     grads = (np.astype(x, np.float32) * 2.0).sum().backward()
     np.testing.assert_array_equal(grads.grad(x), [2.0, 2.0, 2.0])
