@@ -52,6 +52,10 @@ _NOT_DIFFERENTIABLE = {
     np.isposinf, np.may_share_memory, np.shares_memory, np.array2string, np.array_repr,
     np.array_str, np.result_type, np.linalg.matrix_rank,
 }
+# Those of them whose results are arrays (indices, masks, counts by axis): of an eager
+# Tensor, Tensors that do not require grad, as tnp.where(condition)'s and tnp.isnan's.
+_ARRAY_RESULTS = {np.argwhere, np.nonzero, np.flatnonzero, np.count_nonzero, np.isclose,
+                  np.isneginf, np.isposinf}
 
 # NumPy functions that write into their first argument: refused on a tensor or traced value
 # (NumPy's own "read-only" ValueError named neither), with what to write instead.
@@ -187,8 +191,29 @@ def array_function(func, args: tuple, kwargs: dict):
                                       f"tensors and traced values are immutable; make a new "
                                       f"array instead: {instead}")
     if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
-        return _on_data(func, name, args, kwargs)
+        result = _on_data(func, name, args, kwargs)
+        return _as_tensors(result, args, kwargs) if func in _ARRAY_RESULTS else result
     raise _not_supported(name, name.removeprefix("numpy."))
+
+
+def _as_tensors(result, args: tuple, kwargs: dict):
+    """The arrays of ``result`` (one, or a tuple of them) as ``Tensor``\\s that do not require
+    grad when an argument is an eager ``Tensor`` (a ``Tensor`` in gives ``Tensor``\\s out);
+    ``result`` itself otherwise, and numbers as they are.
+
+    >>> import primitives.tensor as tnp
+    >>> np.nonzero(tnp.tensor([0.0, 3.0], requires_grad=True))
+    (tensor([1]),)
+    """
+    tensor = next((v for v in _leaves([args, list(kwargs.values())])
+                   if isinstance(v, Frontend) and not v.is_tracer), None)
+    if tensor is None:
+        return result
+    if isinstance(result, tuple):
+        return tuple(_as_tensors(r, args, kwargs) for r in result)
+    if isinstance(result, (bool, int, float, np.generic)):
+        return result
+    return type(tensor)(result)
 
 
 def _ufunc_module(ufunc: np.ufunc) -> str:

@@ -1076,7 +1076,8 @@ def _sort_kind(kind, order, stable, fn: str):
 
 def _sort_operand(a, axis, fn: str):
     x = operand(a, fn)
-    if axis is None or (fn == "argsort" and not shape_of(x)):    # NumPy's argsort: 0-d as 1-d
+    # NumPy's argsort and argpartition take a 0-d array as a 1-d one (sort, partition do not)
+    if axis is None or (fn in ("argsort", "argpartition") and not shape_of(x)):
         return reshape(x, (-1,)), 0 if axis is None else normalize_axis(axis, 1, fn)
     return x, normalize_axis(axis, len(shape_of(x)), fn)
 

@@ -1,0 +1,125 @@
+"""A hostile round on round 59's new code (an eager Tensor in gives Tensors out, ufunc
+keywords, axes of 0-d arrays, convolve's overlapping terms, x.at[...]'s modes and methods):
+each test failed before its fix; the xfail ones name a bug in a file another helper owns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from primitives import tensor as tnp
+from primitives.tensor.eager.frontend import Tensor
+from tidu import TiduError
+
+
+# ---- NumPy's index and mask functions of an eager Tensor give Tensors ------------------
+# (tnp.where(condition) and tnp.isnan did; np.nonzero, the same thing, gave NumPy arrays)
+
+_INDEX_FUNCTIONS = {
+    "nonzero": np.nonzero,
+    "argwhere": np.argwhere,
+    "flatnonzero": np.flatnonzero,
+    "isposinf": np.isposinf,
+    "isneginf": np.isneginf,
+    "isclose": lambda x: np.isclose(x, 2.0),
+    "count_nonzero_by_axis": lambda x: np.count_nonzero(x, axis=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_FUNCTIONS))
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_index_and_mask_functions_of_a_tensor_give_tensors(name, requires_grad):
+    function = _INDEX_FUNCTIONS[name]
+    data = np.array([[2.0, 0.0, np.inf], [-np.inf, 0.0, 1.0]])
+    t = tnp.tensor(data, requires_grad=requires_grad)
+    expected = function(data)
+    one_argument = name in ("nonzero", "argwhere", "flatnonzero", "isposinf", "isneginf")
+    outcomes = [function(t)] + ([getattr(tnp, name)(t)] if one_argument else [])
+    for outcome in outcomes:                                # np.f(t) and tnp.f(t)
+        results = outcome if isinstance(outcome, tuple) else (outcome,)
+        references = expected if isinstance(expected, tuple) else (expected,)
+        assert len(results) == len(references)
+        for result, reference in zip(results, references):
+            assert type(result) is Tensor and not result.requires_grad
+            assert result.dtype == reference.dtype
+            np.testing.assert_array_equal(np.asarray(result), reference)
+
+
+def test_nonzero_and_where_of_a_tensor_agree():
+    t = tnp.tensor([0.0, 3.0, 0.0, -1.0], requires_grad=True)
+    for a, b in zip(tnp.nonzero(t), tnp.where(t != 0)):
+        assert type(a) is type(b) is Tensor
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_indices_of_a_tensor_still_index_and_differentiate():
+    t = tnp.tensor([1.0, 0.0, 2.0, -3.0], requires_grad=True)
+    y = t[np.nonzero(t)]
+    tnp.sum(y * y).backward()
+    np.testing.assert_array_equal(np.asarray(t.grad), [2.0, 0.0, 4.0, -6.0])
+    np.testing.assert_array_equal(np.arange(4.0)[np.flatnonzero(t)], [0.0, 2.0, 3.0])
+    assert np.nonzero(t)[0].tolist() == [0, 2, 3]
+
+
+def test_index_functions_of_arrays_and_numbers_are_unchanged():
+    x = np.array([0.0, 3.0])
+    assert type(np.nonzero(tnp.tensor(x))[0]) is Tensor
+    assert type(tnp.nonzero(x)[0]) is np.ndarray
+    assert type(tnp.flatnonzero(x)) is np.ndarray
+    assert np.count_nonzero(tnp.tensor(x)) == 1                 # a number, as NumPy's
+    assert type(np.isclose(tnp.tensor(1.0), 1.0)) is np.bool_
+
+
+# ---- argpartition takes a 0-d array as a 1-d one, as NumPy's (and argsort) --------------
+
+
+@pytest.mark.parametrize("axis", [0, -1, None])
+@pytest.mark.parametrize("kth", [0, -1])
+def test_argpartition_of_a_0d_array_as_numpy(axis, kth):
+    x = np.array(2.5)
+    expected = np.argpartition(x, kth, axis=axis)
+    for result in (tnp.argpartition(x, kth, axis=axis),
+                   tnp.jit(lambda x: tnp.argpartition(x, kth, axis=axis))(x),
+                   np.asarray(tnp.argpartition(tnp.tensor(x, requires_grad=True), kth,
+                                               axis=axis))):
+        np.testing.assert_array_equal(result, expected)
+        assert np.asarray(result).dtype == expected.dtype
+
+
+def test_argpartition_of_a_0d_array_refuses_what_numpy_refuses():
+    with pytest.raises(TiduError, match="argpartition"):
+        tnp.argpartition(np.array(2.5), 0, axis=1)
+    with pytest.raises(TiduError, match="argpartition"):
+        tnp.argpartition(np.array(2.5), 1)
+    with pytest.raises(TiduError, match="partition"):
+        tnp.partition(np.array(2.5), 0)                      # NumPy's partition refuses
+
+
+# ---- bugs in files other helpers own (xfail until their owner fixes them) ---------------
+
+
+@pytest.mark.xfail(strict=True, reason="lowering.filled_like (creation.py's zeros_like...): "
+                   "of an eager Tensor a NumPy array, not a Tensor (round 59c's 'a Tensor "
+                   "in gives Tensors out', as torch.zeros_like)")
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "full_like"])
+def test_filled_like_of_a_tensor_is_a_tensor(name):
+    t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    args = (t, 3.0) if name == "full_like" else (t,)
+    result = getattr(tnp, name)(*args)
+    assert type(result) is Tensor and not result.requires_grad
+
+
+@pytest.mark.xfail(strict=True, reason="lowering.as_dtype: a Python integer beyond a small "
+                   "integer dtype is NumPy's bare OverflowError naming no function, not a "
+                   "TiduError naming add")
+def test_python_integer_beyond_a_small_integer_dtype_is_a_tidu_error_naming_the_function():
+    with pytest.raises(TiduError, match="add"):
+        tnp.add(np.array([1, 2], np.int8), 300)
+
+
+@pytest.mark.xfail(strict=True, reason="lowering.stop_gradient: a list of a Tensor and a "
+                   "number of other shapes fails in stack, and the error names stack only")
+def test_stop_gradient_error_names_stop_gradient():
+    t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TiduError, match="stop_gradient"):
+        tnp.stop_gradient([t, 2.0])
