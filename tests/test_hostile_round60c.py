@@ -123,3 +123,35 @@ def test_stop_gradient_error_names_stop_gradient():
     t = tnp.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(TiduError, match="stop_gradient"):
         tnp.stop_gradient([t, 2.0])
+
+
+# ---- any and all take NumPy's where= (a bare TypeError before) --------------------------
+
+
+@pytest.mark.parametrize("name", ["any", "all"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_any_and_all_take_where_as_numpy(name, axis, keepdims):
+    rng = np.random.default_rng(60)
+    for dtype in (np.float64, np.int32, np.bool_):
+        x = rng.integers(0, 2, (3, 4)).astype(dtype)
+        for where in (rng.random((3, 4)) > 0.5, rng.random(4) > 0.5, False, True):
+            expected = getattr(np, name)(x, axis=axis, keepdims=keepdims, where=where)
+            for result in (getattr(tnp, name)(x, axis=axis, keepdims=keepdims, where=where),
+                           tnp.jit(lambda x, w: getattr(tnp, name)(
+                               x, axis=axis, keepdims=keepdims, where=w))(x, where),
+                           getattr(np, name)(tnp.tensor(x), axis=axis, keepdims=keepdims,
+                                             where=where)):
+                result = np.asarray(result)
+                assert result.dtype == np.bool_ and result.shape == np.shape(expected)
+                np.testing.assert_array_equal(result, expected)
+
+
+def test_any_and_all_where_of_a_0d_array_and_a_refused_mask():
+    for name in ("any", "all"):
+        for axis in (None, 0, -1):
+            for where in (True, False):
+                expected = getattr(np, name)(np.array(0.0), axis=axis, where=where)
+                assert tnp.__dict__[name](np.array(0.0), axis=axis, where=where) == expected
+        with pytest.raises(TiduError, match=name):
+            getattr(tnp, name)(np.ones(2), where=np.ones(2))
