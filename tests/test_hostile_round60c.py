@@ -155,3 +155,44 @@ def test_any_and_all_where_of_a_0d_array_and_a_refused_mask():
                 assert tnp.__dict__[name](np.array(0.0), axis=axis, where=where) == expected
         with pytest.raises(TiduError, match=name):
             getattr(tnp, name)(np.ones(2), where=np.ones(2))
+
+
+# ---- convolve/correlate: NumPy's numbered modes, convolve of a number, errors by name ---
+
+
+@pytest.mark.parametrize("function", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", [0, 1, 2, np.int64(1)])
+def test_convolve_and_correlate_take_numpys_numbered_modes(function, mode):
+    a, v = np.array([1.0, 2.0, 3.0, -1.0]), np.array([0.5, -2.0])
+    expected = getattr(np, function)(a, v, mode)
+    np.testing.assert_array_equal(getattr(tnp, function)(a, v, mode), expected)
+    names = {0: "valid", 1: "same", 2: "full"}
+    np.testing.assert_array_equal(getattr(tnp, function)(a, v, names[int(mode)]), expected)
+    gradient = tnp.grad(lambda a: tnp.sum(getattr(tnp, function)(a, v, mode) ** 2))(a)
+    np.testing.assert_allclose(
+        gradient, tnp.grad(lambda a: tnp.sum(getattr(tnp, function)(a, v, names[int(mode)])
+                                             ** 2))(a), rtol=1e-15)
+
+
+@pytest.mark.parametrize("a, v", [(2.0, [1.0, -3.0]), ([1.0, -3.0], np.array(2.0)),
+                                  (np.array(2.0), np.array(-0.5))])
+def test_convolve_of_a_number_as_numpy(a, v):
+    expected = np.convolve(a, v)
+    np.testing.assert_array_equal(tnp.convolve(a, v), expected)
+    t = tnp.tensor(np.asarray(a, float), requires_grad=True)
+    tnp.sum(tnp.convolve(t, v)).backward()             # d/da sum(a * v) = sum(v)
+    np.testing.assert_allclose(np.asarray(t.grad), np.full(np.shape(a), np.sum(v)))
+
+
+@pytest.mark.parametrize("mode", [3, -1, True, 1.0, "f", "FULL"])
+def test_a_bad_mode_is_refused_naming_the_function(mode):
+    for function in ("convolve", "correlate"):
+        with pytest.raises(TiduError, match=f"^{function}: mode"):
+            getattr(tnp, function)(np.ones(3), np.ones(2), mode)
+
+
+def test_correlate_errors_name_correlate():
+    with pytest.raises(TiduError, match="^correlate: an operand is empty"):
+        tnp.correlate(np.ones(3), np.ones(0))
+    with pytest.raises(TiduError, match="^correlate: operands must be 1-d"):
+        tnp.correlate(2.0, np.ones(2))                   # NumPy's correlate refuses it too
