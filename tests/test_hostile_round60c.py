@@ -208,3 +208,18 @@ def test_value_reading_predicates_trace_under_jit(name):
                  "count_nonzero": lambda x: tnp.count_nonzero(x, axis=0)}
     x = np.array([1.0, np.inf, -np.inf, 0.0])
     np.testing.assert_array_equal(tnp.jit(functions[name])(x), functions[name](x))
+
+
+# ---- a NumPy scalar type given as dtype= is no array of an unknown library --------------
+
+
+def test_a_dtype_class_argument_reaches_numpy_as_it_is():
+    # np.isnan(t, dtype=np.float32) said "arrays of type builtins.type are not supported",
+    # naming nothing: the class has __array_namespace__; now NumPy's own answer, as for arrays
+    t = tnp.tensor([1.0, np.nan])
+    with pytest.raises(TypeError, match="isnan") as raised:
+        np.isnan(np.array([1.0, np.nan]), dtype=np.float32)
+    with pytest.raises(TypeError, match="isnan") as raised_on_tensor:
+        np.isnan(t, dtype=np.float32)
+    assert str(raised_on_tensor.value) == str(raised.value)
+    np.testing.assert_array_equal(np.isnan(t, dtype=np.bool_), [False, True])
