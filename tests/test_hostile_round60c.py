@@ -223,3 +223,25 @@ def test_a_dtype_class_argument_reaches_numpy_as_it_is():
         np.isnan(t, dtype=np.float32)
     assert str(raised_on_tensor.value) == str(raised.value)
     np.testing.assert_array_equal(np.isnan(t, dtype=np.bool_), [False, True])
+
+
+@pytest.mark.parametrize("call", ["np.isnan(t)", "np.signbit(t)",
+                                  "np.isfinite(t, casting='unsafe')", "np.isinf(t, dtype=bool)",
+                                  "np.gcd(i, 6)", "np.left_shift(i, 1)", "np.add.accumulate(i)"])
+def test_numpys_ufuncs_on_data_of_a_tensor_give_tensors(call):
+    # (NumPy's own predicates and integer ufuncs ran on the data and gave NumPy arrays,
+    # where tnp.isnan(t) gives a Tensor)
+    data, integers = np.array([1.0, np.nan, -np.inf]), np.array([4, 9, 12])
+    tensors = {"np": np, "t": tnp.tensor(data, requires_grad=True), "i": tnp.tensor(integers)}
+    result = eval(call, tensors)
+    expected = eval(call, {"np": np, "t": data, "i": integers})
+    assert type(result) is Tensor and not result.requires_grad
+    assert result.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(result), expected)
+
+
+def test_numpys_ufuncs_with_out_still_return_out():
+    t = tnp.tensor([1.0, np.nan], requires_grad=True)
+    out = np.empty(2, bool)
+    assert np.isnan(t, out=out) is out
+    np.testing.assert_array_equal(out, [False, True])

@@ -197,9 +197,9 @@ def array_function(func, args: tuple, kwargs: dict):
 
 
 def _as_tensors(result, args: tuple, kwargs: dict):
-    """The arrays of ``result`` (one, or a tuple of them) as ``Tensor``\\s that do not require
-    grad when an argument is an eager ``Tensor`` (a ``Tensor`` in gives ``Tensor``\\s out);
-    ``result`` itself otherwise, and numbers as they are.
+    """The arrays of ``result`` (one, or a tuple of them) as tensors that do not require grad
+    when an argument is an eager ``Tensor`` (a tensor in gives tensors out, as PyTorch's);
+    ``result`` itself otherwise, and numbers (and ``None``) as they are.
 
     >>> import primitives.tensor as tnp
     >>> np.nonzero(tnp.tensor([0.0, 3.0], requires_grad=True))
@@ -211,8 +211,8 @@ def _as_tensors(result, args: tuple, kwargs: dict):
         return result
     if isinstance(result, tuple):
         return tuple(_as_tensors(r, args, kwargs) for r in result)
-    if isinstance(result, (bool, int, float, np.generic)):
-        return result
+    if result is None or isinstance(result, (bool, int, float, complex, np.generic)):
+        return result                                     # (None: ufunc.at into an array)
     return type(tensor)(result)
 
 
@@ -245,7 +245,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
             f"are immutable (a recorded op may have saved its values); make a new array "
             f"instead, e.g. x = x.at[indices].add(values) or .set(values)")
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
-        return _on_data(getattr(ufunc, method), name, inputs, kwargs)
+        result = _on_data(getattr(ufunc, method), name, inputs, kwargs)
+        # (np.isnan(t) gives a Tensor as tnp.isnan(t); an array given as out= is returned)
+        return result if "out" in kwargs else _as_tensors(result, inputs, {})
     if "out" in kwargs:
         raise TensorNotSupportedError(f"{name} with out=: writing a differentiable result into "
                                       "an existing array would drop its derivative; assign "
