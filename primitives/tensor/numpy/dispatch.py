@@ -7,7 +7,8 @@ protocols (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``) to here:
   :func:`implements`) runs that version, so ``np.where(v > 0, v, 0.0)`` records
   ``where`` and its gradient flows;
 - a function whose result carries no derivative (``np.shape``, ``np.argmax``,
-  boolean ufuncs such as ``np.isnan``...) runs on the data;
+  boolean ufuncs such as ``np.isnan``...) runs on the data (its arrays, of an eager
+  ``Tensor``, given back as tensors without grad);
 - anything else raises :class:`TensorNotSupportedError` naming the NumPy function,
   rather than computing on the data and dropping the derivative.
 
