@@ -245,3 +245,12 @@ def test_numpys_ufuncs_with_out_still_return_out():
     out = np.empty(2, bool)
     assert np.isnan(t, out=out) is out
     np.testing.assert_array_equal(out, [False, True])
+
+
+@pytest.mark.xfail(strict=True, reason="lowering.ufunc_keywords: where=np.True_ and dtype= "
+                   "the result's own dtype change nothing in NumPy, but tnp refuses them "
+                   "(only where=True and dtype=None are taken)")
+def test_ufunc_keywords_at_other_spellings_of_numpys_no_op_values_are_taken():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(tnp.add(x, x, where=np.True_), np.add(x, x, where=np.True_))
+    np.testing.assert_array_equal(tnp.add(x, x, dtype=np.float64), np.add(x, x))
