@@ -259,7 +259,8 @@ def library_of(value) -> Library:
 def _library_of_type(value) -> Library:
     import array_api_compat as compat
 
-    if isinstance(value, (np.ndarray, np.generic)) or not compat.is_array_api_obj(value):
+    # (a class such as np.float32, given as dtype=, has __array_namespace__ but is no array)
+    if isinstance(value, (np.ndarray, np.generic, type)) or not compat.is_array_api_obj(value):
         return NUMPY
     if compat.is_torch_array(value):
         return _library("torch")

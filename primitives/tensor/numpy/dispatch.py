@@ -7,7 +7,8 @@ protocols (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``) to here:
   :func:`implements`) runs that version, so ``np.where(v > 0, v, 0.0)`` records
   ``where`` and its gradient flows;
 - a function whose result carries no derivative (``np.shape``, ``np.argmax``,
-  boolean ufuncs such as ``np.isnan``...) runs on the data;
+  boolean ufuncs such as ``np.isnan``...) runs on the data (its arrays, of an eager
+  ``Tensor``, given back as tensors without grad);
 - anything else raises :class:`TensorNotSupportedError` naming the NumPy function,
   rather than computing on the data and dropping the derivative.
 
@@ -52,6 +53,10 @@ _NOT_DIFFERENTIABLE = {
     np.isposinf, np.may_share_memory, np.shares_memory, np.array2string, np.array_repr,
     np.array_str, np.result_type, np.linalg.matrix_rank,
 }
+# Those of them whose results are arrays (indices, masks, counts by axis): of an eager
+# Tensor, Tensors that do not require grad, as tnp.where(condition)'s and tnp.isnan's.
+_ARRAY_RESULTS = {np.argwhere, np.nonzero, np.flatnonzero, np.count_nonzero, np.isclose,
+                  np.isneginf, np.isposinf}
 
 # NumPy functions that write into their first argument: refused on a tensor or traced value
 # (NumPy's own "read-only" ValueError named neither), with what to write instead.
@@ -187,8 +192,29 @@ def array_function(func, args: tuple, kwargs: dict):
                                       f"tensors and traced values are immutable; make a new "
                                       f"array instead: {instead}")
     if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
-        return _on_data(func, name, args, kwargs)
+        result = _on_data(func, name, args, kwargs)
+        return _as_tensors(result, args, kwargs) if func in _ARRAY_RESULTS else result
     raise _not_supported(name, name.removeprefix("numpy."))
+
+
+def _as_tensors(result, args: tuple, kwargs: dict):
+    """The arrays of ``result`` (one, or a tuple of them) as tensors that do not require grad
+    when an argument is an eager ``Tensor`` (a tensor in gives tensors out, as PyTorch's);
+    ``result`` itself otherwise, and numbers (and ``None``) as they are.
+
+    >>> import primitives.tensor as tnp
+    >>> np.nonzero(tnp.tensor([0.0, 3.0], requires_grad=True))
+    (tensor([1]),)
+    """
+    tensor = next((v for v in _leaves([args, list(kwargs.values())])
+                   if isinstance(v, Frontend) and not v.is_tracer), None)
+    if tensor is None:
+        return result
+    if isinstance(result, tuple):
+        return tuple(_as_tensors(r, args, kwargs) for r in result)
+    if result is None or isinstance(result, (bool, int, float, complex, np.generic)):
+        return result                                     # (None: ufunc.at into an array)
+    return type(tensor)(result)
 
 
 def _ufunc_module(ufunc: np.ufunc) -> str:
@@ -220,7 +246,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
             f"are immutable (a recorded op may have saved its values); make a new array "
             f"instead, e.g. x = x.at[indices].add(values) or .set(values)")
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
-        return _on_data(getattr(ufunc, method), name, inputs, kwargs)
+        result = _on_data(getattr(ufunc, method), name, inputs, kwargs)
+        # (np.isnan(t) gives a Tensor as tnp.isnan(t); an array given as out= is returned)
+        return result if "out" in kwargs else _as_tensors(result, inputs, {})
     if "out" in kwargs:
         raise TensorNotSupportedError(f"{name} with out=: writing a differentiable result into "
                                       "an existing array would drop its derivative; assign "

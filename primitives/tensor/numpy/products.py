@@ -490,8 +490,9 @@ def einsum_subscripts(*args) -> tuple[str, list]:
 
 @implements(np.convolve)
 def convolve(a, v, mode: str = "full"):
-    """``np.convolve`` of two 1-d arrays (``mode`` "full", "same" or "valid"), differentiable
-    in both. As NumPy's, each output sums only the products of overlapping terms, so an
+    """``np.convolve`` of two 1-d arrays (a number is one of length 1, as NumPy's; ``mode``
+    "full", "same" or "valid", or NumPy's numbers for them 2, 1, 0), differentiable in
+    both. As NumPy's, each output sums only the products of overlapping terms, so an
     infinity or NaN in one operand meets no padding zero (``0 * inf`` would be NaN).
 
     >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
@@ -500,16 +501,29 @@ def convolve(a, v, mode: str = "full"):
     array([  1., -inf,  inf])
     """
     a, v = operand(a, "convolve"), operand(v, "convolve")
+    a, v = (reshape(x, (1,)) if not shape_of(x) else x for x in (a, v))     # NumPy's ndmin=1
+    return _convolved(a, v, mode, "convolve")
+
+
+_MODE_NUMBERS = {0: "valid", 1: "same", 2: "full"}     # NumPy's numbers for the modes
+
+
+def _convolved(a, v, mode, fn: str):
+    """:func:`convolve` of the operands ``a`` and ``v`` of ``fn`` (``convolve``,
+    ``correlate``), whose errors name it."""
     for x in (a, v):
         if len(shape_of(x)) != 1:
-            raise TensorShapeError(f"convolve: operands must be 1-d, got shape {shape_of(x)}")
-    if mode not in ("full", "same", "valid"):
-        raise TensorTypeError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+            raise TensorShapeError(f"{fn}: operands must be 1-d, got shape {shape_of(x)}")
+    if isinstance(mode, (int, np.integer)) and not isinstance(mode, bool):
+        mode = _MODE_NUMBERS.get(int(mode), mode)
+    if not (isinstance(mode, str) and mode in ("full", "same", "valid")):
+        raise TensorTypeError(f"{fn}: mode must be 'full', 'same' or 'valid' (NumPy's 2, 1 "
+                              f"or 0), got {mode!r}")
     (n,), (m,) = shape_of(a), shape_of(v)
     if m > n:
         a, v, n, m = v, a, m, n
     if m == 0:
-        raise TensorShapeError("convolve: an operand is empty")
+        raise TensorShapeError(f"{fn}: an operand is empty")
     a, v = promoted(a, v)[0]
     start = {"full": 0, "same": (m - 1) // 2, "valid": m - 1}[mode]
     stop = {"full": n + m - 1, "same": (m - 1) // 2 + n, "valid": n}[mode]
@@ -555,8 +569,9 @@ def correlate(a, v, mode: str = "valid"):
             raise TensorShapeError(f"correlate: operands must be 1-d, got shape {shape_of(x)}")
     reverse = slice(None, None, -1)
     if shape_of(v)[0] > shape_of(a)[0]:       # as NumPy: the longer first, then undone
-        return conj(getitem(convolve(v, getitem(conj(a), reverse), mode), reverse))
-    return convolve(a, getitem(conj(v), reverse), mode)
+        return conj(getitem(_convolved(v, getitem(conj(a), reverse), mode, "correlate"),
+                            reverse))
+    return _convolved(a, getitem(conj(v), reverse), mode, "correlate")
 
 
 # --- polynomial arithmetic on coefficient arrays (highest power first, as np.polyval's) ------

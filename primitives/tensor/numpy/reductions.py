@@ -1077,7 +1077,8 @@ def _sort_kind(kind, order, stable, fn: str):
 
 def _sort_operand(a, axis, fn: str):
     x = operand(a, fn)
-    if axis is None or (fn == "argsort" and not shape_of(x)):    # NumPy's argsort: 0-d as 1-d
+    # NumPy's argsort and argpartition take a 0-d array as a 1-d one (sort, partition do not)
+    if axis is None or (fn in ("argsort", "argpartition") and not shape_of(x)):
         return reshape(x, (-1,)), 0 if axis is None else normalize_axis(axis, 1, fn)
     return x, normalize_axis(axis, len(shape_of(x)), fn)
 
@@ -1518,37 +1519,40 @@ def argmin(a, axis=None, out=None, *, keepdims: bool = False):
     return _arg_extremum(Argmin, "argmin", a, axis, out, keepdims)
 
 
-def _truth(a, axis, keepdims: bool, fn: str, count_true: bool):
-    """Counts the true (``count_true``) or false elements: a count, unlike ``max``/``min``,
-    is defined on an empty slice (``all`` is then ``True``, ``any`` ``False``)."""
+def _truth(a, axis, keepdims: bool, fn: str, count_true: bool, where=NO_VALUE):
+    """Counts the true (``count_true``) or false elements (those ``where`` selects): a count,
+    unlike ``max``/``min``, is defined on an empty slice (``all`` is then ``True``, ``any``
+    ``False``)."""
     a = operand(a, fn)
     reduction_axes(axis, len(shape_of(a)), fn)               # (an error names fn)
     nonzero = not_equal(a, 0) if dtype_of(a) != np.bool_ else a
-    counted = sum(as_dtype(nonzero if count_true else equal(nonzero, False), np.intp),
-                  axis=axis, keepdims=keepdims)
+    indicator = as_dtype(nonzero if count_true else equal(nonzero, False), np.intp)
+    counted = sum(masked(indicator, where, 0, fn), axis=axis, keepdims=keepdims)
     return not_equal(counted, 0) if count_true else equal(counted, 0)
 
 
 @implements(np.all)
-def all(a, axis=None, out=None, keepdims: bool = False):
-    """``np.all``: whether every element is nonzero; a boolean result, not differentiated.
+def all(a, axis=None, out=None, keepdims: bool = False, *, where=NO_VALUE):
+    """``np.all``: whether every element (of those ``where=`` selects) is nonzero; a boolean
+    result, not differentiated.
 
     >>> all(np.array([[1.0, 0.0], [2.0, 3.0]]), axis=1)
     array([False,  True])
     """
     no_out(out, "all")
-    return _truth(a, axis, keepdims, "all", count_true=False)
+    return _truth(a, axis, keepdims, "all", count_true=False, where=where)
 
 
 @implements(np.any)
-def any(a, axis=None, out=None, keepdims: bool = False):
-    """``np.any``: whether some element is nonzero; a boolean result, not differentiated.
+def any(a, axis=None, out=None, keepdims: bool = False, *, where=NO_VALUE):
+    """``np.any``: whether some element (of those ``where=`` selects) is nonzero; a boolean
+    result, not differentiated.
 
     >>> any(np.array([[1.0, 0.0], [0.0, 0.0]]), axis=1)
     array([ True, False])
     """
     no_out(out, "any")
-    return _truth(a, axis, keepdims, "any", count_true=True)
+    return _truth(a, axis, keepdims, "any", count_true=True, where=where)
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
