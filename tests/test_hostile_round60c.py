@@ -1,6 +1,6 @@
 """A hostile round on round 59's new code (an eager Tensor in gives Tensors out, ufunc
 keywords, axes of 0-d arrays, convolve's overlapping terms, x.at[...]'s modes and methods):
-each test failed before its fix; the xfail ones name a bug in a file another helper owns."""
+each test failed before its fix; the xfail ones name a gap left for later."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_argpartition_of_a_0d_array_refuses_what_numpy_refuses():
         tnp.partition(np.array(2.5), 0)                      # NumPy's partition refuses
 
 
-# ---- bugs in files other helpers own (xfail until their owner fixes them) ---------------
+# ---- errors named, and the known gaps left (strict xfails: they fail once fixed) ---------
 
 
 @pytest.mark.xfail(strict=True, reason="lowering.filled_like (creation.py's zeros_like...): "
@@ -109,16 +109,11 @@ def test_filled_like_of_a_tensor_is_a_tensor(name):
     assert type(result) is Tensor and not result.requires_grad
 
 
-@pytest.mark.xfail(strict=True, reason="lowering.as_dtype: a Python integer beyond a small "
-                   "integer dtype is NumPy's bare OverflowError naming no function, not a "
-                   "TiduError naming add")
 def test_python_integer_beyond_a_small_integer_dtype_is_a_tidu_error_naming_the_function():
     with pytest.raises(TiduError, match="add"):
         tnp.add(np.array([1, 2], np.int8), 300)
 
 
-@pytest.mark.xfail(strict=True, reason="lowering.stop_gradient: a list of a Tensor and a "
-                   "number of other shapes fails in stack, and the error names stack only")
 def test_stop_gradient_error_names_stop_gradient():
     t = tnp.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(TiduError, match="stop_gradient"):
@@ -198,16 +193,28 @@ def test_correlate_errors_name_correlate():
         tnp.correlate(2.0, np.ones(2))                   # NumPy's correlate refuses it too
 
 
-@pytest.mark.xfail(strict=True, reason="creation.py exports NumPy's own isposinf, isneginf, "
-                   "isclose and count_nonzero (on_host): under jit or vmap a "
-                   "ConcretizationError, where jax.numpy's trace (their shapes are static)")
-@pytest.mark.parametrize("name", ["isposinf", "isneginf", "isclose", "count_nonzero"])
-def test_value_reading_predicates_trace_under_jit(name):
+# isposinf, isneginf, isclose and count_nonzero were NumPy's own (ConcretizationError under
+# jit or vmap), where jax.numpy's trace: their results' shapes do not depend on the values
+@pytest.mark.parametrize("name", ["isposinf", "isneginf", "isclose", "isclose nan",
+                                  "count_nonzero", "count_nonzero axis"])
+def test_value_reading_predicates_trace_under_jit_and_vmap(name):
     functions = {"isposinf": tnp.isposinf, "isneginf": tnp.isneginf,
-                 "isclose": lambda x: tnp.isclose(x, 1.0),
-                 "count_nonzero": lambda x: tnp.count_nonzero(x, axis=0)}
-    x = np.array([1.0, np.inf, -np.inf, 0.0])
-    np.testing.assert_array_equal(tnp.jit(functions[name])(x), functions[name](x))
+                 "isclose": lambda x: tnp.isclose(x, np.array([1.0, np.inf, 1.0, 1e-9, 0.0])),
+                 "isclose nan": lambda x: tnp.isclose(x, np.nan, equal_nan=True),
+                 "count_nonzero": tnp.count_nonzero,
+                 "count_nonzero axis": lambda x: tnp.count_nonzero(x, axis=-1, keepdims=True)}
+    f = functions[name]
+    x = np.array([1.0 + 1e-9, np.inf, -np.inf, 0.0, np.nan])
+    np.testing.assert_array_equal(tnp.jit(f)(x), f(x))
+    batch = np.stack([x, x[::-1], np.zeros(5)])
+    np.testing.assert_array_equal(tnp.vmap(f)(batch), np.stack([f(row) for row in batch]))
+
+
+def test_isposinf_of_complex_values_is_refused_under_jit_as_numpy_refuses_it():
+    with pytest.raises(TypeError):
+        np.isposinf(np.array([1j]))
+    with pytest.raises(TiduError, match="isposinf"):
+        tnp.jit(tnp.isposinf)(np.array([1j]))
 
 
 # ---- a NumPy scalar type given as dtype= is no array of an unknown library --------------
@@ -247,10 +254,14 @@ def test_numpys_ufuncs_with_out_still_return_out():
     np.testing.assert_array_equal(out, [False, True])
 
 
-@pytest.mark.xfail(strict=True, reason="lowering.ufunc_keywords: where=np.True_ and dtype= "
-                   "the result's own dtype change nothing in NumPy, but tnp refuses them "
-                   "(only where=True and dtype=None are taken)")
-def test_ufunc_keywords_at_other_spellings_of_numpys_no_op_values_are_taken():
+def test_ufunc_keywords_take_where_as_numpys_true():
     x = np.array([1.0, 2.0])
     np.testing.assert_array_equal(tnp.add(x, x, where=np.True_), np.add(x, x, where=np.True_))
+
+
+@pytest.mark.xfail(strict=True, reason="lowering.ufunc_keywords: dtype= the result's own dtype "
+                   "changes nothing in NumPy, but tnp refuses any dtype= (it is checked before "
+                   "the operands are promoted)")
+def test_ufunc_keywords_take_the_results_own_dtype():
+    x = np.array([1.0, 2.0])
     np.testing.assert_array_equal(tnp.add(x, x, dtype=np.float64), np.add(x, x))

@@ -249,13 +249,20 @@ def test_bitwise_count_gives_a_tensor_a_tensor():
     assert type(tnp.bitwise_count(values)) is np.ndarray
 
 
-@pytest.mark.parametrize("name", list(READERS))
-def test_readers_still_refuse_under_jit_and_vmap(name):
+@pytest.mark.parametrize("name", ["nonzero", "argwhere", "flatnonzero"])
+def test_readers_whose_shapes_depend_on_the_values_refuse_under_jit_and_vmap(name):
     f = READERS[name]
     with pytest.raises(ConcretizationError):
         tnp.jit(f)(VALUES)
     with pytest.raises(ConcretizationError):
         tnp.vmap(f)(VALUES)
+
+
+@pytest.mark.parametrize("name", ["count_nonzero", "count_nonzero axis", "isneginf", "isposinf"])
+def test_readers_whose_shapes_are_static_trace_under_jit_and_vmap(name):
+    f = READERS[name]
+    np.testing.assert_array_equal(tnp.jit(f)(VALUES), f(VALUES))
+    np.testing.assert_array_equal(tnp.vmap(f)(VALUES), [f(row) for row in VALUES])
 
 
 def test_a_count_read_under_grad_is_a_constant():

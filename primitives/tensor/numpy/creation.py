@@ -72,12 +72,15 @@ from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, 
 from primitives.tensor.numpy.dispatch import implements
 from primitives.tensor.numpy import lowering
 from primitives.tensor.numpy.lowering import (add, as_dtype, concatenate,
-                                              constant_in_library_of, divide, dtype_arg,
-                                              filled_like, holds_frontend, is_foreign_array,
-                                              is_python_scalar, multiply, not_itself, operand,
-                                              shape_tuple, subtract, where)
+                                              constant_in_library_of, divide, dtype_arg, equal,
+                                              filled_like, greater, holds_frontend,
+                                              is_foreign_array, is_python_scalar, less,
+                                              less_equal, multiply, no_out, not_equal,
+                                              not_itself, operand, shape_tuple, subtract,
+                                              sum as sum_, where)
 from primitives.tensor.numpy.manipulation import copy as copy_array, moveaxis, swapaxes
-from primitives.tensor.numpy.mathfuncs import floor
+from primitives.tensor.numpy.mathfuncs import (floor, isfinite, isinf, isnan, logical_and,
+                                               logical_or)
 from primitives.tensor.numpy.reductions import any as any_
 from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to lose)
     indices, diag_indices, tril_indices, triu_indices, isscalar, dtype, errstate, pi, e, inf,
@@ -98,14 +101,14 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
 )
 
 
-
-def _tensors_for_tensors(np_fn):
+def _tensors_for_tensors(np_fn, traced=None):
     """``np_fn``, NumPy's own function that reads values (indices, counts, masks), on any
     library's arrays (:func:`~primitives.tensor.backends.on_host`); given an eager ``Tensor``,
     its results are ``Tensor``s that do not require grad, in the tensor's library (a
     ``Tensor`` in gives ``Tensor``s out, as PyTorch's ``nonzero`` and tnp's ``argsort``).
-    Traced values are NumPy's dispatch's, as before: their values are not known under
-    ``jit`` or ``vmap`` (``ConcretizationError``).
+    Given a traced value, ``traced`` (the same function by ops, for those whose result's
+    shape does not depend on the values); without one, NumPy's dispatch: a
+    ``ConcretizationError`` under ``jit`` or ``vmap``, where the values are not known.
 
     >>> import primitives.tensor as tnp
     >>> _tensors_for_tensors(np.flatnonzero)(tnp.tensor([0.0, 2.0], requires_grad=True))
@@ -115,6 +118,9 @@ def _tensors_for_tensors(np_fn):
 
     @functools.wraps(np_fn)
     def fn(*args, **kwargs):
+        if traced is not None and any(isinstance(a, Frontend) and a.is_tracer
+                                      for a in (*args, *kwargs.values())):
+            return traced(*args, **kwargs)
         tensor = next((a for a in (*args, *kwargs.values())
                        if isinstance(a, Frontend) and not a.is_tracer), None)
         if tensor is None:
@@ -135,13 +141,57 @@ def _host_values(value):
     return value
 
 
+# --- the value readers whose results' shapes are static, by ops for traced values ---------
+
+
+def _infinite_of_sign(x, fn: str, positive: bool):
+    """``np.isposinf``/``np.isneginf`` of a traced ``x``: ``isinf(x)`` where ``x`` has that sign."""
+    x = operand(x, fn)
+    if dtype_of(x).kind == "c":                 # (NumPy's own refusal: which infinity?)
+        raise TensorTypeError(f"{fn}: not supported for complex values, which would make it "
+                              "ambiguous")
+    return logical_and(isinf(x), (greater if positive else less)(x, 0))
+
+
+def _isposinf_traced(x, out=None):
+    no_out(out, "isposinf")
+    return _infinite_of_sign(x, "isposinf", True)
+
+
+def _isneginf_traced(x, out=None):
+    no_out(out, "isneginf")
+    return _infinite_of_sign(x, "isneginf", False)
+
+
+def _isclose_traced(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """``np.isclose`` by NumPy's formula, ``|a - b| <= atol + rtol |b|`` where ``b`` is
+    finite, or ``a == b``; ``b`` in a floating dtype first, as NumPy takes it."""
+    a, b = operand(a, "isclose"), operand(b, "isclose")
+    b = as_dtype(b, np.result_type(dtype_of(b), 1.0))
+    finite = isfinite(b)
+    # (where b is not finite the test is a == b: 0 there, so no inf - inf to warn of)
+    a_, b_ = where(finite, a, 0), where(finite, b, 0)
+    near = less_equal(lowering.abs(subtract(a_, b_)), add(atol, multiply(rtol, lowering.abs(b_))))
+    result = logical_or(logical_and(near, finite), equal(a, b))
+    return logical_or(result, logical_and(isnan(a), isnan(b))) if equal_nan else result
+
+
+def _count_nonzero_traced(a, axis=None, *, keepdims: bool = False):
+    a = operand(a, "count_nonzero")
+    return sum_(not_equal(a, 0), axis=axis, keepdims=keepdims, dtype=np.intp)
+
+
 # NumPy's functions that read values, on PyTorch tensors too (``backends.on_host``); those
-# that give indices, counts and masks give a Tensor Tensors
-nonzero, argwhere, flatnonzero, count_nonzero, isneginf, isposinf, bitwise_count = (
-    _tensors_for_tensors(f) for f in (nonzero, argwhere, flatnonzero, count_nonzero, isneginf,
-                                      isposinf, bitwise_count))
-isclose, array2string, array_repr, array_str = (
-    on_host(f) for f in (isclose, array2string, array_repr, array_str))
+# that give indices, counts and masks give a Tensor Tensors, and those whose results' shapes
+# are static (not nonzero's) trace under jit and vmap as jax.numpy's do
+nonzero, argwhere, flatnonzero, bitwise_count = (
+    _tensors_for_tensors(f) for f in (nonzero, argwhere, flatnonzero, bitwise_count))
+isposinf = _tensors_for_tensors(isposinf, _isposinf_traced)
+isneginf = _tensors_for_tensors(isneginf, _isneginf_traced)
+count_nonzero = _tensors_for_tensors(count_nonzero, _count_nonzero_traced)
+isclose = _tensors_for_tensors(isclose, _isclose_traced)
+array2string, array_repr, array_str = (
+    on_host(f) for f in (array2string, array_repr, array_str))
 
 __all__ = [
     "zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "logspace",

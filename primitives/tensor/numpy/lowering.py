@@ -167,7 +167,11 @@ def operand(x, fn: str | None = None):
         return array
     if not x:
         raise TensorShapeError("array: an empty sequence holds nothing to stack")
-    return stack([operand(item) for item in x])
+    try:
+        return stack([operand(item) for item in x])
+    except TensorShapeError as error:           # a ragged list holding tensors: named
+        raise TensorShapeError(f"{fn or _public_caller()}: a (nested) list must be "
+                               f"rectangular to be an array ({error})") from None
 
 
 # --- promotion and broadcasting -----------------------------------------------------
@@ -398,14 +402,17 @@ def as_dtype(x, dtype):
         raise TensorTypeError(f"{_public_caller()}: {error}") from None
     if not isinstance(x, Frontend):
         kind = type(x)
-        if kind in _REAL_SCALARS:               # (a real number: no complex part to drop)
-            return np.asarray(x, dtype=dtype)
-        if kind is np.ndarray and x.dtype == dtype and dtype.isbuiltin == 1:
-            return x                            # (what np.asarray returns)
-        x = operand(x)
-        if is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
-            return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or dtype.kind == "c" \
-                else np.asarray(np.real(x), dtype=dtype)
+        try:
+            if kind in _REAL_SCALARS:           # (a real number: no complex part to drop)
+                return np.asarray(x, dtype=dtype)
+            if kind is np.ndarray and x.dtype == dtype and dtype.isbuiltin == 1:
+                return x                        # (what np.asarray returns)
+            x = operand(x)
+            if is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
+                return np.asarray(x, dtype=dtype) if not np.iscomplexobj(x) or \
+                    dtype.kind == "c" else np.asarray(np.real(x), dtype=dtype)
+        except OverflowError as error:          # int8_array + 300: NumPy's error, named
+            raise TensorOverflowError(f"{_public_caller()}: {error}") from None
     old = dtype_of(x)
     if old == dtype:
         return x
@@ -640,7 +647,7 @@ def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> N
     """
     if not (type(out) is tuple and all(o is None for o in out)):
         no_out(out, fn)
-    if where is not True:
+    if where is not True and not (type(where) is np.bool_ and where):   # (np.True_ too)
         raise TensorNotSupportedError(
             f"{fn}: where= (of numpy.{fn}) is not supported by tnp.{fn}; for the values "
             f"where the mask is false, choose them: tnp.where(mask, tnp.{fn}(...), other)")
