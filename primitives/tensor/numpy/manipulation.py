@@ -1672,7 +1672,7 @@ def _fill_value(fill_value, dtype: np.dtype):
     try:
         return as_dtype(fill, dtype)
     except (ValueError, OverflowError) as error:
-        if isinstance(error, TiduError):
+        if isinstance(error, TiduError) and not isinstance(error, OverflowError):
             raise
         raise TensorShapeError(f"x.at[...].get: fill_value={fill_value!r} does not fit "
                                f"{dtype}: {error}") from None
