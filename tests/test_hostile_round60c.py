@@ -98,15 +98,16 @@ def test_argpartition_of_a_0d_array_refuses_what_numpy_refuses():
 # ---- errors named, and the known gaps left (strict xfails: they fail once fixed) ---------
 
 
-@pytest.mark.xfail(strict=True, reason="lowering.filled_like (creation.py's zeros_like...): "
-                   "of an eager Tensor a NumPy array, not a Tensor (round 59c's 'a Tensor "
-                   "in gives Tensors out', as torch.zeros_like)")
+# zeros_like & co. of an eager Tensor gave a NumPy array (torch.zeros_like gives a tensor)
 @pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "full_like"])
 def test_filled_like_of_a_tensor_is_a_tensor(name):
     t = tnp.tensor([1.0, 2.0], requires_grad=True)
     args = (t, 3.0) if name == "full_like" else (t,)
-    result = getattr(tnp, name)(*args)
-    assert type(result) is Tensor and not result.requires_grad
+    for call in (getattr(tnp, name), getattr(np, name)):
+        result = call(*args)
+        assert type(result) is Tensor and not result.requires_grad
+        assert result.shape == t.shape and result.dtype == t.dtype
+    assert type(getattr(tnp, name)(*((t.data,) + args[1:]))) is np.ndarray
 
 
 def test_python_integer_beyond_a_small_integer_dtype_is_a_tidu_error_naming_the_function():

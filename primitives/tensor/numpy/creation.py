@@ -216,32 +216,44 @@ __all__ = [
 ]
 
 
+def _for_tensor(constant, a):
+    """``constant``, made for ``a``; for an eager ``Tensor`` ``a``, a ``Tensor`` of it that
+    does not require grad (a ``Tensor`` in gives ``Tensor``s out, as ``torch.zeros_like``)."""
+    return type(a)(constant) if isinstance(a, Frontend) and not a.is_tracer else constant
+
+
 @implements(np.zeros_like)
 def zeros_like(a, dtype=None):
-    """``np.zeros_like``: a constant array (its values do not depend on ``a``'s).
+    """``np.zeros_like``: a constant array (its values do not depend on ``a``'s); of an
+    eager ``Tensor``, a ``Tensor`` that does not require grad.
 
     >>> zeros_like(np.ones((2, 1), dtype=np.float32))
     array([[0.],
            [0.]], dtype=float32)
+    >>> import primitives.tensor as tnp
+    >>> zeros_like(tnp.tensor([1.0, 2.0], requires_grad=True))
+    tensor([0., 0.])
     """
-    return filled_like(a, None, dtype, "zeros_like")
+    return _for_tensor(filled_like(a, None, dtype, "zeros_like"), a)
 
 
 @implements(np.ones_like)
 def ones_like(a, dtype=None):
-    """``np.ones_like``: a constant array (its values do not depend on ``a``'s)."""
-    return filled_like(a, 1, dtype, "ones_like")
+    """``np.ones_like``: a constant array (its values do not depend on ``a``'s); of an
+    eager ``Tensor``, a ``Tensor`` that does not require grad."""
+    return _for_tensor(filled_like(a, 1, dtype, "ones_like"), a)
 
 
 @implements(np.empty_like)
 def empty_like(prototype, dtype=None):
     """``np.empty_like``: a constant array of ``prototype``'s shape (and dtype, unless given);
-    its values are unspecified (as NumPy's), here zeros.
+    its values are unspecified (as NumPy's), here zeros; of an eager ``Tensor``, a ``Tensor``
+    that does not require grad.
 
     >>> empty_like(np.ones(2, dtype=np.float32)).shape
     (2,)
     """
-    return filled_like(prototype, None, dtype, "empty_like")
+    return _for_tensor(filled_like(prototype, None, dtype, "empty_like"), prototype)
 
 
 @implements(np.full_like)
@@ -260,7 +272,7 @@ def full_like(a, fill_value, dtype=None):
         dtype = dtype_of(a) if dtype is None else dtype_arg(dtype, "full_like")
         return _broadcast_fill(fill_value, shape_of(operand(a, "full_like")), dtype,
                                "full_like")
-    return filled_like(a, fill_value, dtype, "full_like")
+    return _for_tensor(filled_like(a, fill_value, dtype, "full_like"), a)
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
