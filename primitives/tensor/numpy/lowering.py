@@ -771,8 +771,8 @@ def positive(x, out=None, where=True, dtype=None, **options):
 
 
 def conj(x, out=None, where=True, dtype=None, **options):
-    """``np.conj``: the identity on real values (a new array, as NumPy's; an eager ``Tensor``
-    itself: tnp's, :func:`.creation.conj`, never is)."""
+    """``np.conj``: the identity on real values (a new array, as NumPy's; of an eager
+    ``Tensor``, a new tensor, :func:`new_value`)."""
     if out is not None or where is not True or dtype is not None or options:
         ufunc_keywords("conj", out, where, dtype, options)
     x = operand(x)
