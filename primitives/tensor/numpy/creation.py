@@ -46,8 +46,8 @@ Those that give indices, counts and masks (``nonzero``, ``argwhere``, ``flatnonz
 ``count_nonzero``, ``isneginf``, ``isposinf``, ``bitwise_count``) give an eager ``Tensor``
 ``Tensor``s that do not require grad, as tnp's ``argsort`` does.
 
-tnp's ``reshape``, ``transpose`` (``permute_dims``), ``broadcast_to``, ``real`` and ``conj``
-are here too: :mod:`.lowering`'s, except that an eager ``Tensor`` they have nothing to do to
+tnp's ``reshape``, ``transpose`` (``permute_dims``), ``broadcast_to`` and ``real`` are here
+too: :mod:`.lowering`'s, except that an eager ``Tensor`` they have nothing to do to
 comes back as a new tensor on its values (PyTorch's view), never as itself.
 
 >>> tnp.flatnonzero(t), t.reshape(2) is t
@@ -212,7 +212,7 @@ __all__ = [
     "mintypecode", "isdtype", "base_repr", "binary_repr",
     "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
     "gcd", "lcm",
-    "reshape", "transpose", "permute_dims", "broadcast_to", "real", "conj", "conjugate",
+    "reshape", "transpose", "permute_dims", "broadcast_to", "real",
 ]
 
 
@@ -522,7 +522,7 @@ def asarray(a, dtype=None, *, copy=None):
 
 # --- shape functions that may have nothing to do: never the eager Tensor they are given ------
 #
-# lowering's reshape, transpose, broadcast_to, real and conj hand their operand back when they
+# lowering's reshape, transpose, broadcast_to and real hand their operand back when they
 # have nothing to do (a reshape to its own shape, real of real values): the family modules
 # call them on values they compute, where that costs nothing. tnp's (these: the package
 # exports them in lowering's place) give an eager Tensor a new tensor on its values instead
@@ -589,21 +589,6 @@ def real(x):
     """
     return not_itself(lowering.real(x), x)
 
-
-@implements(np.conj)
-def conj(x, out=None, where=True, dtype=None, **options):
-    """``np.conj``: the complex conjugate; the identity on real values, a new array (of an
-    eager ``Tensor``, a new tensor on its values), as NumPy's.
-
-    >>> import primitives.tensor as tnp
-    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
-    >>> conj(t) is t, conj(np.array([1.0 + 2.0j]))
-    (False, array([1.-2.j]))
-    """
-    return not_itself(lowering.conj(x, out, where, dtype, **options), x)
-
-
-conjugate = conj
 
 
 # --- index tricks: r_ and c_ ---------------------------------------------------------------

@@ -18,7 +18,7 @@ that lower to one primitive once their operands are promoted and broadcast:
   the operands with a new axis, which :func:`operand` needs), the reductions
   ``sum``/``max``/``min`` and ``dot_general``.
 
-``reshape``, ``transpose``, ``broadcast_to``, ``real`` and ``conj`` hand their operand back
+``reshape``, ``transpose``, ``broadcast_to`` and ``real`` hand their operand back
 when they have nothing to do (free for the package's own calls); tnp's are their public
 forms in :mod:`.creation`, which never hand back an eager ``Tensor`` (:func:`not_itself`).
 
@@ -55,10 +55,11 @@ from primitives.tensor.ops.indexing import Concatenate
 from primitives.tensor.ops.reduce import ReduceMax, ReduceMin
 from primitives.tensor.ops.shape import BroadcastInDim, ReduceSum, Reshape, Transpose
 
-# (reshape, transpose, permute_dims, broadcast_to, real, conj and conjugate are tnp's by
-# their public forms in .creation: these hand an operand back when they have nothing to do)
+# (reshape, transpose, permute_dims, broadcast_to and real are tnp's by their public forms
+# in .creation: these hand an operand back when they have nothing to do)
 __all__ = [
-    "astype", "exp", "log", "sin", "cos", "tanh", "sqrt", "negative", "positive",
+    "astype", "exp", "log", "sin", "cos", "tanh", "sqrt", "negative", "positive", "conj",
+    "conjugate",
     "add", "subtract", "multiply", "divide", "power", "float_power",
     "maximum", "minimum",
     "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "abs",
@@ -770,9 +771,16 @@ def positive(x, out=None, where=True, dtype=None, **options):
     return new_value(operand(x))
 
 
+@implements(np.conj)
 def conj(x, out=None, where=True, dtype=None, **options):
-    """``np.conj``: the identity on real values (a new array, as NumPy's; of an eager
-    ``Tensor``, a new tensor, :func:`new_value`)."""
+    """``np.conj``: the complex conjugate; the identity on real values, a new array (of an
+    eager ``Tensor``, a new tensor on its values: :func:`new_value`), as NumPy's.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([1.0, 2.0], requires_grad=True)
+    >>> conj(t) is t, conj(np.array([1.0 + 2.0j]))
+    (False, array([1.-2.j]))
+    """
     if out is not None or where is not True or dtype is not None or options:
         ufunc_keywords("conj", out, where, dtype, options)
     x = operand(x)

@@ -15,7 +15,7 @@ backward: tensors are immutable, so ``x.sort()`` raises and points to
 It is the top of the NumPy package: it imports the family modules it takes
 functions from (:mod:`.lowering`, :mod:`.indexing`, :mod:`.mathfuncs`,
 :mod:`.manipulation`, :mod:`.products`, :mod:`.reductions`, :mod:`.creation`: tnp's
-``reshape``, ``transpose``, ``real`` and ``conj``) and :mod:`.dispatch`;
+``reshape``, ``transpose`` and ``real``) and :mod:`.dispatch`;
 only the front ends above import it.
 
 >>> import numpy as np
@@ -39,9 +39,9 @@ from primitives.tensor.backends import to_host
 from primitives.tensor.core import data_of, dtype_of, shape_of
 from primitives.tensor.errors import TensorShapeError, TensorTypeError
 from primitives.tensor.numpy.dispatch import array_function, array_ufunc, constant_data
-from primitives.tensor.numpy.creation import conj, conjugate, real, reshape, transpose
+from primitives.tensor.numpy.creation import real, reshape, transpose
 from primitives.tensor.numpy.indexing import getitem, take
-from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, divide,
+from primitives.tensor.numpy.lowering import (abs, add, as_dtype, astype, conj, conjugate, divide,
                                               equal, greater, greater_equal, imag, is_array_like,
                                               less, less_equal, max, min, multiply, negative,
                                               not_equal, positive, power,
