@@ -140,13 +140,37 @@ def interpret(outputs: Sequence[ValueKey], values: Mapping[ValueKey, Any]) -> li
     """Compute ``outputs`` from ``values`` by binding each needed op, dependencies first.
 
     Unlike ``tidu.graph.evaluate`` this works on frontend values (a nested
-    transform's tracers record the ops), so transforms compose.
+    transform's tracers record the ops), so transforms compose. A value it computes
+    is dropped after the last op that reads it (not at the end), so it holds at once
+    about what the compiled program would.
+
+    >>> from tidu.graph import GraphBuilder, Local
+    >>> from primitives.tensor.ops import elementwise as ew
+    >>> b = GraphBuilder(); x = b.add_input("x")
+    >>> [y] = b.add_operation(ew.sin, [Local(x)]); [z] = b.add_operation(ew.neg, [Local(y)])
+    >>> b.set_outputs([z]); g = b.build()
+    >>> interpret(g.output_keys, {g.input_keys[0]: np.zeros(2)})
+    [array([-0., -0.])]
     """
     env = dict(values)
-    for op_key in schedule(outputs, env):
+    ops = schedule(outputs, env)
+    reads_left: dict = {}           # computed value -> ops still to read it
+    for op_key in ops:
+        for key in op_key.inputs:
+            if key not in values:
+                reads_left[key] = reads_left.get(key, 0) + 1
+    for key in outputs:             # (never dropped)
+        reads_left[key] = -1
+    for op_key in ops:
         results = bind(op_key.operation, *[env[k] for k in op_key.inputs])
         for slot, result in enumerate(results):
             env[Derived(op_key, slot)] = result
+        for key in op_key.inputs:
+            left = reads_left.get(key, -1) - 1
+            if left == 0:
+                del env[key]
+            elif left > 0:
+                reads_left[key] = left
     return [env[k] for k in outputs]
 
 

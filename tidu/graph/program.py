@@ -56,22 +56,36 @@ from tidu.graph.walk import postorder
 def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[OperationKey]:
     """Operations needed to compute ``outputs`` from ``known`` keys, dependencies first.
 
+    Of an operation's inputs, the one with the longest chain of operations behind it
+    is computed first, so that what a short chain makes (``cos(x)`` for ``sin``'s
+    derivative) is made just before it is read, not held while the long chain runs.
     An ``Input`` that is not known raises :class:`MissingValueError`.
 
     >>> from tidu.graph import Input, OperationKey
     >>> add = OperationKey("add", (Input("a"), Input("b")))
     >>> schedule([add.output_keys()[0]], {Input("a"), Input("b")}) == [add]
     True
+    >>> x = Input("x")
+    >>> deep = OperationKey("f", (OperationKey("g", (x,)).output_keys()[0],)).output_keys()[0]
+    >>> short = OperationKey("h", (x,)).output_keys()[0]
+    >>> [op.operation for op in schedule([OperationKey("mul", (short, deep)).output_keys()[0]],
+    ...                                  {x})]
+    ['g', 'f', 'h', 'mul']
     """
-    def producers(op_key):
-        needed = []
-        for key in op_key._inputs:
-            if key in known:
-                continue
-            if type(key) is not Derived:
-                raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
-            needed.append(key._operation)
-        return needed
+    producers: dict = {}                # operation -> the operations making its unknown inputs
+
+    def producers_of(op_key):
+        found = producers.get(op_key)
+        if found is None:
+            found = []
+            for key in op_key._inputs:
+                if key in known:
+                    continue
+                if type(key) is not Derived:
+                    raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
+                found.append(key._operation)
+            producers[op_key] = found
+        return found
 
     roots = []
     for out in outputs:
@@ -80,7 +94,12 @@ def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[Operatio
         if type(out) is not Derived:
             raise MissingValueError(f"no value given for {out!r}")
         roots.append(out._operation)
-    return postorder(roots, producers)
+    order = postorder(roots, producers_of)
+    depth: dict = {}                    # operation -> the longest chain of operations to it
+    for op_key in order:
+        depth[op_key] = 1 + max([depth[p] for p in producers[op_key]], default=0)
+    # postorder visits the last child first: the deepest goes last
+    return postorder(roots, lambda op_key: sorted(producers[op_key], key=depth.__getitem__))
 
 
 def checked_eval_results(operation, results, n_out: int) -> list | tuple:

@@ -787,7 +787,7 @@ class _JVPRule(_Rule):
         graph = trace.build(lifted)
         n_args, n_out = 2 * len(data), len(self.out_avals)
         constants = self._constants(trace, graph, n_args, what)
-        values = [trace.values[key] for key in graph.output_keys]
+        values = [tracer.value_below for tracer in lifted]
         self._check_types(values[:n_out], self.out_avals, "its JVP rule's out")
         self._check_types(values[n_out:], self.out_avals, "its JVP rule's tangent_out")
         self._check_zero(values[n_out:], what, "tangents")
@@ -903,7 +903,7 @@ class _VJPRule(_Rule):
         graph = trace.build(lifted)
         n_args = n_res + len(zeros)
         constants = self._constants(trace, graph, n_args, what)
-        values = [trace.values[key] for key in graph.output_keys]
+        values = [tracer.value_below for tracer in lifted]
         self._check_types(values, [self.in_avals[i] for i, _ in given], "its bwd rule's result")
         self._check_zero(values, what, "cotangents")
         self._check_linear(graph, graph.inputs[n_res:n_args], what, "cotangents")

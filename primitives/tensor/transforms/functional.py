@@ -78,6 +78,12 @@ class GraphTrace:
 
     ``transform`` names the transform that records it, for errors; once it has
     traced ``f``, ``active`` is false and its tracers can no longer be used.
+
+    An ``abstract`` trace (``jit``, ``vmap``, ``eval_shape``, a custom rule) is for any
+    input, and only its inputs' values are read afterwards, so ``values`` keeps just
+    those: each op's result lives in its tracer and dies with it, and tracing holds what
+    ``f`` holds when it runs, not every value it made. The results' values are read from
+    the tracers ``f`` returned (their ``value_below``).
     ``template``, the graph an earlier trace of ``f`` made, is followed while this
     trace repeats it (:mod:`.retrace`); the graph built is the same either way.
     """
@@ -93,7 +99,8 @@ class GraphTrace:
         self._active = False
         self.active = True
         self.builder = GraphBuilder() if template is None else RetraceBuilder(template)
-        self.values: dict = {}          # value key -> value one level below
+        self.values: dict = {}          # value key -> value one level below (abstract:
+                                        # inputs only)
         self._constants = itertools.count()
         self.capture = capture          # values for which lift() records the data, not the value
         self.captured: dict = {}        # input key -> captured value
@@ -236,13 +243,16 @@ class Tracer(ArrayOperators, Frontend):
                 trace.checkpointed[builder.global_key(local_id)] = (op, checkpoint_scope.policy)
         constant = not grad_mode.enabled and op is not ew.stop_gradient and \
             trace.in_inner_no_grad()
+        keep = not trace.abstract                   # (an abstract trace keeps inputs only)
         if len(ids) == 1 and not constant:          # the common case, without the loop
             [local_id], [result] = ids, results
-            values[builder.global_key(local_id)] = result
+            if keep:
+                values[builder.global_key(local_id)] = result
             return [Tracer(trace, local_id, result)]
         outs = []
         for local_id, result in zip(ids, results):
-            values[builder.global_key(local_id)] = result
+            if keep:
+                values[builder.global_key(local_id)] = result
             outs.append(Tracer(trace, local_id, result))
         if constant:                                # made in a no_grad block inside f
             outs = [api.stop_gradient(out) if out.dtype.kind in "fc" else out for out in outs]
@@ -419,7 +429,7 @@ class Derivatives:
     """
 
     __slots__ = ("graph", "output_keys", "wrt", "_linear", "_transposed", "uses", "_lock",
-                 "_derived")
+                 "_derived", "_residuals")
 
     def __init__(self, graph: Graph, output_keys: Sequence, wrt: Sequence) -> None:
         self.graph, self.output_keys, self.wrt = graph, list(output_keys), list(wrt)
@@ -427,6 +437,7 @@ class Derivatives:
         self.uses = 0                   # programs it has served
         self._lock = threading.Lock()   # threads share it: each graph is made once
         self._derived: dict = {}        # what derived() made, by key, oldest first
+        self._residuals: dict = {}      # kind -> residual_keys(kind)
 
     def derived(self, key, make: Callable[[], Any]) -> Any:
         """``make()``, made once for this structure under ``key`` (a hashable naming what
@@ -467,20 +478,40 @@ class Derivatives:
         values and the tangent seeds (``jvp``); as :meth:`cotangents`."""
         return self._outputs(self.linear, "tangents", values)
 
-    def _outputs(self, derivative: LinearizedGraph, kind: str, values: dict) -> list:
-        outputs = [k for k in derivative.tangent_output_keys if k is not None]
-        if self.uses < 2:
-            return run_graph(outputs, values)
+    def residual_keys(self, kind: str) -> tuple:
+        """The traced values that the transposed graph (``kind`` ``"cotangents"``) or the
+        linear one (``"tangents"``) reads, in a fixed order: what a ``vjp_fn`` keeps of its
+        trace (its residuals). Made once for this structure.
 
-        def make() -> GraphRun:
+        >>> import numpy as np
+        >>> from primitives.tensor import numpy as tnp
+        >>> traced = make_graph(lambda x: tnp.sum(tnp.sin(x) * 2.0), np.ones(2))
+        >>> derivatives = traced.derivatives([0])
+        >>> len(traced.trace.values), len(derivatives.residual_keys("cotangents"))
+        (5, 2)
+        """
+        found = self._residuals.get(kind)
+        if found is None:
+            derivative = self.transposed if kind == "cotangents" else self.linear
             # what every program of this structure has traced: what its outputs need (the
             # first one may hold more: a dead op, a constant it lifted and did not use)
             traced = set(self.output_keys)
             for op_key in schedule(self.output_keys, set(self.graph.input_keys)):
                 traced.update(op_key.inputs)
                 traced.update(op_key.output_keys())
-            return GraphRun(outputs, [*derivative.tangent_input_keys, *traced])
-        run = self.derived(kind, make)
+            outputs = [k for k in derivative.tangent_output_keys if k is not None]
+            read = dict.fromkeys(k for k in outputs if k in traced)
+            for op_key in schedule(outputs, traced.union(derivative.tangent_input_keys)):
+                read.update(dict.fromkeys(k for k in op_key.inputs if k in traced))
+            found = self._residuals.setdefault(kind, tuple(read))
+        return found
+
+    def _outputs(self, derivative: LinearizedGraph, kind: str, values: dict) -> list:
+        outputs = [k for k in derivative.tangent_output_keys if k is not None]
+        if self.uses < 2:
+            return run_graph(outputs, values)
+        run = self.derived(kind, lambda: GraphRun(
+            outputs, [*derivative.tangent_input_keys, *self.residual_keys(kind)]))
         return run([values[k] for k in run.input_keys])
 
     @property
@@ -655,7 +686,8 @@ def check_output(value, transform: str, f, position: int | None) -> None:
     where = "" if position is None else f" at position {position}"
     if isinstance(value, Tracer) and not value.graph_trace.active:
         raise FunctionalError(f"{transform}: {function_name(f)} returned{where} an escaped "
-                              f"tracer of {value.graph_trace.transform}, which has already returned")
+                              f"tracer of {value.graph_trace.transform}, which has already "
+                              "returned")
     if isinstance(value, Frontend):
         return
     if isinstance(value, (np.ndarray, np.generic, numbers.Number)) and \
@@ -911,12 +943,17 @@ def _vjp(f: Callable, primals: Sequence, has_aux: bool, transform: str, template
     derivatives = traced.derivatives(range(len(flat.leaves)))
     transposed, linear = derivatives.transposed, derivatives.linear
     primal_values = _inputs_of(traced)     # the arguments, then the constants f read
+    # what vjp_fn keeps of the trace: the values its backward pass reads, not every one
+    # f made (the trace itself is dropped when this returns)
+    residuals = {key: traced.trace.values[key]
+                 for key in derivatives.residual_keys("cotangents")}
+    outputs = traced.outputs
 
     def vjp_fn(cotangent):
         cts = flat.flatten_like_output(cotangent, "vjp_fn: cotangent")
-        values = dict(traced.trace.values)
+        values = dict(residuals)
         seeds = iter(transposed.tangent_input_keys)
-        for output_id, ct, out in zip(linear.tangent_outputs, cts, traced.outputs):
+        for output_id, ct, out in zip(linear.tangent_outputs, cts, outputs):
             if shape_of(ct) != shape_of(out):
                 raise TensorShapeError(f"vjp: cotangent of shape {shape_of(ct)} for an output "
                                        f"of shape {shape_of(out)}")

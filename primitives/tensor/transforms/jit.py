@@ -110,8 +110,9 @@ def jit(f: Callable, static_argnums: int | Sequence[int] = (),
     (:func:`tidu.rematerialize`), which is what a ``grad`` program needs
     when it keeps too many forward values for its backward half. Too small a
     budget raises :class:`tidu.MemoryBudgetError` naming the smallest that works.
-    The first call traces ``f`` with its values, so it holds what ``f`` holds;
-    calls after it run within the budget.
+    The first call traces ``f`` with its values, so it holds what ``f`` holds (a value
+    ``f`` no longer refers to is freed, as without ``jit``); calls after it run within
+    the budget.
 
     >>> import numpy as np
     >>> import primitives.tensor as tnp
@@ -410,7 +411,7 @@ class _Traced:
             p for p, c in enumerate(self.constants)
             if p not in self.guard.lifted_positions and isinstance(c, (np.ndarray, np.generic)))
         self.converted: dict = {}
-        first = [trace.values[k] for k in graph.output_keys]
+        first = [tracer.value_below for tracer in outs]   # (not kept in trace.values)
         self.first_result = self._results(fresh(first, leaves + self.constants))
         # a closed-over tensor or traced value changes from call to call: trace again
         self.reusable = not any(isinstance(c, Frontend) for c in self.constants)
