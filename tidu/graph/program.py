@@ -75,16 +75,14 @@ def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[Operatio
     producers: dict = {}                # operation -> the operations making its unknown inputs
 
     def producers_of(op_key):
-        found = producers.get(op_key)
-        if found is None:
-            found = []
-            for key in op_key._inputs:
-                if key in known:
-                    continue
-                if type(key) is not Derived:
-                    raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
-                found.append(key._operation)
-            producers[op_key] = found
+        found = []
+        for key in op_key._inputs:
+            if key in known:
+                continue
+            if type(key) is not Derived:
+                raise MissingValueError(f"no value given for {key!r} (input of {op_key!r})")
+            found.append(key._operation)
+        producers[op_key] = found
         return found
 
     roots = []
@@ -96,10 +94,19 @@ def schedule(outputs: Iterable[ValueKey], known: Mapping | set) -> list[Operatio
         roots.append(out._operation)
     order = postorder(roots, producers_of)
     depth: dict = {}                    # operation -> the longest chain of operations to it
+    reordered = False
     for op_key in order:
-        depth[op_key] = 1 + max([depth[p] for p in producers[op_key]], default=0)
-    # postorder visits the last child first: the deepest goes last
-    return postorder(roots, lambda op_key: sorted(producers[op_key], key=depth.__getitem__))
+        found = producers[op_key]
+        if len(found) < 2:
+            depth[op_key] = depth[found[0]] + 1 if found else 1
+            continue
+        depth[op_key] = 1 + max(map(depth.__getitem__, found))
+        # postorder visits the last child first: the deepest goes last
+        deepest_last = sorted(found, key=depth.__getitem__)
+        if deepest_last != found:
+            found[:] = deepest_last
+            reordered = True
+    return postorder(roots, producers.__getitem__) if reordered else order
 
 
 def checked_eval_results(operation, results, n_out: int) -> list | tuple:
