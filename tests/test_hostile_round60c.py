@@ -266,9 +266,6 @@ def test_ufunc_keywords_take_where_as_numpys_true():
     np.testing.assert_array_equal(tnp.add(x, x, where=np.True_), np.add(x, x, where=np.True_))
 
 
-@pytest.mark.xfail(strict=True, reason="lowering.ufunc_keywords: dtype= the result's own dtype "
-                   "changes nothing in NumPy, but tnp refuses any dtype= (it is checked before "
-                   "the operands are promoted)")
 def test_ufunc_keywords_take_the_results_own_dtype():
     x = np.array([1.0, 2.0])
     np.testing.assert_array_equal(tnp.add(x, x, dtype=np.float64), np.add(x, x))
