@@ -14,6 +14,7 @@ import primitives.tensor as tnp
 from primitives.tensor.eager.frontend import Tensor
 from primitives.tensor.core import array_below
 from primitives.tensor import FunctionalError
+from tidu import TiduError
 from primitives.tensor.errors import (ConcretizationError, TensorNotSupportedError,
                                       TensorTypeError)
 
@@ -229,8 +230,6 @@ def _outcome(call: str, namespace):
 
 @pytest.mark.parametrize("call", DTYPE_CALLS)
 def test_ufunc_dtype_and_casting_as_numpys(call):
-    from tidu import TiduError
-
     expected, got = _outcome(call, np), _outcome(call, tnp)
     if isinstance(expected, Exception):
         builtin = next(c for c in type(expected).__mro__ if c.__module__ == "builtins")
@@ -314,3 +313,47 @@ def test_ufuncs_that_do_not_pass_their_operands_still_refuse_dtype():
         tnp.sinh(F64, dtype=np.float32)
     with pytest.raises(TensorTypeError, match="^add: dtype=object for a tensor"):
         tnp.add(tnp.tensor(F64, requires_grad=True), 1.0, dtype=object)
+
+
+# ---- cumulative_sum / cumulative_prod: errors name them; a 1-tuple axis as NumPy 2.4's ------
+
+M = np.arange(1.0, 7.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("x, axis", [(M, (0,)), (M, (-1,)), (M, (np.int8(1),)),
+                                     (np.array(2.0), (0,)), (np.array(2.0), (-1,)),
+                                     (np.array(2.0), 0), (np.array(2.0), None)])
+def test_cumulative_axis_as_numpys(name, x, axis):
+    # (a 1-tuple axis, which NumPy 2.4 takes, was "cumsum: axis must be an integer")
+    expected = getattr(np, name)(x, axis=axis)
+    for value in (x, tnp.tensor(x, requires_grad=True)):
+        got = getattr(tnp, name)(value, axis=axis)
+        np.testing.assert_array_equal(np.asarray(tnp.stop_gradient(got)), expected)
+        assert np.shape(got) == expected.shape
+    got = getattr(np, name)(tnp.tensor(x, requires_grad=True), axis=axis)   # NumPy's dispatch
+    np.testing.assert_array_equal(np.asarray(tnp.stop_gradient(got)), expected)
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("x, axis", [(M, 5), (np.array(2.0), 1), (M, 1.5), (M, (0, 1)),
+                                     (M, ()), (M, (1.0,)), (M, [0]), (M, None)])
+def test_cumulative_errors_name_the_function_called(name, x, axis):
+    # (they named cumsum / cumprod, the scans cumulative_sum / cumulative_prod are made of)
+    with pytest.raises(Exception) as numpys:
+        getattr(np, name)(x, axis=axis)
+    with pytest.raises(TiduError, match=f"^{name}: ") as ours:
+        getattr(tnp, name)(x, axis=axis)
+    builtin = next(c for c in type(numpys.value).__mro__ if c.__module__ == "builtins")
+    assert isinstance(ours.value, builtin)
+
+
+def test_cumulative_of_a_1_tuple_axis_with_include_initial_and_its_gradient():
+    # NumPy 2.4 fails here (TypeError: list indices must be integers...), by accident: tnp
+    # gives what axis=0 gives
+    x = np.array([2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(tnp.cumulative_prod(x, axis=(0,), include_initial=True),
+                                  np.cumulative_prod(x, axis=0, include_initial=True))
+    gradient = tnp.grad(lambda v: tnp.sum(tnp.cumulative_prod(v, axis=(0,))))(x)
+    np.testing.assert_allclose(gradient, [1 + 3 + 12, 2 + 8, 6])
+    assert float(tnp.grad(lambda s: tnp.cumulative_sum(s, axis=(0,))[0])(2.0)) == 1.0
