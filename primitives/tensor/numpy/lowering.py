@@ -714,11 +714,14 @@ def _in_loop_dtypes(fn: str, operands: tuple, dtype, casting: str) -> tuple:
     loop_output = None if dtype is None else dtype_arg(dtype, fn)
     try:
         # NumPy's checks, by NumPy itself: the ufunc on empty arrays of the operands' dtypes
-        # (and the Python numbers themselves), so no value is computed or warned of
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ufunc(*[x if is_python_scalar(x) else np.empty(0, dtype_of(x)) for x in operands],
-                  dtype=loop_output, casting=casting)
+        # (and the Python numbers themselves, whose conversion warnings come once, later)
+        stand_ins = [x if is_python_scalar(x) else np.empty(0, dtype_of(x)) for x in operands]
+        if any(is_python_scalar(x) for x in operands):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ufunc(*stand_ins, dtype=loop_output, casting=casting)
+        else:
+            ufunc(*stand_ins, dtype=loop_output, casting=casting)
         if dtype is None:
             return operands
         # the loop's input dtypes (the casting rule never changes which loop; NumPy 2.4's
