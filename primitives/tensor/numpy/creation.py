@@ -44,7 +44,9 @@ True
 
 Those that give indices, counts and masks (``nonzero``, ``argwhere``, ``flatnonzero``,
 ``count_nonzero``, ``isneginf``, ``isposinf``, ``bitwise_count``) give an eager ``Tensor``
-``Tensor``s that do not require grad, as tnp's ``argsort`` does.
+``Tensor``s that do not require grad, 0-d counts and truth values too, as tnp's ``argsort``
+and PyTorch's do; NumPy's own of them given a ``Tensor`` (``np.count_nonzero(t)``) give the
+same (one rule: :func:`~.dispatch.results_as_tensors`).
 
 tnp's ``reshape``, ``transpose`` (``permute_dims``), ``broadcast_to`` and ``real`` are here
 too: :mod:`.lowering`'s, except that an eager ``Tensor`` they have nothing to do to
@@ -69,7 +71,7 @@ import numpy as np
 from primitives.tensor.backends import NUMPY, library_of, on_host, to_host
 from primitives.tensor.core import Frontend, array_below, dtype_of, shape_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorShapeError, TensorTypeError
-from primitives.tensor.numpy.dispatch import implements
+from primitives.tensor.numpy.dispatch import implements, results_as_tensors
 from primitives.tensor.numpy import lowering
 from primitives.tensor.numpy.lowering import (add, as_dtype, concatenate,
                                               constant_in_library_of, divide, dtype_arg, equal,
@@ -104,11 +106,13 @@ from numpy import (  # noqa: F401  (re-exported: NumPy's own, no derivative to l
 def _tensors_for_tensors(np_fn, traced=None):
     """``np_fn``, NumPy's own function that reads values (indices, counts, masks), on any
     library's arrays (:func:`~primitives.tensor.backends.on_host`); given an eager ``Tensor``,
-    its results are ``Tensor``s that do not require grad, in the tensor's library (a
-    ``Tensor`` in gives ``Tensor``s out, as PyTorch's ``nonzero`` and tnp's ``argsort``).
-    Given a traced value, ``traced`` (the same function by ops, for those whose result's
-    shape does not depend on the values); without one, NumPy's dispatch: a
-    ``ConcretizationError`` under ``jit`` or ``vmap``, where the values are not known.
+    its results are ``Tensor``s that do not require grad, in the tensor's library, 0-d ones
+    too: :func:`~.dispatch.results_as_tensors`'s rule, the one ``np_fn`` itself follows on a
+    ``Tensor`` (so ``tnp.count_nonzero(t)`` and ``np.count_nonzero(t)`` are both a 0-d
+    ``Tensor``, as ``torch.count_nonzero(t)``). Given a traced value, ``traced`` (the same
+    function by ops, for those whose result's shape does not depend on the values); without
+    one, NumPy's dispatch: a ``ConcretizationError`` under ``jit`` or ``vmap``, where the
+    values are not known.
 
     >>> import primitives.tensor as tnp
     >>> _tensors_for_tensors(np.flatnonzero)(tnp.tensor([0.0, 2.0], requires_grad=True))
@@ -121,15 +125,9 @@ def _tensors_for_tensors(np_fn, traced=None):
         if traced is not None and any(isinstance(a, Frontend) and a.is_tracer
                                       for a in (*args, *kwargs.values())):
             return traced(*args, **kwargs)
-        tensor = next((a for a in (*args, *kwargs.values())
-                       if isinstance(a, Frontend) and not a.is_tracer), None)
-        if tensor is None:
-            return on_any_library(*args, **kwargs)
-        result = np_fn(*map(_host_values, args),
-                       **{key: _host_values(value) for key, value in kwargs.items()})
-        if isinstance(result, tuple):                               # nonzero's, one per axis
-            return tuple(constant_in_library_of(np.asarray(r), tensor) for r in result)
-        return constant_in_library_of(np.asarray(result), tensor)   # count_nonzero's: 0-d
+        result = on_any_library(*map(_host_values, args),
+                                **{key: _host_values(value) for key, value in kwargs.items()})
+        return results_as_tensors(result, args, kwargs)
     return fn
 
 

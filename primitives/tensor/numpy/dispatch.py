@@ -7,8 +7,8 @@ protocols (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``) to here:
   :func:`implements`) runs that version, so ``np.where(v > 0, v, 0.0)`` records
   ``where`` and its gradient flows;
 - a function whose result carries no derivative (``np.shape``, ``np.argmax``,
-  boolean ufuncs such as ``np.isnan``...) runs on the data (its arrays, of an eager
-  ``Tensor``, given back as tensors without grad);
+  boolean ufuncs such as ``np.isnan``...) runs on the data (its arrays and 0-d results,
+  of an eager ``Tensor``, given back as tensors without grad: :func:`results_as_tensors`);
 - anything else raises :class:`TensorNotSupportedError` naming the NumPy function,
   rather than computing on the data and dropping the derivative.
 
@@ -38,8 +38,8 @@ from typing import Callable
 
 import numpy as np
 
-from primitives.tensor.backends import call_on_host
-from primitives.tensor.core import Frontend, data_of
+from primitives.tensor.backends import NUMPY, call_on_host, library_of
+from primitives.tensor.core import Frontend, array_below, data_of
 from primitives.tensor.errors import TensorNotSupportedError, TensorTypeError
 
 _IMPLEMENTATIONS: dict = {}      # NumPy function or ufunc -> its differentiable tnp version
@@ -193,27 +193,60 @@ def array_function(func, args: tuple, kwargs: dict):
                                       f"array instead: {instead}")
     if func in _NOT_DIFFERENTIABLE or not _any_gradient(args, kwargs):
         result = _on_data(func, name, args, kwargs)
-        return _as_tensors(result, args, kwargs) if func in _ARRAY_RESULTS else result
+        return results_as_tensors(result, args, kwargs) if func in _ARRAY_RESULTS else result
     raise _not_supported(name, name.removeprefix("numpy."))
 
 
-def _as_tensors(result, args: tuple, kwargs: dict):
-    """The arrays of ``result`` (one, or a tuple of them) as tensors that do not require grad
-    when an argument is an eager ``Tensor`` (a tensor in gives tensors out, as PyTorch's);
-    ``result`` itself otherwise, and numbers (and ``None``) as they are.
+def eager_tensor_among(args, kwargs: dict):
+    """The first eager ``Tensor`` among ``args`` and ``kwargs``' values (also in nested lists
+    and tuples, where NumPy's dispatch finds them), or ``None`` (traced values are not).
 
     >>> import primitives.tensor as tnp
-    >>> np.nonzero(tnp.tensor([0.0, 3.0], requires_grad=True))
-    (tensor([1]),)
+    >>> eager_tensor_among((np.ones(2), [tnp.tensor(1.0)]), {})
+    tensor(1.)
     """
-    tensor = next((v for v in _leaves([args, list(kwargs.values())])
-                   if isinstance(v, Frontend) and not v.is_tracer), None)
-    if tensor is None:
+    return next((v for v in _leaves([args, list(kwargs.values())])
+                 if isinstance(v, Frontend) and not v.is_tracer), None)
+
+
+def results_as_tensors(result, args: tuple, kwargs: dict):
+    """The one rule for what NumPy's value readers (``np.nonzero``, ``np.count_nonzero``,
+    ``np.isclose``, predicates such as ``np.isnan``, integer ufuncs...) give when an
+    argument is an eager ``Tensor``: a ``Tensor`` in gives ``Tensor``s out, that do not
+    require grad, in the tensor's library. Every array of ``result`` (one, or a tuple of
+    them) and every NumPy scalar (a reader's 0-d result: a count, a truth value) becomes
+    one, as PyTorch gives 0-d tensors (``torch.count_nonzero(t)``). Python numbers and
+    ``None``, which NumPy gives for reasons other than being an array's value (the truth
+    of ``np.allclose``), stay as they are; so does an array given as ``out=``, returned as
+    NumPy returns it. Without an eager ``Tensor`` (NumPy values; traced values under
+    ``jit`` or ``vmap``), ``result`` as it is. ``tnp``'s readers and NumPy's dispatch of
+    its own readers both end here, so ``tnp.f(t)`` and ``np.f(t)`` agree.
+
+    >>> import primitives.tensor as tnp
+    >>> t = tnp.tensor([0.0, 3.0], requires_grad=True)
+    >>> results_as_tensors(np.nonzero(np.array([0.0, 3.0])), (t,), {})
+    (tensor([1]),)
+    >>> np.count_nonzero(t), np.count_nonzero(np.array([0.0, 3.0]))
+    (tensor(1), np.int64(1))
+    """
+    tensor = eager_tensor_among(args, kwargs)
+    if tensor is None or kwargs.get("out") is not None:
         return result
+    return _as_tensors_of(result, tensor)
+
+
+def _as_tensors_of(result, tensor: Frontend):
     if isinstance(result, tuple):
-        return tuple(_as_tensors(r, args, kwargs) for r in result)
-    if result is None or isinstance(result, (bool, int, float, complex, np.generic)):
-        return result                                     # (None: ufunc.at into an array)
+        return tuple(_as_tensors_of(r, tensor) for r in result)
+    if not isinstance(result, np.generic) and (       # (np.float64 is a float too)
+            result is None or isinstance(result, (bool, int, float, complex, str))):
+        return result
+    below = array_below(tensor)
+    library = library_of(below)
+    if library is not NUMPY and library_of(result) is NUMPY:
+        result = library.from_numpy(result, below)
+    elif isinstance(result, np.generic):
+        result = np.asarray(result)
     return type(tensor)(result)
 
 
@@ -248,7 +281,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     if not any(map(carries_gradient, inputs)) or all(t.endswith("?") for t in ufunc.types):
         result = _on_data(getattr(ufunc, method), name, inputs, kwargs)
         # (np.isnan(t) gives a Tensor as tnp.isnan(t); an array given as out= is returned)
-        return result if "out" in kwargs else _as_tensors(result, inputs, {})
+        return results_as_tensors(result, inputs, kwargs)
     if "out" in kwargs:
         raise TensorNotSupportedError(f"{name} with out=: writing a differentiable result into "
                                       "an existing array would drop its derivative; assign "

@@ -39,6 +39,7 @@ import math
 import numbers
 import operator
 import sys
+import warnings
 
 import numpy as np
 
@@ -628,15 +629,32 @@ _NO_OP_KEYWORDS = {"casting": ("same_kind", "unsafe"), "order": ("K",), "subok":
 _OTHER_UFUNC_KEYWORDS = ("signature", "axes", "axis", "keepdims")
 
 
-def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> None:
-    """Refuse NumPy's ``out=``, ``where=`` and ``dtype=`` of the ufunc ``fn``, which tnp's
-    ``fn`` does not implement (tensors are immutable), unless given NumPy's defaults; of its
-    other keywords (``options``), ``casting=``, ``order=`` and ``subok=`` are taken at
-    values that change nothing (NumPy's defaults), others refused by name, and an unknown
-    keyword is a ``TypeError`` as Python's. (Taken as positional parameters with defaults,
-    which cost the common call least: a ufunc calls this only when one is given.)
+def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None,
+                   *operands) -> tuple:
+    """NumPy's keywords of the ufunc ``fn`` beyond its operands, checked; returns
+    ``operands``, converted as ``dtype=`` asks. (Taken as positional parameters with
+    defaults, which cost the common call least: a ufunc calls this only when one is given.)
+
+    - ``out=`` and ``where=`` are refused unless given NumPy's defaults (tensors are
+      immutable);
+    - ``dtype=`` and ``casting=`` are NumPy's when the ufunc passes its ``operands``: they
+      come back converted to the dtypes of the loop NumPy runs for them (so the ufunc
+      computes in ``dtype``, differentiably: a conversion is a recorded ``astype``), where
+      ``casting`` allows it (``'same_kind'`` by default), NumPy's refusal otherwise, as a
+      ``TensorTypeError`` naming ``fn`` with NumPy's text (:func:`_in_loop_dtypes`). A
+      ufunc that does not pass them takes ``casting=`` only at values that change nothing
+      and refuses ``dtype=``;
+    - ``order=`` and ``subok=`` are taken at NumPy's defaults; NumPy's other keywords are
+      refused by name, and an unknown keyword is a ``TypeError`` as Python's.
 
     >>> ufunc_keywords("add", (None,), True, None, {"casting": "same_kind", "order": "K"})
+    ()
+    >>> [a.dtype for a in ufunc_keywords("add", None, True, np.float32, {}, np.ones(2), 1)]
+    [dtype('float32'), dtype('float32')]
+    >>> ufunc_keywords("add", None, True, np.int64, {}, np.ones(2), 1)
+    Traceback (most recent call last):
+    ...
+    primitives.tensor.errors.TensorTypeError: add: Cannot cast ufunc 'add' input 0 from dtype('float64') to dtype('int64') with casting rule 'same_kind'
     >>> ufunc_keywords("add", None, np.array([True, False]), None)
     Traceback (most recent call last):
     ...
@@ -652,10 +670,7 @@ def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> N
         raise TensorNotSupportedError(
             f"{fn}: where= (of numpy.{fn}) is not supported by tnp.{fn}; for the values "
             f"where the mask is false, choose them: tnp.where(mask, tnp.{fn}(...), other)")
-    if dtype is not None:
-        raise TensorNotSupportedError(
-            f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
-            f"first (tnp.astype(x, dtype))")
+    casting = "same_kind"
     for name, value in (options or {}).items():
         taken = _NO_OP_KEYWORDS.get(name)
         if taken is None and name not in _OTHER_UFUNC_KEYWORDS:
@@ -663,12 +678,84 @@ def ufunc_keywords(fn: str, out, where, dtype, options: dict | None = None) -> N
         if taken is None:
             raise TensorNotSupportedError(f"{fn}: {name}= (of numpy.{fn}) is not supported by "
                                           f"tnp.{fn}")
-        if not (isinstance(value, (str, bool, np.bool_)) and value in taken):
+        if name == "casting" and operands:
+            casting = value
+        elif not (isinstance(value, (str, bool, np.bool_)) and value in taken):
             accepted = " or ".join(f"{name}={t!r}" for t in taken)
             raise TensorNotSupportedError(
                 f"{fn}: {name}={value!r} (of numpy.{fn}) is not supported by tnp.{fn}, which "
                 f"takes {accepted} (NumPy's default: no out= or dtype=, nothing to cast to "
                 f"or lay out); convert the operands first (tnp.astype(x, dtype))")
+    if operands and (dtype is not None or casting != "same_kind"):
+        return _in_loop_dtypes(fn, operands, dtype, casting)
+    if dtype is not None:
+        raise TensorNotSupportedError(
+            f"{fn}: dtype= (of numpy.{fn}) is not supported by tnp.{fn}; convert the operands "
+            f"first (tnp.astype(x, dtype))")
+    return operands
+
+
+def _in_loop_dtypes(fn: str, operands: tuple, dtype, casting: str) -> tuple:
+    """``operands`` of NumPy's ufunc ``fn`` converted to the input dtypes of the loop NumPy
+    runs for them with ``dtype=`` and ``casting=`` (``ufunc.resolve_dtypes``: Python numbers
+    weak, as in NumPy 2). NumPy's refusals are NumPy's own, with its text, as a ``TiduError``
+    naming ``fn``: a cast ``casting`` does not allow, no loop for ``dtype``
+    (``TensorTypeError``), a Python ``int`` out of the loop's range
+    (``TensorOverflowError``). Without ``dtype`` the operands are only checked against
+    ``casting`` (the loop is their promoted dtype, which tnp's ``fn`` computes in).
+
+    >>> _in_loop_dtypes("less", (np.ones(1, np.int8), 300), "bool", "same_kind")[1]
+    300
+    """
+    ufunc = getattr(np, fn)
+    operands = tuple(x if is_python_scalar(x) else operand(x, fn) for x in operands)
+    given = tuple(_WEAK.get(type(x), type(x)) if is_python_scalar(x) else dtype_of(x)
+                  for x in operands)
+    loop_output = None if dtype is None else dtype_arg(dtype, fn)
+    try:
+        # NumPy's checks, by NumPy itself: the ufunc on empty arrays of the operands' dtypes
+        # (and the Python numbers themselves, whose conversion warnings come once, later)
+        stand_ins = [x if is_python_scalar(x) else np.empty(0, dtype_of(x)) for x in operands]
+        if any(is_python_scalar(x) for x in operands):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ufunc(*stand_ins, dtype=loop_output, casting=casting)
+        else:
+            ufunc(*stand_ins, dtype=loop_output, casting=casting)
+        if dtype is None:
+            return operands
+        # the loop's input dtypes (the casting rule never changes which loop; NumPy 2.4's
+        # resolve_dtypes can crash given Python numbers with the stricter rules)
+        loop = ufunc.resolve_dtypes(given + (None,) * ufunc.nout, casting="unsafe",
+                                    signature=(None,) * ufunc.nin + (loop_output,) * ufunc.nout)
+    except TypeError as error:                      # (NumPy's UFuncTypeError, "No loop...")
+        raise TensorTypeError(f"{fn}: {error}") from None
+    except OverflowError as error:                  # (a Python int out of the loop's range)
+        raise TensorOverflowError(f"{fn}: {error}") from None
+    except ValueError as error:                     # ("casting must be one of...")
+        raise TensorShapeError(f"{fn}: {error}") from None
+    if loop[-1].kind not in "biufc" and any(isinstance(x, Frontend) for x in operands):
+        raise TensorTypeError(f"{fn}: dtype={loop[-1]} for a tensor or traced value, which "
+                              "holds numbers (bool, integer, floating point, complex): the "
+                              "result would drop the derivative")
+    return tuple(_scalar_in(x, loop_dtype, loop[-1], fn) if is_python_scalar(x)
+                 else as_dtype(x, loop_dtype) for x, loop_dtype in zip(operands, loop))
+
+
+_WEAK = {bool: np.dtype(bool)}          # (NumPy resolves int, float, complex as weak types)
+
+
+def _scalar_in(number, dtype: np.dtype, output: np.dtype, fn: str):
+    """A Python ``number`` as a 0-d array of the loop's ``dtype``, as NumPy converts it (an
+    ``int`` out of its range is NumPy's ``OverflowError``, except in a comparison, which
+    takes it exactly; a complex number's imaginary part dropped, with NumPy's warning)."""
+    try:
+        return np.asarray(number, dtype=dtype) if not isinstance(number, complex) or \
+            dtype.kind == "c" else np.asarray(number).astype(dtype)
+    except OverflowError as error:
+        if output == np.bool_:
+            return number              # (the comparison itself compares it exactly)
+        raise TensorOverflowError(f"{fn}: {error}") from None
 
 
 def masked(x, where, fill, fn: str):
@@ -729,7 +816,7 @@ def constant_in_library_of(constant: np.ndarray, a):
 def _unary_float(op):
     def fn(x, out=None, where=True, dtype=None, **options):
         if out is not None or where is not True or dtype is not None or options:
-            ufunc_keywords(op.name, out, where, dtype, options)
+            x, = ufunc_keywords(op.name, out, where, dtype, options, x)
         if isinstance(x, Frontend):
             if x.dtype.kind in "fc":            # one front end: its own bind, directly
                 return x.bind(op, (x,))[0]
@@ -754,7 +841,7 @@ sqrt = _unary_float(ew.sqrt)
 def negative(x, out=None, where=True, dtype=None, **options):
     """``np.negative``."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("negative", out, where, dtype, options)
+        x, = ufunc_keywords("negative", out, where, dtype, options, x)
     x = operand(x, "negative")
     if dtype_of(x).kind == "b":
         raise TensorTypeError("negative (-x) of booleans is not supported, as in NumPy: use "
@@ -767,7 +854,7 @@ def positive(x, out=None, where=True, dtype=None, **options):
     """``np.positive``: ``x``'s values (a new array, as NumPy's; of an eager ``Tensor``, a new
     tensor, :func:`new_value`)."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("positive", out, where, dtype, options)
+        x, = ufunc_keywords("positive", out, where, dtype, options, x)
     return new_value(operand(x))
 
 
@@ -782,7 +869,7 @@ def conj(x, out=None, where=True, dtype=None, **options):
     (False, array([1.-2.j]))
     """
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("conj", out, where, dtype, options)
+        x, = ufunc_keywords("conj", out, where, dtype, options, x)
     x = operand(x)
     return first(bind(ew.conj, x)) if np.issubdtype(dtype_of(x), np.complexfloating) \
         else new_value(x)
@@ -795,7 +882,7 @@ conjugate = conj
 def add(x, y, out=None, where=True, dtype=None, **options):
     """``np.add``."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("add", out, where, dtype, options)
+        x, y = ufunc_keywords("add", out, where, dtype, options, x, y)
     return elementwise(ew.add, x, y)
 
 
@@ -803,7 +890,7 @@ def add(x, y, out=None, where=True, dtype=None, **options):
 def subtract(x, y, out=None, where=True, dtype=None, **options):
     """``np.subtract``."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("subtract", out, where, dtype, options)
+        x, y = ufunc_keywords("subtract", out, where, dtype, options, x, y)
     x, y = operand(x, "subtract"), operand(y, "subtract")
     if dtype_of(x).kind == "b" and dtype_of(y).kind == "b":
         raise TensorTypeError("subtract (x - y) of booleans is not supported, as in NumPy: "
@@ -815,7 +902,7 @@ def subtract(x, y, out=None, where=True, dtype=None, **options):
 def multiply(x, y, out=None, where=True, dtype=None, **options):
     """``np.multiply``."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("multiply", out, where, dtype, options)
+        x, y = ufunc_keywords("multiply", out, where, dtype, options, x, y)
     return elementwise(ew.mul, x, y)
 
 
@@ -823,7 +910,7 @@ def multiply(x, y, out=None, where=True, dtype=None, **options):
 def divide(x, y, out=None, where=True, dtype=None, **options):
     """``np.divide`` (true division: integers divide as float64)."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("divide", out, where, dtype, options)
+        x, y = ufunc_keywords("divide", out, where, dtype, options, x, y)
     x, y = operand(x), operand(y)
     if not np.issubdtype(result_dtype(x, y), np.inexact):
         x, y = as_dtype(x, np.float64), as_dtype(y, np.float64)
@@ -842,7 +929,7 @@ def power(x, p, out=None, where=True, dtype=None, **options):
     8.0
     """
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("power", out, where, dtype, options)
+        x, p = ufunc_keywords("power", out, where, dtype, options, x, p)
     x = operand(x)
     if is_python_scalar(p):
         if isinstance(p, numbers.Integral):
@@ -865,7 +952,7 @@ def float_power(x, p, out=None, where=True, dtype=None, **options):
     dtype('float64')
     """
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("float_power", out, where, dtype, options)
+        x, p = ufunc_keywords("float_power", out, where, dtype, options, x, p)
     x, p = operand(x, "float_power"), operand(p, "float_power")
     kind = np.result_type(dtype_of(x), dtype_of(p)).kind
     wide = np.dtype(np.complex128 if kind == "c" else np.float64)
@@ -876,7 +963,7 @@ def float_power(x, p, out=None, where=True, dtype=None, **options):
 def maximum(x, y, out=None, where=True, dtype=None, **options):
     """``np.maximum``; at ties each operand gets half the tangent (as in JAX)."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("maximum", out, where, dtype, options)
+        x, y = ufunc_keywords("maximum", out, where, dtype, options, x, y)
     x, y = operand(x), operand(y)
     return elementwise(ew.Maximum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -885,7 +972,7 @@ def maximum(x, y, out=None, where=True, dtype=None, **options):
 def minimum(x, y, out=None, where=True, dtype=None, **options):
     """``np.minimum``; at ties each operand gets half the tangent (as in JAX)."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("minimum", out, where, dtype, options)
+        x, y = ufunc_keywords("minimum", out, where, dtype, options, x, y)
     x, y = operand(x), operand(y)
     return elementwise(ew.Minimum(dtype_name(result_dtype(x, y))), x, y)
 
@@ -937,7 +1024,7 @@ def _comparison(name: str, np_name: str):
 
     def fn(x, y, out=None, where=True, dtype=None, **options):
         if out is not None or where is not True or dtype is not None or options:
-            ufunc_keywords(np_name, out, where, dtype, options)
+            x, y = ufunc_keywords(np_name, out, where, dtype, options, x, y)
         x, y = _beyond_integer_range(operand(x, np_name), operand(y, np_name))
         return elementwise(op, x, y)
     fn.__name__ = fn.__qualname__ = np_name
@@ -960,7 +1047,7 @@ greater_equal = _comparison("ge", "greater_equal")
 def abs(x, out=None, where=True, dtype=None, **options):
     """``np.abs``; of a complex ``z``, the real ``|z|``."""
     if out is not None or where is not True or dtype is not None or options:
-        ufunc_keywords("abs", out, where, dtype, options)
+        x, = ufunc_keywords("abs", out, where, dtype, options, x)
     x = operand(x)
     dtype = dtype_of(x)
     if np.issubdtype(dtype, np.complexfloating):

@@ -237,7 +237,9 @@ def cumprod(a, axis=None, dtype=None, out=None):
 def _cumulative(scan, a, axis, dtype, out, include_initial: bool, fn: str, start: int):
     """The Array API's cumulative ``scan`` (:func:`cumsum`, :func:`cumprod`): ``axis`` may be
     left out for a 0-d or 1-d ``a`` only; with ``include_initial`` the result starts with
-    ``start`` (the empty sum or product) along ``axis``."""
+    ``start`` (the empty sum or product) along ``axis``. Errors name ``fn``, the function
+    called (not ``scan``). As NumPy 2.4's (its ``ufunc.accumulate`` takes an axis so), ``axis``
+    may be a tuple of one axis; a 0-d ``a`` is scanned as a 1-d one."""
     no_out(out, fn)
     dtype = dtype_arg(dtype, fn)
     x = operand(a, fn)
@@ -247,6 +249,11 @@ def _cumulative(scan, a, axis, dtype, out, include_initial: bool, fn: str, start
             raise TensorShapeError(f"{fn}: for arrays which have more than one dimension the "
                                    "axis argument is required")
         axis = 0
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            raise TensorShapeError(f"{fn}: accumulate does not allow multiple axes")
+        (axis,) = axis
+    axis = normalize_axis(axis, builtins.max(ndim, 1), fn)       # (scan takes 0-d as 1-d)
     result = scan(x, axis, dtype)
     if not include_initial:
         return result
