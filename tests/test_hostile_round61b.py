@@ -1,0 +1,164 @@
+"""Round 61b: a hostile round on round 60's binary search under ``jit``/``vmap``
+(``searchsorted``, ``interp``, ``digitize``, histograms) and on ``x.at[idx].apply``,
+against NumPy's values and JAX's derivatives."""
+
+import numpy as np
+import pytest
+
+import primitives.tensor as tnp
+import tidu
+
+
+@pytest.fixture(scope="module")
+def jx():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax, jax.numpy
+
+
+def interp_routes(x, xp, fp, **keywords):
+    """interp eagerly, under jit (x and fp traced) and under vmap over x's entries."""
+    flat = np.reshape(x, -1)
+    return {
+        "eager": tnp.interp(x, xp, fp, **keywords),
+        "jit": tnp.jit(lambda x, fp: tnp.interp(x, xp, fp, **keywords))(x, fp),
+        "vmap": np.reshape(tnp.vmap(lambda x: tnp.interp(x, xp, fp, **keywords))(flat),
+                           np.shape(x)),
+    }
+
+
+def assert_interp_as_numpy(x, xp, fp, **keywords):
+    expected = np.interp(x, xp, fp, **keywords)
+    for route, found in interp_routes(x, xp, fp, **keywords).items():
+        found = np.asarray(found)
+        assert found.dtype == expected.dtype, route
+        np.testing.assert_array_equal(found, expected, err_msg=route)
+
+
+# --- interp: NumPy's values where its formula is not t * (f1 - f0) + f0 -----------------------
+
+SPECIALS = np.array([-np.inf, -3.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5, 5.0, np.inf, np.nan])
+
+
+def test_interp_one_knot_at_nan_is_the_height():
+    """NumPy's one-knot interp gives fp[0] at a NaN x (neither below nor above the knot)."""
+    for left, right in ((None, None), (-7.0, 9.0)):
+        keywords = dict(left=left, right=right)
+        assert_interp_as_numpy(SPECIALS, np.array([0.5]), np.array([4.0]), **keywords)
+
+
+@pytest.mark.parametrize("xp, fp", [
+    (np.array([0.0, 1.0, 3.0, 3.0]), np.array([0.0, 2.0, 5.0, 7.0])),     # repeated last knot
+    (np.array([1.0, 1.0, 1.0]), np.array([4.0, 0.0, 3.0])),               # all one knot
+    (np.array([-np.inf, 0.0, 1.0, np.inf]), np.array([1.0, 2.0, 3.0, 4.0])),  # infinite knots
+    (np.array([0.0, 1.0, 3.0]), np.array([0.0, np.inf, 3.0])),            # an infinite height
+    (np.array([0.0, 1.0, 3.0]), np.array([-np.inf, np.inf, 3.0])),
+    (np.array([0.0, 1.0, 2.0, np.nan]), np.array([1.0, 2.0, 0.0, 3.0])),  # a NaN knot
+    (np.array([0.0, 0.0, 2.0, 2.0, 3.0]), np.array([5.0, 1.0, 2.0, 8.0, 0.0])),
+])
+def test_interp_values_bitwise_as_numpy(xp, fp):
+    x = np.r_[SPECIALS, xp, (xp[1:] + xp[:-1]) / 2, np.nextafter(xp, np.inf)]
+    with np.errstate(invalid="ignore"):
+        assert_interp_as_numpy(x, xp, fp)
+        assert_interp_as_numpy(x, xp, fp, left=-7.0, right=np.nan)
+
+
+def test_interp_bitwise_as_numpy_across_the_grid_switch():
+    """NumPy's arithmetic (slope * (x - xp[j]) + fp[j]), so its very values, for every
+    length across sorted_positions' grid (<= 8 knots, <= 256 values) and binary search."""
+    rng = np.random.default_rng(61)
+    for n in (2, 7, 8, 9, 1000):
+        xp = np.sort(np.round(rng.normal(size=n), 1))
+        fp = rng.normal(size=n)
+        for size in (255, 256, 257):
+            x = rng.choice(np.r_[SPECIALS, xp, rng.normal(size=50)], size)
+            assert_interp_as_numpy(x, xp, fp)
+
+
+def test_interp_complex_heights():
+    xp = np.array([0.0, 1.0, 3.0])
+    fp = np.array([0.0, 2.0, 3.0]) + 1j * np.array([1.0, -1.0, 2.0])
+    x = np.array([-1.0, 0.5, 2.0, 4.0, np.nan])             # NumPy: nan + 0j at NaN
+    assert_interp_as_numpy(x, xp, fp)
+    assert_interp_as_numpy(x, xp, fp, left=1j, right=2.0)
+
+
+@pytest.mark.parametrize("period", [4.0, -4.0, 2.5])
+def test_interp_period(jx, period):
+    jax, jnp = jx
+    xp = np.array([-1.0, 0.5, 2.0, 3.0, 7.5])
+    fp = np.array([1.0, -2.0, 0.5, 3.0, 2.0])
+    x = np.linspace(-6.0, 9.0, 41)
+    assert_interp_as_numpy(x, xp, fp, period=period)
+    ours = tnp.grad(tnp.jit(lambda x, fp: tnp.sum(tnp.interp(x, xp, fp, period=period) ** 2)),
+                    argnums=(0, 1))(x, fp)
+    theirs = jax.grad(lambda x, fp: jnp.sum(jnp.interp(x, xp, fp, period=period) ** 2),
+                      argnums=(0, 1))(x, fp)
+    for mine, jaxs in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(jaxs), rtol=1e-12, atol=1e-12)
+
+
+def test_interp_period_misuse():
+    xp, fp = np.array([0.0, 1.0]), np.array([1.0, 2.0])
+    with pytest.raises(tidu.TiduError, match="interp: period must be a non-zero value"):
+        tnp.interp(0.5, xp, fp, period=0)
+    with pytest.raises(tidu.TiduError, match="interp: period must be a real number"):
+        tnp.interp(0.5, xp, fp, period=np.array([1.0, 2.0]))
+
+
+def test_interp_heights_gradient_finite_at_infinite_x():
+    """x = ±inf takes fp[0] or fp[-1] (or left/right): their derivative is 1 there, not NaN
+    (which is JAX's: it draws the line at x = ±inf, 0 * inf in the derivative)."""
+    xp = np.array([-2.0, -0.5, 0.0, 1.0, 1.5, 2.5])
+    fp = np.cos(xp)
+    x = np.array([-np.inf, -3.0, 0.25, 2.0, np.inf, np.inf])
+    for left, right in ((None, None), (-1.0, 2.0)):
+        loss = lambda fp: tnp.sum(tnp.interp(x, xp, fp, left, right) ** 2)      # noqa: E731
+        numeric = np.array([
+            (np.sum(np.interp(x, xp, fp + e, left, right) ** 2)
+             - np.sum(np.interp(x, xp, fp - e, left, right) ** 2)) / 2e-6
+            for e in np.eye(fp.size) * 1e-6])
+        for route in (tnp.grad(loss), tnp.jit(tnp.grad(loss))):
+            np.testing.assert_allclose(np.asarray(route(fp)), numeric, atol=1e-6)
+
+
+def test_interp_gradients_match_jax_with_left_right_and_knots(jx):
+    jax, jnp = jx
+    xp = np.array([-2.0, -0.5, 0.0, 1.0, 1.5, 2.5, 4.0, 4.5, 6.0, 7.0])
+    fp = np.cos(xp) * 3.0
+    x = np.r_[np.linspace(-2.7, 7.7, 37), xp]                # at every knot too
+    ours = tnp.vmap(tnp.grad(lambda x, fp: tnp.interp(x, xp, fp, -1.0, 2.0) ** 2,
+                             argnums=(0, 1)), in_axes=(0, None))(x, fp)
+    theirs = jax.vmap(jax.grad(lambda x, fp: jnp.interp(x, xp, fp, -1.0, 2.0) ** 2,
+                               argnums=(0, 1)), in_axes=(0, None))(x, fp)
+    for mine, jaxs in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(jaxs), rtol=1e-12, atol=1e-12)
+
+
+def test_interp_repeated_last_knot_derivatives():
+    """At repeated last knots the value is fp[-1], its derivative in x 0 (the last segment
+    has no width), in fp[-1] 1: no NaN from the 0 / 0 slope."""
+    xp, fp = np.array([0.0, 1.0, 3.0, 3.0]), np.array([0.0, 2.0, 5.0, 7.0])
+    x = np.array([2.0, 3.0, 4.0])
+    for route in (lambda f: f, tnp.jit):
+        grad_x = route(tnp.vmap(tnp.grad(lambda x: tnp.interp(x, xp, fp))))(x)
+        np.testing.assert_array_equal(np.asarray(grad_x), [1.5, 0.0, 0.0])
+        grad_fp = route(tnp.grad(lambda f: tnp.sum(tnp.interp(x, xp, f))))(fp)
+        np.testing.assert_array_equal(np.asarray(grad_fp), [0.0, 0.5, 0.5, 2.0])
+
+
+@pytest.mark.parametrize("route", ["eager", "jit"])
+def test_interp_misuse_names_interp(route):
+    xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0])
+    call = (lambda f, *a: f(*a)) if route == "eager" else (lambda f, *a: tnp.jit(f)(*a))
+    x = np.array([0.5, 2.0])
+    cases = [
+        (lambda x: tnp.interp(x + 1j, xp, fp), "interp: x and xp must be real"),
+        (lambda x: tnp.interp(x, xp + 0j, fp), "interp: x and xp must be real"),
+        (lambda x: tnp.interp(x, xp, fp, left=np.array([1.0, 2.0])),
+         "interp: left must be a scalar"),
+        (lambda x: tnp.interp(x, xp, fp, right=1j), "interp: right is complex but fp is real"),
+    ]
+    for function, message in cases:
+        with pytest.raises(tidu.TiduError, match=message):
+            call(function, x)
