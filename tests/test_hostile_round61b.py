@@ -162,3 +162,67 @@ def test_interp_misuse_names_interp(route):
     for function, message in cases:
         with pytest.raises(tidu.TiduError, match=message):
             call(function, x)
+
+
+# --- x.at[idx].apply: a func that mixes entries is refused, on every route -------------------
+
+NOT_ELEMENTWISE = {
+    "minus the mean": lambda t: t - tnp.mean(t),
+    "reversed": lambda t: t[::-1],
+    "cumulative sum": lambda t: tnp.cumsum(t),
+    "sorted": lambda t: tnp.sort(t),
+    "rolled": lambda t: tnp.roll(t, 1),
+    "times its positions": lambda t: t * tnp.arange(tnp.shape(t)[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_ELEMENTWISE))
+def test_apply_refuses_a_func_that_mixes_entries(name):
+    """Its result would depend on how many values apply passes at once (eager: per number
+    of hits; traced: all m, or the m // t most hit): it differed by route. JAX calls func
+    on each 0-d value; tidu raises, naming apply."""
+    func = NOT_ELEMENTWISE[name]
+    x = np.arange(1.0, 6.0)
+    indices = np.array([0, 0, 1, 4, 4, 4])
+    routes = {
+        "eager": lambda: tnp.at(x)[indices].apply(func),
+        "jit": lambda: tnp.jit(lambda i: tnp.at(x)[i].apply(func))(indices),
+        "jit, many": lambda: tnp.jit(lambda i: tnp.at(x)[i].apply(func))(
+            np.repeat(indices, 50)),
+        "vmap": lambda: tnp.vmap(lambda i: tnp.at(x)[i].apply(func))(np.stack([indices] * 2)),
+        "tensor": lambda: tnp.tensor(x, requires_grad=True).at[indices].apply(func),
+    }
+    for route, call in routes.items():
+        with pytest.raises(tidu.TiduError, match=r"x\.at\[\.\.\.\]\.apply: func must act "
+                                                 "elementwise"):
+            call()
+
+
+def test_apply_keeps_elementwise_funcs_of_every_dtype():
+    """The check passes what acts elementwise: on floats, integers (a probe with a zero:
+    10 // t), booleans, complex numbers; funcs closing over traced values; funcs failing
+    on the probe's values are left to fail or not on x's."""
+    indices = np.array([0, 0, 2])
+    cases = [
+        (np.array([1.0, 4.0, 9.0]), lambda t: tnp.sqrt(t) + tnp.where(t > 2, t, 0.0)),
+        (np.array([3, 5, 7]), lambda t: 10 // (t + 1)),
+        (np.array([True, False, True]), tnp.logical_not),
+        (np.array([1 + 2j, 3j, 2.0]), lambda t: tnp.conj(t) * 1j),
+        (np.array([1.0, 2.0, 3.0]), lambda t: t * tnp.max(np.array([1.0, 5.0]))),
+    ]
+    for x, func in cases:
+        expected = np.array(x)
+        for i in indices:                                  # once per occurrence, in order
+            expected[i] = np.asarray(func(expected[i:i + 1]))[0]
+        for found in (tnp.at(x)[indices].apply(func),
+                      tnp.jit(lambda i: tnp.at(x)[i].apply(func))(indices)):
+            np.testing.assert_array_equal(np.asarray(found), expected)
+    scale = tnp.jit(lambda w, i: tnp.at(np.ones(3))[i].apply(lambda t: t * w))(3.0, indices)
+    np.testing.assert_array_equal(np.asarray(scale), [9.0, 1.0, 3.0])
+
+    def positive_only(t):                  # (fails on the probe, which has -2.0)
+        if np.any(np.asarray(t) <= 0):
+            raise ValueError("positive values only")
+        return t * 2.0
+    np.testing.assert_array_equal(tnp.at(np.ones(3))[indices].apply(positive_only),
+                                  [4.0, 1.0, 2.0])
