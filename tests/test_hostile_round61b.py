@@ -226,3 +226,40 @@ def test_apply_keeps_elementwise_funcs_of_every_dtype():
         return t * 2.0
     np.testing.assert_array_equal(tnp.at(np.ones(3))[indices].apply(positive_only),
                                   [4.0, 1.0, 2.0])
+
+
+# --- found in reductions.py (not this round's file): strict xfails saying what is wrong ------
+
+@pytest.mark.xfail(strict=True, raises=tidu.TiduError, reason=(
+    "reductions.digitize tests monotonicity with np.diff(bins) >= 0 (or <= 0): a repeated "
+    "infinity gives inf - inf = NaN and a trailing NaN bin gives NaN, so bins NumPy accepts "
+    "(its _monotonicity compares neighbours, NaN comparing as equal) raise 'bins must be "
+    "monotonically increasing or decreasing'; fix: compare neighbours, bins[1:] >= bins[:-1] "
+    "or either is NaN"))
+@pytest.mark.parametrize("bins", [[-np.inf, -np.inf, 1.0], [1.0, np.inf, np.inf],
+                                  [np.inf, np.inf, 0.0], [0.0, 1.0, np.nan]])
+def test_digitize_bins_with_repeated_infinities_or_a_trailing_nan(bins):
+    x = np.array([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf, np.nan])
+    bins = np.array(bins)
+    for right in (False, True):
+        expected = np.digitize(x, bins, right)
+        np.testing.assert_array_equal(np.asarray(tnp.digitize(x, bins, right)), expected)
+        np.testing.assert_array_equal(
+            np.asarray(tnp.jit(lambda x: tnp.digitize(x, bins, right))(x)), expected)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "reductions.searchsorted passes sorter to np.searchsorted eagerly (NumPy's ValueError / "
+    "TypeError escape, not TiduErrors naming searchsorted) and under jit/vmap applies it "
+    "with take() unchecked: a sorter of the wrong length, a 2-d one or a negative index "
+    "gives an answer (NumPy raises); fix: check sorter (1-d, integers, len(a) entries; "
+    "values in [0, len(a)) where known) before either path"))
+@pytest.mark.parametrize("route", ["eager", "jit"])
+@pytest.mark.parametrize("sorter", [[0, 1], [0, 1, 2, 2], [[0, 1, 2]], [-1, 0, 1],
+                                    [0.0, 1.0, 2.0]])
+def test_searchsorted_sorter_misuse_raises_tidu_errors(route, sorter):
+    a, v = np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.5])
+    sorter = np.array(sorter)
+    call = (lambda f: f(a)) if route == "eager" else (lambda f: tnp.jit(f)(a))
+    with pytest.raises(tidu.TiduError, match="searchsorted"):
+        call(lambda a: tnp.searchsorted(a, v, sorter=sorter))
