@@ -263,3 +263,18 @@ def test_searchsorted_sorter_misuse_raises_tidu_errors(route, sorter):
     call = (lambda f: f(a)) if route == "eager" else (lambda f: tnp.jit(f)(a))
     with pytest.raises(tidu.TiduError, match="searchsorted"):
         call(lambda a: tnp.searchsorted(a, v, sorter=sorter))
+
+
+def test_interp_with_torch_arrays_as_numpy():
+    """Knots, heights and points of another library: NumPy's values (and its dtype checks
+    read the knots' dtype through tidu, not a torch dtype's .kind)."""
+    torch = pytest.importorskip("torch")
+    xp, fp = np.array([0.0, 1.0, 3.0, 3.0]), np.array([0.0, np.inf, 5.0, 7.0])
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0, np.nan])
+    expected = np.interp(x, xp, fp)
+    for args in [(torch.tensor(x), torch.tensor(xp), torch.tensor(fp)),
+                 (torch.tensor(x), xp, fp), (x, torch.tensor(xp), fp)]:
+        found = tnp.interp(*args)
+        np.testing.assert_array_equal(np.asarray(found), expected)
+    with pytest.raises(tidu.TiduError, match="interp: x and xp must be real"):
+        tnp.interp(x, torch.tensor(xp) + 0j, fp)

@@ -487,9 +487,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
                                       "the knots as a constant (tnp.stop_gradient(xp))")
     x, fp = operand(x, "interp"), operand(fp, "interp")
-    if "c" in (dtype_of(x).kind, knots.dtype.kind):
+    if "c" in (dtype_of(x).kind, dtype_of(knots).kind):
         raise TensorTypeError(f"interp: x and xp must be real, got {dtype_of(x)} and "
-                              f"{knots.dtype} (NumPy's interp casts them to float64)")
+                              f"{dtype_of(knots)} (NumPy's interp casts them to float64)")
     n = shape_of(knots)[0] if len(shape_of(knots)) == 1 else None
     if n is None or len(shape_of(fp)) != 1 or n != shape_of(fp)[0]:
         raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got "
