@@ -465,7 +465,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     ``[xp[0], xp[-1]]``, NaN at a NaN ``x`` (``fp[0]`` when there is one knot), the line
     through ``fp[j]`` or, where that gives NaN (infinite knots or heights), through
     ``fp[j + 1]``; complex ``fp`` part by part. ``period`` makes ``x`` and ``xp`` periodic
-    (``left``/``right`` are ignored then, as NumPy does).
+    (``left``/``right`` are ignored then, as NumPy does). As NumPy's, the knots must
+    increase (unchecked; with NaN among them NumPy's own values depend on the order of
+    ``x``, and so may differ from these).
 
     ``xp`` (and ``period``) are constants (the knots); which segment each ``x`` falls in
     is read from its values (in ``x``'s library: on its device, lazily for Dask), or
@@ -504,19 +506,23 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TensorShapeError("interp: xp is empty")
     bounds = [_bound(value, name, dtype_of(fp))
               for value, name in ((left, "left"), (right, "right"))]
+    if all(value is None or isinstance(value, (np.ndarray, np.generic))
+           for value in (x, knots, fp, *bounds)):       # constants: NumPy's own, its values
+        return np.asarray(np.interp(x, knots, fp, *bounds))
     if data_if_known(x) is None:
         knots = np.asarray(to_host(knots), np.float64)
         count = sorted_positions(knots, x, "right") if n > 1 else None
+        x_values = x
     else:
         where_x = as_array(data_of(x, "interp: reading x to find its segments"))
-        array_xp, (where_x, knots) = operands([where_x, knots])
+        array_xp, (x_values, knots) = operands([where_x, knots])
         knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)
-        count = array_xp.searchsorted(knots, where_x, side="right") if n > 1 else None
+        count = array_xp.searchsorted(knots, x_values, side="right") if n > 1 else None
     if dtype_of(fp).kind != "c":
-        return _interpolated(x, fp, knots, count, *bounds, np.nan)
+        return _interpolated(x, fp, knots, count, *bounds, np.nan, x_values)
     # NumPy interpolates the real and imaginary parts apart (its value at a NaN x: NaN + 0j)
     parts = [_interpolated(x, part(fp), knots, count,
-                           *(None if b is None else part(b) for b in bounds), at_nan)
+                           *(None if b is None else part(b) for b in bounds), at_nan, x_values)
              for part, at_nan in ((real, np.nan), (imag, 0.0))]
     return add(as_dtype(parts[0], dtype_of(fp)), multiply(as_dtype(parts[1], dtype_of(fp)), 1j))
 
@@ -555,42 +561,82 @@ def _periodic(x, knots, fp, period):
     return remainder(x, period), knots, take(fp, order)
 
 
-def _interpolated(x, fp, knots, count, left, right, at_nan):
+def _interpolated(x, fp, knots, count, left, right, at_nan, x_values):
     """:func:`interp` of the float64 ``x`` at the float64 knots ``knots`` (NumPy's or, for
     a known ``x``, its library's) and real heights ``fp``, given ``count``: how many knots
-    are not above each ``x`` (``None`` for one knot); NumPy's arithmetic, so its values."""
+    are not above each ``x`` (``None`` for one knot); NumPy's arithmetic, so its values.
+    ``x_values`` is ``x``, or its values when known: what decides where each ``x`` is (the
+    where()s :func:`_unless` skips when no entry takes the exception)."""
     n = shape_of(knots)[0]
+    # where x and the knots are NumPy's values, what depends on them only is NumPy's work
+    # (no graph); else it is ops
+    on = np if all(isinstance(values, (np.ndarray, np.generic))
+                   for values in (x_values, knots, count)) else _IndexOps
     if n == 1:                        # NumPy's: fp[0] unless x is below or above the knot
         result = take(fp, np.zeros(shape_of(x), dtype=np.intp))
     else:
-        last = greater_equal(count, n)                # at the last knot (or past it: NaN)
-        i = clip(subtract(count, 1), 0, n - 2)
-        j = add(i, 1)
-        k0, k1, f0, f1 = (_gathered(values, index) for values in (knots, fp)
-                          for index in (i, j))
-        width = subtract(k1, k0)
-        flat = equal(width, 0)                        # repeated last knots: no slope
-        slope = _where(flat, 0.0, divide(subtract(f1, f0), _where(flat, 1.0, width)))
-        # outside the knots (and at NaN) the line is drawn at k0: no inf or NaN in the
-        # derivatives the where()s below set to zero
-        outside = logical_or(less(x, knots[0]), greater(x, knots[-1]))
-        at = _where(logical_or(outside, isnan(x)), k0, x)
-        from_k, from_f = _where(last, k1, k0), _where(last, f1, f0)
+        last = on.greater_equal(count, n)             # at the last knot (or past it: NaN)
+        i = on.clip(on.subtract(count, 1), 0, n - 2)
+        j = on.add(i, 1)
+        k0, k1 = (knots[index] if on is np else _gathered(knots, index) for index in (i, j))
+        f0, f1 = _gathered(fp, i), _gathered(fp, j)
+        width = on.subtract(k1, k0)
+        flat = on.equal(width, 0)                     # repeated last knots: no slope
+        slope = _unless(flat, 0.0, divide(subtract(f1, f0), on.where(flat, 1.0, width)))
+        # at an infinite or NaN x the line is drawn at k0: no inf or NaN in the derivatives
+        # the where()s below set to zero
+        at = _unless(on.logical_not(on.isfinite(x_values)), k0, x)
+        from_k, from_f = on.where(last, k1, k0), _unless(last, f1, f0)
         result = add(multiply(slope, subtract(at, from_k)), from_f)
         if not _finite(knots, fp):
             # NumPy's fallbacks where the line is NaN (an infinite knot or height): the line
             # from the segment's other end, fp at a knot
             line_nan = isnan(result)
-            other_k, other_f = _where(last, k0, k1), _where(last, f0, f1)
+            other_k, other_f = on.where(last, k0, k1), _unless(last, f0, f1)
             other = add(multiply(slope, subtract(at, other_k)), other_f)
-            other = _where(logical_and(isnan(other), equal(f0, f1)), f0, other)
-            at_knot = logical_and(line_nan, logical_or(last, equal(at, k0)))
-            result = _where(line_nan, _where(at_knot, from_f, other), result)
+            other = _unless(logical_and(isnan(other), equal(f0, f1)), f0, other)
+            at_knot = logical_and(line_nan, logical_or(last, equal(x_values, k0)))
+            result = _unless(line_nan, _where(at_knot, from_f, other), result)
     below = take(fp, 0) if left is None else left
     above = take(fp, -1) if right is None else right
-    result = _where(less(x, knots[0]), below, result)
-    result = _where(greater(x, knots[-1]), above, result)
-    return _where(isnan(x), at_nan, result) if n > 1 else result
+    result = _unless(on.less(x_values, knots[0]), below, result)
+    result = _unless(on.greater(x_values, knots[-1]), above, result)
+    return _unless(on.isnan(x_values), at_nan, result) if n > 1 else result
+
+
+def _unless(exception, value, otherwise):
+    """``where(exception, value, otherwise)``, or ``otherwise`` itself when ``exception`` is
+    known now (NumPy's) to be false everywhere: the usual case of :func:`interp`'s eager
+    path, which so records fewer ops."""
+    known = data_if_known(exception) if isinstance(exception, Frontend) else exception
+    if isinstance(known, (np.ndarray, np.generic)) and not known.any():
+        return otherwise
+    return _where(exception, value, otherwise)
+
+
+class _IndexOps:
+    """The ops :func:`_interpolated` finds segments with, by NumPy's names (NumPy's own
+    serve where the values are NumPy's)."""
+
+    @staticmethod
+    def clip(a, a_min, a_max):
+        return clip(a, a_min, a_max)
+
+    greater_equal, subtract, add, equal = (staticmethod(greater_equal), staticmethod(subtract),
+                                           staticmethod(add), staticmethod(equal))
+    less, greater, where = staticmethod(less), staticmethod(greater), staticmethod(_where)
+
+    @staticmethod
+    def logical_not(a):
+        return logical_not(a)
+
+    @staticmethod
+    def isfinite(a):
+        return isfinite(a)
+
+    @staticmethod
+    def isnan(a):
+        return isnan(a)
 
 
 def _finite(knots, fp) -> bool:
