@@ -279,3 +279,50 @@ def test_interp_with_torch_arrays_as_numpy():
         np.testing.assert_array_equal(np.asarray(found), expected)
     with pytest.raises(tidu.TiduError, match="interp: x and xp must be real"):
         tnp.interp(x, torch.tensor(xp) + 0j, fp)
+
+
+# --- routes found right (kept as regression tests) -------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 17, 257])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_both_batched_nested_and_other_axes(n, side):
+    """Batched a and v together, on axis 1, under vmap(jit), jit(vmap) and vmap(vmap),
+    with NaN, ties and infinities, across the grid/binary-search switch and 2**k lengths."""
+    rng = np.random.default_rng(n)
+    pool = np.array([-np.inf, -1.0, 0.0, 0.0, 0.5, 2.0, np.inf, np.nan])
+    a = np.sort(rng.choice(pool, (3, n)), axis=1)
+    v = rng.choice(pool, (3, 5))
+    expected = np.stack([np.searchsorted(a[b], v[b], side=side) for b in range(3)])
+
+    def search(a, v):
+        return tnp.searchsorted(a, v, side=side)
+    found = {
+        "vmap": tnp.vmap(search)(a, v),
+        "axes 1": tnp.vmap(search, in_axes=(1, 1), out_axes=1)(a.T, v.T).T,
+        "vmap jit": tnp.vmap(tnp.jit(search))(a, v),
+        "jit vmap": tnp.jit(tnp.vmap(search))(a, v),
+        "vmap vmap": tnp.vmap(lambda a, v: tnp.vmap(lambda s: search(a, s))(v))(a, v),
+    }
+    for route, result in found.items():
+        result = np.asarray(result)
+        assert result.dtype == np.intp, route
+        np.testing.assert_array_equal(result, expected, err_msg=route)
+
+
+def test_apply_gradient_into_a_closed_over_tensor():
+    """func closing over a Tensor that requires grad: its derivative, and x's, as finite
+    differences (JAX's apply has no derivative to compare with)."""
+    x, indices = np.array([1.0, 2.0, 3.0]), np.array([0, 0, 2, 2, 2])
+
+    def reference(x, w):
+        out = x.copy()
+        for i in indices:
+            out[i] = np.sin(out[i] * w)
+        return np.sum(out ** 2)
+    w, xt = tnp.tensor(0.7, requires_grad=True), tnp.tensor(x, requires_grad=True)
+    (xt.at[indices].apply(lambda t: tnp.sin(t * w)) ** 2).sum().backward()
+    numeric_w = (reference(x, 0.7 + 1e-6) - reference(x, 0.7 - 1e-6)) / 2e-6
+    numeric_x = [(reference(x + e, 0.7) - reference(x - e, 0.7)) / 2e-6
+                 for e in np.eye(3) * 1e-6]
+    np.testing.assert_allclose(float(w.grad), numeric_w, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(xt.grad), numeric_x, rtol=1e-7, atol=1e-9)
