@@ -1230,6 +1230,8 @@ class IndexUpdates:
       real parts first;
     - ``apply(func)``: a unary elementwise ``func`` applied at ``key``, once per occurrence
       of a position (``np.ufunc.at``'s and JAX's semantics; unlike JAX, differentiable).
+      A ``func`` that mixes entries (``t - mean(t)``, a sort, ``cumsum``) raises: its
+      values on a small probe differ from those on the probe's halves.
       With indices known now, ``func`` runs as often as the most repeated position, its
       ``t``-th call on the positions hit at least ``t`` times (as many values in all as
       there are indices). With traced ones (``jit``, ``vmap``), whose repeats are not known,
@@ -1402,6 +1404,7 @@ class _IndexedUpdate:
         flat, positions, _, shape, dump = self._operands(
             np.zeros(()), "apply", mode, None, wrap_negative_indices, None)
         size, dtype = shape_of(flat)[0], dtype_of(flat)
+        _check_elementwise(func, dtype)
         hit = _MostHitFirst(reshape(positions, (-1,)), size)
         # func's t-th call takes the first heads[t - 1] positions: those hit at least t times
         # (and, traced, some hit fewer, which where() keeps as they are); once a position's
@@ -1827,6 +1830,42 @@ class _MostHitFirst:
 # x.at[...].apply with up to this many traced indices applies func to all of them each time
 # (a sort by the number of hits, to shrink the calls, costs more there)
 _APPLY_UNSORTED_MAX = 256
+
+
+def _check_elementwise(func, dtype: np.dtype) -> None:
+    """Raise if ``func`` gives other values on a small probe of ``dtype`` than on its two
+    halves: it mixes entries (``t - mean(t)``, ``t[::-1]``, ``cumsum``...), so that its
+    results would depend on how many values ``apply`` passes at once (JAX's calls it on
+    each 0-d value). Skipped where it cannot judge: ``func`` fails on the probe's values
+    (a domain of its own) or gives traced values (it closes over some)."""
+    probe = _APPLY_PROBE.astype(dtype) if dtype.kind in "fc" else \
+        np.array([1, 0, 1, 1] if dtype.kind == "b" else [1, 2, 0, 3], dtype)
+    if dtype.kind == "c":
+        probe = probe + 1j * probe[::-1]
+    try:
+        with np.errstate(all="ignore"):
+            found = [func(part) for part in (probe, probe[:2], probe[2:])]
+        found = [data_if_known(out) if isinstance(out, Frontend) else out for out in found]
+        if any(out is None for out in found):
+            return
+        found = [np.asarray(to_host(out)) for out in found]
+    except Exception:              # (func's own error on the probe, or a foreign value)
+        return
+    if any(out.shape != part.shape for out, part in zip(found, (probe, probe[:2], probe[2:]))):
+        return                     # (the call on all the values says what is wrong)
+    whole, halves = found[0], np.concatenate(found[1:])
+    if np.array_equal(whole, halves) or \
+            whole.dtype.kind in "fc" and np.array_equal(whole, halves, equal_nan=True):
+        return
+    raise TensorTypeError(
+        f"x.at[...].apply: func must act elementwise (JAX's apply calls it on each value "
+        f"alone), but it gives {whole.tolist()} for {probe.tolist()} and {halves.tolist()} "
+        "for its two halves: it mixes entries (a mean, a sort, a reversal, a cumulative "
+        "sum...) or gives other values on each call")
+
+
+# x.at[...].apply's probe of func (in x's dtype): see _check_elementwise
+_APPLY_PROBE = np.array([0.5, 1.25, -2.0, 3.0])
 
 
 def _applied_where(func, values, selected, dtype: np.dtype):

@@ -459,19 +459,29 @@ def modf(x, out=None, where=True, dtype=None, **options):
 
 @implements(np.interp)
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` and ``fp``.
+    """``np.interp``: piecewise-linear interpolation, differentiable in ``x``, ``fp`` and
+    ``left``/``right``, with NumPy's values: ``fp[j]`` at a knot ``xp[j]`` (the last of
+    repeated ones), ``left``/``right`` (by default ``fp[0]``/``fp[-1]``) outside
+    ``[xp[0], xp[-1]]``, NaN at a NaN ``x`` (``fp[0]`` when there is one knot), the line
+    through ``fp[j]`` or, where that gives NaN (infinite knots or heights), through
+    ``fp[j + 1]``; complex ``fp`` part by part. ``period`` makes ``x`` and ``xp`` periodic
+    (``left``/``right`` are ignored then, as NumPy does). As NumPy's, the knots must
+    increase (unchecked; with NaN among them NumPy's own values depend on the order of
+    ``x``, and so may differ from these).
 
-    ``xp`` is a constant (the knots); which segment each ``x`` falls in is read
-    from its values (in ``x``'s library: on its device, lazily for Dask), or under
-    ``jit`` and ``vmap`` by a binary search over the knots (:func:`sorted_positions`).
-    At a knot the derivative in ``x`` is the slope of the segment to its right
-    (of the last segment at the last knot); outside ``[xp[0], xp[-1]]`` it is 0.
+    ``xp`` (and ``period``) are constants (the knots); which segment each ``x`` falls in
+    is read from its values (in ``x``'s library: on its device, lazily for Dask), or
+    under ``jit`` and ``vmap`` by a binary search over the knots (:func:`sorted_positions`).
+    At a knot the derivative in ``x`` is the slope of the segment to its right (of the last
+    segment at the last knot, 0 where that segment has no width); outside
+    ``[xp[0], xp[-1]]`` and at a NaN ``x`` it is 0.
 
     >>> interp(np.array([0.5, 2.0]), np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0]))
     array([1. , 2.5])
+    >>> interp(np.array([-1.0, 3.5]), np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0]),
+    ...        period=4.0)
+    array([3. , 1.5])
     """
-    if period is not None:
-        raise TensorNotSupportedError("interp: period= is not supported")
     # read first: under jit the knots' values are not known (a ConcretizationError says so),
     # whether or not anything differentiates them
     knots = as_array(data_of(xp, "interp: reading xp"))
@@ -479,57 +489,169 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TensorNotSupportedError("interp: differentiating in xp is not supported; pass "
                                       "the knots as a constant (tnp.stop_gradient(xp))")
     x, fp = operand(x, "interp"), operand(fp, "interp")
+    if "c" in (dtype_of(x).kind, dtype_of(knots).kind):
+        raise TensorTypeError(f"interp: x and xp must be real, got {dtype_of(x)} and "
+                              f"{dtype_of(knots)} (NumPy's interp casts them to float64)")
     n = shape_of(knots)[0] if len(shape_of(knots)) == 1 else None
     if n is None or len(shape_of(fp)) != 1 or n != shape_of(fp)[0]:
         raise TensorShapeError(f"interp: xp and fp must be 1-d of one length, got "
                                f"{shape_of(knots)} and {shape_of(fp)}")
-    if n == 0:
-        raise TensorShapeError("interp: xp is empty")
     fp = as_dtype(fp, np.result_type(dtype_of(fp), np.float64))
     x = as_dtype(x, np.float64)
+    if period is not None:
+        x, knots, fp = _periodic(x, knots, fp, period)
+        left = right = None
+        n = shape_of(knots)[0]
+    if n == 0:
+        raise TensorShapeError("interp: xp is empty")
+    bounds = [_bound(value, name, dtype_of(fp))
+              for value, name in ((left, "left"), (right, "right"))]
+    if all(value is None or isinstance(value, (np.ndarray, np.generic))
+           for value in (x, knots, fp, *bounds)):       # constants: NumPy's own, its values
+        return np.asarray(np.interp(x, knots, fp, *bounds))
     if data_if_known(x) is None:
-        return _interp_traced(x, fp, np.asarray(to_host(knots), np.float64), left, right)
-    where_x = as_array(data_of(x, "interp: reading x to find its segments"))
-    array_xp, (where_x, knots) = operands([where_x, knots])
-    knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)
-    if n == 1:
-        result = take(fp, np.zeros(shape_of(where_x), dtype=np.intp))
+        knots = np.asarray(to_host(knots), np.float64)
+        count = sorted_positions(knots, x, "right") if n > 1 else None
+        x_values = x
     else:
-        i = array_xp.clip(array_xp.searchsorted(knots, where_x, side="right") - 1, 0, n - 2)
+        where_x = as_array(data_of(x, "interp: reading x to find its segments"))
+        array_xp, (x_values, knots) = operands([where_x, knots])
+        knots = array_xp.astype(knots, np.dtype(np.float64), copy=False)
+        count = array_xp.searchsorted(knots, x_values, side="right") if n > 1 else None
+    if dtype_of(fp).kind != "c":
+        return _interpolated(x, fp, knots, count, *bounds, np.nan, x_values)
+    # NumPy interpolates the real and imaginary parts apart (its value at a NaN x: NaN + 0j)
+    parts = [_interpolated(x, part(fp), knots, count,
+                           *(None if b is None else part(b) for b in bounds), at_nan, x_values)
+             for part, at_nan in ((real, np.nan), (imag, 0.0))]
+    return add(as_dtype(parts[0], dtype_of(fp)), multiply(as_dtype(parts[1], dtype_of(fp)), 1j))
 
-        def at(index):
-            """``fp[index]`` (differentiable in ``fp``) and ``knots[index]``."""
-            gather = Gather(0, (n,), tuple(shape_of(index)))
-            return first(bind(gather, fp, index)), first(gather.eval(None, [knots, index]))
 
-        (f0, k0), (f1, k1) = at(i), at(i + 1)
-        t = divide(subtract(x, k0), k1 - k0)
-        result = add(f0, multiply(t, subtract(f1, f0)))
+def _bound(value, name: str, dtype: np.dtype):
+    """:func:`interp`'s ``left`` or ``right``: ``None``, or a scalar (complex only for a
+    complex ``fp``, as NumPy's)."""
+    if value is None:
+        return None
+    value = operand(value, "interp")
+    if shape_of(value) != ():
+        raise TensorShapeError(f"interp: {name} must be a scalar, got shape {shape_of(value)}")
+    if dtype_of(value).kind == "c" and dtype.kind != "c":
+        raise TensorTypeError(f"interp: {name} is complex but fp is real ({dtype}): its "
+                              "imaginary part would be lost")
+    return value
+
+
+def _periodic(x, knots, fp, period):
+    """NumPy's ``interp(..., period=p)``: ``x`` and the knots taken modulo ``|p|``, the knots
+    sorted (and ``fp`` with them), and one knot added at each end, the other end's shifted
+    by a period."""
+    if isinstance(period, Frontend) and period.carries_gradient:
+        raise TensorNotSupportedError("interp: differentiating in period is not supported")
+    value = np.asarray(to_host(data_of(operand(period, "interp"), "interp: reading period")))
+    if value.shape != () or value.dtype.kind not in "biuf":
+        raise TensorTypeError(f"interp: period must be a real number, got {period!r}")
+    period = abs(float(value))
+    if period == 0:
+        raise TensorShapeError("interp: period must be a non-zero value")
+    knots = np.asarray(to_host(knots), np.float64) % period
+    order = np.argsort(knots, kind="stable")
+    knots = knots[order]
+    knots = np.concatenate([knots[-1:] - period, knots, knots[:1] + period])
+    order = np.concatenate([order[-1:], order, order[:1]])
+    return remainder(x, period), knots, take(fp, order)
+
+
+def _interpolated(x, fp, knots, count, left, right, at_nan, x_values):
+    """:func:`interp` of the float64 ``x`` at the float64 knots ``knots`` (NumPy's or, for
+    a known ``x``, its library's) and real heights ``fp``, given ``count``: how many knots
+    are not above each ``x`` (``None`` for one knot); NumPy's arithmetic, so its values.
+    ``x_values`` is ``x``, or its values when known: what decides where each ``x`` is (the
+    where()s :func:`_unless` skips when no entry takes the exception)."""
+    n = shape_of(knots)[0]
+    # where x and the knots are NumPy's values, what depends on them only is NumPy's work
+    # (no graph); else it is ops
+    on = np if all(isinstance(values, (np.ndarray, np.generic))
+                   for values in (x_values, knots, count)) else _IndexOps
+    if n == 1:                        # NumPy's: fp[0] unless x is below or above the knot
+        result = take(fp, np.zeros(shape_of(x), dtype=np.intp))
+    else:
+        last = on.greater_equal(count, n)             # at the last knot (or past it: NaN)
+        i = on.clip(on.subtract(count, 1), 0, n - 2)
+        j = on.add(i, 1)
+        k0, k1 = (knots[index] if on is np else _gathered(knots, index) for index in (i, j))
+        f0, f1 = _gathered(fp, i), _gathered(fp, j)
+        width = on.subtract(k1, k0)
+        flat = on.equal(width, 0)                     # repeated last knots: no slope
+        slope = _unless(flat, 0.0, divide(subtract(f1, f0), on.where(flat, 1.0, width)))
+        # at an infinite or NaN x the line is drawn at k0: no inf or NaN in the derivatives
+        # the where()s below set to zero
+        at = _unless(on.logical_not(on.isfinite(x_values)), k0, x)
+        from_k, from_f = on.where(last, k1, k0), _unless(last, f1, f0)
+        result = add(multiply(slope, subtract(at, from_k)), from_f)
+        if not _finite(knots, fp):
+            # NumPy's fallbacks where the line is NaN (an infinite knot or height): the line
+            # from the segment's other end, fp at a knot
+            line_nan = isnan(result)
+            other_k, other_f = on.where(last, k0, k1), _unless(last, f0, f1)
+            other = add(multiply(slope, subtract(at, other_k)), other_f)
+            other = _unless(logical_and(isnan(other), equal(f0, f1)), f0, other)
+            at_knot = logical_and(line_nan, logical_or(last, equal(x_values, k0)))
+            result = _unless(line_nan, _where(at_knot, from_f, other), result)
     below = take(fp, 0) if left is None else left
     above = take(fp, -1) if right is None else right
-    result = where(where_x < knots[0], below, result)
-    return where(where_x > knots[-1], above, result)
+    result = _unless(on.less(x_values, knots[0]), below, result)
+    result = _unless(on.greater(x_values, knots[-1]), above, result)
+    return _unless(on.isnan(x_values), at_nan, result) if n > 1 else result
 
 
-def _interp_traced(x, fp, knots: np.ndarray, left, right):
-    """:func:`interp` at an ``x`` whose values are not known (``jit``, ``vmap``): each
-    entry's segment is found by :func:`sorted_positions` (``side="right"``: the count of
-    knots not above it), as the eager path's ``searchsorted`` finds it."""
-    n = knots.shape[0]
-    if n == 1:
-        result = add(multiply(x, 0.0), take(fp, 0))
-    else:
-        count = sorted_positions(knots, x, "right")
-        i = clip(subtract(count, 1), 0, n - 2)
-        j = add(i, 1)
-        k0, k1 = take(knots, i), take(knots, j)
-        f0 = take(fp, i)
-        t = divide(subtract(x, k0), subtract(k1, k0))
-        result = add(f0, multiply(t, subtract(take(fp, j), f0)))
-    below = take(fp, 0) if left is None else left
-    above = take(fp, -1) if right is None else right
-    result = where(less(x, knots[0]), below, result)
-    return where(greater(x, knots[-1]), above, result)
+def _unless(exception, value, otherwise):
+    """``where(exception, value, otherwise)``, or ``otherwise`` itself when ``exception`` is
+    known now (NumPy's) to be false everywhere: the usual case of :func:`interp`'s eager
+    path, which so records fewer ops."""
+    known = data_if_known(exception) if isinstance(exception, Frontend) else exception
+    if isinstance(known, (np.ndarray, np.generic)) and not known.any():
+        return otherwise
+    return _where(exception, value, otherwise)
+
+
+class _IndexOps:
+    """The ops :func:`_interpolated` finds segments with, by NumPy's names (NumPy's own
+    serve where the values are NumPy's)."""
+
+    @staticmethod
+    def clip(a, a_min, a_max):
+        return clip(a, a_min, a_max)
+
+    greater_equal, subtract, add, equal = (staticmethod(greater_equal), staticmethod(subtract),
+                                           staticmethod(add), staticmethod(equal))
+    less, greater, where = staticmethod(less), staticmethod(greater), staticmethod(_where)
+
+    @staticmethod
+    def logical_not(a):
+        return logical_not(a)
+
+    @staticmethod
+    def isfinite(a):
+        return isfinite(a)
+
+    @staticmethod
+    def isnan(a):
+        return isnan(a)
+
+
+def _finite(knots, fp) -> bool:
+    """Whether the knots and heights are known now (NumPy's) and all finite: then a line
+    through a segment is never NaN, at a finite point of it."""
+    known = data_if_known(fp) if isinstance(fp, Frontend) else fp
+    return all(type(values) is np.ndarray and bool(np.all(np.isfinite(values)))
+               for values in (knots, known))
+
+
+def _gathered(values, index):
+    """``values[index]`` of a 1-d ``values``, for an ``index`` in range by construction: no
+    bounds check (which would read the indices: a Dask array's, say)."""
+    gather = Gather(0, tuple(shape_of(values)), tuple(shape_of(index)))
+    return first(bind(gather, values, index))
 
 
 def sorted_positions(a, v, side: str):
