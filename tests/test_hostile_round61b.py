@@ -229,17 +229,13 @@ def test_apply_keeps_elementwise_funcs_of_every_dtype():
                                   [4.0, 1.0, 2.0])
 
 
-# --- found in reductions.py (not this round's file): strict xfails saying what is wrong ------
+# --- found in reductions.py, fixed after the round -------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=tidu.TiduError, reason=(
-    "reductions.digitize tests monotonicity with np.diff(bins) >= 0 (or <= 0): a repeated "
-    "infinity gives inf - inf = NaN and a trailing NaN bin gives NaN, so bins NumPy accepts "
-    "(its _monotonicity compares neighbours, NaN comparing as equal) raise 'bins must be "
-    "monotonically increasing or decreasing'; fix: compare neighbours, bins[1:] >= bins[:-1] "
-    "or either is NaN"))
 @pytest.mark.parametrize("bins", [[-np.inf, -np.inf, 1.0], [1.0, np.inf, np.inf],
                                   [np.inf, np.inf, 0.0], [0.0, 1.0, np.nan]])
 def test_digitize_bins_with_repeated_infinities_or_a_trailing_nan(bins):
+    """Bins NumPy takes (it compares neighbours; NaN compares as no step): before round 61
+    tnp refused them, its np.diff making inf - inf and NaN steps."""
     x = np.array([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf, np.nan])
     bins = np.array(bins)
     for right in (False, True):
@@ -249,16 +245,12 @@ def test_digitize_bins_with_repeated_infinities_or_a_trailing_nan(bins):
             np.asarray(tnp.jit(lambda x: tnp.digitize(x, bins, right))(x)), expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reductions.searchsorted passes sorter to np.searchsorted eagerly (NumPy's ValueError / "
-    "TypeError escape, not TiduErrors naming searchsorted) and under jit/vmap applies it "
-    "with take() unchecked: a sorter of the wrong length, a 2-d one or a negative index "
-    "gives an answer (NumPy raises); fix: check sorter (1-d, integers, len(a) entries; "
-    "values in [0, len(a)) where known) before either path"))
 @pytest.mark.parametrize("route", ["eager", "jit"])
 @pytest.mark.parametrize("sorter", [[0, 1], [0, 1, 2, 2], [[0, 1, 2]], [-1, 0, 1],
                                     [0.0, 1.0, 2.0]])
 def test_searchsorted_sorter_misuse_raises_tidu_errors(route, sorter):
+    """A sorter of the wrong length, a 2-d one, a negative index or floats: NumPy raises;
+    before round 61 NumPy's errors escaped eagerly and jit gave an answer."""
     a, v = np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.5])
     sorter = np.array(sorter)
     call = (lambda f: f(a)) if route == "eager" else (lambda f: tnp.jit(f)(a))
@@ -326,3 +318,35 @@ def test_apply_gradient_into_a_closed_over_tensor():
                  for e in np.eye(3) * 1e-6]
     np.testing.assert_allclose(float(w.grad), numeric_w, rtol=1e-7)
     np.testing.assert_allclose(np.asarray(xt.grad), numeric_x, rtol=1e-7, atol=1e-9)
+
+
+def test_digitize_takes_and_refuses_the_bins_numpy_does():
+    """Bins of 0-4 edges drawn from a few values with ties, infinities and NaN: tnp takes
+    exactly those NumPy takes, with its indices, eagerly and under jit."""
+    import itertools
+
+    x = np.array([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan])
+    values = [-np.inf, 0.0, 1.0, np.inf, np.nan]
+    for size in range(5):
+        for edges in itertools.product(values, repeat=size):
+            bins = np.array(edges, dtype=float)
+            try:
+                expected = np.digitize(x, bins)
+            except ValueError:
+                with pytest.raises(tidu.TiduError, match="monotonically"):
+                    tnp.digitize(x, bins)
+                continue
+            np.testing.assert_array_equal(np.asarray(tnp.digitize(x, bins)), expected,
+                                          err_msg=str(edges))
+            if size not in (0, 3):
+                continue
+            try:
+                got = tnp.jit(lambda x: tnp.digitize(x, bins))(x)
+            except tidu.TiduError as error:     # only for NaN before other edges
+                assert "NaN" in str(error) and np.isnan(bins).any(), (edges, error)
+                continue
+            np.testing.assert_array_equal(np.asarray(got), expected, err_msg=str(edges))
+    for edges in ([0.0, 1.0, np.nan], [np.nan, 1.0, 0.0], [np.inf, np.inf, 0.0]):
+        bins = np.array(edges)                  # NaN last in the order searched: taken
+        np.testing.assert_array_equal(tnp.jit(lambda x: tnp.digitize(x, bins))(x),
+                                      np.digitize(x, bins))

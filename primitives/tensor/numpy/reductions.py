@@ -391,13 +391,22 @@ def digitize(x, bins, right: bool = False):
                                                        "increase or decrease)"))
     if edges.ndim != 1:
         raise TensorShapeError(f"digitize: bins must be 1-dimensional, got shape {edges.shape}")
-    steps = np.diff(edges)
-    side = "left" if right else "right"
-    if np.all(steps >= 0):
-        return searchsorted(edges, x, side=side)
-    if np.all(steps <= 0):
-        return subtract(np.intp(edges.shape[0]), searchsorted(edges[::-1], x, side=side))
-    raise TensorShapeError("digitize: bins must be monotonically increasing or decreasing")
+    # NumPy's test, neighbour by neighbour (np.diff would make inf - inf and NaN steps): the
+    # first edge unlike the one before says which way; no later step may go the other way
+    up, down = edges[:-1] < edges[1:], edges[:-1] > edges[1:]
+    changes = np.flatnonzero(edges[:-1] != edges[1:])
+    increasing = not changes.size or bool(up[changes[0]])
+    if (down if increasing else up).any():
+        raise TensorShapeError("digitize: bins must be monotonically increasing or decreasing")
+    searched = edges if increasing else edges[::-1]
+    nan = np.isnan(searched) if searched.dtype.kind in "fc" else np.zeros(searched.shape, bool)
+    if nan.any() and not nan[int(np.argmax(nan)):].all() and data_if_known(x) is None:
+        # NumPy takes them, but its answer is its binary search's on unsorted edges
+        raise TensorNotSupportedError("digitize: bins with NaN before other edges (in their "
+                                      "search order) under jit or vmap: NumPy's indices then "
+                                      "depend on its binary search; put NaN edges last")
+    found = searchsorted(searched, x, side="left" if right else "right")
+    return found if increasing else subtract(np.intp(edges.shape[0]), found)
 
 
 def _gradient_axes(axis, ndim: int) -> tuple:
@@ -1189,6 +1198,8 @@ def searchsorted(a, v, side="left", sorter=None):
     if len(shape_of(operand(a, "searchsorted"))) != 1:      # (NumPy's own: "object too deep")
         raise TensorShapeError(f"searchsorted: a must be 1-dimensional, got shape "
                                f"{shape_of(operand(a, 'searchsorted'))}")
+    if sorter is not None:
+        sorter = _checked_sorter(sorter, shape_of(operand(a))[0])
     given = (a, v, sorter)
     known = [data_if_known(x) if isinstance(x, Frontend) else x for x in given]
     if builtins.all((k is not None or x is None) and library_of(k) is NUMPY
@@ -1203,6 +1214,27 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         a = take(a, sorter)
     return sorted_positions(stop_gradient(a), stop_gradient(v), side)
+
+
+def _checked_sorter(sorter, n: int):
+    """:func:`searchsorted`'s ``sorter``, checked as NumPy checks it (on every route: under
+    ``jit`` a ``take`` by a bad one would give an answer): 1-d, integers, ``n`` entries, each
+    in ``[0, n)`` where its values are known.
+
+    >>> _checked_sorter([2, 0, 1], 3)
+    array([2, 0, 1])
+    """
+    sorter = operand(sorter, "searchsorted")
+    if shape_of(sorter) != (n,):
+        raise TensorShapeError(f"searchsorted: sorter must be 1-d with one entry per entry of "
+                               f"a ({n}), got shape {shape_of(sorter)}")
+    if dtype_of(sorter).kind not in "iu":
+        raise TensorTypeError(f"searchsorted: sorter must hold integers, got {dtype_of(sorter)}")
+    known = data_if_known(sorter) if isinstance(sorter, Frontend) else sorter
+    if known is not None and n and not bool(((known >= 0) & (known < n)).all()):
+        raise TensorIndexError(f"searchsorted: sorter index out of range: each must be in "
+                               f"[0, {n})")
+    return sorter
 
 
 @implements(np.isin)
