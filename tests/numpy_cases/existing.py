@@ -175,8 +175,8 @@ CASES += [
     Case("interp", lambda x, fp: tnp.interp(x, KNOTS, fp), lambda x, fp: np.interp(x, KNOTS, fp),
          (fixed([-2.0, -0.7, 0.2, 1.1, 1.9, 3.0]), normal((4,))), wrt=(0, 1),
          dtypes=("float64", "float32"),
-         jit=False, note="xp constant; at a knot, the slope of the segment to its right; "
-         "0 outside; reads x's values (not under jit)"),
+         note="xp constant; at a knot, the slope of the segment to its right; 0 outside "
+         "(under jit, x's segments by a binary search)"),
 ]
 CASES += [
     Case("linalg.cond", tnp.linalg.cond, np.linalg.cond,
