@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -571,7 +572,7 @@ def _interpolated(x, fp, knots, count, left, right, at_nan, x_values):
     # where x and the knots are NumPy's values, what depends on them only is NumPy's work
     # (no graph); else it is ops
     on = np if all(isinstance(values, (np.ndarray, np.generic))
-                   for values in (x_values, knots, count)) else _IndexOps
+                   for values in (x_values, knots, count)) else _INDEX_OPS
     if n == 1:                        # NumPy's: fp[0] unless x is below or above the knot
         result = take(fp, np.zeros(shape_of(x), dtype=np.intp))
     else:
@@ -614,29 +615,11 @@ def _unless(exception, value, otherwise):
     return _where(exception, value, otherwise)
 
 
-class _IndexOps:
-    """The ops :func:`_interpolated` finds segments with, by NumPy's names (NumPy's own
-    serve where the values are NumPy's)."""
-
-    @staticmethod
-    def clip(a, a_min, a_max):
-        return clip(a, a_min, a_max)
-
-    greater_equal, subtract, add, equal = (staticmethod(greater_equal), staticmethod(subtract),
-                                           staticmethod(add), staticmethod(equal))
-    less, greater, where = staticmethod(less), staticmethod(greater), staticmethod(_where)
-
-    @staticmethod
-    def logical_not(a):
-        return logical_not(a)
-
-    @staticmethod
-    def isfinite(a):
-        return isfinite(a)
-
-    @staticmethod
-    def isnan(a):
-        return isnan(a)
+# the ops _interpolated finds segments with, by NumPy's names (NumPy's own serve where the
+# values are NumPy's)
+_INDEX_OPS = SimpleNamespace(
+    clip=clip, greater_equal=greater_equal, subtract=subtract, add=add, equal=equal, less=less,
+    greater=greater, where=_where, logical_not=logical_not, isfinite=isfinite, isnan=isnan)
 
 
 def _finite(knots, fp) -> bool:
