@@ -78,14 +78,14 @@ class GraphTrace:
 
     ``transform`` names the transform that records it, for errors; once it has
     traced ``f``, ``active`` is false and its tracers can no longer be used.
+    ``template``, the graph an earlier trace of ``f`` made, is followed while this
+    trace repeats it (:mod:`.retrace`); the graph built is the same either way.
 
     An ``abstract`` trace (``jit``, ``vmap``, ``eval_shape``, a custom rule) is for any
     input, and only its inputs' values are read afterwards, so ``values`` keeps just
     those: each op's result lives in its tracer and dies with it, and tracing holds what
     ``f`` holds when it runs, not every value it made. The results' values are read from
     the tracers ``f`` returned (their ``value_below``).
-    ``template``, the graph an earlier trace of ``f`` made, is followed while this
-    trace repeats it (:mod:`.retrace`); the graph built is the same either way.
     """
 
     def __init__(self, capture: Callable[[Any], bool] | None = None,
