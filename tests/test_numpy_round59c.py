@@ -178,8 +178,7 @@ def test_axis_of_a_0d_array_as_numpy(name, axis, keepdims):
         else:
             assert got[0] == "error", (name, axis, x.dtype, "NumPy refuses, tidu took it")
             assert isinstance(got[1], TiduError), got[1]
-            assert str(got[1]).startswith({"amax": "max", "amin": "min"}.get(name, name)), \
-                got[1]
+            assert str(got[1]).startswith(name), got[1]     # (amax's: amax, since round 61)
 
 
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "nansum", "nanmean", "ptp"])

@@ -357,3 +357,18 @@ def test_cumulative_of_a_1_tuple_axis_with_include_initial_and_its_gradient():
     gradient = tnp.grad(lambda v: tnp.sum(tnp.cumulative_prod(v, axis=(0,))))(x)
     np.testing.assert_allclose(gradient, [1 + 3 + 12, 2 + 8, 6])
     assert float(tnp.grad(lambda s: tnp.cumulative_sum(s, axis=(0,))[0])(2.0)) == 1.0
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+def test_amax_and_amin_errors_name_them(name):
+    """They were max and min themselves, so their errors said max and min."""
+    operation = "maximum" if name == "amax" else "minimum"
+    for call in (getattr(tnp, name), getattr(np, name)):
+        with pytest.raises(TiduError, match=f"^{name}: zero-size array to reduction "
+                                            f"operation {operation}"):
+            call(tnp.tensor(np.zeros(0), requires_grad=True))
+    with pytest.raises(TiduError, match=f"^{name}: axis 5"):
+        getattr(tnp, name)(np.zeros(3), axis=5)
+    x = np.array([1.0, 3.0, 3.0])
+    np.testing.assert_array_equal(tnp.grad(lambda v: getattr(tnp, name)(v))(x),
+                                  tnp.grad(lambda v: getattr(tnp, name[1:])(v))(x))

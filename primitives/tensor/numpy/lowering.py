@@ -1290,7 +1290,8 @@ def _reduce_extremum(cls, fn: str, x, axis, out, keepdims, initial, where):
     axes = reduction_axes(axis, len(shape), fn)
     if any(shape[a] == 0 for a in axes):
         if initial is NO_VALUE:
-            raise TensorShapeError(f"{fn}: zero-size array to reduction operation {fn}imum "
+            operation = "maximum" if cls is ReduceMax else "minimum"
+            raise TensorShapeError(f"{fn}: zero-size array to reduction operation {operation} "
                                    f"which has no identity (shape {shape}, axis {axis})")
         return _initial_everywhere(x, axes, keepdims, initial)
     result = first(bind(cached_op(cls, axes, shape, dtype_name(dtype_of(x))), x)) if axes \
@@ -1310,19 +1311,28 @@ def _initial_everywhere(x, axes: tuple, keepdims: bool, initial):
     return where(np.zeros(shape_of(zeros), dtype=np.bool_), zeros, initial)
 
 
-@implements(np.max, np.amax)
+@implements(np.max)
 def max(x, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE, where=NO_VALUE):
     """``np.max``; the gradient is shared evenly among tied maxima (as in JAX)."""
     return _reduce_extremum(ReduceMax, "max", x, axis, out, keepdims, initial, where)
 
 
-@implements(np.min, np.amin)
+@implements(np.min)
 def min(x, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE, where=NO_VALUE):
     """``np.min``; the gradient is shared evenly among tied minima (as in JAX)."""
     return _reduce_extremum(ReduceMin, "min", x, axis, out, keepdims, initial, where)
 
 
-amax, amin = max, min
+@implements(np.amax)
+def amax(x, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE, where=NO_VALUE):
+    """``np.amax``: :func:`max`, its errors naming ``amax``."""
+    return _reduce_extremum(ReduceMax, "amax", x, axis, out, keepdims, initial, where)
+
+
+@implements(np.amin)
+def amin(x, axis=None, out=None, keepdims: bool = False, initial=NO_VALUE, where=NO_VALUE):
+    """``np.amin``: :func:`min`, its errors naming ``amin``."""
+    return _reduce_extremum(ReduceMin, "amin", x, axis, out, keepdims, initial, where)
 
 
 # --- contraction ---------------------------------------------------------------------------------
