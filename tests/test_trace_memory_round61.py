@@ -165,3 +165,21 @@ def test_a_vjp_fn_whose_cotangent_is_a_traced_constant_is_fresh():
         np.testing.assert_array_equal(g, c)
         assert not np.shares_memory(g, c)
         g[...] = 0.0                    # writing a result changes no later one
+
+
+def test_a_vjp_fn_reads_its_own_copies_of_the_residuals():
+    """The residuals a vjp_fn keeps are the trace's (owned copies of the primals): writing
+    into the caller's array, the output or a result between calls changes no later one."""
+    x = np.array([0.3, -0.7, 1.1])
+    want = np.cos(x) * x + np.sin(x)
+    caller = x.copy()
+    out, vjp_fn = tnp.vjp(lambda v: tnp.sin(v) * v, caller)
+    (first,) = vjp_fn(np.ones(3))
+    caller[:] = 100.0
+    out[:] = 5.0
+    first[:] = -1.0
+    (second,) = vjp_fn(np.ones(3))
+    np.testing.assert_allclose(second, want, rtol=1e-15)
+    (third,) = vjp_fn(np.ones(3))               # (the compiled backward program)
+    np.testing.assert_allclose(third, want, rtol=1e-15)
+    assert not np.shares_memory(second, third)
